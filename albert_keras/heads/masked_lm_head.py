@@ -1,0 +1,105 @@
+"""The masked-LM head with a decoder tied to the word-embedding table."""
+
+import keras
+from keras import ops
+
+from albert_keras.layers.activations import get_activation
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class MaskedLMHead(keras.layers.Layer):
+    """Gathers masked positions and scores them against the vocabulary.
+
+    ``gather -> dense H -> E (act) -> LayerNorm -> x @ word_table^T + bias``.
+    Gathering first means the E x V product runs only on the P masked
+    positions, not on all S tokens. Logits are float32 under mixed precision.
+
+    Args:
+        token_embedding: the encoder's ``keras.layers.Embedding`` (V x E)
+            whose table is the tied decoder. When the head is rebuilt alone
+            from its config, a fresh embedding is created.
+        activation: a ``hidden_act`` name.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal initializer.
+
+    Example:
+    >>> table = keras.layers.Embedding(100, 16)
+    >>> head = MaskedLMHead(table)
+    >>> seq = keras.ops.ones((2, 8, 32))
+    >>> positions = keras.ops.zeros((2, 3), "int32")
+    >>> tuple(head(seq, positions).shape)
+    (2, 3, 100)
+    """
+
+    def __init__(
+        self,
+        token_embedding,
+        activation="gelu_new",
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if isinstance(token_embedding, dict):
+            token_embedding = keras.saving.deserialize_keras_object(token_embedding)
+        self.token_embedding = token_embedding
+        self.activation = activation
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self.vocab_size = token_embedding.input_dim
+        self.embedding_size = token_embedding.output_dim
+        self.dense = keras.layers.Dense(
+            self.embedding_size,
+            activation=get_activation(activation),
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=initializer_range
+            ),
+            dtype=self.dtype_policy,
+            name="transform_dense",
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="transform_layer_norm"
+        )
+
+    def build(self, sequence_output_shape, masked_positions_shape=None):
+        if not self.token_embedding.built:
+            self.token_embedding.build((None, None))
+        self.dense.build(sequence_output_shape)
+        self.layer_norm.build(tuple(sequence_output_shape[:-1]) + (self.embedding_size,))
+        self.output_bias = self.add_weight(
+            name="output_bias",
+            shape=(self.vocab_size,),
+            initializer="zeros",
+        )
+        self.built = True
+
+    def call(self, sequence_output, masked_positions):
+        positions = ops.cast(masked_positions, "int32")
+        x = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)
+        x = self.layer_norm(self.dense(x))
+        table = ops.cast(self.token_embedding.embeddings, x.dtype)
+        logits = ops.matmul(x, ops.transpose(table))
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
+        return (masked_positions_shape[0], masked_positions_shape[1], self.vocab_size)
+
+    def compute_output_spec(self, sequence_output, masked_positions):
+        return keras.KerasTensor(
+            self.compute_output_shape(sequence_output.shape, masked_positions.shape),
+            dtype="float32",
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "token_embedding": keras.saving.serialize_keras_object(
+                    self.token_embedding
+                ),
+                "activation": self.activation,
+                "layer_norm_eps": self.layer_norm_eps,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

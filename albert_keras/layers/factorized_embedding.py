@@ -1,0 +1,159 @@
+"""ALBERT's factorized embedding: V x E tables, then an E -> H projection."""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class FactorizedEmbedding(keras.layers.Layer):
+    """Word + segment + position embeddings of width E, projected to H.
+
+    ``word (V x E) + segment (T x E) + position (P x E) -> LayerNorm ->
+    dropout -> embedding_hidden_mapping_in (E -> H)``. The projection exists
+    only when ``embedding_size != hidden_size``, as in the original code, so
+    with E = H this is BERT's embedding.
+
+    Args:
+        vocab_size: V.
+        embedding_size: E.
+        hidden_size: H.
+        max_position_embeddings: P, the longest accepted sequence.
+        type_vocab_size: T, the number of segments.
+        dropout: dropout rate after the LayerNorm.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal initializer.
+
+    Example:
+    >>> layer = FactorizedEmbedding(100, 16, 32, 64)
+    >>> ids = keras.ops.ones((2, 8), "int32")
+    >>> tuple(layer(ids, keras.ops.zeros_like(ids)).shape)
+    (2, 8, 32)
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        embedding_size,
+        hidden_size,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        dropout=0.0,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.hidden_size = hidden_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.dropout = dropout
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+
+        def init():
+            return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        self.token_embedding = keras.layers.Embedding(
+            vocab_size,
+            embedding_size,
+            embeddings_initializer=init(),
+            dtype=self.dtype_policy,
+            name="token_embedding",
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            type_vocab_size,
+            embedding_size,
+            embeddings_initializer=init(),
+            dtype=self.dtype_policy,
+            name="segment_embedding",
+        )
+        self.position_embedding = keras.layers.Embedding(
+            max_position_embeddings,
+            embedding_size,
+            embeddings_initializer=init(),
+            dtype=self.dtype_policy,
+            name="position_embedding",
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps,
+            dtype=self.dtype_policy,
+            name="embeddings_layer_norm",
+        )
+        self.dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="embeddings_dropout"
+        )
+        self.projection = None
+        if embedding_size != hidden_size:
+            self.projection = keras.layers.Dense(
+                hidden_size,
+                kernel_initializer=init(),
+                dtype=self.dtype_policy,
+                name="embedding_projection",
+            )
+
+    def build(self, token_ids_shape, segment_ids_shape=None):
+        self.token_embedding.build(token_ids_shape)
+        self.segment_embedding.build(token_ids_shape)
+        self.position_embedding.build(token_ids_shape)
+        self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_size,))
+        if self.projection is not None:
+            self.projection.build(tuple(token_ids_shape) + (self.embedding_size,))
+        self.built = True
+
+    def _check_length(self, token_ids):
+        static_len = token_ids.shape[1]
+        if static_len is not None:
+            if static_len > self.max_position_embeddings:
+                raise ValueError(
+                    f"token_ids has sequence length {static_len}, longer than "
+                    f"max_position_embeddings={self.max_position_embeddings}"
+                )
+            return token_ids
+        seq_len = ops.shape(token_ids)[1]
+        with tf.control_dependencies(
+            [
+                tf.debugging.assert_less_equal(
+                    seq_len,
+                    self.max_position_embeddings,
+                    message=(
+                        "token_ids is longer than max_position_embeddings="
+                        f"{self.max_position_embeddings}"
+                    ),
+                )
+            ]
+        ):
+            return tf.identity(token_ids)
+
+    def call(self, token_ids, segment_ids, training=False):
+        token_ids = self._check_length(token_ids)
+        seq_len = ops.shape(token_ids)[1]
+        positions = self.position_embedding.embeddings[:seq_len]
+        x = self.token_embedding(token_ids) + self.segment_embedding(segment_ids)
+        x = x + ops.cast(positions, x.dtype)[None, :, :]
+        x = self.layer_norm(x)
+        x = self.dropout_layer(x, training=training)
+        if self.projection is not None:
+            x = self.projection(x)
+        return x
+
+    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+        return tuple(token_ids_shape) + (self.hidden_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_size": self.vocab_size,
+                "embedding_size": self.embedding_size,
+                "hidden_size": self.hidden_size,
+                "max_position_embeddings": self.max_position_embeddings,
+                "type_vocab_size": self.type_vocab_size,
+                "dropout": self.dropout,
+                "layer_norm_eps": self.layer_norm_eps,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,93 @@
+"""The feed-forward half of a post-LN transformer block."""
+
+import keras
+
+from albert_keras.layers.activations import get_activation
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class FeedForwardBlock(keras.layers.Layer):
+    """``LayerNorm(dropout(W2 act(W1 x)) + x)``: H -> I -> H.
+
+    Args:
+        hidden_size: H.
+        intermediate_size: I.
+        activation: a ``hidden_act`` name (``gelu_new`` for ALBERT).
+        dropout: dropout on the FFN output.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal initializer.
+
+    Example:
+    >>> block = FeedForwardBlock(32, 64)
+    >>> tuple(block(keras.ops.ones((2, 8, 32))).shape)
+    (2, 8, 32)
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        intermediate_size,
+        activation="gelu_new",
+        dropout=0.0,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+
+        def init():
+            return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        self.intermediate = keras.layers.Dense(
+            intermediate_size,
+            activation=get_activation(activation),
+            kernel_initializer=init(),
+            dtype=self.dtype_policy,
+            name="ffn",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_size,
+            kernel_initializer=init(),
+            dtype=self.dtype_policy,
+            name="ffn_output",
+        )
+        self.dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="ffn_dropout"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="ffn_layer_norm"
+        )
+
+    def build(self, input_shape):
+        self.intermediate.build(input_shape)
+        self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
+        self.layer_norm.build(input_shape)
+        self.built = True
+
+    def call(self, x, training=False):
+        y = self.output_dense(self.intermediate(x))
+        y = self.dropout_layer(y, training=training)
+        return self.layer_norm(y + x)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_size": self.hidden_size,
+                "intermediate_size": self.intermediate_size,
+                "activation": self.activation,
+                "dropout": self.dropout,
+                "layer_norm_eps": self.layer_norm_eps,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

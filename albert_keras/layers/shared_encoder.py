@@ -1,0 +1,148 @@
+"""ALBERT's transformer stack with cross-layer parameter sharing."""
+
+import keras
+
+from albert_keras.config import block_plan
+from albert_keras.layers.attention_block import AttentionBlock
+from albert_keras.layers.feed_forward_block import FeedForwardBlock
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class SharedEncoder(keras.layers.Layer):
+    """``num_layers`` block applications over a smaller set of weights.
+
+    Layer ``i`` runs group ``int(i / num_layers * num_groups)``; a group is
+    ``inner_group_num`` post-LN blocks. ``sharing`` picks what the layers
+    of one group share (the paper's Table 4):
+
+    * ``all``: attention and FFN (ALBERT).
+    * ``attention``: attention only; every layer has its own FFN.
+    * ``ffn``: FFN only; every layer has its own attention.
+    * ``none``: nothing (BERT); ``num_groups`` then has no effect.
+
+    The attention and FFN modules live in ``attention_blocks`` and
+    ``ffn_blocks``; ``plan[layer][inner] == (attention_index, ffn_index)``.
+
+    Args:
+        num_layers: L, the number of layer applications.
+        num_groups: G.
+        inner_group_num: blocks per group.
+        sharing: ``all``, ``attention``, ``ffn`` or ``none``.
+        hidden_size: H.
+        num_heads: attention heads.
+        intermediate_size: FFN width.
+        activation: FFN activation name.
+        dropout: hidden dropout.
+        attention_dropout: dropout on attention probabilities.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal initializer.
+
+    Example:
+    >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
+    >>> x = keras.ops.ones((2, 8, 32))
+    >>> states = encoder(x, keras.ops.zeros((2, 1, 1, 8)))
+    >>> len(states)  # the input and one state per layer
+    5
+    """
+
+    def __init__(
+        self,
+        num_layers,
+        num_groups,
+        inner_group_num,
+        sharing,
+        hidden_size,
+        num_heads,
+        intermediate_size,
+        activation="gelu_new",
+        dropout=0.0,
+        attention_dropout=0.0,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_layers = num_layers
+        self.num_groups = num_groups
+        self.inner_group_num = inner_group_num
+        self.sharing = sharing
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self.plan = block_plan(num_layers, num_groups, inner_group_num, sharing)
+
+        num_attention = 1 + max(a for blocks in self.plan for a, _ in blocks)
+        num_ffn = 1 + max(f for blocks in self.plan for _, f in blocks)
+        self.attention_blocks = [
+            AttentionBlock(
+                hidden_size,
+                num_heads,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                layer_norm_eps=layer_norm_eps,
+                initializer_range=initializer_range,
+                dtype=self.dtype_policy,
+                name=f"attention_{i}",
+            )
+            for i in range(num_attention)
+        ]
+        self.ffn_blocks = [
+            FeedForwardBlock(
+                hidden_size,
+                intermediate_size,
+                activation=activation,
+                dropout=dropout,
+                layer_norm_eps=layer_norm_eps,
+                initializer_range=initializer_range,
+                dtype=self.dtype_policy,
+                name=f"ffn_{i}",
+            )
+            for i in range(num_ffn)
+        ]
+
+    def build(self, x_shape, attention_bias_shape=None):
+        for block in self.attention_blocks:
+            block.build(x_shape)
+        for block in self.ffn_blocks:
+            block.build(x_shape)
+        self.built = True
+
+    def call(self, x, attention_bias, training=False):
+        """Returns ``[x, state_1, ..., state_L]`` (L + 1 tensors)."""
+        states = [x]
+        for blocks in self.plan:
+            for attention_index, ffn_index in blocks:
+                x = self.attention_blocks[attention_index](
+                    x, attention_bias, training=training
+                )
+                x = self.ffn_blocks[ffn_index](x, training=training)
+            states.append(x)
+        return states
+
+    def compute_output_shape(self, x_shape, attention_bias_shape=None):
+        return [tuple(x_shape)] * (self.num_layers + 1)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_layers": self.num_layers,
+                "num_groups": self.num_groups,
+                "inner_group_num": self.inner_group_num,
+                "sharing": self.sharing,
+                "hidden_size": self.hidden_size,
+                "num_heads": self.num_heads,
+                "intermediate_size": self.intermediate_size,
+                "activation": self.activation,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "layer_norm_eps": self.layer_norm_eps,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,195 @@
+"""AlbertEncoder: the ALBERT (or BERT) backbone as a functional Keras model."""
+
+import keras
+from keras import ops
+
+from albert_keras.config import AlbertConfig
+from albert_keras.layers.attention_mask import AttentionMaskBias
+from albert_keras.layers.factorized_embedding import FactorizedEmbedding
+from albert_keras.layers.shared_encoder import SharedEncoder
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class TokenPooler(keras.layers.Layer):
+    """``tanh(W h_0 + b)``: the pooled output from the first token.
+
+    Args:
+        hidden_size: H.
+        initializer_range: stddev of the truncated-normal initializer.
+
+    Example:
+    >>> tuple(TokenPooler(32)(keras.ops.ones((2, 8, 32))).shape)
+    (2, 32)
+    """
+
+    def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.dense = keras.layers.Dense(
+            hidden_size,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=initializer_range
+            ),
+            dtype=self.dtype_policy,
+            name="pooler_dense",
+        )
+
+    def build(self, sequence_shape):
+        self.dense.build((sequence_shape[0], sequence_shape[-1]))
+        self.built = True
+
+    def call(self, sequence_output):
+        return self.dense(sequence_output[:, 0, :])
+
+    def compute_output_shape(self, sequence_shape):
+        return (sequence_shape[0], self.hidden_size)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_size": self.hidden_size,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class StackHiddenStates(keras.layers.Layer):
+    """Stacks the L + 1 hidden states into ``[B, L + 1, S, H]``."""
+
+    def call(self, states):
+        return ops.stack(states, axis=1)
+
+    def compute_output_shape(self, shapes):
+        first = shapes[0]
+        return (first[0], len(shapes)) + tuple(first[1:])
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertEncoder(keras.Model):
+    """ALBERT encoder: factorized embedding, shared transformer, pooler.
+
+    Inputs (dict, int32): ``token_ids``, ``segment_ids``, ``padding_mask``
+    (1 for real tokens), each ``[B, S]`` with any ``S`` up to
+    ``max_position_embeddings``.
+    Outputs (dict): ``sequence_output`` ``[B, S, H]``, ``pooled_output``
+    ``[B, H]`` and, with ``output_hidden_states=True``, ``hidden_states``
+    ``[B, L + 1, S, H]`` (index 0 is the projected embedding output, index
+    ``i`` the output of layer ``i``) so features can come from any layer.
+
+    Args:
+        config: an ``AlbertConfig`` or its dict.
+        output_hidden_states: also return every layer's output.
+        mask_value: additive attention bias at padded positions (-10000 as
+            the original; a bounded value like -120 suits int8 export).
+        dtype: a dtype policy such as ``"mixed_bfloat16"``.
+
+    Example:
+    >>> from albert_keras.presets import get_preset
+    >>> encoder = AlbertEncoder(get_preset("albert_tiny"))
+    >>> ids = keras.ops.ones((1, 16), "int32")
+    >>> out = encoder({"token_ids": ids, "segment_ids": 0 * ids,
+    ...                "padding_mask": ids})
+    >>> tuple(out["pooled_output"].shape)
+    (1, 256)
+    """
+
+    def __init__(
+        self,
+        config,
+        output_hidden_states=False,
+        mask_value=-10000.0,
+        dtype=None,
+        **kwargs,
+    ):
+        if isinstance(config, dict):
+            config = AlbertConfig.from_dict(config)
+        # -- layers ------------------------------------------------------------
+        embeddings = FactorizedEmbedding(
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            dropout=config.hidden_dropout_prob,
+            layer_norm_eps=config.layer_norm_eps,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        mask_bias = AttentionMaskBias(mask_value, dtype=dtype, name="attention_mask")
+        transformer = SharedEncoder(
+            num_layers=config.num_hidden_layers,
+            num_groups=config.num_hidden_groups,
+            inner_group_num=config.inner_group_num,
+            sharing=config.sharing,
+            hidden_size=config.hidden_size,
+            num_heads=config.num_attention_heads,
+            intermediate_size=config.intermediate_size,
+            activation=config.hidden_act,
+            dropout=config.hidden_dropout_prob,
+            attention_dropout=config.attention_probs_dropout_prob,
+            layer_norm_eps=config.layer_norm_eps,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="transformer",
+        )
+        pooler = TokenPooler(
+            config.hidden_size,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="pooler",
+        )
+
+        # -- functional graph ----------------------------------------------------
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        bias = mask_bias(inputs["padding_mask"])
+        states = transformer(x, bias)
+        sequence_output = states[-1]
+        outputs = {
+            "sequence_output": sequence_output,
+            "pooled_output": pooler(sequence_output),
+        }
+        if output_hidden_states:
+            outputs["hidden_states"] = StackHiddenStates(
+                dtype=dtype, name="hidden_states"
+            )(states)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # -- attributes ----------------------------------------------------------
+        self.config = config
+        self.output_hidden_states = output_hidden_states
+        self.mask_value = float(mask_value)
+        self.embeddings = embeddings
+        self.transformer = transformer
+        self.pooler = pooler
+
+    @property
+    def token_embedding(self):
+        """The V x E word-embedding layer (the MLM decoder is tied to it)."""
+        return self.embeddings.token_embedding
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "config": self.config.to_dict(),
+            "output_hidden_states": self.output_hidden_states,
+            "mask_value": self.mask_value,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
