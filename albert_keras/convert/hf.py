@@ -1,0 +1,207 @@
+"""HF transformers folders (``config.json`` + safetensors) in and out.
+
+Reads ``AlbertModel``, ``AlbertForPreTraining``, ``AlbertForMaskedLM``,
+``BertModel`` and ``BertForPreTraining`` folders (prefix ``albert.`` /
+``bert.`` optional) and writes a folder that ``transformers`` loads.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from albert_keras.config import AlbertConfig
+from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.assign import assign_tensors
+from albert_keras.convert.weight_layout import hf_albert_names
+from albert_keras.convert.weight_layout import hf_bert_names
+from albert_keras.convert.weight_layout import model_variables
+
+_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.")
+# Present in HF files, never loaded: position-id buffers and the decoder,
+# which is tied to the word embeddings (checked for equality below).
+_TIED = {
+    "albert": ("predictions.decoder.weight", "predictions.decoder.bias"),
+    "bert": ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
+}
+_OUTPUT_BIAS = {"albert": "predictions.bias", "bert": "cls.predictions.bias"}
+
+
+def is_hf_folder(path):
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json"))
+
+
+# -- reading -----------------------------------------------------------------------
+
+
+def _read_safetensors(path):
+    from safetensors import safe_open
+
+    out = {}
+    try:
+        with safe_open(path, framework="np") as f:
+            for key in f.keys():
+                out[key] = f.get_tensor(key)
+        return out
+    except (TypeError, ValueError) as e:
+        # numpy has no bfloat16: read those files through ml_dtypes-aware torch.
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise ConversionError(f"{path}: cannot read with numpy ({e})") from None
+    with safe_open(path, framework="pt") as f:
+        for key in f.keys():
+            out[key] = f.get_tensor(key).float().numpy()
+    return out
+
+
+def _read_torch_bin(path):
+    try:
+        import torch
+    except ImportError:
+        raise ConversionError(
+            f"{path}: reading pytorch_model.bin needs torch; convert it to "
+            "safetensors or install torch"
+        ) from None
+    # weights_only: never unpickle arbitrary objects from a stranger's file.
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises many types for a bad file
+        raise ConversionError(f"{path}: cannot read: {e}") from None
+    return {k: v.float().numpy() for k, v in state.items()}
+
+
+def read_hf_tensors(folder):
+    """All tensors of an HF folder (single or sharded safetensors, or .bin)."""
+    single = os.path.join(folder, "model.safetensors")
+    index = os.path.join(folder, "model.safetensors.index.json")
+    binary = os.path.join(folder, "pytorch_model.bin")
+    if os.path.isfile(single):
+        return _read_safetensors(single)
+    if os.path.isfile(index):
+        with open(index, encoding="utf-8") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        out = {}
+        for shard in shards:
+            out.update(_read_safetensors(os.path.join(folder, shard)))
+        return out
+    if os.path.isfile(binary):
+        return _read_torch_bin(binary)
+    raise ConversionError(
+        f"{folder}: no model.safetensors, model.safetensors.index.json or "
+        "pytorch_model.bin"
+    )
+
+
+def _strip_prefix(tensors, prefix):
+    out = {}
+    for key, value in tensors.items():
+        if key.startswith(prefix):
+            key = key[len(prefix) :]
+        out[key] = value
+    return out
+
+
+def load_hf(folder, strict=True, dtype=None):
+    """Builds our model from an HF folder.
+
+    Args:
+        folder: holds ``config.json`` and the weights.
+        strict: unexpected tensors (e.g. a fine-tuned classifier) are errors.
+        dtype: a dtype policy for the built model.
+
+    Returns:
+        ``(model, report)``: an ``AlbertPretrainer`` when the folder has an
+        MLM or SOP head, else an ``AlbertEncoder``; the report says which
+        tensor groups were loaded and which were left at initial values.
+
+    Example:
+    >>> model, report = load_hf("albert-base-v2/")  # doctest: +SKIP
+    """
+    from albert_keras.models.albert_encoder import AlbertEncoder
+    from albert_keras.models.albert_pretrainer import AlbertPretrainer
+
+    config_path = os.path.join(folder, "config.json")
+    config = AlbertConfig.from_json_file(config_path, dialect="hf")
+    with open(config_path, encoding="utf-8") as f:
+        model_type = json.load(f)["model_type"]
+    tensors = _strip_prefix(read_hf_tensors(folder), f"{model_type}.")
+    names = (hf_albert_names if model_type == "albert" else hf_bert_names)(config)
+
+    has_heads = any(k.startswith(_HEAD_PREFIXES) for k in tensors)
+    encoder = AlbertEncoder(config, dtype=dtype)
+    model = AlbertPretrainer(encoder, dtype=dtype) if has_heads else encoder
+
+    tied_weight, tied_bias = _TIED[model_type]
+    word = tensors.get("embeddings.word_embeddings.weight")
+    if tied_weight in tensors and word is not None:
+        if not np.array_equal(tensors[tied_weight], word):
+            raise ConversionError(
+                f"{folder}: {tied_weight} differs from the word embeddings; "
+                "an untied decoder cannot be represented"
+            )
+    bias = tensors.get(_OUTPUT_BIAS[model_type])
+    if tied_bias in tensors and bias is not None:
+        if not np.array_equal(tensors[tied_bias], bias):
+            raise ConversionError(f"{folder}: {tied_bias} differs from the output bias")
+    ignored = {"embeddings.position_ids", tied_weight, tied_bias}
+    report = assign_tensors(
+        model, tensors, names, folder, ignored=ignored, strict=strict
+    )
+    return model, report
+
+
+# -- writing -----------------------------------------------------------------------
+
+
+def save_hf(model, folder, overwrite=False):
+    """Writes ``model`` as an HF folder (``config.json`` + ``model.safetensors``).
+
+    ALBERT layouts become ``AlbertForPreTraining`` (or ``AlbertModel`` for an
+    encoder); a BERT layout (no sharing, E = H) becomes ``BertForPreTraining``
+    / ``BertModel``. ``attention``/``ffn`` sharing has no HF equivalent and
+    is refused. The folder is written under a temporary name and renamed.
+    """
+    from safetensors.numpy import save_file
+
+    config = model.config
+    hf_config = config.to_hf_dict()  # raises for layouts HF cannot hold
+    model_type = hf_config["model_type"]
+    is_pretrainer = hasattr(model, "mlm_head")
+    prefix = f"{model_type}."
+    if is_pretrainer:
+        arch = "AlbertForPreTraining" if model_type == "albert" else "BertForPreTraining"
+    else:
+        arch = "AlbertModel" if model_type == "albert" else "BertModel"
+        prefix = ""
+    hf_config["architectures"] = [arch]
+    names = (hf_albert_names if model_type == "albert" else hf_bert_names)(config)
+
+    tensors = {}
+    for canonical, variable in model_variables(model).items():
+        src, transform = names[canonical]
+        array = np.asarray(variable.numpy(), dtype=np.float32)
+        if transform == "T":
+            array = array.T
+        key = src if src.startswith(_HEAD_PREFIXES) else prefix + src
+        tensors[key] = np.ascontiguousarray(array)
+
+    if os.path.exists(folder) and not overwrite:
+        raise FileExistsError(f"{folder} exists; pass overwrite=True / --overwrite")
+    parent = os.path.dirname(os.path.abspath(folder))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".albert_keras_hf_", dir=parent)
+    try:
+        save_file(tensors, os.path.join(tmp, "model.safetensors"), {"format": "pt"})
+        with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(hf_config, f, indent=2, sort_keys=True)
+            f.write("\n")
+        if os.path.exists(folder):
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
