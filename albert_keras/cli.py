@@ -1,2 +1,151 @@
-def main(argv=None):
+"""The ``albert-keras`` command: a thin shell over library functions."""
+
+import argparse
+import os
+import sys
+
+# Paper Table 4 (ALBERT-base, E = 128), in millions of parameters.
+PAPER_TABLE_4 = {"all": 12, "attention": 64, "ffn": 38, "none": 89}
+
+
+class CliError(Exception):
+    """An error reported as one line, with exit status 2."""
+
+
+# -- presets ---------------------------------------------------------------------------
+
+
+def cmd_presets(args):
+    from albert_keras.presets import PRESETS
+    from albert_keras.presets import count_parameters
+    from albert_keras.presets import get_preset
+
+    overrides = {"vocab_size": args.vocab_size} if args.vocab_size else {}
+    header = ("name", "layers", "H", "E", "heads", "FFN", "sharing", "vocab", "params")
+    rows = []
+    for name in PRESETS:
+        c = get_preset(name, **overrides)
+        rows.append(
+            (
+                name,
+                c.num_hidden_layers,
+                c.hidden_size,
+                c.embedding_size,
+                c.num_attention_heads,
+                c.intermediate_size,
+                c.sharing,
+                c.vocab_size,
+                f"{count_parameters(c):,}",
+            )
+        )
+    _print_table(header, rows)
+    print()
+    print("albert_base sharing variants (paper Table 4, E = 128, vocab 30000):")
+    rows = []
+    for sharing, paper in PAPER_TABLE_4.items():
+        c = get_preset("albert_base", sharing=sharing, vocab_size=30000)
+        rows.append(
+            (
+                sharing,
+                f"{count_parameters(c):,}",
+                f"{count_parameters(c) / 1e6:.1f}M",
+                f"{count_parameters(c, with_pooler=False) / 1e6:.1f}M",
+                f"{paper}M",
+            )
+        )
+    _print_table(("sharing", "params", "millions", "without pooler", "paper"), rows)
     return 0
+
+
+def _print_table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    for row in [header] + rows:
+        print("  ".join(str(x).rjust(w) if i else str(x).ljust(w)
+                        for i, (x, w) in enumerate(zip(row, widths))))
+
+
+# -- convert ---------------------------------------------------------------------------
+
+
+def cmd_convert(args):
+    from albert_keras.convert import load_checkpoint
+    from albert_keras.convert import save_hf
+    from albert_keras.saving import load_model
+    from albert_keras.saving import save_model
+
+    if args.to == "hf":
+        if not args.src.endswith(".keras"):
+            raise CliError(f"{args.src}: --to hf takes a .keras model file")
+        model = load_model(args.src)
+        save_hf(model, args.out, overwrite=args.overwrite)
+        print(f"wrote HF folder {args.out} ({model.config.to_hf_dict()['model_type']})")
+        return 0
+
+    if not args.out.endswith(".keras"):
+        raise CliError(f"{args.out}: --out must end in .keras")
+    if os.path.exists(args.out) and not args.overwrite:
+        raise CliError(f"{args.out} exists; pass --overwrite to replace it")
+    model, report = load_checkpoint(
+        args.src,
+        source_format=args.source_format,
+        config_path=args.config,
+        strict=not args.allow_unused,
+    )
+    save_model(model, args.out, overwrite=args.overwrite)
+    kind = type(model).__name__
+    print(f"wrote {kind} to {args.out}")
+    print(f"loaded: {', '.join(report['loaded'])}")
+    if report["skipped"]:
+        print(
+            f"not in the source, left at initial values: {', '.join(report['skipped'])}"
+        )
+    if report["unused"]:
+        print(f"ignored {len(report['unused'])} tensors, e.g. {report['unused'][0]}")
+    return 0
+
+
+# -- entry point -----------------------------------------------------------------------
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="albert-keras",
+        description="ALBERT for TensorFlow / Keras 3.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("presets", help="print the preset architectures")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="count parameters with this vocabulary size")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser(
+        "convert",
+        help="HF folder or TF1 checkpoint -> .keras, or .keras -> HF folder",
+    )
+    p.add_argument("src", help="HF folder, TF1 checkpoint (prefix or folder), or .keras")
+    p.add_argument("--out", required=True, help=".keras file, or folder with --to hf")
+    p.add_argument("--from", dest="source_format", default="auto",
+                   choices=("auto", "hf", "tf1"))
+    p.add_argument("--to", default="keras", choices=("keras", "hf"))
+    p.add_argument("--config", default=None,
+                   help="TF1: albert_config.json (default: next to the checkpoint)")
+    p.add_argument("--allow-unused", action="store_true",
+                   help="ignore source tensors the model has no place for")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_convert)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, ValueError, FileExistsError, FileNotFoundError, OSError) as e:
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

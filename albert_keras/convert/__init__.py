@@ -1,0 +1,50 @@
+"""Checkpoint interop: HF transformers folders and original TF1 checkpoints."""
+
+from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.hf import is_hf_folder
+from albert_keras.convert.hf import load_hf
+from albert_keras.convert.hf import save_hf
+from albert_keras.convert.tf1 import is_tf1_checkpoint
+from albert_keras.convert.tf1 import load_tf1
+
+
+def load_checkpoint(src, source_format="auto", config_path=None, strict=True):
+    """Loads an HF folder or a TF1 checkpoint into our model.
+
+    Args:
+        src: an HF folder (``config.json`` + weights), or a TF1 checkpoint
+            prefix or folder.
+        source_format: ``auto``, ``hf`` or ``tf1``.
+        config_path: TF1 only: the ``albert_config.json`` to use.
+        strict: unexpected tensors are errors.
+
+    Returns:
+        ``(model, report)``.
+
+    Example:
+    >>> model, report = load_checkpoint("albert-base-v2/")  # doctest: +SKIP
+    """
+    if source_format == "auto":
+        if is_hf_folder(src):
+            source_format = "hf"
+        elif is_tf1_checkpoint(src):
+            source_format = "tf1"
+        else:
+            raise ConversionError(
+                f"{src}: neither an HF folder (config.json) nor a TF1 checkpoint "
+                "(*.index)"
+            )
+    if source_format == "hf":
+        return load_hf(src, strict=strict)
+    if source_format == "tf1":
+        return load_tf1(src, config_path=config_path, strict=strict)
+    raise ConversionError(f"unknown source format {source_format!r}")
+
+
+__all__ = [
+    "ConversionError",
+    "load_checkpoint",
+    "load_hf",
+    "load_tf1",
+    "save_hf",
+]

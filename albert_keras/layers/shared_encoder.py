@@ -41,7 +41,7 @@ class SharedEncoder(keras.layers.Layer):
     >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
     >>> x = keras.ops.ones((2, 8, 32))
     >>> states = encoder(x, keras.ops.zeros((2, 1, 1, 8)))
-    >>> len(states)  # the input and one state per layer
+    >>> len(states)  # the input and one state per block
     5
     """
 
@@ -113,7 +113,12 @@ class SharedEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, x, attention_bias, training=False):
-        """Returns ``[x, state_1, ..., state_L]`` (L + 1 tensors)."""
+        """Returns the input and the output of every block.
+
+        That is ``L * inner_group_num + 1`` tensors, as the original code's
+        ``all_layer_outputs`` and HF transformers (which also records every
+        inner block); with ``inner_group_num=1`` one per layer.
+        """
         states = [x]
         for blocks in self.plan:
             for attention_index, ffn_index in blocks:
@@ -121,11 +126,11 @@ class SharedEncoder(keras.layers.Layer):
                     x, attention_bias, training=training
                 )
                 x = self.ffn_blocks[ffn_index](x, training=training)
-            states.append(x)
+                states.append(x)
         return states
 
     def compute_output_shape(self, x_shape, attention_bias_shape=None):
-        return [tuple(x_shape)] * (self.num_layers + 1)
+        return [tuple(x_shape)] * (self.num_layers * self.inner_group_num + 1)
 
     def get_config(self):
         config = super().get_config()

@@ -59,7 +59,7 @@ class TokenPooler(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class StackHiddenStates(keras.layers.Layer):
-    """Stacks the L + 1 hidden states into ``[B, L + 1, S, H]``."""
+    """Stacks the hidden states into ``[B, num_states, S, H]``."""
 
     def call(self, states):
         return ops.stack(states, axis=1)
@@ -78,8 +78,9 @@ class AlbertEncoder(keras.Model):
     ``max_position_embeddings``.
     Outputs (dict): ``sequence_output`` ``[B, S, H]``, ``pooled_output``
     ``[B, H]`` and, with ``output_hidden_states=True``, ``hidden_states``
-    ``[B, L + 1, S, H]`` (index 0 is the projected embedding output, index
-    ``i`` the output of layer ``i``) so features can come from any layer.
+    ``[B, L * inner_group_num + 1, S, H]`` (index 0 is the projected
+    embedding output, index ``i`` the output of block ``i``; with one block
+    per group, of layer ``i``) so features can come from any layer.
 
     Args:
         config: an ``AlbertConfig`` or its dict.

@@ -1,0 +1,48 @@
+"""Writing and reading ``.keras`` files safely."""
+
+import os
+
+import keras
+
+
+def save_model(model, path, overwrite=False):
+    """Saves ``model`` to ``path`` (``.keras``) atomically.
+
+    The file is written under a temporary name in the same folder and then
+    renamed, so a crash never leaves a half-written model at ``path``.
+
+    Args:
+        model: a Keras model.
+        path: destination ending in ``.keras``.
+        overwrite: replace an existing file.
+    """
+    if not str(path).endswith(".keras"):
+        raise ValueError(f"{path}: a Keras model file must end in .keras")
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}.keras")
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def load_model(path):
+    """Loads one of our ``.keras`` files with Keras' safe mode on.
+
+    Safe mode refuses Lambda layers and other arbitrary code, so a model file
+    from a stranger cannot run code on load.
+    """
+    import albert_keras  # noqa: F401  (registers our classes)
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such model file")
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except (ValueError, OSError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: cannot load model: {e}") from None

@@ -1,0 +1,51 @@
+import keras
+import numpy as np
+
+from albert_keras.heads.masked_lm_head import MaskedLMHead
+from albert_keras.heads.sentence_order_head import SentenceOrderHead
+from tests.helpers import run_layer_test
+
+H, E, V = 16, 8, 40
+
+
+def test_masked_lm_head():
+    def make_inputs(batch, seq):
+        rng = np.random.default_rng(seq)
+        seq_out = rng.normal(size=(batch, seq, H)).astype("float32")
+        positions = rng.integers(0, seq, (batch, 3)).astype("int32")
+        return seq_out, positions
+
+    run_layer_test(
+        MaskedLMHead,
+        dict(token_embedding=keras.layers.Embedding(V, E)),
+        make_inputs,
+        lambda b, s: (b, 3, V),
+    )
+
+
+def test_masked_lm_head_is_tied_and_gathers():
+    table = keras.layers.Embedding(V, E)
+    table.build((None,))
+    head = MaskedLMHead(table)
+    rng = np.random.default_rng(0)
+    seq_out = rng.normal(size=(2, 6, H)).astype("float32")
+    positions = np.array([[0, 5], [3, 3]], "int32")
+    logits = keras.ops.convert_to_numpy(head(seq_out, positions))
+    # The decoder is the embedding table itself, not a copy.
+    assert any(w is table.embeddings for w in head.trainable_weights)
+    # Recompute by hand from the same weights.
+    x = seq_out[np.arange(2)[:, None], positions]
+    h = x @ head.dense.kernel.numpy() + head.dense.bias.numpy()
+    h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))
+    h = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-12)
+    expected = h @ table.embeddings.numpy().T
+    np.testing.assert_allclose(logits, expected, atol=1e-4)
+
+
+def test_sentence_order_head():
+    run_layer_test(
+        SentenceOrderHead,
+        dict(dropout=0.1),
+        lambda b, s: (np.random.default_rng(s).normal(size=(b, H)).astype("float32"),),
+        lambda b, s: (b, 2),
+    )

@@ -1,0 +1,127 @@
+"""One checker for every layer and model: config, serialization, shapes,
+variable sequence length and mixed precision."""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+from keras import tree
+
+
+def _np(x):
+    return tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)), x)
+
+
+def _shapes(x):
+    return tree.map_structure(lambda t: tuple(t.shape), x)
+
+
+def _assert_same(a, b, atol=0.0):
+    for x, y in zip(tree.flatten(_np(a)), tree.flatten(_np(b))):
+        np.testing.assert_allclose(x.astype(np.float32), y.astype(np.float32), atol=atol, rtol=0)
+
+
+def run_layer_test(
+    layer_cls,
+    init_kwargs,
+    make_inputs,
+    expected_shape,
+    call_kwargs=None,
+    seq_lengths=(7, 12),
+    batch=2,
+):
+    """Checks a layer.
+
+    Args:
+        layer_cls: the layer class.
+        init_kwargs: constructor arguments.
+        make_inputs: ``(batch, seq) -> tuple`` of positional call arguments.
+        expected_shape: ``(batch, seq) -> shape`` (or a structure of shapes).
+        call_kwargs: extra keyword arguments for the call.
+        seq_lengths: the layer is called at each of these lengths.
+    """
+    call_kwargs = call_kwargs or {}
+    layer = layer_cls(**init_kwargs)
+
+    # -- shapes at several sequence lengths (one layer, so variable length) --
+    outputs = {}
+    for seq in seq_lengths:
+        args = make_inputs(batch, seq)
+        out = layer(*args, **call_kwargs)
+        assert _shapes(out) == _shapes_of(expected_shape(batch, seq)), (
+            f"{layer_cls.__name__} at seq {seq}: {_shapes(out)} != "
+            f"{expected_shape(batch, seq)}"
+        )
+        outputs[seq] = (args, out)
+
+    # -- get_config round trip ------------------------------------------------
+    config = layer.get_config()
+    clone = layer_cls.from_config(config)
+    assert clone.get_config() == config
+
+    # -- serialization: same weights, exactly the same outputs -------------------
+    restored = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(layer)
+    )
+    args, expected = outputs[seq_lengths[0]]
+    restored(*args, **call_kwargs)
+    assert len(restored.weights) == len(layer.weights)
+    restored.set_weights(layer.get_weights())
+    _assert_same(restored(*args, **call_kwargs), expected)
+
+    # -- mixed precision ---------------------------------------------------------
+    mixed = layer_cls(**{**init_kwargs, "dtype": "mixed_bfloat16"})
+    out = mixed(*make_inputs(batch, seq_lengths[-1]), **call_kwargs)
+    assert _shapes(out) == _shapes_of(expected_shape(batch, seq_lengths[-1]))
+    for v in mixed.weights:
+        assert v.dtype == "float32", f"{v.path} is {v.dtype} under mixed precision"
+    for t in tree.flatten(_np(out)):
+        assert np.all(np.isfinite(t.astype(np.float32)))
+    return layer
+
+
+def _shapes_of(expected):
+    """A shape tuple, or a list of them."""
+    if isinstance(expected, list):
+        return [tuple(e) for e in expected]
+    return tuple(expected)
+
+
+def run_model_test(model_fn, make_inputs, expected_shapes, seq_lengths=(7, 12), batch=2):
+    """Checks a model: shapes at several lengths, config round trip, exact
+    ``.keras`` save/load, mixed precision.
+
+    Args:
+        model_fn: ``(dtype) -> model``.
+        make_inputs: ``(batch, seq) -> dict`` of inputs.
+        expected_shapes: ``(batch, seq) -> dict`` of output shapes.
+    """
+    model = model_fn(None)
+    for seq in seq_lengths:
+        out = model(make_inputs(batch, seq))
+        got = {k: tuple(v.shape) for k, v in out.items()}
+        assert got == {k: tuple(v) for k, v in expected_shapes(batch, seq).items()}
+
+    config = model.get_config()
+    clone = type(model).from_config(config)
+    assert clone.get_config() == config
+    assert len(clone.weights) == len(model.weights)
+
+    inputs = make_inputs(batch, seq_lengths[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded) is type(model)
+    assert len(loaded.weights) == len(model.weights)
+    _assert_same(loaded(inputs), model(inputs))
+
+    mixed = model_fn("mixed_bfloat16")
+    out = mixed(make_inputs(batch, seq_lengths[-1]))
+    for v in mixed.weights:
+        assert v.dtype == "float32", f"{v.path} is {v.dtype} under mixed precision"
+    for k, t in out.items():
+        t = np.asarray(keras.ops.convert_to_numpy(t)).astype(np.float32)
+        assert np.all(np.isfinite(t)), k
+    return model

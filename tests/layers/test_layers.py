@@ -1,0 +1,124 @@
+import keras
+import numpy as np
+import pytest
+
+from albert_keras.layers.activations import get_activation
+from albert_keras.layers.attention_block import AttentionBlock
+from albert_keras.layers.attention_mask import AttentionMaskBias
+from albert_keras.layers.factorized_embedding import FactorizedEmbedding
+from albert_keras.layers.feed_forward_block import FeedForwardBlock
+from albert_keras.layers.shared_encoder import SharedEncoder
+from tests.helpers import run_layer_test
+
+H = 16
+
+
+def _ids(batch, seq, vocab=50):
+    return np.random.default_rng(seq).integers(0, vocab, (batch, seq)).astype("int32")
+
+
+def _hidden(batch, seq):
+    return np.random.default_rng(seq).normal(size=(batch, seq, H)).astype("float32")
+
+
+def _bias(batch, seq):
+    mask = np.ones((batch, seq), "int32")
+    mask[0, seq // 2 :] = 0
+    return AttentionMaskBias()(mask)
+
+
+@pytest.mark.parametrize("embedding_size", [8, H])
+def test_factorized_embedding(embedding_size):
+    layer = run_layer_test(
+        FactorizedEmbedding,
+        dict(vocab_size=50, embedding_size=embedding_size, hidden_size=H,
+             max_position_embeddings=32),
+        lambda b, s: (_ids(b, s), _ids(b, s, 2)),
+        lambda b, s: (b, s, H),
+    )
+    # The E -> H projection exists only when E != H (original code).
+    assert (layer.projection is None) == (embedding_size == H)
+
+
+def test_factorized_embedding_refuses_long_sequences():
+    layer = FactorizedEmbedding(50, 8, H, max_position_embeddings=10)
+    with pytest.raises(ValueError, match="max_position_embeddings=10"):
+        layer(_ids(1, 11), _ids(1, 11, 2))
+
+
+def test_factorized_embedding_refuses_long_sequences_in_a_graph():
+    import tensorflow as tf
+
+    layer = FactorizedEmbedding(50, 8, H, max_position_embeddings=10)
+    fn = tf.function(
+        layer, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_position_embeddings"):
+        fn(_ids(1, 11), _ids(1, 11, 2))
+
+
+def test_attention_mask_bias():
+    run_layer_test(
+        AttentionMaskBias,
+        dict(mask_value=-120.0),
+        lambda b, s: (np.ones((b, s), "int32"),),
+        lambda b, s: (b, 1, 1, s),
+    )
+    bias = keras.ops.convert_to_numpy(AttentionMaskBias()(np.array([[1, 1, 0]])))
+    np.testing.assert_array_equal(bias.reshape(-1), [0.0, 0.0, -10000.0])
+
+
+def test_attention_block():
+    run_layer_test(
+        AttentionBlock,
+        dict(hidden_size=H, num_heads=4),
+        lambda b, s: (_hidden(b, s), _bias(b, s)),
+        lambda b, s: (b, s, H),
+    )
+
+
+def test_attention_block_ignores_padded_keys():
+    block = AttentionBlock(H, 4)
+    x = _hidden(1, 6)
+    mask = np.array([[1, 1, 1, 1, 0, 0]], "int32")
+    base = keras.ops.convert_to_numpy(block(x, AttentionMaskBias()(mask)))
+    changed = x.copy()
+    changed[:, 4:] += 5.0  # only padded positions change
+    out = keras.ops.convert_to_numpy(block(changed, AttentionMaskBias()(mask)))
+    np.testing.assert_allclose(out[:, :4], base[:, :4], atol=1e-6)
+
+
+def test_feed_forward_block():
+    run_layer_test(
+        FeedForwardBlock,
+        dict(hidden_size=H, intermediate_size=24),
+        lambda b, s: (_hidden(b, s),),
+        lambda b, s: (b, s, H),
+    )
+
+
+@pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
+def test_shared_encoder(sharing):
+    run_layer_test(
+        SharedEncoder,
+        dict(num_layers=4, num_groups=2, inner_group_num=2, sharing=sharing,
+             hidden_size=H, num_heads=2, intermediate_size=24),
+        lambda b, s: (_hidden(b, s), _bias(b, s)),
+        lambda b, s: [(b, s, H)] * 9,  # 4 layers x 2 inner blocks + input
+    )
+
+
+def test_activations_by_name():
+    x = np.linspace(-3, 3, 7).astype("float32")
+    tanh_form = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(get_activation("gelu_new")(x)), tanh_form, atol=1e-6
+    )
+    from math import erf
+
+    exact = np.array([0.5 * v * (1 + erf(v / np.sqrt(2))) for v in x])
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(get_activation("gelu")(x)), exact, atol=1e-6
+    )
+    with pytest.raises(ValueError, match="unknown activation"):
+        get_activation("swish2")
