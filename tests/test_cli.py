@@ -1,0 +1,73 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import transformers
+
+from albert_keras.cli import main
+from albert_keras.saving import load_model
+from tests.convert.hf_fixtures import all_positions
+from tests.convert.hf_fixtures import make_hf_model
+from tests.convert.hf_fixtures import max_diff
+from tests.convert.hf_fixtures import run_hf
+from tests.convert.hf_fixtures import sample_inputs
+
+
+def test_presets_table(capsys):
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    for count in ("11,683,584", "17,683,968", "58,724,864", "222,595,584"):
+        assert count in out
+    for name in ("albert_tiny", "bert_tiny", "bert_base", "albert_xxlarge"):
+        assert name in out
+    assert "63,647,232" in out and "37,686,528" in out  # Table 4 variants
+
+
+def test_console_script_is_installed():
+    result = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "albert-keras"), "--help"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0 and "convert" in result.stdout
+
+
+def test_convert_hf_to_keras_and_back(tmp_path, capsys):
+    hf_model = make_hf_model("AlbertForPreTraining", tmp_path / "hf")
+    out = str(tmp_path / "model.keras")
+    assert main(["convert", str(tmp_path / "hf"), "--out", out]) == 0
+    assert "AlbertPretrainer" in capsys.readouterr().out
+    model = load_model(out)
+    inputs = sample_inputs()
+    logits = model({**inputs, "masked_positions": all_positions(inputs)})["mlm_logits"]
+    assert max_diff(logits, run_hf(hf_model, inputs).prediction_logits,
+                    inputs["padding_mask"]) <= 1e-5
+
+    # An existing output is kept unless --overwrite.
+    assert main(["convert", str(tmp_path / "hf"), "--out", out]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert main(["convert", str(tmp_path / "hf"), "--out", out, "--overwrite"]) == 0
+
+    back = str(tmp_path / "back")
+    assert main(["convert", out, "--to", "hf", "--out", back]) == 0
+    reloaded = transformers.AlbertForPreTraining.from_pretrained(back).eval()
+    np.testing.assert_allclose(
+        run_hf(reloaded, inputs).prediction_logits.numpy(),
+        run_hf(hf_model, inputs).prediction_logits.numpy(), atol=1e-6,
+    )
+
+
+def test_convert_errors_are_one_line(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    code = main(["convert", str(tmp_path / "empty"), "--out", str(tmp_path / "m.keras")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "neither an HF folder" in err and "empty" in err
+    assert not os.path.exists(tmp_path / "m.keras")
+
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text('{"model_type": "albert", "colour": 3}')
+    code = main(["convert", str(tmp_path / "hf"), "--out", str(tmp_path / "m.keras")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "config.json" in err and "'colour'" in err
+    assert sorted(os.listdir(tmp_path)) == ["empty", "hf"]  # nothing half-written
