@@ -1,0 +1,1 @@
+"""Text: SentencePiece training, the in-graph tokenizer and the packer."""

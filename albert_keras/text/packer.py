@@ -1,0 +1,105 @@
+"""Packing one or two token sequences into the encoder's fixed-length inputs."""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from albert_keras.config import CLS_ID
+from albert_keras.config import PAD_ID
+from albert_keras.config import SEP_ID
+
+TRUNCATE_MODES = ("longest_first", "waterfall")
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertPacker(keras.layers.Layer):
+    """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, padded to a fixed length.
+
+    Truncation when the pieces do not fit ``sequence_length``:
+
+    * ``longest_first`` (default, as HF's): tokens are taken from the end of
+      the longer segment until both fit, so a short question keeps all of
+      its tokens next to a long passage (tf-text's ``RoundRobinTrimmer``).
+    * ``waterfall``: the first segment keeps everything it can, and the
+      second gets what is left (tf-text's ``WaterfallTrimmer``).
+
+    Args:
+        sequence_length: the output length S.
+        truncate: ``longest_first`` or ``waterfall``.
+
+    Call:
+        ``first`` and optional ``second``: int token ids, ragged ``[B, None]``
+        or dense ``[B, N]``, or 1-D for one example (as inside
+        ``tf.data.Dataset.map``). Returns a dict of int32 ``token_ids``,
+        ``segment_ids`` and ``padding_mask``, ``[B, S]`` (or ``[S]``).
+
+    Example:
+    >>> packer = AlbertPacker(8)
+    >>> out = packer(tf.ragged.constant([[10, 11]]), tf.ragged.constant([[12]]))
+    >>> out["token_ids"].numpy().tolist()
+    [[2, 10, 11, 3, 12, 3, 0, 0]]
+    """
+
+    def __init__(self, sequence_length, truncate="longest_first", **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(trainable=False, **kwargs)
+        if truncate not in TRUNCATE_MODES:
+            raise ValueError(f"truncate must be one of {TRUNCATE_MODES}, got {truncate!r}")
+        if sequence_length < 3:
+            raise ValueError(f"sequence_length must be at least 3, got {sequence_length}")
+        self.sequence_length = int(sequence_length)
+        self.truncate = truncate
+        self.built = True
+
+    @staticmethod
+    def _to_ragged(x):
+        if isinstance(x, tf.RaggedTensor):
+            return tf.cast(x, tf.int32), False
+        x = tf.convert_to_tensor(x)
+        if x.shape.rank == 1:
+            return tf.RaggedTensor.from_tensor(tf.cast(x[None, :], tf.int32)), True
+        return tf.RaggedTensor.from_tensor(tf.cast(x, tf.int32)), False
+
+    def call(self, first, second=None):
+        first, unbatched = self._to_ragged(first)
+        segments = [first]
+        if second is not None:
+            segments.append(self._to_ragged(second)[0])
+        budget = self.sequence_length - 1 - len(segments)
+        trimmer_cls = (
+            tf_text.RoundRobinTrimmer
+            if self.truncate == "longest_first"
+            else tf_text.WaterfallTrimmer
+        )
+        segments = trimmer_cls(max_seq_length=budget).trim(segments)
+        ids, segment_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=CLS_ID, end_of_segment_id=SEP_ID
+        )
+        token_ids, mask = tf_text.pad_model_inputs(
+            ids, max_seq_length=self.sequence_length, pad_value=PAD_ID
+        )
+        segment_ids, _ = tf_text.pad_model_inputs(
+            segment_ids, max_seq_length=self.sequence_length, pad_value=0
+        )
+        out = {
+            "token_ids": tf.cast(token_ids, tf.int32),
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(mask, tf.int32),
+        }
+        if unbatched:
+            out = {k: v[0] for k, v in out.items()}
+        return out
+
+    def compute_output_spec(self, first, second=None):
+        shape = (first.shape[0], self.sequence_length)
+        return {
+            k: keras.KerasTensor(shape, dtype="int32")
+            for k in ("token_ids", "segment_ids", "padding_mask")
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"sequence_length": self.sequence_length, "truncate": self.truncate}
+        )
+        return config

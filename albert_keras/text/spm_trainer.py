@@ -1,0 +1,99 @@
+"""Training a unigram SentencePiece model with ALBERT's special tokens."""
+
+import os
+
+import sentencepiece as spm
+
+from albert_keras.text.spm_model import check_albert_model
+from albert_keras.text.spm_model import read_model_proto
+
+
+def train_sentencepiece(
+    sentences,
+    out_path,
+    vocab_size=30000,
+    lowercase=True,
+    character_coverage=0.99995,
+    input_sentence_size=10_000_000,
+    num_threads=None,
+    seed=12345,
+    overwrite=False,
+):
+    """Trains a unigram SentencePiece model as the original ALBERT did.
+
+    Ids: ``<pad>`` 0, ``<unk>`` 1, ``[CLS]`` 2, ``[SEP]`` 3, ``[MASK]`` 4
+    (the last three as control symbols), no BOS/EOS.
+
+    Args:
+        sentences: an iterable of strings (sentences or paragraphs).
+        out_path: where to write the ``.model`` file (a ``.vocab`` is written
+            beside it).
+        vocab_size: the target size. A corpus too small for it gets a
+            smaller vocabulary rather than an error; read the real size from
+            the model.
+        lowercase: case-fold (ALBERT v2 is uncased).
+        character_coverage: 0.99995 for alphabetic scripts; 0.9995 suits
+            Chinese/Japanese/Korean.
+        input_sentence_size: at most this many sentences are sampled
+            (shuffled) from a large input.
+        num_threads: defaults to all cores.
+        seed: SentencePiece's sampling seed.
+        overwrite: replace an existing model.
+
+    Returns:
+        The path of the written model.
+
+    Example:
+    >>> train_sentencepiece(["a sentence", "another"], "/tmp/spm.model",
+    ...                     vocab_size=40)  # doctest: +SKIP
+    """
+    out_path = os.fspath(out_path)
+    if not out_path.endswith(".model"):
+        raise ValueError(f"{out_path}: the tokenizer file must end in .model")
+    if os.path.exists(out_path) and not overwrite:
+        raise FileExistsError(f"{out_path} exists; pass --overwrite to replace it")
+    folder = os.path.dirname(os.path.abspath(out_path))
+    os.makedirs(folder, exist_ok=True)
+    tmp_prefix = os.path.join(folder, f".{os.path.basename(out_path)[:-6]}.tmp{os.getpid()}")
+
+    count = [0]
+
+    def counted():
+        for s in sentences:
+            if s and s.strip():
+                count[0] += 1
+                yield s
+
+    spm.set_random_generator_seed(seed)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=counted(),
+            model_prefix=tmp_prefix,
+            model_type="unigram",
+            vocab_size=vocab_size,
+            hard_vocab_limit=False,
+            pad_id=0,
+            unk_id=1,
+            bos_id=-1,
+            eos_id=-1,
+            control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+            normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+            character_coverage=character_coverage,
+            input_sentence_size=input_sentence_size,
+            shuffle_input_sentence=True,
+            num_threads=num_threads or os.cpu_count() or 1,
+            minloglevel=2,
+        )
+        if count[0] == 0:
+            raise ValueError("no text to train the tokenizer on")
+        _, proto, _ = read_model_proto(tmp_prefix + ".model")
+        check_albert_model(proto, out_path)
+        os.replace(tmp_prefix + ".vocab", out_path[: -len(".model")] + ".vocab")
+        os.replace(tmp_prefix + ".model", out_path)
+    except RuntimeError as e:
+        raise ValueError(f"SentencePiece training failed: {str(e).splitlines()[0]}") from None
+    finally:
+        for ext in (".model", ".vocab"):
+            if os.path.exists(tmp_prefix + ext):
+                os.remove(tmp_prefix + ext)
+    return out_path
