@@ -3,6 +3,7 @@
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from albert_keras.config import AlbertConfig  # noqa: E402
 from albert_keras.config import ConfigError  # noqa: E402

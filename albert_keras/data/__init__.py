@@ -1,0 +1,1 @@
+"""Data: corpora, SOP pairs, masking, TFRecord shards and tf.data readers."""

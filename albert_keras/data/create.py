@@ -1,0 +1,266 @@
+"""``albert-keras data create``: corpus -> SOP + MLM TFRecord shards.
+
+Phases: read documents -> split off held-out documents -> tokenize ->
+SOP pairs + masking per (dupe, document) -> global shuffle -> shards +
+``manifest.json``.
+
+Every (dupe, document) gets its own RNG seeded from ``(seed, dupe,
+document)``, so the output is byte-identical for a seed whatever the number
+of workers. The folder is written under a temporary name and renamed when
+complete: a crash never leaves a half-written dataset.
+"""
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import time
+
+import numpy as np
+
+from albert_keras.data.corpus import CorpusError
+from albert_keras.data.corpus import CorpusStats
+from albert_keras.data.corpus import read_documents
+from albert_keras.data.masking import mask_sequence
+from albert_keras.data.sop_pairs import document_pairs
+from albert_keras.data.tfrecords import FORMAT
+from albert_keras.data.tfrecords import write_shards
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """Every knob of example creation (all recorded in the manifest)."""
+
+    max_seq_length: int = 128
+    max_predictions: int = 20
+    masked_lm_prob: float = 0.15
+    dupe_factor: int = 5
+    max_ngram: int = 3
+    whole_word: bool = True
+    short_seq_prob: float = 0.1
+    random_next: bool = False
+    seed: int = 12345
+    eval_fraction: float = 0.0
+    examples_per_shard: int = 20000
+    layout: str = "auto"
+    text_field: str = "text"
+    errors: str = "strict"
+
+    def validate(self):
+        if self.max_seq_length < 5:
+            raise ValueError(f"max_seq_length must be at least 5, got {self.max_seq_length}")
+        if self.max_predictions < 1:
+            raise ValueError(f"max_predictions must be positive, got {self.max_predictions}")
+        if not 0 < self.masked_lm_prob < 1:
+            raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
+        if self.dupe_factor < 1:
+            raise ValueError(f"dupe_factor must be positive, got {self.dupe_factor}")
+        if self.max_ngram < 1:
+            raise ValueError(f"max_ngram must be positive, got {self.max_ngram}")
+        if not 0 <= self.eval_fraction < 1:
+            raise ValueError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}")
+
+
+# -- workers (module level so that multiprocessing can pickle them) ------------------
+
+_WORKER = {}
+
+
+def _init_worker(tokenizer_path, documents, config, word_starts, vocab_size):
+    import sentencepiece as spm
+
+    _WORKER.update(
+        sp=spm.SentencePieceProcessor(model_file=tokenizer_path),
+        documents=documents,
+        config=config,
+        word_starts=word_starts,
+        vocab_size=vocab_size,
+    )
+
+
+def _tokenize(indices):
+    sp, documents = _WORKER["sp"], _WORKER["documents"]
+    return [sp.encode(documents[i]) for i in indices]
+
+
+def _examples(task):
+    """Examples of documents ``indices`` (tokenized), for every dupe."""
+    indices, tokenized, all_tokenized = task
+    c = _WORKER["config"]
+    out = []
+    for dupe in range(c.dupe_factor):
+        for index, document in zip(indices, tokenized):
+            seed = np.random.SeedSequence([c.seed, dupe, index]).generate_state(1)[0]
+            rng = random.Random(int(seed))
+            for pair in document_pairs(
+                document,
+                c.max_seq_length,
+                rng,
+                short_seq_prob=c.short_seq_prob,
+                random_next=c.random_next,
+                all_documents=all_tokenized,
+                document_index=index,
+            ):
+                tokens, segments = pair.packed()
+                masked, positions, labels = mask_sequence(
+                    tokens,
+                    _WORKER["word_starts"],
+                    rng,
+                    _WORKER["vocab_size"],
+                    masked_lm_prob=c.masked_lm_prob,
+                    max_predictions=c.max_predictions,
+                    max_ngram=c.max_ngram,
+                    whole_word=c.whole_word,
+                )
+                out.append((dupe, index, masked, segments, positions, labels, pair.label))
+    return out
+
+
+def _chunks(items, size):
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _map(pool, fn, tasks):
+    return pool.map(fn, tasks) if pool else [fn(t) for t in tasks]
+
+
+# -- the driver ------------------------------------------------------------------------
+
+
+def create_pretraining_data(
+    inputs, tokenizer_path, out_dir, config=None, workers=1, overwrite=False, log=print
+):
+    """Creates SOP + MLM pretraining shards from text.
+
+    Args:
+        inputs: corpus files and folders (see ``corpus.read_documents``).
+        tokenizer_path: a unigram SentencePiece ``.model`` with ALBERT's ids.
+        out_dir: the output folder (``train-*.tfrecord``, ``eval-*``,
+            ``spm.model``, ``manifest.json``).
+        config: a ``DataConfig``.
+        workers: processes for tokenizing and example creation.
+        overwrite: replace an existing ``out_dir``.
+        log: where progress lines go.
+
+    Returns:
+        The manifest dict.
+
+    Example:
+    >>> create_pretraining_data(["corpus.txt"], "spm.model", "data/",
+    ...                         DataConfig(dupe_factor=2))  # doctest: +SKIP
+    """
+    from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
+
+    config = config or DataConfig()
+    config.validate()
+    out_dir = os.path.abspath(os.fspath(out_dir))
+    if os.path.exists(out_dir) and os.listdir(out_dir) and not overwrite:
+        raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
+    tokenizer = SentencePieceTokenizer(tokenizer_path)  # validates the model
+    started = time.time()
+
+    # -- documents ---------------------------------------------------------------
+    stats = CorpusStats()
+    texts = [
+        "\n".join(doc) for doc in read_documents(
+            inputs, layout=config.layout, text_field=config.text_field,
+            errors=config.errors, stats=stats,
+        )
+    ]
+    # Sentences are kept apart by "\n" only for shipping to workers.
+    documents = [t.split("\n") for t in texts]
+    if not documents:
+        raise CorpusError(
+            f"{', '.join(map(str, inputs))}: no usable document (need at least two "
+            f"sentences each; skipped {stats.skipped_empty} empty and "
+            f"{stats.skipped_one_sentence} one-sentence documents)"
+        )
+    order = list(range(len(documents)))
+    random.Random(config.seed).shuffle(order)
+    num_eval = int(round(len(documents) * config.eval_fraction))
+    if config.eval_fraction > 0:
+        num_eval = max(1, num_eval)
+        if num_eval >= len(documents):
+            raise CorpusError("eval_fraction leaves no training documents")
+    eval_docs = sorted(order[:num_eval])
+    log(f"read {stats.documents} documents from {stats.files} files "
+        f"({num_eval} held out for evaluation)")
+
+    # -- tokenize, pair, mask -----------------------------------------------------
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    init_args = (os.fspath(tokenizer_path), documents, config,
+                 tokenizer.word_starts, tokenizer.vocabulary_size)
+    pool = context.Pool(workers, _init_worker, init_args) if workers > 1 else None
+    if pool is None:
+        _init_worker(*init_args)
+    try:
+        index_chunks = _chunks(list(range(len(documents))), 16)
+        tokenized = [d for part in _map(pool, _tokenize, index_chunks) for d in part]
+        eval_set = set(eval_docs)
+        results = {}
+        for split, indices in (
+            ("train", [i for i in range(len(documents)) if i not in eval_set]),
+            ("eval", eval_docs),
+        ):
+            # NSP draws B from documents of the same split only.
+            pool_docs = {i: tokenized[i] for i in indices}
+            split_docs = [pool_docs.get(i, []) for i in range(len(documents))]
+            tasks = [(c, [tokenized[i] for i in c], split_docs if config.random_next else None)
+                     for c in _chunks(indices, 8)]
+            results[split] = [e for part in _map(pool, _examples, tasks) for e in part]
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+
+    # -- write -----------------------------------------------------------------
+    tmp_dir = f"{out_dir}.tmp{os.getpid()}"
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    os.makedirs(tmp_dir)
+    try:
+        manifest = {
+            "format": FORMAT,
+            "config": dataclasses.asdict(config),
+            "tokenizer": "spm.model",
+            "vocab_size": tokenizer.vocabulary_size,
+            "corpus": stats.to_dict(),
+            "splits": {},
+        }
+        for split, examples in results.items():
+            if not examples:
+                continue
+            # A fixed order, then the seeded global shuffle of the original.
+            examples.sort(key=lambda e: (e[0], e[1]))
+            random.Random(config.seed + 1).shuffle(examples)
+            num_shards = max(1, -(-len(examples) // config.examples_per_shard))
+            shards = write_shards(examples, tmp_dir, split, num_shards, config)
+            real = sum(len(e[2]) for e in examples)
+            masked = sum(len(e[4]) for e in examples)
+            manifest["splits"][split] = {
+                "documents": len(eval_docs) if split == "eval" else len(documents) - num_eval,
+                "document_indices": eval_docs if split == "eval" else None,
+                "examples": len(examples),
+                "sop_label_1_fraction": round(sum(e[6] for e in examples) / len(examples), 4),
+                "mask_rate": round(masked / real, 4),
+                "mean_tokens": round(real / len(examples), 2),
+                "shards": shards,
+            }
+            if split == "train":
+                del manifest["splits"][split]["document_indices"]
+        shutil.copyfile(tokenizer_path, os.path.join(tmp_dir, "spm.model"))
+        with open(os.path.join(tmp_dir, "manifest.json"), "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2, sort_keys=True)
+            f.write("\n")
+        if os.path.exists(out_dir):
+            shutil.rmtree(out_dir)
+        os.replace(tmp_dir, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    elapsed = time.time() - started
+    total = sum(len(v) for v in results.values())
+    log(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
+        f"({total / max(elapsed, 1e-9):.0f} examples/s)")
+    return manifest

@@ -1,0 +1,105 @@
+"""Whole-word n-gram masking, as the original ALBERT (static, seeded).
+
+For one packed sequence:
+
+1. Candidates are all tokens but ``[CLS]``, ``[SEP]`` and padding. With
+   ``whole_word``, a piece that does not start with U+2581 joins the word
+   before it (a piece right after ``[CLS]``/``[SEP]`` starts a new word).
+2. ``num_to_predict = min(max_predictions, max(1, round(len * prob)))``.
+3. Words are visited in random order; at each, an n-gram length ``n`` is
+   drawn from ``{1..max_ngram}`` with ``p ~ 1/n`` (6/11, 3/11, 2/11 for 3), cut
+   to the words left; ``n`` is shortened while the n-gram would exceed the
+   budget, and an n-gram that touches an already masked token is skipped.
+4. Each chosen token becomes ``[MASK]`` (80%), stays (10%) or becomes a
+   random non-special piece (10%).
+
+The original draws ``n`` from numpy's global RNG, so its output cannot be
+reproduced; here one seeded ``random.Random`` drives everything. The
+``dynamic_masking`` module runs the same algorithm in TF ops.
+"""
+
+from albert_keras.config import CLS_ID
+from albert_keras.config import MASK_ID
+from albert_keras.config import PAD_ID
+from albert_keras.config import SEP_ID
+
+FIRST_NORMAL_ID = 5  # random replacements never pick a special token
+
+
+def ngram_weights(max_ngram):
+    """``p(n) ~ 1/n`` for n in 1..max_ngram (favor_shorter_ngram)."""
+    weights = [1.0 / n for n in range(1, max_ngram + 1)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def candidate_words(tokens, word_starts, whole_word=True):
+    """Groups candidate positions into words: a list of lists of indices."""
+    words = []
+    previous_special = True
+    for i, token in enumerate(tokens):
+        if token in (CLS_ID, SEP_ID, PAD_ID):
+            previous_special = True
+            continue
+        if whole_word and words and not previous_special and not word_starts[token]:
+            words[-1].append(i)
+        else:
+            words.append([i])
+        previous_special = False
+    return words
+
+
+def mask_sequence(
+    tokens,
+    word_starts,
+    rng,
+    vocab_size,
+    masked_lm_prob=0.15,
+    max_predictions=20,
+    max_ngram=3,
+    whole_word=True,
+):
+    """Masks one packed sequence.
+
+    Args:
+        tokens: the packed ids (no padding).
+        word_starts: per vocabulary id, does the piece start a word.
+        rng: a seeded ``random.Random``.
+        vocab_size: for random replacements.
+        masked_lm_prob, max_predictions, max_ngram, whole_word: see module.
+
+    Returns:
+        ``(masked_tokens, positions, labels)``, positions ascending.
+    """
+    words = candidate_words(tokens, word_starts, whole_word)
+    num_to_predict = min(max_predictions, max(1, int(round(len(tokens) * masked_lm_prob))))
+    weights = ngram_weights(max_ngram)
+    order = list(range(len(words)))
+    rng.shuffle(order)
+    covered = set()
+    chosen = []
+    for w in order:
+        if len(chosen) >= num_to_predict:
+            break
+        max_n = min(max_ngram, len(words) - w)
+        n = rng.choices(range(1, max_n + 1), weights=weights[:max_n])[0]
+        span = []
+        while n >= 1:
+            span = [i for k in range(w, w + n) for i in words[k]]
+            if len(chosen) + len(span) <= num_to_predict:
+                break
+            n -= 1
+        if n == 0 or any(i in covered for i in span):
+            continue
+        covered.update(span)
+        chosen.extend(span)
+    chosen.sort()
+    masked = list(tokens)
+    for i in chosen:
+        if rng.random() < 0.8:
+            masked[i] = MASK_ID
+        elif rng.random() < 0.5:
+            pass
+        else:
+            masked[i] = rng.randint(FIRST_NORMAL_ID, vocab_size - 1)
+    return masked, chosen, [tokens[i] for i in chosen]

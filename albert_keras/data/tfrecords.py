@@ -1,0 +1,72 @@
+"""The on-disk format of pretraining examples: TFRecord shards + manifest.
+
+Each record is a ``tf.train.Example`` with int64 ``token_ids``,
+``segment_ids``, ``padding_mask`` ``[S]``, ``masked_positions``,
+``masked_ids`` ``[P]``, float ``masked_weights`` ``[P]`` and int64
+``sop_label`` ``[1]``. The unmasked sequence is recoverable (put
+``masked_ids`` back at ``masked_positions``), which is what dynamic masking
+starts from.
+"""
+
+import hashlib
+import os
+
+import tensorflow as tf
+
+FORMAT = "albert_keras.pretraining.v1"
+
+
+def _int64(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def _float(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def serialize_example(tokens, segments, positions, labels, sop_label, config):
+    """One ``tf.train.Example``, padded to the configured lengths."""
+    s, p = config.max_seq_length, config.max_predictions
+    n = len(tokens)
+    features = {
+        "token_ids": _int64(list(tokens) + [0] * (s - n)),
+        "segment_ids": _int64(list(segments) + [0] * (s - n)),
+        "padding_mask": _int64([1] * n + [0] * (s - n)),
+        "masked_positions": _int64(list(positions) + [0] * (p - len(positions))),
+        "masked_ids": _int64(list(labels) + [0] * (p - len(labels))),
+        "masked_weights": _float([1.0] * len(positions) + [0.0] * (p - len(positions))),
+        "sop_label": _int64([sop_label]),
+    }
+    return tf.train.Example(
+        features=tf.train.Features(feature=features)
+    ).SerializeToString()
+
+
+def write_shards(examples, folder, split, num_shards, config):
+    """Writes ``examples`` round-robin into ``num_shards`` files.
+
+    Returns:
+        A list of ``{"file", "examples", "bytes", "sha256"}``.
+    """
+    names = [f"{split}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
+    writers = [tf.io.TFRecordWriter(os.path.join(folder, n)) for n in names]
+    counts = [0] * num_shards
+    try:
+        for i, (_, _, tokens, segments, positions, labels, label) in enumerate(examples):
+            writers[i % num_shards].write(
+                serialize_example(tokens, segments, positions, labels, label, config)
+            )
+            counts[i % num_shards] += 1
+    finally:
+        for w in writers:
+            w.close()
+    shards = []
+    for name, count in zip(names, counts):
+        path = os.path.join(folder, name)
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        shards.append({"file": name, "examples": count,
+                       "bytes": os.path.getsize(path), "sha256": digest.hexdigest()})
+    return shards
