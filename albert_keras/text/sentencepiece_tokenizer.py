@@ -36,7 +36,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
     def __init__(self, proto, **kwargs):
         kwargs.setdefault("dtype", "int32")
-        super().__init__(trainable=False, **kwargs)
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
         if isinstance(proto, str) and proto.startswith("base64:"):
             proto = base64.b64decode(proto[len("base64:"):])
         self.proto_bytes, model, source = read_model_proto(proto)

