@@ -71,3 +71,31 @@ def test_convert_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and "config.json" in err and "'colour'" in err
     assert sorted(os.listdir(tmp_path)) == ["empty", "hf"]  # nothing half-written
+
+
+def test_tokenizer_and_data_commands(tmp_path, corpus_file, capsys):
+    model = str(tmp_path / "tok" / "spm.model")
+    assert main(["tokenizer", "train", "--input", corpus_file, "--vocab-size", "100",
+                 "--out", model]) == 0
+    assert "wrote" in capsys.readouterr().out
+    out = str(tmp_path / "data")
+    assert main(["data", "create", "--input", corpus_file, "--tokenizer", model,
+                 "--out", out, "--max-seq-length", "32", "--max-predictions", "5",
+                 "--dupe-factor", "1", "--eval-fraction", "0.1", "--workers", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "train:" in printed and "eval:" in printed
+    assert os.path.isfile(os.path.join(out, "manifest.json"))
+    # The same command again refuses to overwrite.
+    assert main(["data", "create", "--input", corpus_file, "--tokenizer", model,
+                 "--out", out]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_bad_corpus_is_one_line_naming_file_and_line(tmp_path, spm_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"Fine. Good.\n\xff\xfe\n")
+    code = main(["data", "create", "--input", str(bad), "--tokenizer", spm_path,
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "bad.txt:2" in err
+    assert not (tmp_path / "out").exists()
