@@ -1,6 +1,8 @@
 """AlbertPretrainer: the encoder with its MLM and SOP heads."""
 
 import keras
+import tensorflow as tf
+from keras import ops
 
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
@@ -17,6 +19,13 @@ class AlbertPretrainer(keras.Model):
     Outputs (dict): ``mlm_logits`` ``[B, P, V]`` (decoder tied to the word
     embeddings, plus an output bias) and ``sop_logits`` ``[B, 2]``, both
     float32.
+
+    Training: ``fit`` takes ``(x, y)`` with ``x`` the four inputs and ``y`` a
+    dict of ``masked_ids``, ``masked_weights`` and ``sop_label`` (see
+    ``albert_keras.training.split_features``). The loss is the original's:
+    ``sum(w * CE(mlm)) / (sum(w) + 1e-5) + mean(CE(sop))``. Compile with an
+    optimizer and no loss; ``fit`` reports ``masked_lm_accuracy``,
+    ``masked_lm_loss``, ``sop_accuracy`` and ``sop_loss``.
 
     Args:
         encoder: an ``AlbertEncoder``.
@@ -75,6 +84,53 @@ class AlbertPretrainer(keras.Model):
         self.mlm_head = mlm_head
         self.sop_head = sop_head
         self.sop_dropout = sop_dropout
+        self._pretraining_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy"),
+            keras.metrics.Mean(name="masked_lm_loss"),
+            keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy"),
+            keras.metrics.Mean(name="sop_loss"),
+        ]
+
+    # -- training ------------------------------------------------------------------
+
+    def pretraining_losses(self, y, y_pred):
+        """Returns ``(masked_lm_loss, sop_loss)`` for one (per-replica) batch."""
+        weights = ops.cast(y["masked_weights"], "float32")
+        mlm = keras.losses.sparse_categorical_crossentropy(
+            y["masked_ids"], y_pred["mlm_logits"], from_logits=True
+        )
+        mlm_loss = ops.sum(mlm * weights) / (ops.sum(weights) + 1e-5)
+        sop_loss = ops.mean(
+            keras.losses.sparse_categorical_crossentropy(
+                y["sop_label"], y_pred["sop_logits"], from_logits=True
+            )
+        )
+        return mlm_loss, sop_loss
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        mlm_loss, sop_loss = self.pretraining_losses(y, y_pred)
+        self._pretraining_metrics[1].update_state(mlm_loss)
+        self._pretraining_metrics[3].update_state(sop_loss)
+        total = mlm_loss + sop_loss
+        if self.losses:  # regularizers, if a user adds any
+            total = total + ops.sum(ops.stack(self.losses))
+        # Each replica's loss is averaged over replicas by summing gradients,
+        # as Keras' own compiled losses do.
+        replica = tf.distribute.get_replica_context()
+        if replica is not None and replica.num_replicas_in_sync > 1:
+            total = total / replica.num_replicas_in_sync
+        return total
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        self._pretraining_metrics[0].update_state(
+            y["masked_ids"], y_pred["mlm_logits"], sample_weight=y["masked_weights"]
+        )
+        self._pretraining_metrics[2].update_state(y["sop_label"], y_pred["sop_logits"])
+        return self.get_metrics_result()
+
+    @property
+    def metrics(self):
+        return super().metrics + self._pretraining_metrics
 
     @property
     def config(self):

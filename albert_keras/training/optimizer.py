@@ -1,0 +1,142 @@
+"""LAMB as the original ALBERT applies it, and AdamW for fine-tuning."""
+
+import keras
+from keras import ops
+
+from albert_keras.training.schedule import WarmupPolynomialDecay
+
+# Variables the original excludes from weight decay: LayerNorm and biases.
+NO_DECAY_NAMES = ("gamma", "beta", "bias")
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertLamb(keras.optimizers.Lamb):
+    """``keras.optimizers.Lamb`` with the weight decay inside the trust ratio.
+
+    Keras' Lamb applies weight decay decoupled, as ``w -= lr * wd * w`` outside
+    the layer-wise trust ratio. The LAMB paper and google-research/albert's
+    ``lamb_optimizer.py`` add ``wd * w`` to the Adam update *before* the
+    ratio ``||w|| / ||update||`` is taken, so the decay is scaled like the
+    update. Only ``update_step`` differs; moments, bias correction, clipping
+    and serialization are Keras'. Variables excluded with
+    ``exclude_from_weight_decay`` get no decay.
+
+    Args:
+        no_decay_names: variables whose name contains one of these get no
+            weight decay (saved with the optimizer, so a resumed run keeps
+            them); default LayerNorm ``gamma``/``beta`` and every ``bias``.
+        **kwargs: ``keras.optimizers.Lamb`` arguments.
+
+    Example:
+    >>> opt = AlbertLamb(learning_rate=1e-3, weight_decay=0.01)
+    """
+
+    def __init__(self, no_decay_names=NO_DECAY_NAMES, **kwargs):
+        super().__init__(**kwargs)
+        self.no_decay_names = list(no_decay_names or [])
+        if self.no_decay_names:
+            self.exclude_from_weight_decay(var_names=self.no_decay_names)
+
+    def get_config(self):
+        config = super().get_config()
+        config["no_decay_names"] = self.no_decay_names
+        return config
+
+    def _apply_weight_decay(self, variables):
+        # Decay happens inside update_step.
+        return
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        local_step = ops.cast(self.iterations + 1, variable.dtype)
+        beta_1_power = ops.power(ops.cast(self.beta_1, variable.dtype), local_step)
+        beta_2_power = ops.power(ops.cast(self.beta_2, variable.dtype), local_step)
+
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(
+            v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2)
+        )
+        m_hat = ops.divide(m, 1.0 - beta_1_power)
+        v_hat = ops.divide(v, 1.0 - beta_2_power)
+        update = ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))
+        if self.weight_decay is not None and self._use_weight_decay(variable):
+            wd = ops.cast(self.weight_decay, variable.dtype)
+            update = ops.add(update, ops.multiply(wd, variable))
+
+        w_norm = ops.sqrt(ops.sum(ops.square(variable)))
+        u_norm = ops.sqrt(ops.sum(ops.square(update)))
+        ratio = ops.where(
+            ops.greater(w_norm, 0),
+            ops.where(ops.greater(u_norm, 0), w_norm / u_norm, 1.0),
+            1.0,
+        )
+        self.assign_sub(variable, ratio * lr * update)
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertAdamW(keras.optimizers.AdamW):
+    """``keras.optimizers.AdamW`` whose weight-decay exclusions are saved.
+
+    Args:
+        no_decay_names: as ``AlbertLamb``.
+        **kwargs: ``keras.optimizers.AdamW`` arguments.
+    """
+
+    def __init__(self, no_decay_names=NO_DECAY_NAMES, **kwargs):
+        super().__init__(**kwargs)
+        self.no_decay_names = list(no_decay_names or [])
+        if self.no_decay_names:
+            self.exclude_from_weight_decay(var_names=self.no_decay_names)
+
+    def get_config(self):
+        config = super().get_config()
+        config["no_decay_names"] = self.no_decay_names
+        return config
+
+
+def make_optimizer(
+    name="lamb",
+    learning_rate=1.76e-3,
+    total_steps=125000,
+    warmup_steps=3125,
+    weight_decay=0.01,
+    clip_norm=1.0,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,
+):
+    """The optimizer and schedule of the original recipe, for ``model``.
+
+    LayerNorm and bias variables are excluded from weight decay.
+
+    Args:
+        name: ``lamb`` (pretraining) or ``adamw`` (fine-tuning).
+        learning_rate: peak rate after warmup (ALBERT: 0.00176 at batch 4096).
+        total_steps, warmup_steps: linear warmup, then linear decay to 0.
+        weight_decay: 0.01 in the original.
+        clip_norm: global gradient-norm clipping.
+        beta_1, beta_2, epsilon: Adam moments.
+
+    Returns:
+        A Keras optimizer; its schedule and exclusions serialize with the model.
+
+    Example:
+    >>> opt = make_optimizer(total_steps=1000, warmup_steps=100)
+    """
+    schedule = WarmupPolynomialDecay(learning_rate, total_steps, warmup_steps)
+    kwargs = dict(
+        learning_rate=schedule,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        weight_decay=weight_decay or None,
+        global_clipnorm=clip_norm or None,
+    )
+    if name == "lamb":
+        return AlbertLamb(**kwargs)
+    if name == "adamw":
+        return AlbertAdamW(**kwargs)
+    raise ValueError(f"optimizer must be 'lamb' or 'adamw', got {name!r}")
