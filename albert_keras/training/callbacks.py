@@ -1,0 +1,113 @@
+"""Callbacks for resumable, guarded pretraining."""
+
+import glob
+import json
+import math
+import os
+import re
+import time
+
+import keras
+
+
+def _atomic_json(path, data):
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _atomic_save(model, path):
+    tmp = f"{path[:-len('.keras')]}.tmp{os.getpid()}.keras"
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def latest_checkpoint(folder):
+    """``(path, epoch)`` of the newest complete ``ckpt-EPOCH.keras``, or ``(None, 0)``."""
+    best = (None, 0)
+    for path in glob.glob(os.path.join(folder, "ckpt-*.keras")):
+        match = re.fullmatch(r"ckpt-(\d+)\.keras", os.path.basename(path))
+        if match and int(match.group(1)) > best[1]:
+            best = (path, int(match.group(1)))
+    return best
+
+
+class ResumableCheckpoint(keras.callbacks.Callback):
+    """Saves the whole model (weights and optimizer state) after every epoch.
+
+    Files are written under a temporary name and renamed, and the epoch is
+    part of the name, so a run killed at any moment (even SIGKILL while
+    saving) finds a complete checkpoint and knows where it stands. Older
+    checkpoints are removed. ``best.keras`` keeps the model with the highest
+    ``monitor`` value. Nothing is saved for an epoch whose loss is not finite.
+
+    Args:
+        folder: the checkpoint folder.
+        monitor: metric for ``best.keras`` (``val_`` prefixed when
+            validation runs).
+    """
+
+    def __init__(self, folder, monitor="val_masked_lm_accuracy"):
+        super().__init__()
+        self.folder = folder
+        self.monitor = monitor
+        os.makedirs(folder, exist_ok=True)
+        best_file = os.path.join(folder, "best.json")
+        self.best = -math.inf
+        if os.path.isfile(best_file):
+            with open(best_file, encoding="utf-8") as f:
+                self.best = json.load(f)["value"]
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        if not math.isfinite(float(logs.get("loss", 0.0))):
+            return
+        path = os.path.join(self.folder, f"ckpt-{epoch + 1:06d}.keras")
+        _atomic_save(self.model, path)
+        for old in glob.glob(os.path.join(self.folder, "ckpt-*.keras")):
+            if old != path:
+                os.remove(old)
+        value = logs.get(self.monitor, logs.get(self.monitor.replace("val_", "")))
+        if value is not None and float(value) > self.best:
+            self.best = float(value)
+            _atomic_save(self.model, os.path.join(self.folder, "best.keras"))
+            _atomic_json(os.path.join(self.folder, "best.json"),
+                         {"epoch": epoch + 1, "metric": self.monitor, "value": self.best})
+
+
+class NanGuard(keras.callbacks.Callback):
+    """Stops training at the first non-finite loss and remembers where."""
+
+    def __init__(self):
+        super().__init__()
+        self.bad_step = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            self.bad_step = int(self.model.optimizer.iterations.numpy())
+            self.model.stop_training = True
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training at the end of the first epoch past ``minutes``."""
+
+    def __init__(self, minutes):
+        super().__init__()
+        self.minutes = minutes
+        self.started = None
+        self.stopped_early = False
+
+    def on_train_begin(self, logs=None):
+        self.started = time.time()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.minutes and time.time() - self.started > 60 * self.minutes:
+            self.stopped_early = True
+            self.model.stop_training = True

@@ -1,0 +1,327 @@
+"""Pretraining with ``model.fit``: data folder in, model folder out.
+
+Phases: precision and strategy -> model (new, or resumed from the newest
+checkpoint) -> distributed datasets -> ``fit`` with checkpoints, logs and
+guards -> final evaluation on the held-out split -> the model folder.
+
+The model folder is the hand-off to fine-tuning and export:
+``pretrainer.keras``, ``encoder.keras``, ``spm.model``, ``config.json``
+(``AlbertConfig``), ``metrics.json`` and ``train_config.json``, plus
+``checkpoints/``, ``logs/`` (TensorBoard) and ``metrics.csv``.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_keras.config import AlbertConfig
+from albert_keras.data.reader import pretraining_dataset
+from albert_keras.data.reader import read_manifest
+from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.presets import get_preset
+from albert_keras.training import split_features
+from albert_keras.training.callbacks import NanGuard
+from albert_keras.training.callbacks import ResumableCheckpoint
+from albert_keras.training.callbacks import TimeBudget
+from albert_keras.training.callbacks import latest_checkpoint
+from albert_keras.training.optimizer import make_optimizer
+from albert_keras.training.strategy import make_strategy
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+class TrainingError(RuntimeError):
+    """Training stopped for a reason the user must act on."""
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """Every knob of a pretraining run (saved as ``train_config.json``).
+
+    Args:
+        preset: architecture preset (``vocab_size`` comes from the data).
+        model_overrides: ``AlbertConfig`` fields to change, e.g.
+            ``{"num_hidden_layers": 6}``.
+        batch_size: global batch size (split over replicas).
+        total_steps: optimizer steps.
+        steps_per_epoch: steps between checkpoints (and log lines).
+        learning_rate, warmup_steps, optimizer, weight_decay, clip_norm:
+            see ``make_optimizer``.
+        precision: ``float32``, ``mixed_bfloat16`` or ``mixed_float16``.
+        strategy: see ``make_strategy``.
+        steps_per_execution: steps per ``tf.function`` call (TPUs want many).
+        dynamic_masking: re-mask every batch instead of the stored masks.
+        eval_steps: validation batches after each epoch (0: none).
+        seed: weights, shuffling and masking.
+        deterministic: TF op determinism (bit-exact resume; slower).
+        max_minutes: stop after the first epoch past this wall time.
+    """
+
+    preset: str = "albert_tiny"
+    model_overrides: dict = dataclasses.field(default_factory=dict)
+    batch_size: int = 64
+    total_steps: int = 1000
+    steps_per_epoch: int = 100
+    learning_rate: float = 1.76e-3
+    warmup_steps: int = 100
+    optimizer: str = "lamb"
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    precision: str = "mixed_bfloat16"
+    strategy: str = "auto"
+    steps_per_execution: int = 10
+    dynamic_masking: bool = True
+    eval_steps: int = 10
+    seed: int = 0
+    deterministic: bool = False
+    max_minutes: float = 0.0
+
+    def validate(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        for name in ("batch_size", "total_steps", "steps_per_epoch", "steps_per_execution"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.warmup_steps > self.total_steps:
+            raise ValueError("warmup_steps must not exceed total_steps")
+
+
+def build_pretrainer(config, train_config):
+    encoder = AlbertEncoder(config)
+    model = AlbertPretrainer(encoder, sop_dropout=0.0)  # the original has none
+    model.compile(
+        optimizer=make_optimizer(
+            train_config.optimizer,
+            learning_rate=train_config.learning_rate,
+            total_steps=train_config.total_steps,
+            warmup_steps=train_config.warmup_steps,
+            weight_decay=train_config.weight_decay,
+            clip_norm=train_config.clip_norm,
+        ),
+        steps_per_execution=train_config.steps_per_execution,
+    )
+    return model
+
+
+def _datasets(strategy, data_dir, train_config, skip_batches):
+    replicas = strategy.num_replicas_in_sync
+    if train_config.batch_size % replicas:
+        raise ValueError(
+            f"batch_size {train_config.batch_size} is not divisible by the "
+            f"{replicas} replicas"
+        )
+
+    def train_fn(context):
+        ds = pretraining_dataset(
+            data_dir, "train",
+            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
+            dynamic_masking=train_config.dynamic_masking,
+            seed=train_config.seed, input_context=context, verify=False,
+        )
+        # A resumed run continues with the batches an uninterrupted run would see.
+        return ds.skip(skip_batches).map(split_features)
+
+    def eval_fn(context):
+        ds = pretraining_dataset(
+            data_dir, "eval",
+            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
+            shuffle=False, seed=train_config.seed, input_context=context, verify=False,
+        )
+        return ds.map(split_features)
+
+    train = strategy.distribute_datasets_from_function(train_fn)
+    manifest = read_manifest(data_dir)
+    evaluation = None
+    if "eval" in manifest["splits"] and train_config.eval_steps:
+        evaluation = strategy.distribute_datasets_from_function(eval_fn)
+    return train, evaluation
+
+
+def most_frequent_token_baseline(data_dir):
+    """Held-out MLM accuracy of always predicting the most frequent training label."""
+    counts = None
+    for split in ("train", "eval"):
+        if split == "eval" and counts is None:
+            return None
+        ds = pretraining_dataset(data_dir, split, batch_size=256, shuffle=False,
+                                 repeat=False, drop_remainder=False, verify=False)
+        labels = np.concatenate([
+            b["masked_ids"].numpy()[b["masked_weights"].numpy() > 0] for b in ds])
+        if split == "train":
+            counts = np.bincount(labels)
+        else:
+            return float(np.mean(labels == int(np.argmax(counts)))) if len(labels) else None
+    return None
+
+
+def evaluate_pretrainer(model, data_dir, split="eval", batch_size=64):
+    """Masked-LM and SOP accuracy/loss over a whole split (every example once)."""
+    ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,
+                             repeat=False, drop_remainder=False, verify=False)
+    correct = total = sop_correct = sop_total = 0
+    mlm_loss = sop_loss = 0.0
+    predict = tf.function(lambda x: model(x, training=False))
+    for batch in ds:
+        x, y = split_features(batch)
+        out = predict(x)
+        w = y["masked_weights"].numpy()
+        logits = out["mlm_logits"].numpy()
+        labels = y["masked_ids"].numpy()
+        log_probs = logits - _logsumexp(logits)
+        picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+        mlm_loss -= float((picked * w).sum())
+        correct += float(((logits.argmax(-1) == labels) * w).sum())
+        total += float(w.sum())
+        sop = out["sop_logits"].numpy()
+        sop_labels = y["sop_label"].numpy()
+        sop_log = sop - _logsumexp(sop)
+        sop_loss -= float(np.take_along_axis(sop_log, sop_labels[:, None], -1).sum())
+        sop_correct += int((sop.argmax(-1) == sop_labels).sum())
+        sop_total += len(sop_labels)
+    return {
+        "masked_lm_accuracy": correct / max(total, 1),
+        "masked_lm_loss": mlm_loss / max(total, 1),
+        "sop_accuracy": sop_correct / max(sop_total, 1),
+        "sop_loss": sop_loss / max(sop_total, 1),
+        "masked_tokens": int(total),
+        "examples": sop_total,
+    }
+
+
+def _logsumexp(x):
+    m = x.max(-1, keepdims=True)
+    return m + np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+def _write_json(path, data):
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def pretrain(data_dir, out_dir, train_config=None, log=print):
+    """Pretrains ALBERT on a data folder; resumable; returns the final metrics.
+
+    Running the same call again after a crash (or ``kill -9``) continues
+    from the newest checkpoint in ``out_dir/checkpoints``.
+
+    Args:
+        data_dir: made by ``albert-keras data create``.
+        out_dir: the model folder to write.
+        train_config: a ``PretrainConfig``.
+        log: where progress lines go.
+
+    Returns:
+        The held-out metrics (``masked_lm_accuracy``, ``sop_accuracy``, ...)
+        with the run's wall time and throughput.
+
+    Example:
+    >>> pretrain("data/", "model/", PretrainConfig(total_steps=500))  # doctest: +SKIP
+    """
+    train_config = train_config or PretrainConfig()
+    train_config.validate()
+    data_dir, out_dir = os.fspath(data_dir), os.fspath(out_dir)
+    manifest = read_manifest(data_dir)
+    seq_len = manifest["config"]["max_seq_length"]
+
+    # -- precision, determinism, strategy ------------------------------------------
+    keras.mixed_precision.set_global_policy(train_config.precision)
+    keras.utils.set_random_seed(train_config.seed)
+    if train_config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    strategy = make_strategy(train_config.strategy)
+
+    config = get_preset(train_config.preset, vocab_size=manifest["vocab_size"],
+                        **train_config.model_overrides)
+    if config.max_position_embeddings < seq_len:
+        raise ValueError(
+            f"max_position_embeddings {config.max_position_embeddings} is shorter "
+            f"than the data's sequences ({seq_len})"
+        )
+
+    # -- model: new or resumed ------------------------------------------------------
+    os.makedirs(out_dir, exist_ok=True)
+    ckpt_dir = os.path.join(out_dir, "checkpoints")
+    resume_path, initial_epoch = latest_checkpoint(ckpt_dir)
+    with strategy.scope():
+        if resume_path:
+            model = keras.saving.load_model(resume_path)
+            log(f"resuming from {resume_path} (epoch {initial_epoch})")
+        else:
+            model = build_pretrainer(config, train_config)
+    _write_json(os.path.join(out_dir, "train_config.json"), dataclasses.asdict(train_config))
+
+    epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
+    train_ds, eval_ds = _datasets(
+        strategy, data_dir, train_config, initial_epoch * train_config.steps_per_epoch
+    )
+
+    # -- fit ----------------------------------------------------------------------
+    nan_guard = NanGuard()
+    budget = TimeBudget(train_config.max_minutes)
+    callbacks = [
+        nan_guard,
+        ResumableCheckpoint(
+            ckpt_dir, "val_masked_lm_accuracy" if eval_ds else "masked_lm_accuracy"),
+        keras.callbacks.CSVLogger(os.path.join(out_dir, "metrics.csv"), append=True),
+        keras.callbacks.TensorBoard(os.path.join(out_dir, "logs"), write_graph=False),
+        budget,
+    ]
+    started = time.time()
+    start_step = initial_epoch * train_config.steps_per_epoch
+    if initial_epoch < epochs:
+        model.fit(
+            train_ds,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=train_config.steps_per_epoch,
+            validation_data=eval_ds,
+            validation_steps=train_config.eval_steps if eval_ds else None,
+            callbacks=callbacks,
+            verbose=2 if os.environ.get("CI") else "auto",
+        )
+    wall = time.time() - started
+    steps_done = int(model.optimizer.iterations.numpy()) - start_step
+    if nan_guard.bad_step is not None:
+        raise TrainingError(
+            f"the loss became NaN at step {nan_guard.bad_step}; stopped. The last "
+            f"good checkpoint is in {ckpt_dir}. Lower --learning-rate or use "
+            "--precision float32"
+        )
+
+    # -- final evaluation and the model folder ---------------------------------------
+    metrics = {}
+    if "eval" in manifest["splits"]:
+        metrics = evaluate_pretrainer(model, data_dir, "eval")
+        metrics["most_frequent_token_accuracy"] = most_frequent_token_baseline(data_dir)
+    metrics.update({
+        "steps": int(model.optimizer.iterations.numpy()),
+        "wall_seconds": round(wall, 1),
+        "train_tokens_per_second": round(
+            steps_done * train_config.batch_size * seq_len / max(wall, 1e-9), 1),
+        "stopped_by_time_budget": budget.stopped_early,
+        "precision": train_config.precision,
+    })
+    _export_folder(model, data_dir, out_dir, manifest)
+    _write_json(os.path.join(out_dir, "metrics.json"), metrics)
+    return metrics
+
+
+def _export_folder(model, data_dir, out_dir, manifest):
+    from albert_keras.saving import save_model
+
+    save_model(model, os.path.join(out_dir, "pretrainer.keras"), overwrite=True)
+    save_model(model.encoder, os.path.join(out_dir, "encoder.keras"), overwrite=True)
+    shutil.copyfile(os.path.join(data_dir, manifest["tokenizer"]),
+                    os.path.join(out_dir, "spm.model"))
+    AlbertConfig.to_json_file(model.config, os.path.join(out_dir, "config.json"))
