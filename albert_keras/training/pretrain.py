@@ -288,6 +288,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             validation_data=eval_ds,
             validation_steps=train_config.eval_steps if eval_ds else None,
             callbacks=callbacks,
+            shuffle=False,  # the dataset shuffles itself
             verbose=2 if os.environ.get("CI") else "auto",
         )
     wall = time.time() - started

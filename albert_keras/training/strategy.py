@@ -30,7 +30,8 @@ def make_strategy(name="auto"):
     * ``auto``: a TPU when one is reachable, MirroredStrategy over two or
       more GPUs, else the default strategy (one CPU or GPU).
     * ``tpu``: a TPU, or a ``StrategyError``.
-    * ``mirrored``: MirroredStrategy over every local GPU (or the CPU).
+    * ``mirrored``: MirroredStrategy over every local GPU (without GPUs,
+      over every logical CPU device).
     * ``multiworker``: MultiWorkerMirroredStrategy (``TF_CONFIG`` names the
       workers).
     * ``cpu``: one CPU device.
@@ -55,7 +56,9 @@ def make_strategy(name="auto"):
             return tf.distribute.MirroredStrategy()
         return tf.distribute.get_strategy()
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy()
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = gpus or tf.config.list_logical_devices("CPU")
+        return tf.distribute.MirroredStrategy([d.name for d in devices])
     if name == "multiworker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     return tf.distribute.OneDeviceStrategy("/cpu:0")

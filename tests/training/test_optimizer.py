@@ -1,0 +1,72 @@
+import keras
+import numpy as np
+import pytest
+
+from albert_keras import AlbertConfig
+from albert_keras import AlbertEncoder
+from albert_keras import AlbertPretrainer
+from albert_keras.training.optimizer import AlbertLamb
+from albert_keras.training.optimizer import make_optimizer
+from albert_keras.training.schedule import WarmupPolynomialDecay
+from tests.models.test_albert_encoder import TINY
+
+
+def test_schedule_values():
+    s = WarmupPolynomialDecay(1e-3, total_steps=1000, warmup_steps=100)
+    assert float(s(0)) == 0.0
+    assert float(s(50)) == pytest.approx(5e-4)
+    assert float(s(100)) == pytest.approx(1e-3)
+    assert float(s(550)) == pytest.approx(5e-4)
+    assert float(s(1000)) == pytest.approx(0.0)
+    assert float(s(5000)) == pytest.approx(0.0)
+    clone = WarmupPolynomialDecay.from_config(s.get_config())
+    assert float(clone(300)) == pytest.approx(float(s(300)))
+
+
+def test_lamb_skips_layer_norm_and_bias():
+    model = AlbertPretrainer(AlbertEncoder(AlbertConfig(**TINY)))
+    optimizer = make_optimizer("lamb", total_steps=10, warmup_steps=1)
+    optimizer.build(model.trainable_variables)
+    skipped = {v.path for v in model.trainable_variables if not optimizer._use_weight_decay(v)}
+    decayed = {v.path for v in model.trainable_variables if optimizer._use_weight_decay(v)}
+    assert skipped and decayed
+    assert all(p.split("/")[-1] in ("gamma", "beta", "bias", "output_bias") for p in skipped)
+    assert all(p.split("/")[-1] in ("kernel", "embeddings") for p in decayed)
+    # Every LayerNorm and every bias is skipped.
+    layer_norms = [v for v in model.trainable_variables if v.name in ("gamma", "beta")]
+    assert {v.path for v in layer_norms} <= skipped
+    assert any("output_bias" in p for p in skipped)
+
+
+def reference_lamb_step(w, g, lr, wd, b1=0.9, b2=0.999, eps=1e-6, decay=True):
+    """One step of LAMB from the paper / google-research/albert lamb_optimizer.py."""
+    m = (1 - b1) * g
+    v = (1 - b2) * g * g
+    m_hat, v_hat = m / (1 - b1), v / (1 - b2)
+    update = m_hat / (np.sqrt(v_hat) + eps)
+    if decay:
+        update = update + wd * w
+    w_norm, u_norm = np.linalg.norm(w), np.linalg.norm(update)
+    ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+    return w - ratio * lr * update
+
+
+@pytest.mark.parametrize("name", ["kernel", "bias"])
+def test_lamb_step_matches_the_original_formula(name):
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(4, 3)).astype("float32")
+    g = rng.normal(size=(4, 3)).astype("float32")
+    var = keras.Variable(w0, name=name)
+    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.1)
+    opt.apply_gradients([(g, var)])
+    expected = reference_lamb_step(w0, g, 0.01, 0.1, decay=name != "bias")
+    np.testing.assert_allclose(var.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_config_round_trip():
+    opt = make_optimizer("lamb", learning_rate=1e-3, total_steps=100, warmup_steps=10)
+    clone = AlbertLamb.from_config(opt.get_config())
+    assert clone.no_decay_names == ["gamma", "beta", "bias"]
+    assert clone.get_config()["global_clipnorm"] == 1.0
+    with pytest.raises(ValueError, match="optimizer"):
+        make_optimizer("sgd")

@@ -1,0 +1,156 @@
+import json
+import os
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from albert_keras import AlbertConfig
+from albert_keras import AlbertEncoder
+from albert_keras import AlbertPretrainer
+from albert_keras.data.create import DataConfig
+from albert_keras.data.create import create_pretraining_data
+from albert_keras.data.reader import pretraining_dataset
+from albert_keras.training import split_features
+from albert_keras.training.optimizer import make_optimizer
+from albert_keras.training.pretrain import PretrainConfig
+from albert_keras.training.pretrain import TrainingError
+from albert_keras.training.pretrain import pretrain
+
+SMALL = {"embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
+         "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, corpus_file, spm_path):
+    out = tmp_path_factory.mktemp("pretrain") / "data"
+    create_pretraining_data(
+        [corpus_file], spm_path, str(out),
+        DataConfig(max_seq_length=32, max_predictions=5, dupe_factor=2, eval_fraction=0.1),
+        log=lambda *a: None)
+    return str(out)
+
+
+@pytest.fixture(autouse=True)
+def _float32_policy():
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def test_fit_steps_default_strategy_and_model_folder(data_dir, tmp_path):
+    out = tmp_path / "run"
+    metrics = pretrain(data_dir, str(out), PretrainConfig(
+        model_overrides=SMALL, batch_size=8, total_steps=6, steps_per_epoch=3,
+        warmup_steps=2, eval_steps=2, steps_per_execution=3), log=lambda *a: None)
+    assert metrics["steps"] == 6
+    assert 0 <= metrics["masked_lm_accuracy"] <= 1 and 0 <= metrics["sop_accuracy"] <= 1
+    assert metrics["most_frequent_token_accuracy"] > 0
+    for name in ("pretrainer.keras", "encoder.keras", "spm.model", "config.json",
+                 "metrics.json", "metrics.csv", "train_config.json"):
+        assert (out / name).is_file(), name
+    assert (out / "checkpoints" / "ckpt-000002.keras").is_file()
+    assert (out / "checkpoints" / "best.keras").is_file()
+    assert list((out / "logs").iterdir())
+    header = (out / "metrics.csv").read_text().splitlines()[0]
+    for name in ("masked_lm_accuracy", "masked_lm_loss", "sop_accuracy", "sop_loss"):
+        assert name in header
+    loaded = keras.saving.load_model(str(out / "pretrainer.keras"))
+    assert type(loaded.optimizer).__name__ == "AlbertLamb"
+    assert AlbertConfig.from_json_file(str(out / "config.json")).hidden_size == 32
+
+
+def test_overfitting_one_batch(data_dir):
+    keras.utils.set_random_seed(0)
+    batch = next(iter(pretraining_dataset(data_dir, batch_size=8, shuffle=False)))
+    x, y = split_features(batch)
+    vocab = json.load(open(os.path.join(data_dir, "manifest.json")))["vocab_size"]
+    config = AlbertConfig(vocab_size=vocab, **SMALL)
+    model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+    model.compile(optimizer=make_optimizer("adamw", learning_rate=3e-3, total_steps=2000,
+                                           warmup_steps=10, weight_decay=0.0))
+    first = model.evaluate(x, y, verbose=0, return_dict=True)
+    history = model.fit(x, y, epochs=300, verbose=0, batch_size=8)
+    last = {k: v[-1] for k, v in history.history.items()}
+    assert last["loss"] < 0.1 * first["loss"]
+    assert last["masked_lm_accuracy"] > 0.98 and last["sop_accuracy"] == 1.0
+
+
+def test_nan_loss_stops_with_a_message(data_dir, tmp_path):
+    with pytest.raises(TrainingError, match="NaN at step"):
+        pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(
+            model_overrides=SMALL, batch_size=8, total_steps=40, steps_per_epoch=20,
+            warmup_steps=0, learning_rate=1e30, clip_norm=0.0, precision="float32",
+            eval_steps=0, steps_per_execution=1), log=lambda *a: None)
+    assert not (tmp_path / "run" / "pretrainer.keras").exists()
+
+
+def _run(args, **kwargs):
+    env = {**os.environ, "CI": "true", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.Popen([sys.executable, "-m", "albert_keras.cli", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            **kwargs)
+
+
+def _pretrain_args(data_dir, out, steps):
+    return ["pretrain", "--data", data_dir, "--tokenizer", os.path.join(data_dir, "spm.model"),
+            "--out", out, "--model-overrides", json.dumps(SMALL), "--batch-size", "8",
+            "--steps", str(steps), "--steps-per-epoch", "2", "--warmup-steps", "2",
+            "--eval-steps", "0", "--steps-per-execution", "1", "--deterministic",
+            "--precision", "float32", "--seed", "3"]
+
+
+def test_resume_after_kill_matches_an_uninterrupted_run(data_dir, tmp_path):
+    steps = 8
+    whole = _run(_pretrain_args(data_dir, str(tmp_path / "whole"), steps))
+    output, _ = whole.communicate(timeout=600)
+    assert whole.returncode == 0, output
+
+    interrupted = str(tmp_path / "interrupted")
+    proc = _run(_pretrain_args(data_dir, interrupted, steps))
+    deadline = time.time() + 300
+    ckpt = os.path.join(interrupted, "checkpoints", "ckpt-000002.keras")
+    while not os.path.exists(ckpt) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.kill()  # SIGKILL, at whatever point it has reached
+    proc.communicate()
+    assert os.path.exists(ckpt), "no checkpoint appeared before the kill"
+    assert not os.path.exists(os.path.join(interrupted, "pretrainer.keras"))
+
+    again = _run(_pretrain_args(data_dir, interrupted, steps))
+    output, _ = again.communicate(timeout=600)
+    assert again.returncode == 0, output
+    assert "resuming from" in output
+
+    a = keras.saving.load_model(str(tmp_path / "whole" / "pretrainer.keras"))
+    b = keras.saving.load_model(os.path.join(interrupted, "pretrainer.keras"))
+    assert int(a.optimizer.iterations.numpy()) == int(b.optimizer.iterations.numpy()) == steps
+    for va, vb in zip(a.weights, b.weights):
+        np.testing.assert_allclose(va.numpy(), vb.numpy(), atol=1e-6, err_msg=va.path)
+
+
+MIRRORED = """
+import json, sys
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from albert_keras.training.pretrain import PretrainConfig, pretrain
+from albert_keras.training.strategy import make_strategy
+assert make_strategy("mirrored").num_replicas_in_sync == 2
+m = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
+    model_overrides=json.loads(sys.argv[3]), batch_size=8, total_steps=4, steps_per_epoch=2,
+    warmup_steps=1, eval_steps=1, steps_per_execution=2, strategy="mirrored"),
+    log=lambda *a: None)
+print("STEPS", m["steps"], "SOP", m["sop_accuracy"])
+"""
+
+
+def test_fit_under_mirrored_strategy_on_two_logical_cpus(data_dir, tmp_path):
+    env = {**os.environ, "CI": "true", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run(
+        [sys.executable, "-c", MIRRORED, data_dir, str(tmp_path / "run"), json.dumps(SMALL)],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "STEPS 4" in result.stdout
