@@ -240,6 +240,15 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     if train_config.deterministic:
         tf.config.experimental.enable_op_determinism()
     strategy = make_strategy(train_config.strategy)
+    if train_config.steps_per_execution > 1 and isinstance(
+        strategy,
+        (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy),
+    ):
+        # Keras 3 fails under (MultiWorker)MirroredStrategy with more than one
+        # step per execution ("You must feed a value for placeholder tensor",
+        # keras-team/keras#19246, open). TPUStrategy is not affected.
+        log("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
+        train_config = dataclasses.replace(train_config, steps_per_execution=1)
 
     config = get_preset(train_config.preset, vocab_size=manifest["vocab_size"],
                         **train_config.model_overrides)
