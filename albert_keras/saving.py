@@ -1,8 +1,28 @@
 """Writing and reading ``.keras`` files safely."""
 
+import hashlib
+import json
 import os
 
 import keras
+
+
+def write_json(path, data):
+    """Writes JSON atomically (temporary name, then rename)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def sha256_file(path):
+    """The hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def save_model(model, path, overwrite=False):

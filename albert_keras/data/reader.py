@@ -1,6 +1,5 @@
 """Reading pretraining shards into the feature dict of DESIGN section 3."""
 
-import hashlib
 import json
 import os
 
@@ -9,6 +8,7 @@ import tensorflow as tf
 from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.dynamic_masking import unmask
 from albert_keras.data.tfrecords import FORMAT
+from albert_keras.saving import sha256_file
 
 
 class DataError(ValueError):
@@ -47,11 +47,7 @@ def verify_shards(data_dir, split):
                 f"{path}: corrupted shard ({os.path.getsize(path)} bytes, "
                 f"manifest says {shard['bytes']})"
             )
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        if digest.hexdigest() != shard["sha256"]:
+        if sha256_file(path) != shard["sha256"]:
             raise DataError(f"{path}: corrupted shard (checksum differs from the manifest)")
     return manifest
 

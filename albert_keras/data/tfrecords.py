@@ -8,10 +8,11 @@ Each record is a ``tf.train.Example`` with int64 ``token_ids``,
 starts from.
 """
 
-import hashlib
 import os
 
 import tensorflow as tf
+
+from albert_keras.saving import sha256_file
 
 FORMAT = "albert_keras.pretraining.v1"
 
@@ -63,10 +64,6 @@ def write_shards(examples, folder, split, num_shards, config):
     shards = []
     for name, count in zip(names, counts):
         path = os.path.join(folder, name)
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
         shards.append({"file": name, "examples": count,
-                       "bytes": os.path.getsize(path), "sha256": digest.hexdigest()})
+                       "bytes": os.path.getsize(path), "sha256": sha256_file(path)})
     return shards

@@ -6,7 +6,7 @@ from keras import ops
 
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
-from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 

@@ -9,23 +9,8 @@ import time
 
 import keras
 
-
-def _atomic_json(path, data):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-def _atomic_save(model, path):
-    tmp = f"{path[:-len('.keras')]}.tmp{os.getpid()}.keras"
-    try:
-        model.save(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+from albert_keras.saving import save_model
+from albert_keras.saving import write_json
 
 
 def latest_checkpoint(folder):
@@ -69,15 +54,15 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         if not math.isfinite(float(logs.get("loss", 0.0))):
             return
         path = os.path.join(self.folder, f"ckpt-{epoch + 1:06d}.keras")
-        _atomic_save(self.model, path)
+        save_model(self.model, path, overwrite=True)
         for old in glob.glob(os.path.join(self.folder, "ckpt-*.keras")):
             if old != path:
                 os.remove(old)
         value = logs.get(self.monitor, logs.get(self.monitor.replace("val_", "")))
         if value is not None and float(value) > self.best:
             self.best = float(value)
-            _atomic_save(self.model, os.path.join(self.folder, "best.keras"))
-            _atomic_json(os.path.join(self.folder, "best.json"),
+            save_model(self.model, os.path.join(self.folder, "best.keras"), overwrite=True)
+            write_json(os.path.join(self.folder, "best.json"),
                          {"epoch": epoch + 1, "metric": self.monitor, "value": self.best})
 
 

@@ -9,8 +9,27 @@ from albert_keras.training.schedule import WarmupPolynomialDecay
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
 
 
+class _SavedDecayExclusions:
+    """Keeps ``exclude_from_weight_decay`` names in the optimizer's config.
+
+    Keras does not serialize the exclusions, so a model loaded from a
+    ``.keras`` checkpoint would decay its LayerNorms after a resume.
+    """
+
+    def __init__(self, no_decay_names=NO_DECAY_NAMES, **kwargs):
+        super().__init__(**kwargs)
+        self.no_decay_names = list(no_decay_names or [])
+        if self.no_decay_names:
+            self.exclude_from_weight_decay(var_names=self.no_decay_names)
+
+    def get_config(self):
+        config = super().get_config()
+        config["no_decay_names"] = self.no_decay_names
+        return config
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertLamb(keras.optimizers.Lamb):
+class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
     """``keras.optimizers.Lamb`` with the weight decay inside the trust ratio.
 
     Keras' Lamb applies weight decay decoupled, as ``w -= lr * wd * w`` outside
@@ -30,17 +49,6 @@ class AlbertLamb(keras.optimizers.Lamb):
     Example:
     >>> opt = AlbertLamb(learning_rate=1e-3, weight_decay=0.01)
     """
-
-    def __init__(self, no_decay_names=NO_DECAY_NAMES, **kwargs):
-        super().__init__(**kwargs)
-        self.no_decay_names = list(no_decay_names or [])
-        if self.no_decay_names:
-            self.exclude_from_weight_decay(var_names=self.no_decay_names)
-
-    def get_config(self):
-        config = super().get_config()
-        config["no_decay_names"] = self.no_decay_names
-        return config
 
     def _apply_weight_decay(self, variables):
         # Decay happens inside update_step.
@@ -77,24 +85,16 @@ class AlbertLamb(keras.optimizers.Lamb):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertAdamW(keras.optimizers.AdamW):
+class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
     """``keras.optimizers.AdamW`` whose weight-decay exclusions are saved.
 
     Args:
         no_decay_names: as ``AlbertLamb``.
         **kwargs: ``keras.optimizers.AdamW`` arguments.
+
+    Example:
+    >>> opt = AlbertAdamW(learning_rate=2e-5, weight_decay=0.01)
     """
-
-    def __init__(self, no_decay_names=NO_DECAY_NAMES, **kwargs):
-        super().__init__(**kwargs)
-        self.no_decay_names = list(no_decay_names or [])
-        if self.no_decay_names:
-            self.exclude_from_weight_decay(var_names=self.no_decay_names)
-
-    def get_config(self):
-        config = super().get_config()
-        config["no_decay_names"] = self.no_decay_names
-        return config
 
 
 def make_optimizer(

@@ -11,7 +11,6 @@ The model folder is the hand-off to fine-tuning and export:
 """
 
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -27,6 +26,7 @@ from albert_keras.data.reader import read_manifest
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.presets import get_preset
+from albert_keras.saving import write_json
 from albert_keras.training import split_features
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ResumableCheckpoint
@@ -201,14 +201,6 @@ def _logsumexp(x):
     return m + np.log(np.exp(x - m).sum(-1, keepdims=True))
 
 
-def _write_json(path, data):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
 def pretrain(data_dir, out_dir, train_config=None, log=print):
     """Pretrains ALBERT on a data folder; resumable; returns the final metrics.
 
@@ -268,7 +260,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             log(f"resuming from {resume_path} (epoch {initial_epoch})")
         else:
             model = build_pretrainer(config, train_config)
-    _write_json(os.path.join(out_dir, "train_config.json"), dataclasses.asdict(train_config))
+    write_json(os.path.join(out_dir, "train_config.json"), dataclasses.asdict(train_config))
 
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
     train_ds, eval_ds = _datasets(
@@ -323,7 +315,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         "precision": train_config.precision,
     })
     _export_folder(model, data_dir, out_dir, manifest)
-    _write_json(os.path.join(out_dir, "metrics.json"), metrics)
+    write_json(os.path.join(out_dir, "metrics.json"), metrics)
     return metrics
 
 

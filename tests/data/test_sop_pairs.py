@@ -58,7 +58,6 @@ def test_truncation_trims_the_longer_side():
 
 
 def test_nsp_takes_b_from_another_document():
-    rng = random.Random(0)
     docs = [[[d * 100000 + k * 1000 + j for j in range(5)] for k in range(1, 9)] for d in range(20)]
     random_next = 0
     for d, doc in enumerate(docs):
