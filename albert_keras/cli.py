@@ -375,11 +375,11 @@ def build_parser():
     # Defaults: the ~10-minute CPU run of albert_tiny on sotu. At batch 64
     # LAMB needs a higher rate than the original's 0.00176 at batch 4096:
     # measured at 300 steps, 8e-3 beat 2e-3 and AdamW 1e-3 on held-out MLM.
-    p.add_argument("--steps", type=int, default=450)
-    p.add_argument("--steps-per-epoch", type=int, default=75,
+    p.add_argument("--steps", type=int, default=360)
+    p.add_argument("--steps-per-epoch", type=int, default=90,
                    help="steps between checkpoints and log lines")
     p.add_argument("--learning-rate", type=float, default=8e-3)
-    p.add_argument("--warmup-steps", type=int, default=45)
+    p.add_argument("--warmup-steps", type=int, default=36)
     p.add_argument("--optimizer", default="lamb", choices=("lamb", "adamw"))
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--clip-norm", type=float, default=1.0)

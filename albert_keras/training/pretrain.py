@@ -231,6 +231,12 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     keras.utils.set_random_seed(train_config.seed)
     if train_config.deterministic:
         tf.config.experimental.enable_op_determinism()
+    if train_config.steps_per_epoch % train_config.steps_per_execution:
+        # Keras rounds an epoch up to whole executions, which would shift the
+        # schedule and the resume position.
+        spe = math.gcd(train_config.steps_per_epoch, train_config.steps_per_execution)
+        log(f"steps_per_execution set to {spe} to divide steps_per_epoch")
+        train_config = dataclasses.replace(train_config, steps_per_execution=spe)
     strategy = make_strategy(train_config.strategy)
     if train_config.steps_per_execution > 1 and isinstance(
         strategy,
