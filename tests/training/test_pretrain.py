@@ -44,7 +44,7 @@ def test_fit_steps_default_strategy_and_model_folder(data_dir, tmp_path):
     out = tmp_path / "run"
     metrics = pretrain(data_dir, str(out), PretrainConfig(
         model_overrides=SMALL, batch_size=8, total_steps=6, steps_per_epoch=3,
-        warmup_steps=2, eval_steps=2, steps_per_execution=3), log=lambda *a: None)
+        warmup_steps=2, eval_steps=2, steps_per_execution=2), log=lambda *a: None)
     assert metrics["steps"] == 6
     assert 0 <= metrics["masked_lm_accuracy"] <= 1 and 0 <= metrics["sop_accuracy"] <= 1
     assert metrics["most_frequent_token_accuracy"] > 0
