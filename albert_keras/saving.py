@@ -1,8 +1,11 @@
 """Writing and reading ``.keras`` files safely."""
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 
 import keras
 
@@ -14,6 +17,26 @@ def write_json(path, data):
         json.dump(data, f, indent=2, sort_keys=True)
         f.write("\n")
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def writing_folder(folder):
+    """Yields a temporary folder that replaces ``folder`` when the block ends.
+
+    On any error (or interruption) the temporary folder is removed and
+    ``folder`` is left as it was, so no half-written output survives.
+    """
+    parent = os.path.dirname(os.path.abspath(folder))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.tmp", dir=parent)
+    try:
+        yield tmp
+        if os.path.exists(folder):
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def sha256_file(path):

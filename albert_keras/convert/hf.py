@@ -7,8 +7,6 @@ Reads ``AlbertModel``, ``AlbertForPreTraining``, ``AlbertForMaskedLM``,
 
 import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 
@@ -18,6 +16,8 @@ from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.weight_layout import hf_albert_names
 from albert_keras.convert.weight_layout import hf_bert_names
 from albert_keras.convert.weight_layout import model_variables
+from albert_keras.saving import write_json
+from albert_keras.saving import writing_folder
 
 _HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.")
 # Present in HF files, never loaded: position-id buffers and the decoder,
@@ -190,18 +190,7 @@ def save_hf(model, folder, overwrite=False):
 
     if os.path.exists(folder) and not overwrite:
         raise FileExistsError(f"{folder} exists; pass overwrite=True / --overwrite")
-    parent = os.path.dirname(os.path.abspath(folder))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".albert_keras_hf_", dir=parent)
-    try:
+    with writing_folder(folder) as tmp:
         save_file(tensors, os.path.join(tmp, "model.safetensors"), {"format": "pt"})
-        with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
-            json.dump(hf_config, f, indent=2, sort_keys=True)
-            f.write("\n")
-        if os.path.exists(folder):
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_json(os.path.join(tmp, "config.json"), hf_config)
     return folder

@@ -11,7 +11,6 @@ complete: a crash never leaves a half-written dataset.
 """
 
 import dataclasses
-import json
 import multiprocessing
 import os
 import random
@@ -27,6 +26,8 @@ from albert_keras.data.masking import mask_sequence
 from albert_keras.data.sop_pairs import document_pairs
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import write_shards
+from albert_keras.saving import write_json
+from albert_keras.saving import writing_folder
 
 
 @dataclasses.dataclass
@@ -220,10 +221,7 @@ def create_pretraining_data(
             pool.join()
 
     # -- write -----------------------------------------------------------------
-    tmp_dir = f"{out_dir}.tmp{os.getpid()}"
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-    os.makedirs(tmp_dir)
-    try:
+    with writing_folder(out_dir) as tmp_dir:
         manifest = {
             "format": FORMAT,
             "config": dataclasses.asdict(config),
@@ -257,15 +255,7 @@ def create_pretraining_data(
             if split == "train":
                 del manifest["splits"][split]["document_indices"]
         shutil.copyfile(tokenizer_path, os.path.join(tmp_dir, "spm.model"))
-        with open(os.path.join(tmp_dir, "manifest.json"), "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=2, sort_keys=True)
-            f.write("\n")
-        if os.path.exists(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(tmp_dir, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
+        write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
     elapsed = time.time() - started
     total = sum(len(v) for v in results.values())
     log(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
