@@ -116,12 +116,12 @@ def _corpus_inputs(args):
     return sotu_files(), "file" if args.layout == "auto" else args.layout
 
 
-def cmd_tokenizer_train(args):
+def _train_tokenizer(args, inputs, layout, out_path, overwrite):
+    """Streams the corpus' sentences into SentencePiece; returns (path, stats)."""
     from albert_keras.data.corpus import CorpusStats
     from albert_keras.data.corpus import read_documents
     from albert_keras.text.spm_trainer import train_sentencepiece
 
-    inputs, layout = _corpus_inputs(args)
     stats = CorpusStats()
     sentences = (
         s
@@ -131,28 +131,22 @@ def cmd_tokenizer_train(args):
     )
     path = train_sentencepiece(
         sentences,
-        args.out,
+        out_path,
         vocab_size=args.vocab_size,
         lowercase=args.lowercase,
         character_coverage=args.character_coverage,
         input_sentence_size=args.input_sentence_size,
         num_threads=args.threads,
         seed=args.seed,
-        overwrite=args.overwrite,
+        overwrite=overwrite,
     )
-    import sentencepiece as spm
-
-    size = spm.SentencePieceProcessor(model_file=path).get_piece_size()
-    print(f"wrote {path} (vocabulary {size}) from {stats.documents} documents")
-    return 0
+    return path, stats
 
 
-def cmd_data_create(args):
+def _data_config(args, layout):
     from albert_keras.data.create import DataConfig
-    from albert_keras.data.create import create_pretraining_data
 
-    inputs, layout = _corpus_inputs(args)
-    config = DataConfig(
+    return DataConfig(
         max_seq_length=args.max_seq_length,
         max_predictions=args.max_predictions,
         masked_lm_prob=args.masked_lm_prob,
@@ -168,9 +162,25 @@ def cmd_data_create(args):
         text_field=args.text_field,
         errors=args.errors,
     )
+
+
+def cmd_tokenizer_train(args):
+    import sentencepiece as spm
+
+    inputs, layout = _corpus_inputs(args)
+    path, stats = _train_tokenizer(args, inputs, layout, args.out, args.overwrite)
+    size = spm.SentencePieceProcessor(model_file=path).get_piece_size()
+    print(f"wrote {path} (vocabulary {size}) from {stats.documents} documents")
+    return 0
+
+
+def cmd_data_create(args):
+    from albert_keras.data.create import create_pretraining_data
+
+    inputs, layout = _corpus_inputs(args)
     manifest = create_pretraining_data(
-        inputs, args.tokenizer, args.out, config, workers=args.workers,
-        overwrite=args.overwrite,
+        inputs, args.tokenizer, args.out, _data_config(args, layout),
+        workers=args.workers, overwrite=args.overwrite,
     )
     for split, info in manifest["splits"].items():
         print(
@@ -189,11 +199,7 @@ def cmd_data_create(args):
 def cmd_pretrain(args):
     import json
 
-    from albert_keras.data.create import DataConfig
     from albert_keras.data.create import create_pretraining_data
-    from albert_keras.data.corpus import CorpusStats
-    from albert_keras.data.corpus import read_documents
-    from albert_keras.text.spm_trainer import train_sentencepiece
     from albert_keras.training.pretrain import PretrainConfig
     from albert_keras.training.pretrain import pretrain
 
@@ -211,28 +217,13 @@ def cmd_pretrain(args):
     tokenizer = args.tokenizer or os.path.join(out, "tokenizer", "spm.model")
     if not os.path.isfile(tokenizer):
         print(f"training a {args.vocab_size}-piece tokenizer ...", flush=True)
-        stats = CorpusStats()
-        sentences = (s for d in read_documents(inputs, layout=layout,
-                                               text_field=args.text_field,
-                                               errors=args.errors, stats=stats)
-                     for s in d)
-        train_sentencepiece(sentences, tokenizer, vocab_size=args.vocab_size,
-                            lowercase=args.lowercase, seed=args.seed)
+        _train_tokenizer(args, inputs, layout, tokenizer, overwrite=False)
 
     # 2. examples, with held-out documents
     data_dir = args.data or os.path.join(out, "data")
     if not os.path.isfile(os.path.join(data_dir, "manifest.json")):
-        create_pretraining_data(
-            inputs, tokenizer, data_dir,
-            DataConfig(max_seq_length=args.max_seq_length,
-                       max_predictions=args.max_predictions,
-                       masked_lm_prob=args.masked_lm_prob,
-                       dupe_factor=args.dupe_factor, max_ngram=args.ngram,
-                       whole_word=args.whole_word, seed=args.seed,
-                       eval_fraction=args.eval_fraction, layout=layout,
-                       text_field=args.text_field, errors=args.errors),
-            workers=args.workers,
-        )
+        create_pretraining_data(inputs, tokenizer, data_dir, _data_config(args, layout),
+                                workers=args.workers)
 
     # 3. pretraining and held-out evaluation
     overrides = json.loads(args.model_overrides) if args.model_overrides else {}
@@ -275,6 +266,34 @@ def _add_corpus_flags(p):
                    help="what to do with bytes that are not UTF-8")
 
 
+def _add_tokenizer_flags(p, vocab_size):
+    p.add_argument("--vocab-size", type=int, default=vocab_size)
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
+                   help="case-fold the text (ALBERT v2 is uncased)")
+    p.add_argument("--character-coverage", type=float, default=0.99995,
+                   help="0.9995 suits Chinese/Japanese/Korean")
+    p.add_argument("--input-sentence-size", type=int, default=10_000_000,
+                   help="sample at most this many sentences")
+    p.add_argument("--threads", type=int, default=None,
+                   help="tokenizer training threads (default: all cores)")
+
+
+def _add_data_flags(p, dupe_factor, eval_fraction, workers):
+    p.add_argument("--max-seq-length", type=int, default=128)
+    p.add_argument("--max-predictions", type=int, default=20)
+    p.add_argument("--masked-lm-prob", type=float, default=0.15)
+    p.add_argument("--dupe-factor", type=int, default=dupe_factor)
+    p.add_argument("--ngram", type=int, default=3, help="longest masked n-gram (words)")
+    p.add_argument("--whole-word", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--short-seq-prob", type=float, default=0.1)
+    p.add_argument("--nsp", action="store_true",
+                   help="next-sentence prediction instead of SOP (ablations)")
+    p.add_argument("--eval-fraction", type=float, default=eval_fraction,
+                   help="documents held out into an eval split")
+    p.add_argument("--examples-per-shard", type=int, default=20000)
+    p.add_argument("--workers", type=int, default=workers)
+
+
 # -- entry point -----------------------------------------------------------------------
 
 
@@ -310,15 +329,8 @@ def build_parser():
     tok_sub = tok.add_subparsers(dest="tokenizer_command", required=True)
     p = tok_sub.add_parser("train", help="train a unigram SentencePiece model")
     _add_corpus_flags(p)
-    p.add_argument("--vocab-size", type=int, default=30000)
+    _add_tokenizer_flags(p, vocab_size=30000)
     p.add_argument("--out", required=True, help="the .model file to write")
-    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
-                   help="case-fold the text (ALBERT v2 is uncased)")
-    p.add_argument("--character-coverage", type=float, default=0.99995,
-                   help="0.9995 suits Chinese/Japanese/Korean")
-    p.add_argument("--input-sentence-size", type=int, default=10_000_000,
-                   help="sample at most this many sentences")
-    p.add_argument("--threads", type=int, default=None, help="default: all cores")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_tokenizer_train)
@@ -329,20 +341,8 @@ def build_parser():
     _add_corpus_flags(p)
     p.add_argument("--tokenizer", required=True, help="a unigram SentencePiece .model")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--max-seq-length", type=int, default=128)
-    p.add_argument("--max-predictions", type=int, default=20)
-    p.add_argument("--masked-lm-prob", type=float, default=0.15)
-    p.add_argument("--dupe-factor", type=int, default=5)
-    p.add_argument("--ngram", type=int, default=3, help="longest masked n-gram (words)")
-    p.add_argument("--whole-word", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--short-seq-prob", type=float, default=0.1)
-    p.add_argument("--nsp", action="store_true",
-                   help="next-sentence prediction instead of SOP (ablations)")
-    p.add_argument("--eval-fraction", type=float, default=0.0,
-                   help="documents held out into an eval split")
-    p.add_argument("--examples-per-shard", type=int, default=20000)
+    _add_data_flags(p, dupe_factor=5, eval_fraction=0.0, workers=1)
     p.add_argument("--seed", type=int, default=12345)
-    p.add_argument("--workers", type=int, default=1)
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_data_create)
 
@@ -357,17 +357,9 @@ def build_parser():
     p.add_argument("--out", default=os.path.join("runs", "pretrain"),
                    help="the model folder (default runs/pretrain)")
     p.add_argument("--tokenizer", default=None, help="use this .model instead of training one")
-    p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
+    _add_tokenizer_flags(p, vocab_size=8000)
     p.add_argument("--data", default=None, help="use this data folder instead of creating one")
-    p.add_argument("--max-seq-length", type=int, default=128)
-    p.add_argument("--max-predictions", type=int, default=20)
-    p.add_argument("--masked-lm-prob", type=float, default=0.15)
-    p.add_argument("--dupe-factor", type=int, default=4)
-    p.add_argument("--ngram", type=int, default=3)
-    p.add_argument("--whole-word", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--eval-fraction", type=float, default=0.05)
-    p.add_argument("--workers", type=int, default=2)
+    _add_data_flags(p, dupe_factor=4, eval_fraction=0.05, workers=2)
     p.add_argument("--preset", default="albert_tiny")
     p.add_argument("--model-overrides", default=None,
                    help='JSON of AlbertConfig fields, e.g. \'{"num_hidden_layers": 6}\'')

@@ -46,7 +46,7 @@ def _read_safetensors(path):
                 out[key] = f.get_tensor(key)
         return out
     except (TypeError, ValueError) as e:
-        # numpy has no bfloat16: read those files through ml_dtypes-aware torch.
+        # numpy has no bfloat16: read such files through torch, if installed.
         try:
             import torch  # noqa: F401
         except ImportError:

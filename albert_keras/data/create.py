@@ -28,6 +28,7 @@ from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import write_shards
 from albert_keras.saving import write_json
 from albert_keras.saving import writing_folder
+from albert_keras.text.spm_model import albert_vocabulary
 
 
 @dataclasses.dataclass
@@ -69,40 +70,51 @@ class DataConfig:
 _WORKER = {}
 
 
-def _init_worker(tokenizer_path, documents, config, word_starts, vocab_size):
-    import sentencepiece as spm
-
-    _WORKER.update(
-        sp=spm.SentencePieceProcessor(model_file=tokenizer_path),
-        documents=documents,
-        config=config,
-        word_starts=word_starts,
-        vocab_size=vocab_size,
-    )
+def _init_worker(state):
+    _WORKER.clear()
+    _WORKER.update(state)
 
 
 def _tokenize(indices):
+    if "sp" not in _WORKER:
+        import sentencepiece as spm
+
+        _WORKER["sp"] = spm.SentencePieceProcessor(model_file=_WORKER["tokenizer_path"])
     sp, documents = _WORKER["sp"], _WORKER["documents"]
     return [sp.encode(documents[i]) for i in indices]
 
 
+def _split_documents(split):
+    """NSP draws B from documents of the same split only (others are empty)."""
+    key = f"documents_{split}"
+    if key not in _WORKER:
+        in_eval = _WORKER["eval_set"]
+        _WORKER[key] = [
+            doc if (i in in_eval) == (split == "eval") else []
+            for i, doc in enumerate(_WORKER["tokenized"])
+        ]
+    return _WORKER[key]
+
+
 def _examples(task):
-    """Examples of documents ``indices`` (tokenized), for every dupe."""
-    indices, tokenized, all_tokenized = task
+    """Examples of the documents ``indices`` of ``split``, for every dupe."""
+    split, indices = task
     c = _WORKER["config"]
+    tokenized = _WORKER["tokenized"]
+    all_documents = _split_documents(split) if c.random_next else None
     out = []
     masked_counts = [0] * c.max_ngram
     for dupe in range(c.dupe_factor):
-        for index, document in zip(indices, tokenized):
+        for index in indices:
             seed = np.random.SeedSequence([c.seed, dupe, index]).generate_state(1)[0]
             rng = random.Random(int(seed))
             for pair in document_pairs(
-                document,
+                tokenized[index],
                 c.max_seq_length,
                 rng,
                 short_seq_prob=c.short_seq_prob,
                 random_next=c.random_next,
-                all_documents=all_tokenized,
+                all_documents=all_documents,
                 document_index=index,
             ):
                 tokens, segments = pair.packed()
@@ -125,8 +137,17 @@ def _chunks(items, size):
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _map(pool, fn, tasks):
-    return pool.map(fn, tasks) if pool else [fn(t) for t in tasks]
+def _parallel(fn, tasks, state, workers):
+    """``map(fn, tasks)`` in ``workers`` processes that hold ``state``.
+
+    With fork (Linux, macOS with fork) the state is inherited, not pickled.
+    """
+    if workers <= 1:
+        _init_worker(state)
+        return [fn(t) for t in tasks]
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    with context.Pool(workers, _init_worker, (state,)) as pool:
+        return pool.map(fn, tasks)
 
 
 # -- the driver ------------------------------------------------------------------------
@@ -154,26 +175,20 @@ def create_pretraining_data(
     >>> create_pretraining_data(["corpus.txt"], "spm.model", "data/",
     ...                         DataConfig(dupe_factor=2))  # doctest: +SKIP
     """
-    from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
-
     config = config or DataConfig()
     config.validate()
     out_dir = os.path.abspath(os.fspath(out_dir))
     if os.path.exists(out_dir) and os.listdir(out_dir) and not overwrite:
         raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
-    tokenizer = SentencePieceTokenizer(tokenizer_path)  # validates the model
+    vocab_size, word_starts = albert_vocabulary(tokenizer_path)  # validates it
     started = time.time()
 
     # -- documents ---------------------------------------------------------------
     stats = CorpusStats()
-    texts = [
-        "\n".join(doc) for doc in read_documents(
-            inputs, layout=config.layout, text_field=config.text_field,
-            errors=config.errors, stats=stats,
-        )
-    ]
-    # Sentences are kept apart by "\n" only for shipping to workers.
-    documents = [t.split("\n") for t in texts]
+    documents = list(read_documents(
+        inputs, layout=config.layout, text_field=config.text_field,
+        errors=config.errors, stats=stats,
+    ))
     if not documents:
         raise CorpusError(
             f"{', '.join(map(str, inputs))}: no usable document (need at least two "
@@ -192,33 +207,24 @@ def create_pretraining_data(
         f"({num_eval} held out for evaluation)")
 
     # -- tokenize, pair, mask -----------------------------------------------------
-    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    init_args = (os.fspath(tokenizer_path), documents, config,
-                 tokenizer.word_starts, tokenizer.vocabulary_size)
-    pool = context.Pool(workers, _init_worker, init_args) if workers > 1 else None
-    if pool is None:
-        _init_worker(*init_args)
-    try:
-        index_chunks = _chunks(list(range(len(documents))), 16)
-        tokenized = [d for part in _map(pool, _tokenize, index_chunks) for d in part]
-        eval_set = set(eval_docs)
-        results, ngrams = {}, {}
-        for split, indices in (
-            ("train", [i for i in range(len(documents)) if i not in eval_set]),
-            ("eval", eval_docs),
-        ):
-            # NSP draws B from documents of the same split only.
-            pool_docs = {i: tokenized[i] for i in indices}
-            split_docs = [pool_docs.get(i, []) for i in range(len(documents))]
-            tasks = [(c, [tokenized[i] for i in c], split_docs if config.random_next else None)
-                     for c in _chunks(indices, 8)]
-            parts = _map(pool, _examples, tasks)
-            results[split] = [e for examples, _ in parts for e in examples]
-            ngrams[split] = [sum(c[k] for _, c in parts) for k in range(config.max_ngram)]
-    finally:
-        if pool is not None:
-            pool.close()
-            pool.join()
+    all_indices = list(range(len(documents)))
+    parts = _parallel(
+        _tokenize, _chunks(all_indices, 16),
+        {"tokenizer_path": os.fspath(tokenizer_path), "documents": documents}, workers,
+    )
+    tokenized = [d for part in parts for d in part]
+    eval_set = set(eval_docs)
+    state = {"tokenized": tokenized, "eval_set": eval_set, "config": config,
+             "word_starts": word_starts, "vocab_size": vocab_size}
+    splits = {"train": [i for i in all_indices if i not in eval_set], "eval": eval_docs}
+    tasks = [(split, chunk) for split, indices in splits.items()
+             for chunk in _chunks(indices, 8)]
+    parts = _parallel(_examples, tasks, state, workers)
+    results = {split: [] for split in splits}
+    ngrams = {split: [0] * config.max_ngram for split in splits}
+    for (split, _), (examples, counts) in zip(tasks, parts):
+        results[split].extend(examples)
+        ngrams[split] = [a + b for a, b in zip(ngrams[split], counts)]
 
     # -- write -----------------------------------------------------------------
     with writing_folder(out_dir) as tmp_dir:
@@ -226,7 +232,7 @@ def create_pretraining_data(
             "format": FORMAT,
             "config": dataclasses.asdict(config),
             "tokenizer": "spm.model",
-            "vocab_size": tokenizer.vocabulary_size,
+            "vocab_size": vocab_size,
             "corpus": stats.to_dict(),
             "splits": {},
         }

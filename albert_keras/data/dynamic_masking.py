@@ -141,9 +141,9 @@ def mask_batch(
     positions = tf.range(length)[None, :]
     rank_key = tf.where(selected, positions, length + positions)
     masked_positions = tf.argsort(rank_key, axis=1)[:, :max_predictions]
-    if max_predictions > 0:
-        pad = tf.maximum(0, max_predictions - length)
-        masked_positions = tf.pad(masked_positions, [[0, 0], [0, pad]])
+    # Sequences shorter than max_predictions: pad the position list.
+    pad = tf.maximum(0, max_predictions - length)
+    masked_positions = tf.pad(masked_positions, [[0, 0], [0, pad]])
     weight = tf.range(max_predictions)[None, :] < tf.reduce_sum(
         tf.cast(selected, tf.int32), axis=1, keepdims=True
     )

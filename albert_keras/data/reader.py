@@ -9,6 +9,7 @@ from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.dynamic_masking import unmask
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.saving import sha256_file
+from albert_keras.text.spm_model import albert_vocabulary
 
 
 class DataError(ValueError):
@@ -137,10 +138,8 @@ def pretraining_dataset(
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     if dynamic_masking:
-        from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
-
-        tokenizer = SentencePieceTokenizer(os.path.join(data_dir, manifest["tokenizer"]))
-        word_starts = tf.constant(tokenizer.word_starts, tf.bool)
+        _, starts = albert_vocabulary(os.path.join(data_dir, manifest["tokenizer"]))
+        word_starts = tf.constant(starts, tf.bool)
         pipeline = input_context.input_pipeline_id if input_context else 0
 
         def remask(step, features):

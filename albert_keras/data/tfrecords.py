@@ -40,7 +40,7 @@ def serialize_example(tokens, segments, positions, labels, sop_label, config):
     }
     return tf.train.Example(
         features=tf.train.Features(feature=features)
-    ).SerializeToString()
+    ).SerializeToString(deterministic=True)  # map keys sorted: same bytes in every process
 
 
 def write_shards(examples, folder, split, num_shards, config):

@@ -50,10 +50,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
     def call(self, inputs):
         inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
-        ids = self._tokenizer.tokenize(inputs)
-        if isinstance(ids, tf.RaggedTensor):
-            return tf.cast(ids, tf.int32)
-        return tf.cast(ids, tf.int32)
+        return tf.cast(self._tokenizer.tokenize(inputs), tf.int32)
 
     def detokenize(self, ids):
         """Ids back to text (the inverse for unigram models)."""

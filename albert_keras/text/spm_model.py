@@ -76,3 +76,10 @@ def word_start_table(proto):
         normal = p.type == sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
         table.append(p.piece.startswith(WORD_START) or not normal)
     return table
+
+
+def albert_vocabulary(proto_or_path):
+    """Checks an ALBERT SentencePiece model; returns ``(vocab_size, word_starts)``."""
+    _, proto, source = read_model_proto(proto_or_path)
+    check_albert_model(proto, source)
+    return len(proto.pieces), word_start_table(proto)

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from albert_keras.config import AlbertConfig
 from albert_keras.data.reader import pretraining_dataset
-from albert_keras.data.reader import read_manifest
+from albert_keras.data.reader import verify_shards
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.presets import get_preset
@@ -111,7 +111,7 @@ def build_pretrainer(config, train_config):
     return model
 
 
-def _datasets(strategy, data_dir, train_config, skip_batches):
+def _datasets(strategy, data_dir, manifest, train_config, skip_batches):
     replicas = strategy.num_replicas_in_sync
     if train_config.batch_size % replicas:
         raise ValueError(
@@ -138,7 +138,6 @@ def _datasets(strategy, data_dir, train_config, skip_batches):
         return ds.map(split_features)
 
     train = strategy.distribute_datasets_from_function(train_fn)
-    manifest = read_manifest(data_dir)
     evaluation = None
     if "eval" in manifest["splits"] and train_config.eval_steps:
         evaluation = strategy.distribute_datasets_from_function(eval_fn)
@@ -147,19 +146,15 @@ def _datasets(strategy, data_dir, train_config, skip_batches):
 
 def most_frequent_token_baseline(data_dir):
     """Held-out MLM accuracy of always predicting the most frequent training label."""
-    counts = None
-    for split in ("train", "eval"):
-        if split == "eval" and counts is None:
-            return None
+
+    def labels(split):
         ds = pretraining_dataset(data_dir, split, batch_size=256, shuffle=False,
                                  repeat=False, drop_remainder=False, verify=False)
-        labels = np.concatenate([
-            b["masked_ids"].numpy()[b["masked_weights"].numpy() > 0] for b in ds])
-        if split == "train":
-            counts = np.bincount(labels)
-        else:
-            return float(np.mean(labels == int(np.argmax(counts)))) if len(labels) else None
-    return None
+        return np.concatenate(
+            [b["masked_ids"].numpy()[b["masked_weights"].numpy() > 0] for b in ds])
+
+    most_frequent = int(np.argmax(np.bincount(labels("train"))))
+    return float(np.mean(labels("eval") == most_frequent))
 
 
 def evaluate_pretrainer(model, data_dir, split="eval", batch_size=64):
@@ -223,7 +218,10 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     train_config = train_config or PretrainConfig()
     train_config.validate()
     data_dir, out_dir = os.fspath(data_dir), os.fspath(out_dir)
-    manifest = read_manifest(data_dir)
+    # Checked once here: the per-replica datasets below skip the checksums.
+    manifest = verify_shards(data_dir, "train")
+    if "eval" in manifest["splits"]:
+        verify_shards(data_dir, "eval")
     seq_len = manifest["config"]["max_seq_length"]
 
     # -- precision, determinism, strategy ------------------------------------------
@@ -270,7 +268,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
 
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
     train_ds, eval_ds = _datasets(
-        strategy, data_dir, train_config, initial_epoch * train_config.steps_per_epoch
+        strategy, data_dir, manifest, train_config, initial_epoch * train_config.steps_per_epoch
     )
 
     # -- fit ----------------------------------------------------------------------

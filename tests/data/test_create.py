@@ -84,3 +84,23 @@ def test_existing_output_needs_overwrite(made, corpus_file, spm_path):
     root, _ = made
     with pytest.raises(FileExistsError, match="--overwrite"):
         create_pretraining_data([corpus_file], spm_path, str(root / "w1"), log=_quiet)
+
+
+def test_same_bytes_in_another_process(made, corpus_file, spm_path, tmp_path):
+    """Protobuf map order may follow the process's string hashing; the shards must not."""
+    import subprocess
+    import sys
+
+    root, _ = made
+    script = (
+        "import sys\n"
+        "from albert_keras.data.create import DataConfig, create_pretraining_data\n"
+        "config = DataConfig(max_seq_length=48, max_predictions=8, dupe_factor=2,\n"
+        "                    eval_fraction=0.1, examples_per_shard=100, seed=7)\n"
+        "create_pretraining_data([sys.argv[1]], sys.argv[2], sys.argv[3], config,\n"
+        "                        log=lambda *a: None)\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    subprocess.run([sys.executable, "-c", script, corpus_file, spm_path, str(tmp_path / "p")],
+                   check=True, env=env, capture_output=True, timeout=300)
+    assert _bytes(tmp_path / "p") == _bytes(root / "w1")

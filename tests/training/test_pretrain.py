@@ -154,3 +154,17 @@ def test_fit_under_mirrored_strategy_on_two_logical_cpus(data_dir, tmp_path):
         capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "STEPS 4" in result.stdout
+
+
+def test_corrupted_shard_is_named_before_training(data_dir, tmp_path):
+    import shutil
+
+    from albert_keras.data.reader import DataError
+
+    copy = tmp_path / "data"
+    shutil.copytree(data_dir, copy)
+    shard = sorted(p for p in copy.iterdir() if p.name.startswith("train-"))[0]
+    shard.write_bytes(shard.read_bytes()[:-7])
+    with pytest.raises(DataError, match=f"{shard.name}: corrupted shard"):
+        pretrain(str(copy), str(tmp_path / "run"), PretrainConfig(model_overrides=SMALL),
+                 log=lambda *a: None)
