@@ -1,0 +1,59 @@
+"""AlbertClassifier: sentence(-pair) classification or regression."""
+
+import keras
+
+from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
+from albert_keras.models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_model import TaskModel
+from albert_keras.models.task_model import dense_initializer
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertClassifier(TaskModel):
+    """The pooled ``[CLS]`` vector -> dropout -> dense, as the original.
+
+    One text or a pair (the packer puts both in one sequence). With
+    ``num_classes=1`` it is a regressor (STS-B style): the single output is
+    the predicted value.
+
+    Inputs: the encoder's ``token_ids``, ``segment_ids``, ``padding_mask``.
+    Output: ``logits`` ``[B, num_classes]`` in float32.
+
+    Args:
+        encoder: an ``AlbertEncoder``.
+        num_classes: number of labels (1 for regression).
+        dropout: dropout on the pooled output (0.1 in the original).
+        dtype: a dtype policy; defaults to the encoder's.
+
+    Example:
+    >>> from albert_keras.presets import get_preset
+    >>> model = AlbertClassifier(AlbertEncoder(get_preset("bert_tiny")), 3)
+    >>> ids = keras.ops.ones((2, 8), "int32")
+    >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
+    >>> tuple(out["logits"].shape)
+    (2, 3)
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
+        encoder, dtype = self._encoder_and_dtype(encoder, dtype)
+        inputs = self._encoder_inputs()
+        pooled = encoder({n: inputs[n] for n in ENCODER_INPUTS})["pooled_output"]
+        x = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")(pooled)
+        logits = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=dense_initializer(encoder),
+            dtype=dtype,
+            name="classifier",
+        )(x)
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
+        super().__init__(inputs=inputs, outputs={"logits": logits}, **kwargs)
+        self.encoder = encoder
+        self.num_classes = int(num_classes)
+        self.dropout = float(dropout)
+
+    def get_config(self):
+        return {
+            **self._base_config(),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+        }

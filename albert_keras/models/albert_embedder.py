@@ -1,0 +1,152 @@
+"""AlbertEmbedder: one vector per text, from any layer(s) of the encoder."""
+
+import keras
+from keras import ops
+
+from albert_keras.models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_model import TaskModel
+
+POOLINGS = ("mean", "cls", "pooled")
+COMBINES = ("concat", "mean")
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class LayerPooling(keras.layers.Layer):
+    """Pools chosen hidden states ``[B, N, S, H]`` into one ``[B, D]`` vector.
+
+    Args:
+        layers: indices into the N states (0 = embeddings, -1 = last layer).
+        pooling: ``mean`` over real tokens or ``cls`` (token 0).
+        combine: ``concat`` (D = H * len(layers)) or ``mean`` (D = H).
+        normalize: L2-normalize the result.
+    """
+
+    def __init__(self, layers=(-1,), pooling="mean", combine="concat", normalize=False,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+        if combine not in COMBINES:
+            raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
+        self.layers_ = [int(i) for i in layers]
+        if not self.layers_:
+            raise ValueError("layers must name at least one layer")
+        self.pooling = pooling
+        self.combine = combine
+        self.normalize = bool(normalize)
+
+    def call(self, hidden_states, padding_mask):
+        states = ops.cast(hidden_states, "float32")
+        mask = ops.cast(padding_mask, "float32")[:, :, None]
+        vectors = []
+        for index in self.layers_:
+            h = states[:, index]
+            if self.pooling == "cls":
+                vectors.append(h[:, 0])
+            else:
+                vectors.append(ops.sum(h * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1.0))
+        if self.combine == "mean":
+            out = ops.mean(ops.stack(vectors, axis=0), axis=0)
+        else:
+            out = ops.concatenate(vectors, axis=-1) if len(vectors) > 1 else vectors[0]
+        if self.normalize:
+            out = out / ops.maximum(ops.norm(out, axis=-1, keepdims=True), 1e-12)
+        return out
+
+    def compute_output_shape(self, hidden_states_shape, padding_mask_shape):
+        width = hidden_states_shape[-1]
+        if self.combine == "concat" and width is not None:
+            width = width * len(self.layers_)
+        return (hidden_states_shape[0], width)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "layers": self.layers_,
+                "pooling": self.pooling,
+                "combine": self.combine,
+                "normalize": self.normalize,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertEmbedder(TaskModel):
+    """Text embeddings: ``mean``/``cls`` pooling of chosen layers, or the
+    ``pooled`` (tanh pooler) output.
+
+    Inputs: the encoder's three. Output: ``embeddings`` ``[B, D]`` float32.
+
+    Args:
+        encoder: an ``AlbertEncoder``. If ``layers`` is not just the last
+            one, an encoder with ``output_hidden_states=True`` is built from
+            it, sharing its weights.
+        layers: hidden-state indices (0 = embedding output, -1 = last).
+        pooling: ``mean`` (over real tokens), ``cls`` (token 0) or
+            ``pooled`` (the pretrained pooler; last layer only).
+        combine: ``concat`` or ``mean`` over the chosen layers.
+        normalize: L2-normalize the vectors.
+        dtype: a dtype policy; defaults to the encoder's.
+
+    Example:
+    >>> from albert_keras.presets import get_preset
+    >>> from albert_keras.models.albert_encoder import AlbertEncoder
+    >>> model = AlbertEmbedder(AlbertEncoder(get_preset("bert_tiny")), layers=(-2, -1))
+    >>> ids = keras.ops.ones((2, 8), "int32")
+    >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
+    >>> tuple(out["embeddings"].shape)
+    (2, 256)
+    """
+
+    def __init__(self, encoder, layers=(-1,), pooling="mean", combine="concat",
+                 normalize=False, dtype=None, **kwargs):
+        encoder, dtype = self._encoder_and_dtype(encoder, dtype)
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        layers = [int(i) for i in layers]
+        num_states = encoder.config.num_hidden_layers * encoder.config.inner_group_num + 1
+        for index in layers:
+            if not -num_states <= index < num_states:
+                raise ValueError(
+                    f"layer {index} is out of range: this encoder has {num_states} "
+                    f"hidden states (0 = embeddings, -1 = last)"
+                )
+        if pooling == "pooled" and layers not in ([-1], [num_states - 1]):
+            raise ValueError("pooling 'pooled' uses the last layer only")
+        if pooling != "pooled" and not encoder.output_hidden_states:
+            with_states = type(encoder).from_config(
+                {**encoder.get_config(), "output_hidden_states": True}
+            )
+            with_states.set_weights(encoder.get_weights())
+            encoder = with_states
+
+        inputs = self._encoder_inputs()
+        encoded = encoder({n: inputs[n] for n in ENCODER_INPUTS})
+        if pooling == "pooled":
+            layer = (
+                keras.layers.UnitNormalization(dtype="float32", name="embeddings")
+                if normalize
+                else keras.layers.Activation("linear", dtype="float32", name="embeddings")
+            )
+            vectors = layer(encoded["pooled_output"])
+        else:
+            vectors = LayerPooling(
+                layers, pooling, combine, normalize, dtype="float32", name="embeddings"
+            )(encoded["hidden_states"], inputs["padding_mask"])
+        super().__init__(inputs=inputs, outputs={"embeddings": vectors}, **kwargs)
+        self.encoder = encoder
+        self.layers_ = layers
+        self.pooling = pooling
+        self.combine = combine
+        self.normalize = bool(normalize)
+
+    def get_config(self):
+        return {
+            **self._base_config(),
+            "layers": self.layers_,
+            "pooling": self.pooling,
+            "combine": self.combine,
+            "normalize": self.normalize,
+        }

@@ -1,0 +1,72 @@
+"""AlbertMultipleChoice: one score per candidate (RACE, SWAG)."""
+
+import keras
+from keras import ops
+
+from albert_keras.models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_model import TaskModel
+from albert_keras.models.task_model import dense_initializer
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class FoldChoices(keras.layers.Layer):
+    """``[B, C, S]`` -> ``[B * C, S]`` so the encoder sees one pair per row."""
+
+    def call(self, x):
+        return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+    def compute_output_shape(self, shape):
+        batch = None if shape[0] is None or shape[1] is None else shape[0] * shape[1]
+        return (batch, shape[2])
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class UnfoldChoices(keras.layers.Layer):
+    """Scores ``[B * C, 1]`` back to float32 ``[B, C]`` (C from ``reference``)."""
+
+    def call(self, scores, reference):
+        return ops.cast(ops.reshape(scores, (-1, ops.shape(reference)[1])), "float32")
+
+    def compute_output_shape(self, scores_shape, reference_shape):
+        return (reference_shape[0], reference_shape[1])
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertMultipleChoice(TaskModel):
+    """Each (context, choice) pair -> pooled output -> dropout -> one score.
+
+    Inputs: the encoder's three, each ``[B, C, S]`` (C choices, any number).
+    Output: ``logits`` ``[B, C]`` in float32; the softmax over choices is the
+    prediction.
+
+    Args:
+        encoder: an ``AlbertEncoder``.
+        dropout: dropout on the pooled output.
+        dtype: a dtype policy; defaults to the encoder's.
+
+    Example:
+    >>> from albert_keras.presets import get_preset
+    >>> from albert_keras.models.albert_encoder import AlbertEncoder
+    >>> model = AlbertMultipleChoice(AlbertEncoder(get_preset("bert_tiny")))
+    >>> ids = keras.ops.ones((2, 4, 8), "int32")
+    >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
+    >>> tuple(out["logits"].shape)
+    (2, 4)
+    """
+
+    def __init__(self, encoder, dropout=0.1, dtype=None, **kwargs):
+        encoder, dtype = self._encoder_and_dtype(encoder, dtype)
+        inputs = self._encoder_inputs(shape=(None, None))
+        fold = FoldChoices(dtype="int32", name="fold_choices")
+        pooled = encoder({n: fold(inputs[n]) for n in ENCODER_INPUTS})["pooled_output"]
+        x = keras.layers.Dropout(dropout, dtype=dtype, name="choice_dropout")(pooled)
+        scores = keras.layers.Dense(
+            1, kernel_initializer=dense_initializer(encoder), dtype=dtype, name="choice_score"
+        )(x)
+        logits = UnfoldChoices(dtype="float32", name="logits")(scores, inputs["token_ids"])
+        super().__init__(inputs=inputs, outputs={"logits": logits}, **kwargs)
+        self.encoder = encoder
+        self.dropout = float(dropout)
+
+    def get_config(self):
+        return {**self._base_config(), "dropout": self.dropout}

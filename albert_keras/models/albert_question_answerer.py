@@ -1,0 +1,65 @@
+"""AlbertQuestionAnswerer: extractive QA (SQuAD v1 and v2)."""
+
+import keras
+from keras import ops
+
+from albert_keras.models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_model import TaskModel
+from albert_keras.models.task_model import dense_initializer
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class SpanLogits(keras.layers.Layer):
+    """Splits ``[B, S, 2]`` into float32 ``start_logits`` and ``end_logits``."""
+
+    def call(self, logits):
+        logits = ops.cast(logits, "float32")
+        return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+
+    def compute_output_spec(self, logits):
+        shape = tuple(logits.shape[:-1])
+        return {
+            "start_logits": keras.KerasTensor(shape, dtype="float32"),
+            "end_logits": keras.KerasTensor(shape, dtype="float32"),
+        }
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertQuestionAnswerer(TaskModel):
+    """Start and end scores for every token, from ``dense(sequence_output)``.
+
+    The question goes in segment 0 and a window of the context in segment 1
+    (``albert_keras.tasks.qa`` builds the windows and decodes spans back to
+    characters). For SQuAD v2 an unanswerable question points at ``[CLS]``
+    (position 0), as in the original.
+
+    Inputs: the encoder's three. Outputs: ``start_logits`` and
+    ``end_logits``, ``[B, S]`` in float32.
+
+    Args:
+        encoder: an ``AlbertEncoder``.
+        dtype: a dtype policy; defaults to the encoder's.
+
+    Example:
+    >>> from albert_keras.presets import get_preset
+    >>> from albert_keras.models.albert_encoder import AlbertEncoder
+    >>> model = AlbertQuestionAnswerer(AlbertEncoder(get_preset("bert_tiny")))
+    >>> ids = keras.ops.ones((2, 8), "int32")
+    >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
+    >>> tuple(out["start_logits"].shape)
+    (2, 8)
+    """
+
+    def __init__(self, encoder, dtype=None, **kwargs):
+        encoder, dtype = self._encoder_and_dtype(encoder, dtype)
+        inputs = self._encoder_inputs()
+        sequence = encoder({n: inputs[n] for n in ENCODER_INPUTS})["sequence_output"]
+        logits = keras.layers.Dense(
+            2, kernel_initializer=dense_initializer(encoder), dtype=dtype, name="qa_outputs"
+        )(sequence)
+        outputs = SpanLogits(dtype="float32", name="span_logits")(logits)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+
+    def get_config(self):
+        return self._base_config()

@@ -1,0 +1,177 @@
+"""Every task model through the shared checker, plus overfitting a tiny
+separable task (loss falls, accuracy reaches 1.0)."""
+
+import keras
+import numpy as np
+import pytest
+
+from albert_keras import AlbertClassifier
+from albert_keras import AlbertConfig
+from albert_keras import AlbertEmbedder
+from albert_keras import AlbertEncoder
+from albert_keras import AlbertMultipleChoice
+from albert_keras import AlbertQuestionAnswerer
+from albert_keras import AlbertTokenClassifier
+from tests.helpers import run_model_test
+from tests.models.test_albert_encoder import TINY
+from tests.models.test_albert_encoder import encoder_inputs
+
+
+def _encoder(dtype=None, **overrides):
+    return AlbertEncoder(AlbertConfig(**{**TINY, **overrides}), dtype=dtype)
+
+
+def test_classifier():
+    run_model_test(
+        lambda dtype: AlbertClassifier(_encoder(dtype), 3),
+        encoder_inputs,
+        lambda b, s: {"logits": (b, 3)},
+    )
+
+
+def test_regressor_has_one_output():
+    model = AlbertClassifier(_encoder(), 1)
+    assert tuple(model(encoder_inputs(2, 7))["logits"].shape) == (2, 1)
+
+
+def test_token_classifier():
+    run_model_test(
+        lambda dtype: AlbertTokenClassifier(_encoder(dtype), 5),
+        encoder_inputs,
+        lambda b, s: {"logits": (b, s, 5)},
+    )
+
+
+def test_question_answerer():
+    run_model_test(
+        lambda dtype: AlbertQuestionAnswerer(_encoder(dtype)),
+        encoder_inputs,
+        lambda b, s: {"start_logits": (b, s), "end_logits": (b, s)},
+    )
+
+
+def _choice_inputs(batch, seq, choices=3):
+    flat = encoder_inputs(batch * choices, seq)
+    return {k: v.reshape(batch, choices, seq) for k, v in flat.items()}
+
+
+def test_multiple_choice():
+    run_model_test(
+        lambda dtype: AlbertMultipleChoice(_encoder(dtype)),
+        _choice_inputs,
+        lambda b, s: {"logits": (b, 3)},
+    )
+
+
+def test_multiple_choice_scores_each_pair_alone():
+    model = AlbertMultipleChoice(_encoder())
+    x = _choice_inputs(2, 7, choices=4)
+    scores = model.predict(x, verbose=0)["logits"]
+    row = {k: v[1] for k, v in x.items()}  # one example's 4 pairs as a batch
+    pooled = model.encoder.predict(row, verbose=0)["pooled_output"]
+    dense = model.get_layer("choice_score")
+    expected = pooled @ keras.ops.convert_to_numpy(dense.kernel) + keras.ops.convert_to_numpy(dense.bias)
+    np.testing.assert_allclose(scores[1], expected[:, 0], atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, width",
+    [
+        ({}, 16),
+        ({"layers": (0, -1), "pooling": "cls"}, 32),
+        ({"layers": (1, 2, 3), "combine": "mean", "normalize": True}, 16),
+        ({"pooling": "pooled"}, 16),
+    ],
+)
+def test_embedder(kwargs, width):
+    model = run_model_test(
+        lambda dtype: AlbertEmbedder(_encoder(dtype), **kwargs),
+        encoder_inputs,
+        lambda b, s: {"embeddings": (b, width)},
+    )
+    if kwargs.get("normalize"):
+        vectors = model.predict(encoder_inputs(2, 7), verbose=0)["embeddings"]
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=-1), 1.0, atol=1e-5)
+
+
+def test_embedder_mean_ignores_padding():
+    model = AlbertEmbedder(_encoder(hidden_dropout_prob=0.0))
+    x = encoder_inputs(1, 10)
+    x["padding_mask"][0, 6:] = 0
+    longer = {k: np.concatenate([v, np.zeros((1, 4), "int32")], axis=1) for k, v in x.items()}
+    longer["token_ids"][0, 10:] = 7  # padded positions hold junk ids
+    a = model.predict(x, verbose=0)["embeddings"]
+    b = model.predict(longer, verbose=0)["embeddings"]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_embedder_rejects_a_layer_out_of_range():
+    with pytest.raises(ValueError, match="layer 9 is out of range"):
+        AlbertEmbedder(_encoder(), layers=(9,))
+
+
+# -- overfitting a tiny separable task ------------------------------------------
+
+
+def _separable(n=16, seq=10, vocab=60):
+    """Label = which of two marker tokens the text holds."""
+    rng = np.random.default_rng(0)
+    labels = np.arange(n) % 2
+    ids = rng.integers(10, vocab, (n, seq)).astype("int32")
+    ids[:, 0] = 2
+    ids[:, 3] = np.where(labels == 1, 5, 6)
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+    return x, labels
+
+
+def _fit(model, x, y, loss, epochs=60, **compile_kwargs):
+    keras.utils.set_random_seed(0)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=loss, **compile_kwargs)
+    history = model.fit(x, y, batch_size=16, epochs=epochs, verbose=0)
+    return history.history
+
+
+def _ce():
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def test_classifier_overfits():
+    x, y = _separable()
+    model = AlbertClassifier(_encoder(), 2)
+    h = _fit(model, x, {"logits": y}, {"logits": _ce()}, metrics={"logits": ["accuracy"]})
+    assert h["loss"][-1] < 0.2 * h["loss"][0]
+    assert np.all(np.argmax(model.predict(x, verbose=0)["logits"], -1) == y)
+
+
+def test_token_classifier_overfits():
+    x, _ = _separable()
+    y = (x["token_ids"] % 3).astype("int32")  # tag = a function of the token
+    model = AlbertTokenClassifier(_encoder(), 3)
+    h = _fit(model, x, {"logits": y}, {"logits": _ce()}, epochs=80)
+    assert h["loss"][-1] < 0.2 * h["loss"][0]
+    assert np.all(np.argmax(model.predict(x, verbose=0)["logits"], -1) == y)
+
+
+def test_question_answerer_overfits():
+    x, _ = _separable()
+    # The answer span starts at the marker (position 3) and ends two later.
+    start = np.full(len(x["token_ids"]), 3)
+    end = np.full(len(x["token_ids"]), 5)
+    model = AlbertQuestionAnswerer(_encoder())
+    h = _fit(model, x, {"start_logits": start, "end_logits": end},
+             {"start_logits": _ce(), "end_logits": _ce()})
+    assert h["loss"][-1] < 0.2 * h["loss"][0]
+    out = model.predict(x, verbose=0)
+    assert np.all(np.argmax(out["start_logits"], -1) == start)
+    assert np.all(np.argmax(out["end_logits"], -1) == end)
+
+
+def test_multiple_choice_overfits():
+    x, labels = _separable(n=32)
+    # Two choices per question; the right one is the choice holding token 5.
+    pairs = {k: v.reshape(16, 2, -1) for k, v in x.items()}
+    y = (labels.reshape(16, 2)[:, 1] == 1).astype("int32")
+    model = AlbertMultipleChoice(_encoder())
+    h = _fit(model, pairs, {"logits": y}, {"logits": _ce()})
+    assert h["loss"][-1] < 0.2 * h["loss"][0]
+    assert np.all(np.argmax(model.predict(pairs, verbose=0)["logits"], -1) == y)
