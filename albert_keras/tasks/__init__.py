@@ -1,0 +1,1 @@
+"""Fine-tuning tasks: readers, features, decoding, metrics and the trainer."""

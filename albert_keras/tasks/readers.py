@@ -1,0 +1,295 @@
+"""Reading task files: CSV/TSV/JSONL tables, CoNLL, SQuAD JSON, choice JSONL.
+
+Every error names the file and the row (1-based line for text formats, the
+question id for SQuAD), so a bad record can be found and fixed.
+"""
+
+import csv
+import dataclasses
+import json
+import os
+
+
+class TaskDataError(ValueError):
+    """A task file that cannot be used; the message names file and row."""
+
+
+def _format(path):
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".csv", ".tsv", ".jsonl", ".json"):
+        return ext[1:]
+    raise TaskDataError(f"{path}: unknown format {ext!r}; use .csv, .tsv or .jsonl")
+
+
+def read_rows(path):
+    """``(row_number, dict)`` for every record of a CSV, TSV or JSONL file."""
+    if not os.path.isfile(path):
+        raise TaskDataError(f"{path}: no such file")
+    fmt = _format(path)
+    with open(path, encoding="utf-8", newline="") as f:
+        if fmt in ("csv", "tsv"):
+            reader = csv.DictReader(f, delimiter="," if fmt == "csv" else "\t")
+            if not reader.fieldnames:
+                raise TaskDataError(f"{path}: empty file (no header row)")
+            # Row numbers are file lines: the header is line 1.
+            return [(i + 2, row) for i, row in enumerate(reader)], list(reader.fieldnames)
+        rows, columns = [], []
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise TaskDataError(f"{path}:{number}: not JSON: {e.msg}") from None
+            if not isinstance(row, dict):
+                raise TaskDataError(f"{path}:{number}: expected a JSON object")
+            rows.append((number, row))
+            columns.extend(k for k in row if k not in columns)
+        return rows, columns
+
+
+def _need_column(path, columns, name, flag):
+    if name not in columns:
+        raise TaskDataError(
+            f"{path}: no column {name!r} (set {flag}); columns are {', '.join(map(str, columns))}"
+        )
+
+
+def _text(path, number, row, column):
+    value = row.get(column)
+    if value is None or not str(value).strip():
+        raise TaskDataError(f"{path}:{number}: empty text in column {column!r}")
+    return str(value)
+
+
+@dataclasses.dataclass
+class TextExamples:
+    """Texts (and pairs) with raw labels, as read from a table."""
+
+    texts: list
+    pairs: list  # None when there is no second text
+    labels: list  # raw strings / numbers; None when the file has no labels
+    rows: list  # row numbers, for error messages
+
+
+def read_text_table(path, text_column="text", text_pair_column=None, label_column="label",
+                    require_labels=True):
+    """Reads classification/regression examples from CSV, TSV or JSONL."""
+    rows, columns = read_rows(path)
+    if not rows:
+        raise TaskDataError(f"{path}: no examples")
+    _need_column(path, columns, text_column, "--text-column")
+    if text_pair_column:
+        _need_column(path, columns, text_pair_column, "--text-pair-column")
+    has_labels = label_column in columns
+    if require_labels and not has_labels:
+        _need_column(path, columns, label_column, "--label-column")
+    texts, pairs, labels, numbers = [], [], [], []
+    for number, row in rows:
+        texts.append(_text(path, number, row, text_column))
+        if text_pair_column:
+            pairs.append(_text(path, number, row, text_pair_column))
+        if has_labels:
+            label = row.get(label_column)
+            if label is None or str(label).strip() == "":
+                raise TaskDataError(f"{path}:{number}: empty label in column {label_column!r}")
+            labels.append(label)
+        numbers.append(number)
+    return TextExamples(texts, pairs if text_pair_column else None,
+                        labels if has_labels else None, numbers)
+
+
+def discover_labels(values):
+    """Sorted label names (numerically when every label is a number)."""
+    names = sorted({str(v) for v in values})
+    try:
+        return sorted(names, key=float)
+    except ValueError:
+        return names
+
+
+def label_ids(path, examples, label_names):
+    """Label strings to ids; an unseen label is an error naming its row."""
+    index = {name: i for i, name in enumerate(label_names)}
+    ids = []
+    for number, label in zip(examples.rows, examples.labels):
+        if str(label) not in index:
+            raise TaskDataError(
+                f"{path}:{number}: unknown label {str(label)!r}; the model knows "
+                f"{', '.join(label_names)}"
+            )
+        ids.append(index[str(label)])
+    return ids
+
+
+def regression_targets(path, examples):
+    values = []
+    for number, label in zip(examples.rows, examples.labels):
+        try:
+            values.append(float(label))
+        except (TypeError, ValueError):
+            raise TaskDataError(f"{path}:{number}: label {label!r} is not a number") from None
+    return values
+
+
+# -- CoNLL -------------------------------------------------------------------------
+
+
+def read_conll(path, require_tags=True):
+    """Sentences from a CoNLL file: one ``token ... tag`` per line, blank
+    lines between sentences, ``-DOCSTART-`` lines skipped.
+
+    Returns ``(words, tags, first_line)`` per sentence; ``tags`` is None
+    for a file of bare tokens when ``require_tags`` is False.
+    """
+    if not os.path.isfile(path):
+        raise TaskDataError(f"{path}: no such file")
+    sentences = []
+    words, tags, first = [], [], None
+
+    def flush():
+        if words:
+            sentences.append((list(words), list(tags) if tags else None, first))
+        words.clear()
+        tags.clear()
+
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields or fields[0] == "-DOCSTART-":
+                flush()
+                continue
+            if not words:
+                first = number
+            if len(fields) < 2:
+                if require_tags:
+                    raise TaskDataError(f"{path}:{number}: expected 'token tag', got {line.strip()!r}")
+                if tags:
+                    raise TaskDataError(f"{path}:{number}: some lines have tags and some not")
+            else:
+                tags.append(fields[-1])
+            words.append(fields[0])
+    flush()
+    if not sentences:
+        raise TaskDataError(f"{path}: no sentences")
+    return sentences
+
+
+# -- SQuAD -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class QAExample:
+    qid: str
+    question: str
+    context: str
+    answers: list  # [(text, char_start)], empty when impossible
+    is_impossible: bool
+
+
+def read_squad(path, require_answers=True):
+    """Questions from a SQuAD v1.1 / v2.0 JSON file.
+
+    Every answer is checked against its context: the text at
+    ``answer_start`` must be the answer, or the error names the question.
+    """
+    if not os.path.isfile(path):
+        raise TaskDataError(f"{path}: no such file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise TaskDataError(f"{path}: not JSON: {e.msg} at line {e.lineno}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise TaskDataError(f"{path}: not a SQuAD file (no top-level 'data' list)")
+    examples = []
+    for article in data["data"]:
+        for paragraph in article.get("paragraphs", []):
+            context = paragraph.get("context", "")
+            for qa in paragraph.get("qas", []):
+                qid = str(qa.get("id", len(examples)))
+                where = f"{path}: question {qid}"
+                question = qa.get("question", "")
+                if not question.strip():
+                    raise TaskDataError(f"{where}: empty question")
+                if not context.strip():
+                    raise TaskDataError(f"{where}: empty context")
+                impossible = bool(qa.get("is_impossible", False))
+                answers = []
+                for answer in qa.get("answers", []) if not impossible else []:
+                    text, start = answer.get("text", ""), answer.get("answer_start")
+                    if start is None:
+                        start = context.find(text)
+                    if not text or start < 0 or context[start:start + len(text)] != text:
+                        raise TaskDataError(
+                            f"{where}: answer {text!r} is not in its context at "
+                            f"character {answer.get('answer_start')}"
+                        )
+                    answers.append((text, int(start)))
+                if require_answers and not impossible and not answers:
+                    raise TaskDataError(f"{where}: no answers and not marked is_impossible")
+                examples.append(QAExample(qid, question, context, answers, impossible))
+    if not examples:
+        raise TaskDataError(f"{path}: no questions")
+    return examples
+
+
+# -- multiple choice -----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ChoiceExamples:
+    contexts: list
+    choices: list  # list of lists, all the same length
+    labels: list  # choice index, or None
+    rows: list
+
+
+def read_choices(path, context_column="context", question_column="question",
+                 choices_column="choices", label_column="label", require_labels=True):
+    """RACE/SWAG-style JSONL: a context, an optional question, a list of
+    choices and the index (or the text) of the right one.
+
+    Each pair fed to the model is ``(context, question + " " + choice)``,
+    as the original RACE code does.
+    """
+    rows, columns = read_rows(path)
+    if not rows:
+        raise TaskDataError(f"{path}: no examples")
+    _need_column(path, columns, context_column, "--text-column")
+    _need_column(path, columns, choices_column, "--choices-column")
+    contexts, choices, labels, numbers = [], [], [], []
+    count = None
+    for number, row in rows:
+        context = _text(path, number, row, context_column)
+        options = row.get(choices_column)
+        if not isinstance(options, list) or len(options) < 2:
+            raise TaskDataError(f"{path}:{number}: {choices_column!r} must be a list of 2+ choices")
+        if count is not None and len(options) != count:
+            raise TaskDataError(
+                f"{path}:{number}: {len(options)} choices, but earlier rows have {count}"
+            )
+        count = len(options)
+        question = str(row.get(question_column) or "").strip()
+        seconds = []
+        for option in options:
+            if not str(option).strip():
+                raise TaskDataError(f"{path}:{number}: an empty choice")
+            seconds.append(f"{question} {option}".strip())
+        label = row.get(label_column)
+        if label is None:
+            if require_labels:
+                raise TaskDataError(f"{path}:{number}: no {label_column!r}")
+        elif isinstance(label, str) and not label.isdigit():
+            if label not in options:
+                raise TaskDataError(f"{path}:{number}: label {label!r} is not one of the choices")
+            label = options.index(label)
+        else:
+            label = int(label)
+            if not 0 <= label < count:
+                raise TaskDataError(f"{path}:{number}: label {label} is out of range 0..{count - 1}")
+        contexts.append(context)
+        choices.append(seconds)
+        labels.append(label)
+        numbers.append(number)
+    return ChoiceExamples(contexts, choices, labels if labels[0] is not None else None, numbers)

