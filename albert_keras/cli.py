@@ -306,7 +306,7 @@ def _finetune_config(args):
         weight_decay=args.weight_decay, sequence_length=args.seq_length,
         truncate=args.truncate, regression=args.regression, text_column=args.text_column,
         text_pair_column=args.text_pair_column, label_column=args.label_column,
-        choices_column=args.choices_column, question_column=args.question_column,
+        context_column=args.context_column, choices_column=args.choices_column, question_column=args.question_column,
         stride=args.stride, max_question_length=args.max_question_length,
         max_answer_length=args.max_answer_length, n_best=args.n_best,
         null_threshold=args.null_threshold, version_2=args.version_2, dropout=args.dropout,
@@ -448,9 +448,10 @@ def _add_finetune_parser(sub):
     p.add_argument("--truncate", default="longest_first", choices=("longest_first", "waterfall"))
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--regression", action="store_true", help="classify: a numeric label")
-    p.add_argument("--text-column", default="text", help="(choice: the context field)")
+    p.add_argument("--text-column", default="text")
     p.add_argument("--text-pair-column", default=None)
     p.add_argument("--label-column", default="label")
+    p.add_argument("--context-column", default="context", help="choice: the passage field")
     p.add_argument("--choices-column", default="choices")
     p.add_argument("--question-column", default="question")
     p.add_argument("--stride", type=int, default=128, help="qa: pieces between windows")

@@ -47,6 +47,7 @@ class AlbertClassifier(TaskModel):
         )(x)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
         super().__init__(inputs=inputs, outputs={"logits": logits}, **kwargs)
+        self.dtype_policy = dtype
         self.encoder = encoder
         self.num_classes = int(num_classes)
         self.dropout = float(dropout)

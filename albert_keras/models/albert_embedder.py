@@ -136,6 +136,7 @@ class AlbertEmbedder(TaskModel):
                 layers, pooling, combine, normalize, dtype="float32", name="embeddings"
             )(encoded["hidden_states"], inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs={"embeddings": vectors}, **kwargs)
+        self.dtype_policy = dtype
         self.encoder = encoder
         self.layers_ = layers
         self.pooling = pooling

@@ -164,6 +164,10 @@ class AlbertEncoder(keras.Model):
                 dtype=dtype, name="hidden_states"
             )(states)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # A functional Model ignores a dtype argument; keep the policy the
+        # layers were built with, so get_config (and .keras files) carry it.
+        if dtype is not None:
+            self.dtype_policy = dtype
 
         # -- attributes ----------------------------------------------------------
         self.config = config

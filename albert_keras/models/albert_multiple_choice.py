@@ -65,6 +65,7 @@ class AlbertMultipleChoice(TaskModel):
         )(x)
         logits = UnfoldChoices(dtype="float32", name="logits")(scores, inputs["token_ids"])
         super().__init__(inputs=inputs, outputs={"logits": logits}, **kwargs)
+        self.dtype_policy = dtype
         self.encoder = encoder
         self.dropout = float(dropout)
 

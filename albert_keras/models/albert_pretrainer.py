@@ -78,6 +78,7 @@ class AlbertPretrainer(keras.Model):
             "sop_logits": sop_head(encoded["pooled_output"]),
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = dtype
 
         # -- attributes ----------------------------------------------------------
         self.encoder = encoder

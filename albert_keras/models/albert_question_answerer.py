@@ -59,6 +59,7 @@ class AlbertQuestionAnswerer(TaskModel):
         )(sequence)
         outputs = SpanLogits(dtype="float32", name="span_logits")(logits)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = dtype
         self.encoder = encoder
 
     def get_config(self):

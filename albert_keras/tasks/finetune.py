@@ -53,8 +53,9 @@ class FinetuneConfig:
             ``max_question_length``, ``max_answer_length``, ``n_best``,
             ``null_threshold`` and ``version_2`` (no-answer questions).
         regression: ``classify`` with a numeric label (one output, MSE).
-        text_column, text_pair_column, label_column, choices_column,
-            question_column: where the fields are in CSV/TSV/JSONL files.
+        text_column, text_pair_column, label_column, context_column,
+            choices_column, question_column: where the fields are in
+            CSV/TSV/JSONL files (``context_column`` is for ``choice``).
         dropout: on the head's input.
         precision, strategy, seed: as in pretraining.
         from_scratch: same architecture as ``--init``, untrained weights
@@ -73,6 +74,7 @@ class FinetuneConfig:
     text_column: str = "text"
     text_pair_column: str = None
     label_column: str = "label"
+    context_column: str = "context"
     choices_column: str = "choices"
     question_column: str = "question"
     stride: int = 128
@@ -152,7 +154,7 @@ def load_task_data(path, spec, encoder, require_labels=True):
         return TaskData(features.inputs, y, extra={"features": features, "examples": examples})
     if task == "choice":
         examples = readers.read_choices(
-            path, spec["text_column"], spec["question_column"], spec["choices_column"],
+            path, spec["context_column"], spec["question_column"], spec["choices_column"],
             spec["label_column"], require_labels=require_labels,
         )
         count = len(examples.choices[0])
@@ -171,7 +173,7 @@ def _task_spec(cfg, train_path, encoder):
     spec = {
         key: getattr(cfg, key)
         for key in ("task", "sequence_length", "truncate", "regression", "text_column",
-                    "text_pair_column", "label_column", "choices_column", "question_column",
+                    "text_pair_column", "label_column", "context_column", "choices_column", "question_column",
                     "stride", "max_question_length", "max_answer_length", "n_best",
                     "null_threshold", "version_2")
     }
@@ -322,7 +324,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         total = steps_per_epoch * cfg.epochs
         with strategy.scope():
             encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch)
-            if encoder.config.vocab_size != pieces.vocabulary_size:
+            if pieces.vocabulary_size > encoder.config.vocab_size:
                 raise ValueError(
                     f"{spm_file}: {pieces.vocabulary_size} pieces, but the model's vocabulary "
                     f"has {encoder.config.vocab_size}"
@@ -352,6 +354,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
             history = model.fit(
                 _dataset(train, cfg.batch_size, True, cfg.seed),
                 epochs=cfg.epochs,
+                shuffle=False,  # the dataset shuffles itself
                 callbacks=[guard, keras.callbacks.CSVLogger(os.path.join(tmp, "metrics.csv"))],
                 verbose=2,
             )

@@ -113,6 +113,7 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
     if not hasattr(model, "mlm_head"):
         raise ValueError(f"{path}: {type(model).__name__} has no masked-LM head")
     pieces = PieceEncoder(tokenizer_path(folder, tokenizer))
+    sequence_length = min(sequence_length, model.config.max_position_embeddings)
     results = []
     for text in texts:
         ids = [CLS_ID] + encode_with_masks(pieces, text)[:sequence_length - 2] + [SEP_ID]
@@ -149,5 +150,6 @@ def embed(folder, texts, layers=(-1,), pooling="mean", combine="concat", normali
     for i, text in enumerate(texts):
         if not text.strip():
             raise readers.TaskDataError(f"text {i + 1} is empty")
+    sequence_length = min(sequence_length, encoder.config.max_position_embeddings)
     x = pack_texts(pieces, list(texts), None, sequence_length)
     return model.predict(x, batch_size=batch_size, verbose=0)["embeddings"]

@@ -256,7 +256,7 @@ def read_choices(path, context_column="context", question_column="question",
     rows, columns = read_rows(path)
     if not rows:
         raise TaskDataError(f"{path}: no examples")
-    _need_column(path, columns, context_column, "--text-column")
+    _need_column(path, columns, context_column, "--context-column")
     _need_column(path, columns, choices_column, "--choices-column")
     contexts, choices, labels, numbers = [], [], [], []
     count = None

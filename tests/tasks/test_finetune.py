@@ -1,0 +1,133 @@
+"""Fine-tuning end to end on tiny files: every task, its folder, evaluate,
+predict, and the errors users hit."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from albert_keras.tasks import inference
+from albert_keras.tasks.finetune import FinetuneConfig
+from albert_keras.tasks.finetune import finetune
+from albert_keras.tasks.model_folder import load_encoder
+from albert_keras.tasks.readers import TaskDataError
+
+QUICK = dict(epochs=2, batch_size=8, sequence_length=32, learning_rate=1e-3)
+
+
+def test_load_encoder_copies_weights_under_the_asked_policy(init_folder):
+    from albert_keras.saving import load_model
+
+    saved = load_model(os.path.join(init_folder, "encoder.keras"))
+    assert saved.dtype_policy.name == "mixed_bfloat16"
+    encoder = load_encoder(init_folder, dtype="float32")
+    assert encoder.dtype_policy.name == "float32"
+    for a, b in zip(encoder.get_weights(), saved.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    scratch = load_encoder(init_folder, dtype="float32", from_scratch=True)
+    assert not np.array_equal(scratch.get_weights()[0], saved.get_weights()[0])
+
+
+def test_classify_folder_evaluate_predict(init_folder, task_files, out_dir, tmp_path):
+    cfg = FinetuneConfig(task="classify", **QUICK)
+    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg,
+                       log=lambda *a: None)
+    assert sorted(os.listdir(out_dir)) == [
+        "metrics.csv", "metrics.json", "model.keras", "spm.model", "task.json",
+        "train_config.json"]
+    spec = json.load(open(os.path.join(out_dir, "task.json")))
+    assert spec["labels"] == ["dog", "fox"]
+    assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["examples"] == 16
+    assert sum(map(sum, metrics["confusion_matrix"])) == 16
+    # Evaluating the saved folder reproduces the run's own numbers.
+    again = inference.evaluate(out_dir, task_files["cls_eval"])
+    assert again["accuracy"] == pytest.approx(metrics["accuracy"])
+    predictions = inference.predict(out_dir, task_files["cls_eval"])
+    assert len(predictions) == 16
+    assert {p["label"] for p in predictions} <= {"dog", "fox"}
+    assert all(sum(p["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+               for p in predictions)
+    # An output that exists is not replaced without overwrite.
+    with pytest.raises(FileExistsError):
+        finetune(init_folder, task_files["cls_train"], None, out_dir, cfg)
+    # An eval file with a label the model never saw names its row.
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,label\nthe fox,fox\nthe cat,cat\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match=r"bad\.csv:3: unknown label 'cat'"):
+        inference.evaluate(out_dir, str(bad))
+
+
+def test_a_failed_run_leaves_nothing(init_folder, task_files, out_dir):
+    cfg = FinetuneConfig(task="classify", label_column="missing", **QUICK)
+    with pytest.raises(TaskDataError, match=r"cls_train\.csv: no column 'missing'"):
+        finetune(init_folder, task_files["cls_train"], None, out_dir, cfg)
+    assert not os.path.exists(out_dir)
+    assert not [n for n in os.listdir(os.path.dirname(out_dir)) if n.startswith(".model")]
+
+
+def test_regression(init_folder, task_files, out_dir, tmp_path):
+    path = tmp_path / "reg.csv"
+    rows = [f"{'fox ' * (i % 4 + 1)}runs,{i % 4}" for i in range(24)]
+    path.write_text("text,score\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    cfg = FinetuneConfig(task="classify", regression=True, label_column="score", **QUICK)
+    metrics = finetune(init_folder, str(path), str(path), out_dir, cfg, log=lambda *a: None)
+    assert set(metrics) >= {"pearson", "spearman", "mse"}
+    assert "score" in inference.predict(out_dir, str(path))[0]
+
+
+def test_tag(init_folder, task_files, out_dir):
+    cfg = FinetuneConfig(task="tag", **QUICK)
+    metrics = finetune(init_folder, task_files["tag_train"], task_files["tag_eval"], out_dir, cfg,
+                       log=lambda *a: None)
+    assert set(metrics) >= {"entity_f1", "entity_precision", "entity_recall", "token_accuracy"}
+    predictions = inference.predict(out_dir, task_files["tag_eval"])
+    assert len(predictions) == 24
+    first = predictions[0]
+    assert len(first["tags"]) == len(first["tokens"])
+    for entity in first["entities"]:
+        assert entity["text"] == " ".join(first["tokens"][entity["start"]:entity["end"]])
+
+
+def test_qa(init_folder, task_files, out_dir):
+    cfg = FinetuneConfig(task="qa", stride=8, **{**QUICK, "sequence_length": 48})
+    metrics = finetune(init_folder, task_files["qa_train"], task_files["qa_eval"], out_dir, cfg,
+                       log=lambda *a: None)
+    assert set(metrics) >= {"exact_match", "f1"} and metrics["total"] == 12
+    predictions = inference.predict(out_dir, task_files["qa_eval"])
+    contexts = {qa["id"]: p["context"]
+                for p in json.load(open(task_files["qa_eval"]))["data"][0]["paragraphs"]
+                for qa in p["qas"]}
+    for p in predictions:
+        assert contexts[p["id"]][p["start"]:p["end"]] == p["answer"]
+
+
+def test_choice(init_folder, task_files, out_dir):
+    cfg = FinetuneConfig(task="choice", **QUICK)
+    metrics = finetune(init_folder, task_files["choice_train"], task_files["choice_eval"], out_dir,
+                       cfg, log=lambda *a: None)
+    assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["examples"] == 16
+    predictions = inference.predict(out_dir, task_files["choice_eval"])
+    assert all(len(p["probabilities"]) == 2 for p in predictions)
+
+
+def test_fill_mask(init_folder):
+    results = inference.fill_mask(init_folder, ["the quick [MASK] fox", "[MASK] dog [MASK]"],
+                                  top_k=3)
+    assert [len(r) for r in results] == [1, 2]
+    for candidates in results[1]:
+        probs = [c["probability"] for c in candidates]
+        assert probs == sorted(probs, reverse=True) and sum(probs) <= 1.0 + 1e-6
+    with pytest.raises(ValueError, match=r"no \[MASK\]"):
+        inference.fill_mask(init_folder, ["no mask here"])
+
+
+def test_embed(init_folder):
+    texts = ["the quick brown fox", "a lazy dog", "the quick brown fox"]
+    vectors = inference.embed(init_folder, texts, layers=(0, -1), normalize=True)
+    assert vectors.shape == (3, 64)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(vectors[0], vectors[2], atol=1e-6)
+    assert not np.allclose(vectors[0], vectors[1])
+    with pytest.raises(TaskDataError, match="text 2 is empty"):
+        inference.embed(init_folder, ["fine", "  "])
