@@ -1,0 +1,63 @@
+"""The fine-tuning commands through ``albert_keras.cli.main``."""
+
+import csv
+import json
+import os
+
+from albert_keras.cli import main
+
+
+def test_finetune_evaluate_predict_commands(init_folder, task_files, tmp_path, capsys):
+    out = str(tmp_path / "cls")
+    code = main(["finetune", "--task", "classify", "--init", init_folder,
+                 "--train", task_files["cls_train"], "--eval", task_files["cls_eval"],
+                 "--out", out, "--epochs", "1", "--batch-size", "8", "--seq-length", "32"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert '"accuracy"' in printed and f"model folder: {out}" in printed
+    assert main(["evaluate", out, task_files["cls_eval"]]) == 0
+    assert json.loads(capsys.readouterr().out)["examples"] == 16
+    predictions = str(tmp_path / "p.jsonl")
+    assert main(["predict", out, "--input", task_files["cls_eval"], "--out", predictions]) == 0
+    rows = [json.loads(line) for line in open(predictions, encoding="utf-8")]
+    assert len(rows) == 16 and {r["label"] for r in rows} <= {"dog", "fox"}
+
+
+def test_errors_are_one_line_naming_the_file(init_folder, task_files, tmp_path, capsys):
+    out = str(tmp_path / "x")
+    code = main(["finetune", "--task", "classify", "--init", init_folder,
+                 "--train", task_files["cls_train"], "--out", out,
+                 "--text-column", "sentence"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("albert-keras finetune: error: ") and "cls_train.csv" in err
+    assert "no column 'sentence'" in err
+    assert not os.path.exists(out)
+
+
+def test_fill_mask_and_embed_commands(init_folder, tmp_path, capsys):
+    assert main(["fill-mask", init_folder, "the quick [MASK] fox", "--top-k", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "the quick [MASK] fox" and lines[1].startswith("  [MASK] 1: ")
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the quick fox\na lazy dog\n", encoding="utf-8")
+    out = str(tmp_path / "e.npy")
+    assert main(["embed", init_folder, "--input", str(texts), "--out", out,
+                 "--layers", "1,2", "--pooling", "cls"]) == 0
+    import numpy as np
+
+    assert np.load(out).shape == (2, 64)
+
+
+def test_sotu_task_is_split_by_speech(tmp_path, capsys):
+    out = str(tmp_path / "party")
+    assert main(["data", "sotu-task", "--out", out, "--labeling", "party",
+                 "--max-train", "500"]) == 0
+    def read(split):
+        with open(os.path.join(out, f"{split}.csv"), encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+    train, evaluation = read("train"), read("eval")
+    assert len(train) == 500 and len(evaluation) > 100
+    assert not {r["speech"] for r in train} & {r["speech"] for r in evaluation}
+    assert {r["label"] for r in train + evaluation} == {"Democratic", "Republican"}
+    assert main(["data", "sotu-task", "--out", out]) == 2  # exists, no --overwrite
