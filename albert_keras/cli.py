@@ -504,6 +504,94 @@ def _add_finetune_parser(sub):
     p.set_defaults(func=cmd_embed)
 
 
+# -- export ---------------------------------------------------------------------------------
+
+
+def cmd_export(args):
+    if args.model == "bench":
+        from albert_keras.export.bench import bench
+
+        if not args.target:
+            raise CliError("usage: albert-keras export bench MODEL.tflite")
+        result = bench(args.target, runs=args.runs, threads=args.threads)
+        print(f"{result['path']}: {result['size_mb']:.2f} MB, median {result['median_ms']:.2f} ms "
+              f"(p90 {result['p90_ms']:.2f}) over {result['runs']} runs at {result['threads']} "
+              f"threads, peak memory {result['peak_rss_mb']:.0f} MB")
+        return 0
+    from albert_keras.export import export_tflite
+    from albert_keras.export.validation import ValidationError
+
+    if not args.out:
+        raise CliError("--out is required")
+    try:
+        sidecar = export_tflite(
+            args.model, args.out, quantize=args.quantize, sequence_length=args.seq_len,
+            with_tokenizer=args.with_tokenizer, pair=args.pair or None,
+            representative=args.representative, validation_data=args.validation_data,
+            examples=args.examples, calibration_examples=args.calibration_examples,
+            tolerance=args.tolerance, min_cosine=args.min_cosine,
+            min_agreement=args.min_agreement, mask_value=args.mask_value, part=args.part,
+            tokenizer=args.tokenizer, num_choices=args.num_choices, overwrite=args.overwrite,
+        )
+    except ValidationError as e:
+        import json
+
+        print(json.dumps(e.report, indent=2), file=sys.stderr)
+        raise
+    report = sidecar["validation"]
+    for name, entry in report["outputs"].items():
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in entry.items())
+        print(f"  {name}: {shown}")
+    if "tflite_accuracy" in report:
+        print(f"  accuracy: keras {report['keras_accuracy']:.4f}, "
+              f"tflite {report['tflite_accuracy']:.4f}")
+    print(f"validated on {report['examples']} examples ({report['data']}); "
+          f"wrote {args.out} ({sidecar['size_bytes'] / 1e6:.2f} MB)")
+    return 0
+
+
+def _add_export_parser(sub):
+    p = sub.add_parser(
+        "export", help="a validated .tflite (or: export bench MODEL.tflite)",
+        description="Convert a model folder or .keras file to TFLite, run it in LiteRT "
+                    "against Keras and write it only if they agree. "
+                    "'albert-keras export bench M.tflite' measures a .tflite.",
+    )
+    p.add_argument("model", help="a model folder or .keras file, or 'bench'")
+    p.add_argument("target", nargs="?", help="with 'bench': the .tflite to measure")
+    p.add_argument("--out", help="the .tflite to write (a .json sidecar goes beside it)")
+    p.add_argument("--quantize", default="none",
+                   choices=("none", "float16", "dynamic", "int8", "qat"))
+    p.add_argument("--seq-len", type=int, default=None,
+                   help="sequence length (default: the task's, else 128)")
+    p.add_argument("--with-tokenizer", action="store_true",
+                   help="string in: tokenizer and packer inside the model")
+    p.add_argument("--pair", action="store_true", help="string-in takes text and text_pair")
+    p.add_argument("--representative", default=None,
+                   help="int8 calibration data (default: the folder's training file)")
+    p.add_argument("--validation-data", default=None,
+                   help="examples to validate on (default: the folder's eval file; "
+                        "else random ids)")
+    p.add_argument("--examples", type=int, default=32, help="validation examples")
+    p.add_argument("--calibration-examples", type=int, default=100)
+    p.add_argument("--tolerance", type=float, default=None,
+                   help="max |diff| for none/float16 (default 1e-4 / 1e-2)")
+    p.add_argument("--min-cosine", type=float, default=None,
+                   help="quantized modes: least cosine with Keras per output (default 0.99)")
+    p.add_argument("--min-agreement", type=float, default=None,
+                   help="quantized modes: least top-1 agreement on logits (default 0.9)")
+    p.add_argument("--mask-value", type=float, default=-120.0,
+                   help="additive attention mask in the export (bounded for int8)")
+    p.add_argument("--part", default="auto", choices=("auto", "encoder", "mlm", "model"),
+                   help="which model of a folder (pretraining folder: encoder or mlm)")
+    p.add_argument("--tokenizer", default=None, help="SentencePiece .model (default: in the folder)")
+    p.add_argument("--num-choices", type=int, default=None)
+    p.add_argument("--runs", type=int, default=50, help="bench: timed runs")
+    p.add_argument("--threads", type=int, default=2, help="bench: interpreter threads")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_export)
+
+
 # -- entry point -----------------------------------------------------------------------
 
 
@@ -612,6 +700,7 @@ def build_parser():
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_pretrain)
     _add_finetune_parser(sub)
+    _add_export_parser(sub)
     return parser
 
 

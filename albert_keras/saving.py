@@ -82,10 +82,14 @@ def load_model(path):
     from a stranger cannot run code on load.
     """
     import albert_keras  # noqa: F401  (registers our classes)
+    import albert_keras.training.optimizer  # noqa: F401  (and the optimizers saved with them)
 
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such model file")
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except (ValueError, OSError, KeyError, TypeError) as e:
-        raise ValueError(f"{path}: cannot load model: {e}") from None
+        message = " ".join(str(e).split())
+        if len(message) > 300:
+            message = message[:300] + " ..."
+        raise ValueError(f"{path}: cannot load model: {message}") from None

@@ -186,6 +186,10 @@ def _task_spec(cfg, train_path, encoder):
             raise readers.TaskDataError(
                 f"{train_path}: only one label ({spec['labels'][0]!r}); classification needs 2+"
             )
+    if cfg.task == "choice":
+        examples = readers.read_choices(train_path, cfg.context_column, cfg.question_column,
+                                        cfg.choices_column, cfg.label_column)
+        spec["num_choices"] = len(examples.choices[0])
     if cfg.task == "tag":
         sentences = readers.read_conll(train_path)
         spec["labels"] = readers.discover_labels(t for s in sentences for t in s[1])

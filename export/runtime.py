@@ -1,0 +1,68 @@
+"""Running a ``.tflite`` in LiteRT (``ai_edge_litert``), with tf-text's
+custom ops registered when the model holds the in-graph tokenizer."""
+
+import numpy as np
+
+
+def make_interpreter(blob_or_path, num_threads=2):
+    """A LiteRT interpreter that also knows tf-text's tokenizer op."""
+    import tensorflow_text
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+
+    kwargs = {"model_path": blob_or_path} if isinstance(blob_or_path, str) else \
+        {"model_content": bytes(blob_or_path)}
+    return InterpreterWithCustomOps(
+        custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+        num_threads=num_threads, **kwargs,
+    )
+
+
+def to_feed(value):
+    """Strings go in as UTF-8 bytes: a numpy unicode array would reach the
+    tokenizer as UTF-32 and tokenize wrongly, silently."""
+    if isinstance(value, str):
+        return np.array(value.encode("utf-8"))
+    if isinstance(value, bytes):
+        return np.array(value)
+    return np.asarray(value)
+
+
+class TFLiteRunner:
+    """Calls the ``serving_default`` signature on one example at a time.
+
+    Example:
+    >>> runner = TFLiteRunner("model.tflite")  # doctest: +SKIP
+    >>> runner({"text": "hello world"})["logits"]  # doctest: +SKIP
+    """
+
+    def __init__(self, blob_or_path, num_threads=2):
+        self.interpreter = make_interpreter(blob_or_path, num_threads)
+        self.signature = self.interpreter.get_signature_list()["serving_default"]
+        self.runner = self.interpreter.get_signature_runner("serving_default")
+
+    @property
+    def input_names(self):
+        return list(self.signature["inputs"])
+
+    @property
+    def output_names(self):
+        return list(self.signature["outputs"])
+
+    def __call__(self, feed):
+        return self.runner(**{k: to_feed(v) for k, v in feed.items()})
+
+
+def float_ops(blob_or_path):
+    """``{op name: count}`` of the ops that still compute in float32.
+
+    In a full-int8 model these are the ops TFLite has no int8 kernel for
+    (or whose inputs the quantizer keeps in float), so they stay float.
+    """
+    interpreter = make_interpreter(blob_or_path)
+    tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
+    counts = {}
+    for op in interpreter._get_ops_details():  # no public API lists ops
+        inputs = [tensors[i] for i in op["inputs"] if i >= 0 and i in tensors]
+        if any(t["dtype"] == np.float32 for t in inputs):
+            counts[op["op_name"]] = counts.get(op["op_name"], 0) + 1
+    return dict(sorted(counts.items()))
