@@ -516,7 +516,8 @@ def cmd_export(args):
         result = bench(args.target, runs=args.runs, threads=args.threads)
         print(f"{result['path']}: {result['size_mb']:.2f} MB, median {result['median_ms']:.2f} ms "
               f"(p90 {result['p90_ms']:.2f}) over {result['runs']} runs at {result['threads']} "
-              f"threads, peak memory {result['peak_rss_mb']:.0f} MB")
+              f"threads, peak memory {result['peak_rss_mb']:.0f} MB "
+              f"({result['model_peak_mb']:.0f} MB above the runtime's imports)")
         return 0
     from albert_keras.export import export_tflite
     from albert_keras.export.validation import ValidationError

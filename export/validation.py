@@ -69,7 +69,13 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
                      for g, e in zip(got, expected)]
             entry["top1_agreement"] = float(np.mean(agree))
         report["outputs"][name] = entry
-        if float_mode:
+        finite = all(np.all(np.isfinite(g[name])) for g in got)
+        entry["finite"] = bool(finite)
+        if not finite:
+            # NaN compares false with every bound, so it is checked first:
+            # this is what an unsafe conversion path produces (trap 2).
+            failures.append(f"{name}: the TFLite model outputs NaN or inf")
+        elif float_mode:
             if entry["max_abs_diff"] > limit:
                 failures.append(f"{name}: max |diff| {entry['max_abs_diff']:.3g} > {limit:g}")
         else:

@@ -5,7 +5,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
+import json  # noqa: E402
 import random  # noqa: E402
+import shutil  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -43,3 +45,86 @@ def corpus_file(tmp_path_factory):
         docs.append("\n".join(make_sentences(rng.randint(4, 12), seed=100 + d)))
     path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
     return str(path)
+
+
+
+@pytest.fixture(scope="session")
+def init_folder(tmp_path_factory, spm_path):
+    """A pretraining-style model folder: a tiny encoder + pretrainer (saved
+    under mixed_bfloat16, as pretraining leaves them) and the tokenizer."""
+    import keras
+
+    from albert_keras import AlbertConfig
+    from albert_keras import AlbertEncoder
+    from albert_keras import AlbertPretrainer
+
+    folder = tmp_path_factory.mktemp("init")
+    keras.utils.set_random_seed(0)
+    from albert_keras.tasks.encoding import PieceEncoder
+
+    config = AlbertConfig(vocab_size=PieceEncoder(spm_path).vocabulary_size, embedding_size=16, hidden_size=32,
+                          num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                          max_position_embeddings=64)
+    encoder = AlbertEncoder(config, dtype="mixed_bfloat16")
+    pretrainer = AlbertPretrainer(encoder)
+    encoder.save(str(folder / "encoder.keras"))
+    pretrainer.save(str(folder / "pretrainer.keras"))
+    shutil.copyfile(spm_path, folder / "spm.model")
+    return str(folder)
+
+
+def _labelled_rows(n, seed):
+    rng = random.Random(seed)
+    rows = []
+    for i, text in enumerate(make_sentences(n, seed=seed)):
+        label = "fox" if i % 2 else "dog"
+        rows.append({"text": f"{label} {text}", "label": label, "other": rng.random()})
+    return rows
+
+
+@pytest.fixture(scope="session")
+def task_files(tmp_path_factory):
+    """Tiny files for each task format."""
+    folder = tmp_path_factory.mktemp("tasks")
+    files = {}
+    for split, seed in (("train", 1), ("eval", 2)):
+        rows = _labelled_rows(48 if split == "train" else 16, seed)
+        path = folder / f"cls_{split}.csv"
+        lines = ["text,label"] + [f"{r['text']},{r['label']}" for r in rows]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files[f"cls_{split}"] = str(path)
+
+        conll = []
+        for text in make_sentences(24, seed=seed):
+            for word in text.rstrip(".").split():
+                conll.append(f"{word} {'B-ANIMAL' if word.lower() in ('fox', 'dog') else 'O'}")
+            conll.append("")
+        path = folder / f"tag_{split}.conll"
+        path.write_text("\n".join(conll), encoding="utf-8")
+        files[f"tag_{split}"] = str(path)
+
+        paragraphs = []
+        for i, text in enumerate(make_sentences(12, seed=seed)):
+            context = f"{text} The answer is café naïve today."
+            start = context.index("café naïve")
+            qas = [{"id": f"{split}{i}", "question": "What is the answer?",
+                    "answers": [{"text": "café naïve", "answer_start": start}]}]
+            paragraphs.append({"context": context, "qas": qas})
+        path = folder / f"qa_{split}.json"
+        path.write_text(json.dumps({"data": [{"paragraphs": paragraphs}]}), encoding="utf-8")
+        files[f"qa_{split}"] = str(path)
+
+        rows = []
+        for i, text in enumerate(make_sentences(16, seed=seed)):
+            rows.append({"context": text, "question": "Which animal?",
+                         "choices": ["the fox", "a table"] if i % 2 else ["a table", "the fox"],
+                         "label": "the fox"})
+        path = folder / f"choice_{split}.jsonl"
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+        files[f"choice_{split}"] = str(path)
+    return files
+
+
+@pytest.fixture
+def out_dir(tmp_path):
+    return os.path.join(str(tmp_path), "model")

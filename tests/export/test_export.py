@@ -1,0 +1,158 @@
+"""Export: every quantization mode validates on a small trained model,
+string-in equals ids-in, unsafe or failing conversions are caught, and
+nothing is left behind on failure."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_keras.export import ExportError
+from albert_keras.export import ValidationError
+from albert_keras.export import export_tflite
+from albert_keras.export.bench import bench
+from albert_keras.export.converter import convert
+from albert_keras.export.converter import prepare_for_export
+from albert_keras.export.converter import serving_function
+from albert_keras.export.runtime import TFLiteRunner
+from albert_keras.export.validation import validate
+from albert_keras.saving import load_model
+
+QUIET = dict(log=lambda *a: None, examples=16)
+
+
+@pytest.mark.parametrize("quantize", ["none", "float16", "dynamic", "int8"])
+def test_each_mode_validates(classifier_folder, tmp_path, quantize):
+    out = str(tmp_path / f"{quantize}.tflite")
+    sidecar = export_tflite(classifier_folder, out, quantize=quantize, **QUIET)
+    assert os.path.isfile(out)
+    on_disk = json.load(open(out[:-len(".tflite")] + ".json"))
+    assert on_disk == sidecar
+    assert sidecar["labels"] == ["dog", "fox"] and sidecar["sequence_length"] == 32
+    assert sidecar["inputs"] == ["ids", "mask", "segment_ids"]
+    assert sidecar["special_ids"] == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
+    report = sidecar["validation"]
+    assert report["passed"] and report["data"].endswith("cls_eval.csv")
+    logits = report["outputs"]["logits"]
+    if quantize == "none":
+        assert logits["max_abs_diff"] <= 1e-4
+    if quantize == "float16":
+        assert logits["max_abs_diff"] <= 1e-2
+    assert logits["top1_agreement"] >= 0.9
+    assert report["tflite_accuracy"] == pytest.approx(report["keras_accuracy"], abs=0.1)
+    runner = TFLiteRunner(out)
+    assert runner.input_names == ["ids", "mask", "segment_ids"]
+    assert runner.output_names == ["logits"]
+
+
+def test_shared_weights_are_stored_once(tmp_path):
+    """All-shared ALBERT: going from 2 to 8 layers adds op records to the
+    file, but not one more copy of the shared layer's weights (the failure
+    of onnxruntime#11701)."""
+    from albert_keras import AlbertConfig
+    from albert_keras import AlbertEncoder
+
+    sizes = []
+    for layers in (2, 8):
+        config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=128,
+                              num_hidden_layers=layers, num_attention_heads=2,
+                              intermediate_size=512, max_position_embeddings=32)
+        encoder = prepare_for_export(AlbertEncoder(config))
+        for quantize in ("none", "dynamic"):
+            blob = convert(encoder, serving_function(encoder, 16), quantize)
+            sizes.append(len(blob))
+    none_2, dynamic_2, none_8, dynamic_8 = sizes
+    layer_params = sum(int(np.prod(w.shape)) for w in encoder.transformer.weights)
+    assert layer_params > 190_000
+    assert none_8 - none_2 < 0.5 * 4 * layer_params  # float32: 4 bytes a weight
+    assert dynamic_8 - dynamic_2 < 0.5 * 1 * layer_params  # int8: 1 byte
+
+
+def test_string_in_equals_ids_in(classifier_folder, tmp_path, task_files):
+    from albert_keras.tasks.encoding import PieceEncoder
+    from albert_keras.tasks.encoding import pack_texts
+
+    ids_out = str(tmp_path / "ids.tflite")
+    str_out = str(tmp_path / "str.tflite")
+    export_tflite(classifier_folder, ids_out, **QUIET)
+    sidecar = export_tflite(classifier_folder, str_out, with_tokenizer=True, **QUIET)
+    assert sidecar["inputs"] == ["text"] and sidecar["validation"]["passed"]
+    texts = ["fox the quick brown fox jumps", "dog café naïve 😀", "x",
+             "a " * 100]  # the last one is truncated
+    packed = pack_texts(PieceEncoder(os.path.join(classifier_folder, "spm.model")), texts,
+                        None, 32)
+    by_ids, by_text = TFLiteRunner(ids_out), TFLiteRunner(str_out)
+    for i, text in enumerate(texts):
+        a = by_ids({"ids": packed["token_ids"][i:i + 1], "mask": packed["padding_mask"][i:i + 1],
+                    "segment_ids": packed["segment_ids"][i:i + 1]})["logits"]
+        b = by_text({"text": text})["logits"]
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_unsafe_conversion_path_is_caught(classifier_folder):
+    """DESIGN trap 2: from_concrete_functions with trackable_obj gives NaN
+    without an error; validation must refuse it."""
+    model = prepare_for_export(load_model(os.path.join(classifier_folder, "model.keras")))
+    serve = serving_function(model, 32)
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [serve.get_concrete_function()], trackable_obj=model)
+    blob = converter.convert()
+    rng = np.random.default_rng(0)
+    feeds = [{"ids": rng.integers(5, 60, (1, 32)).astype("int32"),
+              "mask": np.ones((1, 32), "int32"), "segment_ids": np.zeros((1, 32), "int32")}
+             for _ in range(4)]
+    expected = [{"logits": serve(**f)["logits"].numpy()} for f in feeds]
+    with pytest.raises(ValidationError, match="logits"):
+        validate(blob, feeds, expected, "none")
+    # The same model on the safe path passes.
+    assert validate(convert(model, serve, "none"), feeds, expected, "none")["passed"]
+
+
+def test_a_failed_validation_writes_nothing(classifier_folder, tmp_path):
+    out = str(tmp_path / "bad.tflite")
+    with pytest.raises(ValidationError) as info:
+        export_tflite(classifier_folder, out, quantize="dynamic", min_cosine=1.5, **QUIET)
+    assert "mean cosine" in str(info.value)
+    assert not info.value.report["passed"]
+    assert os.listdir(tmp_path) == []
+
+
+def test_flex_ops_are_refused():
+    """A graph that needs TensorFlow ops outside the builtins is refused."""
+    import keras
+
+    model = keras.Sequential([keras.layers.Dense(2)])
+    model.build((None, 3))
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 3], tf.float32, name="x")])
+    def serve(x):
+        # A string op has no TFLite builtin kernel.
+        text = tf.strings.as_string(x)
+        return {"y": model(x), "n": tf.strings.length(text)}
+
+    with pytest.raises(ExportError, match="Flex|builtins|conversion failed"):
+        convert(model, serve, "none")
+
+
+def test_int8_needs_real_data_and_existing_outputs_are_kept(classifier_folder, tmp_path,
+                                                            init_folder):
+    with pytest.raises(ExportError, match="representative"):
+        export_tflite(init_folder, str(tmp_path / "enc.tflite"), quantize="int8",
+                      sequence_length=16, **QUIET)
+    out = tmp_path / "m.tflite"
+    out.write_bytes(b"keep")
+    with pytest.raises(FileExistsError):
+        export_tflite(classifier_folder, str(out), **QUIET)
+    assert out.read_bytes() == b"keep"
+
+
+def test_encoder_from_a_pretraining_folder_and_bench(init_folder, tmp_path):
+    out = str(tmp_path / "encoder.tflite")
+    sidecar = export_tflite(init_folder, out, sequence_length=16, **QUIET)
+    assert sidecar["kind"] == "encoder"
+    assert sidecar["outputs"] == ["sequence_output", "pooled_output"]
+    assert sidecar["validation"]["data"].startswith("random ids")
+    result = bench(out, runs=5, threads=1, warmup=1)
+    assert result["size_mb"] > 0 and result["median_ms"] > 0 and result["peak_rss_mb"] > 0

@@ -1,0 +1,26 @@
+"""The builtin-only packer equals AlbertPacker for every length pair."""
+
+import itertools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_keras.export.string_input import pack_one
+from albert_keras.text.packer import AlbertPacker
+
+
+@pytest.mark.parametrize("truncate", ["longest_first", "waterfall"])
+def test_pack_one_matches_albert_packer(truncate):
+    S = 11
+    packer = AlbertPacker(S, truncate=truncate)
+    for la, lb in itertools.product(range(0, 14), range(-1, 14)):
+        a = np.arange(10, 10 + la, dtype=np.int32)
+        b = None if lb < 0 else np.arange(100, 100 + lb, dtype=np.int32)
+        expected = packer(tf.ragged.constant([a.tolist()], dtype=tf.int32),
+                          None if b is None else tf.ragged.constant([b.tolist()], dtype=tf.int32))
+        ids, mask, segments = pack_one(tf.constant(a), None if b is None else tf.constant(b),
+                                       S, truncate)
+        assert ids.numpy().tolist() == expected["token_ids"].numpy().tolist(), (la, lb)
+        assert mask.numpy().tolist() == expected["padding_mask"].numpy().tolist(), (la, lb)
+        assert segments.numpy().tolist() == expected["segment_ids"].numpy().tolist(), (la, lb)
