@@ -532,7 +532,9 @@ def cmd_export(args):
             examples=args.examples, calibration_examples=args.calibration_examples,
             tolerance=args.tolerance, min_cosine=args.min_cosine,
             min_agreement=args.min_agreement, mask_value=args.mask_value, part=args.part,
-            tokenizer=args.tokenizer, num_choices=args.num_choices, overwrite=args.overwrite,
+            tokenizer=args.tokenizer, num_choices=args.num_choices, qat_data=args.qat_data,
+            qat_epochs=args.qat_epochs, qat_learning_rate=args.qat_learning_rate,
+            overwrite=args.overwrite,
         )
     except ValidationError as e:
         import json
@@ -587,6 +589,11 @@ def _add_export_parser(sub):
                    help="which model of a folder (pretraining folder: encoder or mlm)")
     p.add_argument("--tokenizer", default=None, help="SentencePiece .model (default: in the folder)")
     p.add_argument("--num-choices", type=int, default=None)
+    p.add_argument("--qat-data", default=None,
+                   help="qat: training file for the quantization-aware fine-tune "
+                        "(default: the folder's own)")
+    p.add_argument("--qat-epochs", type=int, default=1)
+    p.add_argument("--qat-learning-rate", type=float, default=1e-5)
     p.add_argument("--runs", type=int, default=50, help="bench: timed runs")
     p.add_argument("--threads", type=int, default=2, help="bench: interpreter threads")
     p.add_argument("--overwrite", action="store_true")

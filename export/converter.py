@@ -25,6 +25,7 @@ from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
 from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
+from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
 
 QUANTIZE_MODES = ("none", "float16", "dynamic", "int8", "qat")
@@ -171,14 +172,16 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None):
             converter.target_spec.supported_types = [tf.float16]
         elif quantize == "dynamic":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        elif quantize == "int8":
+        elif quantize in ("int8", "qat"):
+            # qat: the fake-quant ops give the dense layers' ranges; the
+            # representative examples calibrate what they do not cover
+            # (embedding tables, LayerNorm, softmax), so both are int8.
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
-            feeds = list(representative)
-            converter.representative_dataset = lambda: (
-                {k: np.asarray(v) for k, v in feed.items()} for feed in feeds
-            )
-        elif quantize == "qat":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            if representative:
+                feeds = list(representative)
+                converter.representative_dataset = lambda: (
+                    {k: to_feed(v) for k, v in feed.items()} for feed in feeds
+                )
         try:
             blob = converter.convert()
         except Exception as e:  # the converter raises several types

@@ -188,8 +188,14 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
                   pair=None, representative=None, validation_data=None, examples=32,
                   calibration_examples=100, tolerance=None, min_cosine=None, min_agreement=None,
                   mask_value=-120.0, part="auto", tokenizer=None, num_choices=None, seed=0,
-                  overwrite=False, log=print):
+                  qat_data=None, qat_epochs=1, qat_learning_rate=1e-5, overwrite=False,
+                  log=print):
     """Converts, validates and writes; returns the sidecar dict.
+
+    With ``quantize="qat"`` the (fine-tuned) model is first fine-tuned for
+    ``qat_epochs`` with fake quantization on ``qat_data`` (default: its own
+    training file), then converted to int8 with the learned ranges; it is
+    validated against that quantization-aware Keras model.
 
     Example:
     >>> export_tflite("runs/classifier", "model.tflite", quantize="dynamic")  # doctest: +SKIP
@@ -224,12 +230,20 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
                   pair=pair, vocab_size=config.vocab_size, num_choices=num_choices)
     checks = build_examples(validation_path, count=examples, seed=seed, **common)
     calibration = None
-    if quantize == "int8":
+    if quantize in ("int8", "qat"):
         if calibration_path is None:
             raise ExportError("int8 needs representative examples from real data: "
                               "pass --representative FILE")
         calibration = build_examples(calibration_path, count=calibration_examples,
                                      seed=seed + 1, **common)
+
+    # -- quantization-aware training ----------------------------------------------------------
+    if quantize == "qat":
+        from albert_keras.export.qat import qat_finetune
+
+        model = qat_finetune(model, spec, qat_data or _data_file(folder, "train"), spm,
+                             epochs=qat_epochs, learning_rate=qat_learning_rate, seed=seed,
+                             log=log)
 
     # -- convert ---------------------------------------------------------------------------------
     exported = prepare_for_export(model, mask_value)

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from albert_keras.layers.quantized_dense import make_dense
+
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class AttentionBlock(keras.layers.Layer):
@@ -19,6 +21,8 @@ class AttentionBlock(keras.layers.Layer):
         attention_dropout: dropout on the attention probabilities.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
+        quantize_aware: fake-quantize the projections (QAT, see
+            ``QuantizedDense``).
 
     Example:
     >>> block = AttentionBlock(32, 4)
@@ -36,6 +40,7 @@ class AttentionBlock(keras.layers.Layer):
         attention_dropout=0.0,
         layer_norm_eps=1e-12,
         initializer_range=0.02,
+        quantize_aware=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -51,10 +56,12 @@ class AttentionBlock(keras.layers.Layer):
         self.attention_dropout = attention_dropout
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
+        self.quantize_aware = bool(quantize_aware)
 
         def dense(name):
-            return keras.layers.Dense(
+            return make_dense(
                 hidden_size,
+                quantize_aware=self.quantize_aware,
                 kernel_initializer=keras.initializers.TruncatedNormal(
                     stddev=initializer_range
                 ),
@@ -89,9 +96,9 @@ class AttentionBlock(keras.layers.Layer):
 
     def call(self, x, attention_bias, training=False):
         scale = 1.0 / float(self.head_size) ** 0.5
-        q = self._split_heads(self.query(x))
-        k = self._split_heads(self.key(x))
-        v = self._split_heads(self.value(x))
+        q = self._split_heads(self.query(x, training=training))
+        k = self._split_heads(self.key(x, training=training))
+        v = self._split_heads(self.value(x, training=training))
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") * scale
         scores = scores + ops.cast(attention_bias, "float32")
@@ -101,7 +108,8 @@ class AttentionBlock(keras.layers.Layer):
         context = ops.transpose(context, (0, 2, 1, 3))
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         context = ops.reshape(context, (batch, seq, self.hidden_size))
-        out = self.output_dropout(self.output_dense(context), training=training)
+        out = self.output_dropout(self.output_dense(context, training=training),
+                                  training=training)
         return self.layer_norm(out + x)
 
     def compute_output_shape(self, x_shape, attention_bias_shape=None):
@@ -117,6 +125,7 @@ class AttentionBlock(keras.layers.Layer):
                 "attention_dropout": self.attention_dropout,
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware,
             }
         )
         return config

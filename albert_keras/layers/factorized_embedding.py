@@ -4,6 +4,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from albert_keras.layers.quantized_dense import make_dense
+
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class FactorizedEmbedding(keras.layers.Layer):
@@ -23,6 +25,7 @@ class FactorizedEmbedding(keras.layers.Layer):
         dropout: dropout rate after the LayerNorm.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
+        quantize_aware: fake-quantize the dense projections (QAT).
 
     Example:
     >>> layer = FactorizedEmbedding(100, 16, 32, 64)
@@ -41,6 +44,7 @@ class FactorizedEmbedding(keras.layers.Layer):
         dropout=0.0,
         layer_norm_eps=1e-12,
         initializer_range=0.02,
+        quantize_aware=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -85,10 +89,12 @@ class FactorizedEmbedding(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="embeddings_dropout"
         )
+        self.quantize_aware = bool(quantize_aware)
         self.projection = None
         if embedding_size != hidden_size:
-            self.projection = keras.layers.Dense(
+            self.projection = make_dense(
                 hidden_size,
+                quantize_aware=self.quantize_aware,
                 kernel_initializer=init(),
                 dtype=self.dtype_policy,
                 name="embedding_projection",
@@ -136,7 +142,7 @@ class FactorizedEmbedding(keras.layers.Layer):
         x = self.layer_norm(x)
         x = self.dropout_layer(x, training=training)
         if self.projection is not None:
-            x = self.projection(x)
+            x = self.projection(x, training=training)
         return x
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
@@ -154,6 +160,7 @@ class FactorizedEmbedding(keras.layers.Layer):
                 "dropout": self.dropout,
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware,
             }
         )
         return config

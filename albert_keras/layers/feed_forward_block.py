@@ -3,6 +3,7 @@
 import keras
 
 from albert_keras.layers.activations import get_activation
+from albert_keras.layers.quantized_dense import make_dense
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -16,6 +17,7 @@ class FeedForwardBlock(keras.layers.Layer):
         dropout: dropout on the FFN output.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
+        quantize_aware: fake-quantize the projections (QAT).
 
     Example:
     >>> block = FeedForwardBlock(32, 64)
@@ -31,6 +33,7 @@ class FeedForwardBlock(keras.layers.Layer):
         dropout=0.0,
         layer_norm_eps=1e-12,
         initializer_range=0.02,
+        quantize_aware=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -40,19 +43,22 @@ class FeedForwardBlock(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
+        self.quantize_aware = bool(quantize_aware)
 
         def init():
             return keras.initializers.TruncatedNormal(stddev=initializer_range)
 
-        self.intermediate = keras.layers.Dense(
+        self.intermediate = make_dense(
             intermediate_size,
+            quantize_aware=self.quantize_aware,
             activation=get_activation(activation),
             kernel_initializer=init(),
             dtype=self.dtype_policy,
             name="ffn",
         )
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = make_dense(
             hidden_size,
+            quantize_aware=self.quantize_aware,
             kernel_initializer=init(),
             dtype=self.dtype_policy,
             name="ffn_output",
@@ -71,7 +77,8 @@ class FeedForwardBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, x, training=False):
-        y = self.output_dense(self.intermediate(x))
+        y = self.intermediate(x, training=training)
+        y = self.output_dense(y, training=training)
         y = self.dropout_layer(y, training=training)
         return self.layer_norm(y + x)
 
@@ -88,6 +95,7 @@ class FeedForwardBlock(keras.layers.Layer):
                 "dropout": self.dropout,
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware,
             }
         )
         return config

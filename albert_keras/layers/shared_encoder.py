@@ -36,6 +36,7 @@ class SharedEncoder(keras.layers.Layer):
         attention_dropout: dropout on attention probabilities.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
+        quantize_aware: fake-quantize the dense projections (QAT).
 
     Example:
     >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
@@ -59,6 +60,7 @@ class SharedEncoder(keras.layers.Layer):
         attention_dropout=0.0,
         layer_norm_eps=1e-12,
         initializer_range=0.02,
+        quantize_aware=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -74,6 +76,7 @@ class SharedEncoder(keras.layers.Layer):
         self.attention_dropout = attention_dropout
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
+        self.quantize_aware = bool(quantize_aware)
         self.plan = block_plan(num_layers, num_groups, inner_group_num, sharing)
 
         num_attention = 1 + max(a for blocks in self.plan for a, _ in blocks)
@@ -86,6 +89,7 @@ class SharedEncoder(keras.layers.Layer):
                 attention_dropout=attention_dropout,
                 layer_norm_eps=layer_norm_eps,
                 initializer_range=initializer_range,
+                quantize_aware=self.quantize_aware,
                 dtype=self.dtype_policy,
                 name=f"attention_{i}",
             )
@@ -99,6 +103,7 @@ class SharedEncoder(keras.layers.Layer):
                 dropout=dropout,
                 layer_norm_eps=layer_norm_eps,
                 initializer_range=initializer_range,
+                quantize_aware=self.quantize_aware,
                 dtype=self.dtype_policy,
                 name=f"ffn_{i}",
             )
@@ -148,6 +153,7 @@ class SharedEncoder(keras.layers.Layer):
                 "attention_dropout": self.attention_dropout,
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware,
             }
         )
         return config

@@ -2,6 +2,7 @@
 
 import keras
 
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
@@ -39,8 +40,9 @@ class AlbertClassifier(TaskModel):
         inputs = self._encoder_inputs()
         pooled = encoder({n: inputs[n] for n in ENCODER_INPUTS})["pooled_output"]
         x = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")(pooled)
-        logits = keras.layers.Dense(
+        logits = make_dense(
             num_classes,
+            quantize_aware=encoder.quantize_aware,
             kernel_initializer=dense_initializer(encoder),
             dtype=dtype,
             name="classifier",

@@ -6,6 +6,7 @@ from keras import ops
 from albert_keras.config import AlbertConfig
 from albert_keras.layers.attention_mask import AttentionMaskBias
 from albert_keras.layers.factorized_embedding import FactorizedEmbedding
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.shared_encoder import SharedEncoder
 
 
@@ -16,18 +17,21 @@ class TokenPooler(keras.layers.Layer):
     Args:
         hidden_size: H.
         initializer_range: stddev of the truncated-normal initializer.
+        quantize_aware: fake-quantize the dense layer (QAT).
 
     Example:
     >>> tuple(TokenPooler(32)(keras.ops.ones((2, 8, 32))).shape)
     (2, 32)
     """
 
-    def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
+    def __init__(self, hidden_size, initializer_range=0.02, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
+        self.quantize_aware = bool(quantize_aware)
+        self.dense = make_dense(
             hidden_size,
+            quantize_aware=self.quantize_aware,
             activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=initializer_range
@@ -40,8 +44,8 @@ class TokenPooler(keras.layers.Layer):
         self.dense.build((sequence_shape[0], sequence_shape[-1]))
         self.built = True
 
-    def call(self, sequence_output):
-        return self.dense(sequence_output[:, 0, :])
+    def call(self, sequence_output, training=False):
+        return self.dense(sequence_output[:, 0, :], training=training)
 
     def compute_output_shape(self, sequence_shape):
         return (sequence_shape[0], self.hidden_size)
@@ -52,6 +56,7 @@ class TokenPooler(keras.layers.Layer):
             {
                 "hidden_size": self.hidden_size,
                 "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware,
             }
         )
         return config
@@ -87,6 +92,8 @@ class AlbertEncoder(keras.Model):
         output_hidden_states: also return every layer's output.
         mask_value: additive attention bias at padded positions (-10000 as
             the original; a bounded value like -120 suits int8 export).
+        quantize_aware: fake-quantize every dense projection, for
+            quantization-aware training (see ``QuantizedDense``).
         dtype: a dtype policy such as ``"mixed_bfloat16"``.
 
     Example:
@@ -104,6 +111,7 @@ class AlbertEncoder(keras.Model):
         config,
         output_hidden_states=False,
         mask_value=-10000.0,
+        quantize_aware=False,
         dtype=None,
         **kwargs,
     ):
@@ -119,6 +127,7 @@ class AlbertEncoder(keras.Model):
             dropout=config.hidden_dropout_prob,
             layer_norm_eps=config.layer_norm_eps,
             initializer_range=config.initializer_range,
+            quantize_aware=quantize_aware,
             dtype=dtype,
             name="embeddings",
         )
@@ -136,12 +145,14 @@ class AlbertEncoder(keras.Model):
             attention_dropout=config.attention_probs_dropout_prob,
             layer_norm_eps=config.layer_norm_eps,
             initializer_range=config.initializer_range,
+            quantize_aware=quantize_aware,
             dtype=dtype,
             name="transformer",
         )
         pooler = TokenPooler(
             config.hidden_size,
             initializer_range=config.initializer_range,
+            quantize_aware=quantize_aware,
             dtype=dtype,
             name="pooler",
         )
@@ -173,6 +184,7 @@ class AlbertEncoder(keras.Model):
         self.config = config
         self.output_hidden_states = output_hidden_states
         self.mask_value = float(mask_value)
+        self.quantize_aware = bool(quantize_aware)
         self.embeddings = embeddings
         self.transformer = transformer
         self.pooler = pooler
@@ -189,6 +201,7 @@ class AlbertEncoder(keras.Model):
             "config": self.config.to_dict(),
             "output_hidden_states": self.output_hidden_states,
             "mask_value": self.mask_value,
+            "quantize_aware": self.quantize_aware,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
         }
 

@@ -2,6 +2,7 @@
 
 import keras
 
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import dense_initializer
@@ -38,8 +39,9 @@ class AlbertTokenClassifier(TaskModel):
         inputs = self._encoder_inputs()
         sequence = encoder({n: inputs[n] for n in ENCODER_INPUTS})["sequence_output"]
         x = keras.layers.Dropout(dropout, dtype=dtype, name="tagger_dropout")(sequence)
-        logits = keras.layers.Dense(
+        logits = make_dense(
             num_classes,
+            quantize_aware=encoder.quantize_aware,
             kernel_initializer=dense_initializer(encoder),
             dtype=dtype,
             name="tagger",

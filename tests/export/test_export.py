@@ -156,3 +156,32 @@ def test_encoder_from_a_pretraining_folder_and_bench(init_folder, tmp_path):
     assert sidecar["validation"]["data"].startswith("random ids")
     result = bench(out, runs=5, threads=1, warmup=1)
     assert result["size_mb"] > 0 and result["median_ms"] > 0 and result["peak_rss_mb"] > 0
+
+
+def test_qat_validates_and_matches_post_training_int8(classifier_folder, tmp_path):
+    ptq = export_tflite(classifier_folder, str(tmp_path / "ptq.tflite"), quantize="int8",
+                        **QUIET)
+    qat = export_tflite(classifier_folder, str(tmp_path / "qat.tflite"), quantize="qat",
+                        qat_epochs=2, qat_learning_rate=1e-4, **QUIET)
+    assert qat["validation"]["passed"] and qat["quantize"] == "qat"
+    # Most ops run in int8 (the rest are listed in the report).
+    assert sum(qat["validation"]["float_ops"].values()) < 40
+    assert qat["size_bytes"] < 1.1 * ptq["size_bytes"]  # int8 weights, as post-training
+    assert qat["validation"]["tflite_accuracy"] >= ptq["validation"]["tflite_accuracy"]
+
+
+def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
+    from albert_keras.export.qat import quantization_aware_copy
+    from albert_keras.layers.quantized_dense import QuantizedDense
+
+    model = load_model(os.path.join(classifier_folder, "model.keras"))
+    qat = quantization_aware_copy(model)
+    quantized = [l for l in qat._flatten_layers() if isinstance(l, QuantizedDense)]
+    assert len(quantized) >= 8  # q, k, v, output, ffn, ffn_output, projection, pooler, head
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 60, (8, 32)).astype("int32"),
+         "segment_ids": np.zeros((8, 32), "int32"), "padding_mask": np.ones((8, 32), "int32")}
+    qat(x, training=True)  # observe ranges once (dropout aside, as in QAT)
+    a = model.predict(x, verbose=0)["logits"]
+    b = qat.predict(x, verbose=0)["logits"]
+    assert np.mean(np.argmax(a, -1) == np.argmax(b, -1)) >= 0.75
