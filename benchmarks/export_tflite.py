@@ -1,0 +1,119 @@
+"""TFLite size and latency at the ALBERT-base shape: ours per quantization
+mode next to keras-hub's ``AlbertBackbone`` exported the same way, in one run.
+
+Both models have random weights (no hub here); size and latency do not
+depend on the values. Full int8 calibrates on random ids, which is enough
+for size and speed (quality is measured by ``albert-keras export`` on real
+data). Latency: batch 1, sequence 128, median over ``--runs`` at
+``--threads`` threads, each model in a fresh subprocess
+(``albert_keras.export.bench``).
+
+    python benchmarks/export_tflite.py --modes none dynamic int8 --runs 30
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHILD = r"""
+import json, sys
+import numpy as np, tensorflow as tf, keras
+args = json.loads(sys.argv[1])
+S, out = args["seq"], args["out"]
+rng = np.random.default_rng(0)
+feeds = [{"ids": rng.integers(5, 30000, (1, S)).astype("int32"),
+          "mask": np.ones((1, S), "int32"), "segment_ids": np.zeros((1, S), "int32")}
+         for _ in range(args["calibration"])]
+if args["who"] == "ours":
+    from albert_keras import AlbertEncoder, get_preset
+    from albert_keras.export.converter import convert, prepare_for_export, serving_function
+    model = prepare_for_export(AlbertEncoder(get_preset("albert_base")))
+    blob = convert(model, serving_function(model, S), args["mode"],
+                   representative=feeds if args["mode"] == "int8" else None)
+else:
+    import keras_hub
+    from albert_keras.export.converter import convert
+    backbone = keras_hub.models.AlbertBackbone(
+        vocabulary_size=30000, num_layers=12, num_heads=12, num_groups=1,
+        num_inner_repetitions=1, embedding_dim=128, hidden_dim=768,
+        intermediate_dim=3072, max_sequence_length=512)
+    spec = lambda name: tf.TensorSpec([1, S], tf.int32, name=name)
+    @tf.function(input_signature=[spec("ids"), spec("mask"), spec("segment_ids")])
+    def serve(ids, mask, segment_ids):
+        o = backbone({"token_ids": ids, "padding_mask": mask, "segment_ids": segment_ids})
+        return {"sequence_output": o["sequence_output"], "pooled_output": o["pooled_output"]}
+    blob = convert(backbone, serve, args["mode"],
+                   representative=feeds if args["mode"] == "int8" else None)
+open(out, "wb").write(blob)
+print("SIZE", len(blob))
+"""
+
+
+def export(who, mode, seq, folder, calibration):
+    out = os.path.join(folder, f"{who}_{mode}.tflite")
+    config = {"who": who, "mode": mode, "seq": seq, "out": out, "calibration": calibration}
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(config)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        return None, (done.stderr.strip().splitlines() or ["failed"])[-1]
+    return out, None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", nargs="+", default=["none", "dynamic", "int8"])
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--calibration", type=int, default=20)
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "export_tflite.json"))
+    args = parser.parse_args()
+
+    from albert_keras.export.bench import bench
+
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for mode in args.modes:
+            for who in ("ours", "keras-hub"):
+                path, error = export(who, mode, args.seq, folder, args.calibration)
+                if error:
+                    rows.append({"who": who, "mode": mode, "error": error})
+                    print(f"{who} {mode}: {error}", flush=True)
+                    continue
+                result = bench(path, runs=args.runs, threads=args.threads)
+                rows.append({"who": who, "mode": mode, **result})
+                print(f"{who} {mode}: {result['size_mb']:.2f} MB, median "
+                      f"{result['median_ms']:.2f} ms", flush=True)
+
+    print("\n| mode | ours MB | keras-hub MB | ours ms | keras-hub ms | latency ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for mode in args.modes:
+        ours = next((r for r in rows if r["who"] == "ours" and r["mode"] == mode), {})
+        hub = next((r for r in rows if r["who"] == "keras-hub" and r["mode"] == mode), {})
+        def cell(r, k, f="{:.2f}"):
+            return f.format(r[k]) if k in r else r.get("error", "-")[:40]
+        ratio = (f"{ours['median_ms'] / hub['median_ms']:.2f}"
+                 if "median_ms" in ours and "median_ms" in hub else "-")
+        print(f"| {mode} | {cell(ours, 'size_mb')} | {cell(hub, 'size_mb')} | "
+              f"{cell(ours, 'median_ms')} | {cell(hub, 'median_ms')} | {ratio} |")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            machine["cpu"] = next(l.split(":", 1)[1].strip() for l in f if "model name" in l)
+    except (OSError, StopIteration):
+        pass
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"machine": machine, "args": vars(args), "rows": rows}, f, indent=2)
+    os.replace(tmp, args.out)
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
