@@ -374,6 +374,11 @@ def cmd_predict(args):
             path = f.name
     try:
         _write_jsonl(predict(args.model, path, batch_size=args.batch_size), args.out)
+    except ValueError as e:
+        if path == args.input:
+            raise
+        # Name the input as the user knows it, not by the temporary file.
+        raise CliError(str(e).replace(path, "<stdin>")) from None
     finally:
         if path != args.input:
             os.remove(path)

@@ -61,3 +61,20 @@ def test_sotu_task_is_split_by_speech(tmp_path, capsys):
     assert not {r["speech"] for r in train} & {r["speech"] for r in evaluation}
     assert {r["label"] for r in train + evaluation} == {"Democratic", "Republican"}
     assert main(["data", "sotu-task", "--out", out]) == 2  # exists, no --overwrite
+
+
+def test_predict_reads_stdin(init_folder, task_files, tmp_path, capsys, monkeypatch):
+    import io
+
+    out = str(tmp_path / "cls")
+    assert main(["finetune", "--task", "classify", "--init", init_folder,
+                 "--train", task_files["cls_train"], "--out", out, "--epochs", "1",
+                 "--batch-size", "8", "--seq-length", "32"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"text": "the fox"}\n{"text": "a dog"}\n'))
+    assert main(["predict", out]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [set(json.loads(line)) for line in lines] == [{"label", "probabilities"}] * 2
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"label": "x"}\n'))
+    assert main(["predict", out]) == 2
+    assert "<stdin>: no column 'text'" in capsys.readouterr().err
