@@ -185,3 +185,24 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
     a = model.predict(x, verbose=0)["logits"]
     b = qat.predict(x, verbose=0)["logits"]
     assert np.mean(np.argmax(a, -1) == np.argmax(b, -1)) >= 0.75
+
+
+def test_embedder_keras_file_string_in(init_folder, tmp_path):
+    from albert_keras.models.albert_embedder import AlbertEmbedder
+    from albert_keras.tasks.model_folder import load_encoder
+
+    model = AlbertEmbedder(load_encoder(init_folder, dtype="float32"), layers=(-2, -1),
+                           normalize=True)
+    path = str(tmp_path / "embedder.keras")
+    model.save(path)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the quick brown fox\ncafé naïve 😀\na lazy dog\n", encoding="utf-8")
+    out = str(tmp_path / "embedder.tflite")
+    sidecar = export_tflite(path, out, with_tokenizer=True, sequence_length=16,
+                            validation_data=str(texts),
+                            tokenizer=os.path.join(init_folder, "spm.model"), **QUIET)
+    assert sidecar["kind"] == "embedder" and sidecar["outputs"] == ["embeddings"]
+    assert sidecar["validation"]["examples"] == 3
+    vector = TFLiteRunner(out)({"text": "the quick brown fox"})["embeddings"]
+    assert vector.shape == (1, 64)
+    np.testing.assert_allclose(np.linalg.norm(vector), 1.0, atol=1e-5)
