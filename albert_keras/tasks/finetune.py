@@ -158,6 +158,11 @@ def load_task_data(path, spec, encoder, require_labels=True):
             spec["label_column"], require_labels=require_labels,
         )
         count = len(examples.choices[0])
+        if spec.get("num_choices") and count != spec["num_choices"]:
+            raise readers.TaskDataError(
+                f"{path}: {count} choices per question, but the model was trained with "
+                f"{spec['num_choices']}"
+            )
         firsts = [c for c in examples.contexts for _ in range(count)]
         seconds = [s for choices in examples.choices for s in choices]
         flat = pack_texts(encoder, firsts, seconds, seq, spec["truncate"])

@@ -131,3 +131,14 @@ def test_embed(init_folder):
     assert not np.allclose(vectors[0], vectors[1])
     with pytest.raises(TaskDataError, match="text 2 is empty"):
         inference.embed(init_folder, ["fine", "  "])
+
+
+def test_choice_count_must_match_the_model(init_folder, task_files, out_dir, tmp_path):
+    cfg = FinetuneConfig(task="choice", **{**QUICK, "epochs": 1})
+    finetune(init_folder, task_files["choice_train"], None, out_dir, cfg, log=lambda *a: None)
+    three = tmp_path / "three.jsonl"
+    three.write_text(json.dumps({"context": "a fox", "choices": ["x", "y", "z"], "label": 0})
+                     + "\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match=r"three\.jsonl: 3 choices per question, but the "
+                                            r"model was trained with 2"):
+        inference.evaluate(out_dir, str(three))
