@@ -15,7 +15,6 @@ converted model is validated against Keras before it is written anyway.
 import tempfile
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from albert_keras.models.albert_classifier import AlbertClassifier
@@ -57,6 +56,28 @@ def model_kind(model):
                       + ", ".join(c.__name__ for c in KINDS))
 
 
+def rebuild(model, **encoder_options):
+    """A float32 copy of ``model`` whose encoder takes ``encoder_options``
+    (``mask_value``, ``quantize_aware``), with the weights copied by path.
+
+    Copying by path lets a quantization-aware copy, which has range
+    variables of its own, take a float model's weights.
+    """
+    config = model.get_config()
+    encoder_config = config if isinstance(model, AlbertEncoder) else config["encoder"]["config"]
+    encoder_config.update(encoder_options, dtype="float32")
+    config["dtype"] = "float32"
+    copy = type(model).from_config(config)
+    by_path = {v.path: v for v in copy.weights}
+    missing = [v.path for v in model.weights if v.path not in by_path]
+    if missing:
+        raise ExportError(f"the rebuilt model has no place for {missing[0]} "
+                          f"(and {len(missing) - 1} more)")
+    for variable in model.weights:
+        by_path[variable.path].assign(keras.ops.cast(variable, "float32"))
+    return copy
+
+
 def prepare_for_export(model, mask_value=-120.0):
     """A float32 copy of ``model`` whose attention mask adds ``mask_value``.
 
@@ -65,21 +86,7 @@ def prepare_for_export(model, mask_value=-120.0):
     lets full-int8 quantization keep the scores' resolution (DESIGN trap
     9). ``exp(-120)`` is 0 in float32, so the float outputs are unchanged.
     """
-    config = model.get_config()
-
-    def fix(encoder_config):
-        encoder_config["config"]["mask_value"] = float(mask_value)
-        encoder_config["config"]["dtype"] = "float32"
-
-    if isinstance(model, AlbertEncoder):
-        config["mask_value"] = float(mask_value)
-        config["dtype"] = "float32"
-    else:
-        fix(config["encoder"])
-        config["dtype"] = "float32"
-    copy = type(model).from_config(config)
-    copy.set_weights(model.get_weights())
-    return copy
+    return rebuild(model, mask_value=float(mask_value))
 
 
 def _int_spec(shape, name):

@@ -62,11 +62,7 @@ def load_source(source, part="auto", tokenizer=None):
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such model file")
     spm = tokenizer or os.path.join(folder, "spm.model")
-    if not os.path.isfile(spm):
-        # Pretraining folders keep their tokenizer under tokenizer/.
-        alternative = os.path.join(folder, "tokenizer", "spm.model")
-        spm = alternative if os.path.isfile(alternative) else None
-    return load_model(path), spec, spm, folder
+    return load_model(path), spec, spm if os.path.isfile(spm) else None, folder
 
 
 def _data_file(folder, key):

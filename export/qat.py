@@ -11,28 +11,13 @@ import os
 
 import keras
 
+from albert_keras.export.converter import rebuild
 from albert_keras.training.optimizer import make_optimizer
 
 
 def quantization_aware_copy(model):
     """``model`` rebuilt with ``quantize_aware=True``, float weights copied."""
-    config = model.get_config()
-    target = config if "config" in config and "mask_value" in config else config["encoder"]["config"]
-    target["quantize_aware"] = True
-    target["dtype"] = "float32"
-    if "encoder" in config:
-        config["dtype"] = "float32"
-    copy = type(model).from_config(config)
-    by_path = {v.path: v for v in copy.weights}
-    missing = []
-    for variable in model.weights:
-        if variable.path not in by_path:
-            missing.append(variable.path)
-            continue
-        by_path[variable.path].assign(keras.ops.cast(variable, "float32"))
-    if missing:
-        raise ValueError(f"QAT copy has no place for {missing[0]} (and {len(missing) - 1} more)")
-    return copy
+    return rebuild(model, quantize_aware=True)
 
 
 def qat_finetune(model, spec, train_path, spm_path, epochs=1, learning_rate=1e-5,
@@ -48,8 +33,8 @@ def qat_finetune(model, spec, train_path, spm_path, epochs=1, learning_rate=1e-5
             gentle: the model is already trained).
     """
     from albert_keras.tasks.encoding import PieceEncoder
-    from albert_keras.tasks.finetune import _dataset
-    from albert_keras.tasks.finetune import _losses
+    from albert_keras.tasks.finetune import make_dataset
+    from albert_keras.tasks.finetune import task_losses
     from albert_keras.tasks.finetune import load_task_data
 
     if not spec.get("task"):
@@ -59,7 +44,7 @@ def qat_finetune(model, spec, train_path, spm_path, epochs=1, learning_rate=1e-5
     keras.utils.set_random_seed(seed)
     data = load_task_data(train_path, spec, PieceEncoder(spm_path))
     qat = quantization_aware_copy(model)
-    loss, loss_weights, metrics = _losses(spec)
+    loss, loss_weights, metrics = task_losses(spec)
     steps = max(1, len(data) // batch_size) * epochs
     qat.compile(
         optimizer=make_optimizer("adamw", learning_rate=learning_rate, total_steps=steps,
@@ -67,5 +52,5 @@ def qat_finetune(model, spec, train_path, spm_path, epochs=1, learning_rate=1e-5
         loss=loss, loss_weights=loss_weights,
     )
     log(f"quantization-aware fine-tuning: {epochs} epoch(s) on {len(data)} rows ...")
-    qat.fit(_dataset(data, batch_size, True, seed), epochs=epochs, shuffle=False, verbose=0)
+    qat.fit(make_dataset(data, batch_size, True, seed), epochs=epochs, shuffle=False, verbose=0)
     return qat

@@ -2,11 +2,10 @@
 
 import keras
 
-from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
-from albert_keras.models.task_model import dense_initializer
+from albert_keras.models.task_model import head_dense
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -40,13 +39,7 @@ class AlbertClassifier(TaskModel):
         inputs = self._encoder_inputs()
         pooled = encoder({n: inputs[n] for n in ENCODER_INPUTS})["pooled_output"]
         x = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")(pooled)
-        logits = make_dense(
-            num_classes,
-            quantize_aware=encoder.quantize_aware,
-            kernel_initializer=dense_initializer(encoder),
-            dtype=dtype,
-            name="classifier",
-        )(x)
+        logits = head_dense(encoder, num_classes, dtype, "classifier")(x)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
         super().__init__(inputs=inputs, outputs={"logits": logits}, **kwargs)
         self.dtype_policy = dtype

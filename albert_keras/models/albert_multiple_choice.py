@@ -3,10 +3,9 @@
 import keras
 from keras import ops
 
-from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
-from albert_keras.models.task_model import dense_initializer
+from albert_keras.models.task_model import head_dense
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -61,13 +60,7 @@ class AlbertMultipleChoice(TaskModel):
         fold = FoldChoices(dtype="int32", name="fold_choices")
         pooled = encoder({n: fold(inputs[n]) for n in ENCODER_INPUTS})["pooled_output"]
         x = keras.layers.Dropout(dropout, dtype=dtype, name="choice_dropout")(pooled)
-        scores = make_dense(
-            1,
-            quantize_aware=encoder.quantize_aware,
-            kernel_initializer=dense_initializer(encoder),
-            dtype=dtype,
-            name="choice_score",
-        )(x)
+        scores = head_dense(encoder, 1, dtype, "choice_score")(x)
         logits = UnfoldChoices(dtype="float32", name="logits")(scores, inputs["token_ids"])
         super().__init__(inputs=inputs, outputs={"logits": logits}, **kwargs)
         self.dtype_policy = dtype

@@ -7,12 +7,12 @@ from keras import ops
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
-
-ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+from albert_keras.models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_model import TaskModel
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertPretrainer(keras.Model):
+class AlbertPretrainer(TaskModel):
     """ALBERT with the masked-LM and sentence-order heads.
 
     Inputs: the encoder's three plus ``masked_positions`` ``[B, P]`` (int32).
@@ -44,9 +44,7 @@ class AlbertPretrainer(keras.Model):
     """
 
     def __init__(self, encoder, sop_dropout=0.1, dtype=None, **kwargs):
-        if isinstance(encoder, dict):
-            encoder = keras.saving.deserialize_keras_object(encoder)
-        dtype = dtype if dtype is not None else encoder.dtype_policy
+        encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         config = encoder.config
 
         # -- layers ------------------------------------------------------------
@@ -133,23 +131,5 @@ class AlbertPretrainer(keras.Model):
     def metrics(self):
         return super().metrics + self._pretraining_metrics
 
-    @property
-    def config(self):
-        return self.encoder.config
-
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "sop_dropout": self.sop_dropout,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return {**self._base_config(), "sop_dropout": self.sop_dropout}

@@ -3,10 +3,9 @@
 import keras
 from keras import ops
 
-from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
-from albert_keras.models.task_model import dense_initializer
+from albert_keras.models.task_model import head_dense
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -55,13 +54,7 @@ class AlbertQuestionAnswerer(TaskModel):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs()
         sequence = encoder({n: inputs[n] for n in ENCODER_INPUTS})["sequence_output"]
-        logits = make_dense(
-            2,
-            quantize_aware=encoder.quantize_aware,
-            kernel_initializer=dense_initializer(encoder),
-            dtype=dtype,
-            name="qa_outputs",
-        )(sequence)
+        logits = head_dense(encoder, 2, dtype, "qa_outputs")(sequence)
         outputs = SpanLogits(dtype="float32", name="span_logits")(logits)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = dtype

@@ -1,19 +1,30 @@
-"""What every fine-tuning model shares: the encoder, its inputs, its config."""
+"""What every model on an encoder shares (the task models and the
+pretrainer): the encoder, its inputs, its config."""
 
 import keras
 
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.albert_encoder import AlbertEncoder
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
-def dense_initializer(encoder):
-    """The truncated normal the original uses for new heads."""
-    return keras.initializers.TruncatedNormal(stddev=encoder.config.initializer_range)
+def head_dense(encoder, units, dtype, name):
+    """A new head's dense layer: the original's truncated-normal initializer,
+    and fake quantization when the encoder is quantization-aware."""
+    return make_dense(
+        units,
+        quantize_aware=encoder.quantize_aware,
+        kernel_initializer=keras.initializers.TruncatedNormal(
+            stddev=encoder.config.initializer_range
+        ),
+        dtype=dtype,
+        name=name,
+    )
 
 
 class TaskModel(keras.Model):
-    """Base of the task models: a functional model around ``encoder``.
+    """Base of the models with heads: a functional model around ``encoder``.
 
     Subclasses build their graph, call ``super().__init__(inputs, outputs)``,
     set ``self.encoder`` and add their own arguments to ``get_config``.

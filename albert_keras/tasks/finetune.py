@@ -114,7 +114,11 @@ class TaskData:
 
 
 def load_task_data(path, spec, encoder, require_labels=True):
-    """Reads ``path`` for the task described by ``spec`` (``task.json``)."""
+    """Reads ``path`` for the task described by ``spec`` (``task.json``).
+
+    A spec whose ``labels`` are None (a new task) takes them from this file,
+    as it does ``num_choices``: the training file defines both.
+    """
     task, seq = spec["task"], spec["sequence_length"]
     if task == "classify":
         examples = readers.read_text_table(
@@ -127,12 +131,20 @@ def load_task_data(path, spec, encoder, require_labels=True):
             if spec["regression"]:
                 y = np.asarray(readers.regression_targets(path, examples), np.float32)[:, None]
             else:
+                if spec["labels"] is None:  # the training file: discover the labels
+                    spec["labels"] = readers.discover_labels(examples.labels)
+                    if len(spec["labels"]) < 2:
+                        raise readers.TaskDataError(
+                            f"{path}: only one label ({spec['labels'][0]!r}); "
+                            "classification needs 2+")
                 y = np.asarray(readers.label_ids(path, examples, spec["labels"]), np.int32)
         return TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples})
     if task == "tag":
         sentences = readers.read_conll(path, require_tags=require_labels)
         words = [s[0] for s in sentences]
         tags = [s[1] for s in sentences] if sentences[0][1] is not None else None
+        if spec["labels"] is None:  # the training file: discover the tags
+            spec["labels"] = readers.discover_labels(t for s in tags for t in s)
         index = {t: i for i, t in enumerate(spec["labels"])}
         if tags is not None:
             for (w, t, line) in sentences:
@@ -158,7 +170,8 @@ def load_task_data(path, spec, encoder, require_labels=True):
             spec["label_column"], require_labels=require_labels,
         )
         count = len(examples.choices[0])
-        if spec.get("num_choices") and count != spec["num_choices"]:
+        spec.setdefault("num_choices", count)  # the training file sets it
+        if count != spec["num_choices"]:
             raise readers.TaskDataError(
                 f"{path}: {count} choices per question, but the model was trained with "
                 f"{spec['num_choices']}"
@@ -174,30 +187,18 @@ def load_task_data(path, spec, encoder, require_labels=True):
     raise ValueError(f"unknown task {task!r}")
 
 
-def _task_spec(cfg, train_path, encoder):
+def _task_spec(cfg):
+    """The task description saved as ``task.json``. Labels (and the number
+    of choices) are left to be discovered when the training file is read."""
     spec = {
         key: getattr(cfg, key)
         for key in ("task", "sequence_length", "truncate", "regression", "text_column",
-                    "text_pair_column", "label_column", "context_column", "choices_column", "question_column",
-                    "stride", "max_question_length", "max_answer_length", "n_best",
-                    "null_threshold", "version_2")
+                    "text_pair_column", "label_column", "context_column", "choices_column",
+                    "question_column", "stride", "max_question_length", "max_answer_length",
+                    "n_best", "null_threshold", "version_2")
     }
-    spec["labels"] = []
-    if cfg.task == "classify" and not cfg.regression:
-        examples = readers.read_text_table(train_path, cfg.text_column, cfg.text_pair_column,
-                                           cfg.label_column)
-        spec["labels"] = readers.discover_labels(examples.labels)
-        if len(spec["labels"]) < 2:
-            raise readers.TaskDataError(
-                f"{train_path}: only one label ({spec['labels'][0]!r}); classification needs 2+"
-            )
-    if cfg.task == "choice":
-        examples = readers.read_choices(train_path, cfg.context_column, cfg.question_column,
-                                        cfg.choices_column, cfg.label_column)
-        spec["num_choices"] = len(examples.choices[0])
-    if cfg.task == "tag":
-        sentences = readers.read_conll(train_path)
-        spec["labels"] = readers.discover_labels(t for s in sentences for t in s[1])
+    needs_labels = cfg.task == "tag" or (cfg.task == "classify" and not cfg.regression)
+    spec["labels"] = None if needs_labels else []
     return spec
 
 
@@ -216,7 +217,7 @@ def build_task_model(spec, encoder, dropout=0.1):
     return AlbertMultipleChoice(encoder, dropout=dropout, name="multiple_choice")
 
 
-def _losses(spec):
+def task_losses(spec):
     ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     if spec["task"] == "qa":
         return ({"start_logits": ce, "end_logits": keras.losses.SparseCategoricalCrossentropy(
@@ -234,6 +235,16 @@ def _losses(spec):
 
 def predict_outputs(model, data, batch_size=64):
     return model.predict(data.x, batch_size=batch_size, verbose=0)
+
+
+def qa_answers(spec, data, outputs):
+    """The decoded answer per question id, with the spec's decoding knobs."""
+    return decode_answers(
+        data.extra["features"], outputs["start_logits"], outputs["end_logits"],
+        data.extra["examples"], n_best=spec["n_best"],
+        max_answer_length=spec["max_answer_length"], null_threshold=spec["null_threshold"],
+        allow_no_answer=spec["version_2"],
+    )
 
 
 def score(spec, data, outputs):
@@ -267,14 +278,8 @@ def score(spec, data, outputs):
             "sentences": len(predicted),
         }
     if task == "qa":
-        examples = data.extra["examples"]
-        answers = decode_answers(
-            data.extra["features"], outputs["start_logits"], outputs["end_logits"], examples,
-            n_best=spec["n_best"], max_answer_length=spec["max_answer_length"],
-            null_threshold=spec["null_threshold"], allow_no_answer=spec["version_2"],
-        )
-        predictions = {qid: a["text"] for qid, a in answers.items()}
-        references = {e.qid: [a[0] for a in e.answers] for e in examples}
+        predictions = {qid: a["text"] for qid, a in qa_answers(spec, data, outputs).items()}
+        references = {e.qid: [a[0] for a in e.answers] for e in data.extra["examples"]}
         return task_metrics.squad_scores(predictions, references)
     predicted = outputs["logits"].argmax(-1)
     return {"accuracy": task_metrics.accuracy(data.y["logits"], predicted),
@@ -284,7 +289,7 @@ def score(spec, data, outputs):
 # -- the run -------------------------------------------------------------------------------
 
 
-def _dataset(data, batch_size, shuffle, seed):
+def make_dataset(data, batch_size, shuffle, seed):
     parts = (data.x, data.y) if data.sample_weight is None else (data.x, data.y, data.sample_weight)
     ds = tf.data.Dataset.from_tensor_slices(parts)
     if shuffle:
@@ -315,73 +320,69 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     if os.path.exists(out_dir) and not overwrite:
         raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
     keras.utils.set_random_seed(cfg.seed)
-    keras.config.set_dtype_policy(cfg.precision)
-    try:
-        # -- data ------------------------------------------------------------------------
-        spm_file = tokenizer_path(init, tokenizer)
-        pieces = PieceEncoder(spm_file)
-        spec = _task_spec(cfg, train_path, pieces)
-        train = load_task_data(train_path, spec, pieces)
-        evaluation = load_task_data(eval_path, spec, pieces) if eval_path else None
-        log(f"{cfg.task}: {len(train)} training rows"
-            + (f", {len(evaluation)} eval rows" if evaluation else "")
-            + (f", labels {spec['labels']}" if spec["labels"] and len(spec["labels"]) <= 20 else ""))
+    # -- data ------------------------------------------------------------------------
+    spm_file = tokenizer_path(init, tokenizer)
+    pieces = PieceEncoder(spm_file)
+    spec = _task_spec(cfg)
+    train = load_task_data(train_path, spec, pieces)
+    evaluation = load_task_data(eval_path, spec, pieces) if eval_path else None
+    log(f"{cfg.task}: {len(train)} training rows"
+        + (f", {len(evaluation)} eval rows" if evaluation else "")
+        + (f", labels {spec['labels']}" if spec["labels"] and len(spec["labels"]) <= 20 else ""))
 
-        # -- model -----------------------------------------------------------------------
-        strategy = make_strategy(cfg.strategy)
-        steps_per_epoch = max(1, len(train) // cfg.batch_size) if len(train) >= cfg.batch_size else 1
-        total = steps_per_epoch * cfg.epochs
-        with strategy.scope():
-            encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch)
-            if pieces.vocabulary_size > encoder.config.vocab_size:
-                raise ValueError(
-                    f"{spm_file}: {pieces.vocabulary_size} pieces, but the model's vocabulary "
-                    f"has {encoder.config.vocab_size}"
-                )
-            if cfg.sequence_length > encoder.config.max_position_embeddings:
-                raise ValueError(
-                    f"sequence_length {cfg.sequence_length} exceeds the model's "
-                    f"max_position_embeddings {encoder.config.max_position_embeddings}"
-                )
-            model = build_task_model(spec, encoder, cfg.dropout)
-            loss, loss_weights, metrics = _losses(spec)
-            weighted = spec["task"] == "tag"
-            model.compile(
-                optimizer=make_optimizer(
-                    "adamw", learning_rate=cfg.learning_rate, total_steps=total,
-                    warmup_steps=int(cfg.warmup_fraction * total),
-                    weight_decay=cfg.weight_decay, clip_norm=1.0,
-                ),
-                loss=loss, loss_weights=loss_weights,
-                metrics=None if weighted else metrics,
-                weighted_metrics=metrics if weighted else None,
+    # -- model -----------------------------------------------------------------------
+    strategy = make_strategy(cfg.strategy)
+    steps_per_epoch = max(1, len(train) // cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    with strategy.scope():
+        encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch)
+        if pieces.vocabulary_size > encoder.config.vocab_size:
+            raise ValueError(
+                f"{spm_file}: {pieces.vocabulary_size} pieces, but the model's vocabulary "
+                f"has {encoder.config.vocab_size}"
             )
-
-        with writing_folder(out_dir) as tmp:
-            # -- fit -------------------------------------------------------------------
-            guard = NanGuard()
-            history = model.fit(
-                _dataset(train, cfg.batch_size, True, cfg.seed),
-                epochs=cfg.epochs,
-                shuffle=False,  # the dataset shuffles itself
-                callbacks=[guard, keras.callbacks.CSVLogger(os.path.join(tmp, "metrics.csv"))],
-                verbose=2,
+        if cfg.sequence_length > encoder.config.max_position_embeddings:
+            raise ValueError(
+                f"sequence_length {cfg.sequence_length} exceeds the model's "
+                f"max_position_embeddings {encoder.config.max_position_embeddings}"
             )
-            if guard.bad_step is not None:
-                raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
+        model = build_task_model(spec, encoder, cfg.dropout)
+        loss, loss_weights, metrics = task_losses(spec)
+        weighted = spec["task"] == "tag"
+        model.compile(
+            optimizer=make_optimizer(
+                "adamw", learning_rate=cfg.learning_rate, total_steps=total,
+                warmup_steps=int(cfg.warmup_fraction * total),
+                weight_decay=cfg.weight_decay, clip_norm=1.0,
+            ),
+            loss=loss, loss_weights=loss_weights,
+            metrics=None if weighted else metrics,
+            weighted_metrics=metrics if weighted else None,
+        )
 
-            # -- evaluate and write ------------------------------------------------------
-            result = {"train_loss": float(history.history["loss"][-1])}
-            if evaluation is not None and evaluation.y is not None:
-                result.update(score(spec, evaluation, predict_outputs(model, evaluation)))
-            save_model(model, os.path.join(tmp, "model.keras"))
-            shutil.copyfile(spm_file, os.path.join(tmp, "spm.model"))
-            write_json(os.path.join(tmp, TASK_FILE), spec)
-            write_json(os.path.join(tmp, "metrics.json"), result)
-            write_json(os.path.join(tmp, "train_config.json"),
-                       {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
-                        "train": os.path.abspath(train_path),
-                        "eval": os.path.abspath(eval_path) if eval_path else None})
-        return result
-    finally:
-        keras.config.set_dtype_policy("float32")
+    with writing_folder(out_dir) as tmp:
+        # -- fit -------------------------------------------------------------------
+        guard = NanGuard()
+        history = model.fit(
+            make_dataset(train, cfg.batch_size, True, cfg.seed),
+            epochs=cfg.epochs,
+            shuffle=False,  # the dataset shuffles itself
+            callbacks=[guard, keras.callbacks.CSVLogger(os.path.join(tmp, "metrics.csv"))],
+            verbose=2,
+        )
+        if guard.bad_step is not None:
+            raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
+
+        # -- evaluate and write ------------------------------------------------------
+        result = {"train_loss": float(history.history["loss"][-1])}
+        if evaluation is not None and evaluation.y is not None:
+            result.update(score(spec, evaluation, predict_outputs(model, evaluation)))
+        save_model(model, os.path.join(tmp, "model.keras"))
+        shutil.copyfile(spm_file, os.path.join(tmp, "spm.model"))
+        write_json(os.path.join(tmp, TASK_FILE), spec)
+        write_json(os.path.join(tmp, "metrics.json"), result)
+        write_json(os.path.join(tmp, "train_config.json"),
+                   {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
+                    "train": os.path.abspath(train_path),
+                    "eval": os.path.abspath(eval_path) if eval_path else None})
+    return result

@@ -4,8 +4,11 @@ with a pretraining folder, embeddings from any of them."""
 import os
 
 import numpy as np
+import tensorflow as tf
 
+from albert_keras.config import CLS_ID
 from albert_keras.config import MASK_ID
+from albert_keras.config import SEP_ID
 from albert_keras.models.albert_embedder import AlbertEmbedder
 from albert_keras.saving import load_model
 from albert_keras.tasks import readers
@@ -13,12 +16,12 @@ from albert_keras.tasks.encoding import PieceEncoder
 from albert_keras.tasks.encoding import pack_texts
 from albert_keras.tasks.finetune import load_task_data
 from albert_keras.tasks.finetune import predict_outputs
+from albert_keras.tasks.finetune import qa_answers
 from albert_keras.tasks.finetune import score
 from albert_keras.tasks.metrics import bio_spans
 from albert_keras.tasks.model_folder import load_encoder
 from albert_keras.tasks.model_folder import load_task_model
 from albert_keras.tasks.model_folder import tokenizer_path
-from albert_keras.tasks.qa import decode_answers
 from albert_keras.tasks.tagging import decode_tags
 
 MASK_TOKEN = "[MASK]"
@@ -64,11 +67,7 @@ def predict(folder, path, batch_size=64):
         ]
     if task == "qa":
         examples = data.extra["examples"]
-        answers = decode_answers(
-            data.extra["features"], outputs["start_logits"], outputs["end_logits"], examples,
-            n_best=spec["n_best"], max_answer_length=spec["max_answer_length"],
-            null_threshold=spec["null_threshold"], allow_no_answer=spec["version_2"],
-        )
+        answers = qa_answers(spec, data, outputs)
         return [
             {"id": e.qid, "answer": answers[e.qid]["text"], "start": answers[e.qid]["start"],
              "end": answers[e.qid]["end"], "score": answers[e.qid]["score"],
@@ -103,11 +102,6 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
     Returns, per text, a list (one per mask) of
     ``[{"token", "id", "probability"}]``, best first.
     """
-    import tensorflow as tf
-
-    from albert_keras.config import CLS_ID
-    from albert_keras.config import SEP_ID
-
     path = os.path.join(folder, "pretrainer.keras") if os.path.isdir(folder) else folder
     model = load_model(path)
     if not hasattr(model, "mlm_head"):
