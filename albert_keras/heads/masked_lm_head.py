@@ -73,20 +73,29 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions):
-        positions = ops.cast(masked_positions, "int32")
-        x = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)
+    def call(self, sequence_output, masked_positions=None):
+        """Logits ``[B, P, V]`` at ``masked_positions`` (``[B, P]``).
+
+        With ``masked_positions=None``, ``sequence_output`` already holds
+        just the ``P`` masked rows (``AlbertPretrainer`` computes only those).
+        """
+        x = sequence_output
+        if masked_positions is not None:
+            positions = ops.cast(masked_positions, "int32")
+            x = ops.take_along_axis(x, positions[:, :, None], axis=1)
         x = self.layer_norm(self.dense(x))
         table = ops.cast(self.token_embedding.embeddings, x.dtype)
         logits = ops.matmul(x, ops.transpose(table))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
-        return (masked_positions_shape[0], masked_positions_shape[1], self.vocab_size)
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
+        rows = masked_positions_shape or sequence_output_shape
+        return (rows[0], rows[1], self.vocab_size)
 
-    def compute_output_spec(self, sequence_output, masked_positions):
+    def compute_output_spec(self, sequence_output, masked_positions=None):
+        positions_shape = None if masked_positions is None else masked_positions.shape
         return keras.KerasTensor(
-            self.compute_output_shape(sequence_output.shape, masked_positions.shape),
+            self.compute_output_shape(sequence_output.shape, positions_shape),
             dtype="float32",
         )
 

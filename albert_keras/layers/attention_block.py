@@ -94,9 +94,27 @@ class AttentionBlock(keras.layers.Layer):
         x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, x, attention_bias, training=False):
+    def call(self, x, attention_bias, training=False, query_positions=None):
+        """Attends from every position, or only from ``query_positions``.
+
+        Args:
+            x: ``[B, S, H]``.
+            attention_bias: ``[B, 1, 1, S]``, added to the scores (see
+                ``AttentionMaskBias``).
+            training: dropout on or off.
+            query_positions: optional ``[B, Q]`` int positions. The block
+                then returns ``[B, Q, H]``: the rows it would return at those
+                positions, computed without the others (keys and values
+                still come from all ``S``). Pretraining uses this in the
+                last block, whose other rows no head reads.
+        """
         scale = 1.0 / float(self.head_size) ** 0.5
-        q = self._split_heads(self.query(x, training=training))
+        if query_positions is not None:
+            positions = ops.cast(query_positions, "int32")[:, :, None]
+            queries = ops.take_along_axis(x, positions, axis=1)
+        else:
+            queries = x
+        q = self._split_heads(self.query(queries, training=training))
         k = self._split_heads(self.key(x, training=training))
         v = self._split_heads(self.value(x, training=training))
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
@@ -106,13 +124,16 @@ class AttentionBlock(keras.layers.Layer):
         probs = self.probs_dropout(probs, training=training)
         context = ops.matmul(probs, v)
         context = ops.transpose(context, (0, 2, 1, 3))
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(context, (batch, seq, self.hidden_size))
         out = self.output_dropout(self.output_dense(context, training=training),
                                   training=training)
-        return self.layer_norm(out + x)
+        return self.layer_norm(out + queries)
 
-    def compute_output_shape(self, x_shape, attention_bias_shape=None):
+    def compute_output_shape(self, x_shape, attention_bias_shape=None,
+                             query_positions_shape=None):
+        if query_positions_shape is not None:
+            return tuple(query_positions_shape) + (x_shape[-1],)
         return x_shape
 
     def get_config(self):

@@ -117,25 +117,36 @@ class SharedEncoder(keras.layers.Layer):
             block.build(x_shape)
         self.built = True
 
-    def call(self, x, attention_bias, training=False):
+    def call(self, x, attention_bias, training=False, query_positions=None):
         """Returns the input and the output of every block.
 
         That is ``L * inner_group_num + 1`` tensors, as the original code's
         ``all_layer_outputs`` and HF transformers (which also records every
         inner block); with ``inner_group_num=1`` one per layer.
+
+        With ``query_positions`` (``[B, Q]``), the last block computes only
+        the rows at those positions, so the last state is ``[B, Q, H]``: the
+        same numbers as gathering the full last state, with the last block's
+        query, output and FFN work cut from ``S`` rows to ``Q``.
         """
         states = [x]
-        for blocks in self.plan:
-            for attention_index, ffn_index in blocks:
-                x = self.attention_blocks[attention_index](
-                    x, attention_bias, training=training
-                )
-                x = self.ffn_blocks[ffn_index](x, training=training)
-                states.append(x)
+        steps = [pair for blocks in self.plan for pair in blocks]
+        for step, (attention_index, ffn_index) in enumerate(steps):
+            last = step == len(steps) - 1
+            x = self.attention_blocks[attention_index](
+                x, attention_bias, training=training,
+                query_positions=query_positions if last else None,
+            )
+            x = self.ffn_blocks[ffn_index](x, training=training)
+            states.append(x)
         return states
 
-    def compute_output_shape(self, x_shape, attention_bias_shape=None):
-        return [tuple(x_shape)] * (self.num_layers * self.inner_group_num + 1)
+    def compute_output_shape(self, x_shape, attention_bias_shape=None,
+                             query_positions_shape=None):
+        shapes = [tuple(x_shape)] * (self.num_layers * self.inner_group_num + 1)
+        if query_positions_shape is not None:
+            shapes[-1] = tuple(query_positions_shape) + (x_shape[-1],)
+        return shapes
 
     def get_config(self):
         config = super().get_config()

@@ -90,6 +90,35 @@ class AlbertPretrainer(TaskModel):
             keras.metrics.Mean(name="sop_loss"),
         ]
 
+    # -- forward pass ----------------------------------------------------------------
+    def call(self, inputs, training=False):
+        """The graph above, with the last block cut to the rows the heads read.
+
+        The heads read only the masked positions and ``[CLS]``, so the last
+        block's queries, output projection and FFN run on ``1 + P`` rows
+        instead of ``S`` (``SharedEncoder``'s ``query_positions``). The
+        numbers are the functional graph's; at the ALBERT-base shape (12
+        layers, S=128, P=20) this is about 6% less work per step, at
+        ``albert_tiny`` (4 layers) about 17%. The layers and their weights
+        are the graph's own, so saving and loading are unchanged.
+        """
+        encoder = self.encoder
+        if encoder.output_hidden_states:  # a caller wants every state: the plain graph
+            return super().call(inputs, training=training)
+        masked_positions = ops.cast(inputs["masked_positions"], "int32")
+        x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)
+        bias = encoder.get_layer("attention_mask")(inputs["padding_mask"])
+        cls_and_masked = ops.concatenate(
+            [ops.zeros_like(masked_positions[:, :1]), masked_positions], axis=1
+        )
+        rows = encoder.transformer(
+            x, bias, training=training, query_positions=cls_and_masked
+        )[-1]
+        return {
+            "mlm_logits": self.mlm_head(rows[:, 1:]),
+            "sop_logits": self.sop_head(encoder.pooler(rows), training=training),
+        }
+
     # -- training ------------------------------------------------------------------
 
     def pretraining_losses(self, y, y_pred):

@@ -88,6 +88,17 @@ def test_attention_block_ignores_padded_keys():
     np.testing.assert_allclose(out[:, :4], base[:, :4], atol=1e-6)
 
 
+def test_attention_block_query_positions_equal_gathered_rows():
+    block = AttentionBlock(H, 4)
+    x, bias = _hidden(2, 10), _bias(2, 10)
+    positions = np.array([[0, 3, 3, 9], [0, 1, 7, 2]], "int32")
+    full = keras.ops.convert_to_numpy(block(x, bias))
+    rows = keras.ops.convert_to_numpy(block(x, bias, query_positions=positions))
+    assert rows.shape == (2, 4, H)
+    np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], 1),
+                               atol=1e-6)
+
+
 def test_feed_forward_block():
     run_layer_test(
         FeedForwardBlock,
@@ -122,3 +133,17 @@ def test_activations_by_name():
     )
     with pytest.raises(ValueError, match="unknown activation"):
         get_activation("swish2")
+
+
+@pytest.mark.parametrize("sharing", ["all", "none"])
+def test_shared_encoder_query_positions_cut_only_the_last_block(sharing):
+    encoder = SharedEncoder(3, 1, 2, sharing, H, 2, 24)
+    x, bias = _hidden(2, 9), _bias(2, 9)
+    positions = np.array([[0, 2, 8], [0, 5, 1]], "int32")
+    full = [keras.ops.convert_to_numpy(t) for t in encoder(x, bias)]
+    cut = [keras.ops.convert_to_numpy(t)
+           for t in encoder(x, bias, query_positions=positions)]
+    for a, b in zip(full[:-1], cut[:-1]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(
+        cut[-1], np.take_along_axis(full[-1], positions[:, :, None], 1), atol=1e-5)
