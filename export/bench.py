@@ -53,6 +53,29 @@ def measure(path, runs=50, threads=2, warmup=5):
             "runs": runs, "threads": threads}
 
 
+def measure_interleaved(paths, runs=50, threads=2, warmup=5):
+    """Median ms of each model, invoked in turn (A, B, A, B, ...) in one process.
+
+    On a shared, noisy machine the speed drifts over seconds; alternating
+    the models gives each the same conditions, so their ratio is fair where
+    back-to-back runs are not.
+    """
+    from albert_keras.export.runtime import TFLiteRunner
+
+    runners = [TFLiteRunner(path, num_threads=threads) for path in paths]
+    feeds = [_feed(runner) for runner in runners]
+    for runner, feed in zip(runners, feeds):
+        for _ in range(warmup):
+            runner(feed)
+    times = [[] for _ in paths]
+    for _ in range(runs):
+        for i, (runner, feed) in enumerate(zip(runners, feeds)):
+            start = time.perf_counter()
+            runner(feed)
+            times[i].append((time.perf_counter() - start) * 1000.0)
+    return [float(np.median(t)) for t in times]
+
+
 def _child(path, runs, threads, warmup):
     import resource
 

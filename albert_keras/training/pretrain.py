@@ -26,7 +26,9 @@ from albert_keras.data.reader import verify_shards
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.presets import get_preset
+from albert_keras.saving import load_model
 from albert_keras.saving import write_json
+from albert_keras.tasks.model_folder import load_encoder
 from albert_keras.training import split_features
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ResumableCheckpoint
@@ -63,6 +65,11 @@ class PretrainConfig:
         seed: weights, shuffling and masking.
         deterministic: TF op determinism (bit-exact resume; slower).
         max_minutes: stop after the first epoch past this wall time.
+        init: start from this model (continued pretraining): a model folder
+            or ``.keras`` file of ours, e.g. a converted published checkpoint.
+            Its architecture replaces ``preset`` and ``model_overrides``; its
+            MLM and SOP heads are kept when it has them. The data must use
+            its tokenizer.
     """
 
     preset: str = "albert_tiny"
@@ -83,6 +90,7 @@ class PretrainConfig:
     seed: int = 0
     deterministic: bool = False
     max_minutes: float = 0.0
+    init: str = ""
 
     def validate(self):
         if self.precision not in PRECISIONS:
@@ -94,8 +102,8 @@ class PretrainConfig:
             raise ValueError("warmup_steps must not exceed total_steps")
 
 
-def build_pretrainer(config, train_config):
-    encoder = AlbertEncoder(config)
+def build_pretrainer(config, train_config, encoder=None):
+    encoder = encoder or AlbertEncoder(config)
     model = AlbertPretrainer(encoder, sop_dropout=0.0)  # the original has none
     model.compile(
         optimizer=make_optimizer(
@@ -109,6 +117,28 @@ def build_pretrainer(config, train_config):
         steps_per_execution=train_config.steps_per_execution,
     )
     return model
+
+
+def _initial_model(init, vocab_size):
+    """``(encoder, heads source or None)`` to continue pretraining from ``init``.
+
+    The encoder is rebuilt under the run's dtype policy with the weights
+    copied; the heads come from ``pretrainer.keras`` (or a pretrainer file).
+    """
+    encoder = load_encoder(init)
+    if encoder.config.vocab_size != vocab_size:
+        raise ValueError(
+            f"{init}: vocabulary of {encoder.config.vocab_size} pieces, but the data "
+            f"was made with {vocab_size}; create the data with this model's tokenizer"
+        )
+    path = init
+    if os.path.isdir(init):
+        path = os.path.join(init, "pretrainer.keras")
+    heads = None
+    if os.path.isfile(path):
+        source = load_model(path)
+        heads = source if isinstance(source, AlbertPretrainer) else None
+    return encoder, heads
 
 
 def _datasets(strategy, data_dir, manifest, train_config, skip_batches):
@@ -246,8 +276,13 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         log("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
         train_config = dataclasses.replace(train_config, steps_per_execution=1)
 
-    config = get_preset(train_config.preset, vocab_size=manifest["vocab_size"],
-                        **train_config.model_overrides)
+    init_encoder = init_heads = None
+    if train_config.init:
+        init_encoder, init_heads = _initial_model(train_config.init, manifest["vocab_size"])
+        config = init_encoder.config
+    else:
+        config = get_preset(train_config.preset, vocab_size=manifest["vocab_size"],
+                            **train_config.model_overrides)
     if config.max_position_embeddings < seq_len:
         raise ValueError(
             f"max_position_embeddings {config.max_position_embeddings} is shorter "
@@ -263,7 +298,16 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             model = keras.saving.load_model(resume_path)
             log(f"resuming from {resume_path} (epoch {initial_epoch})")
         else:
-            model = build_pretrainer(config, train_config)
+            encoder = None
+            if init_encoder is not None:  # variables made here, under the strategy
+                encoder = AlbertEncoder(config, mask_value=init_encoder.mask_value)
+                encoder.set_weights(init_encoder.get_weights())
+            model = build_pretrainer(config, train_config, encoder=encoder)
+            if init_heads is not None:
+                model.mlm_head.set_weights(init_heads.mlm_head.get_weights())
+                model.sop_head.set_weights(init_heads.sop_head.get_weights())
+            if train_config.init:
+                log(f"starting from {train_config.init}")
     write_json(os.path.join(out_dir, "train_config.json"), dataclasses.asdict(train_config))
 
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)

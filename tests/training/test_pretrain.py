@@ -168,3 +168,26 @@ def test_corrupted_shard_is_named_before_training(data_dir, tmp_path):
     with pytest.raises(DataError, match=f"{shard.name}: corrupted shard"):
         pretrain(str(copy), str(tmp_path / "run"), PretrainConfig(model_overrides=SMALL),
                  log=lambda *a: None)
+
+
+def test_init_continues_from_a_model_folder(data_dir, init_folder, tmp_path):
+    out = tmp_path / "continued"
+    # Learning rate 0: the saved model must be the init model, heads included.
+    pretrain(data_dir, str(out), PretrainConfig(
+        init=init_folder, learning_rate=0.0, precision="float32", batch_size=8,
+        total_steps=2, steps_per_epoch=2, warmup_steps=1, eval_steps=1,
+        steps_per_execution=1), log=lambda *a: None)
+    source = keras.saving.load_model(os.path.join(init_folder, "pretrainer.keras"))
+    result = keras.saving.load_model(str(out / "pretrainer.keras"))
+    assert result.encoder.config == source.encoder.config
+    assert result.dtype_policy.name == "float32"
+    for a, b in zip(source.weights, result.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)
+
+
+def test_init_with_another_vocabulary_names_the_model(data_dir, tmp_path):
+    other = str(tmp_path / "other.keras")
+    AlbertEncoder(AlbertConfig(vocab_size=60, **SMALL)).save(other)
+    with pytest.raises(ValueError, match="other.keras: vocabulary of 60 pieces"):
+        pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(init=other),
+                 log=lambda *a: None)
