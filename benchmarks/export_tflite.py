@@ -120,7 +120,8 @@ def main():
         pass
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
-        json.dump({"machine": machine, "args": vars(args), "rows": rows}, f, indent=2)
+        kept = [{k: v for k, v in r.items() if k != "path"} for r in rows]  # temp paths
+        json.dump({"machine": machine, "args": vars(args), "rows": kept}, f, indent=2)
     os.replace(tmp, args.out)
     print(f"\nwrote {args.out}")
 
