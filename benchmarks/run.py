@@ -187,10 +187,7 @@ def bench_pretrain(shapes, steps, warmup, threads):
             else:
                 batch, seq = shape[5], shape[6]
                 tokens = batch * seq / statistics.median(result["times"])
-                peak = peaks["bfloat16" if "bfloat16" in precision else "float32"]
-                row.update(tokens_per_s=tokens, peak_rss_mb=result["peak_rss_mb"],
-                           mfu=executed_flops_per_token(who, shape, seq) * tokens / peak
-                           if peak else None)
+                row.update(tokens_per_s=tokens, peak_rss_mb=result["peak_rss_mb"])  # MFU: render()
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows, peaks

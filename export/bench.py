@@ -38,17 +38,7 @@ def _feed(runner):
 
 def measure(path, runs=50, threads=2, warmup=5):
     """Latency in this process: ``{"median_ms", "p90_ms", "runs", "threads"}``."""
-    from albert_keras.export.runtime import TFLiteRunner
-
-    runner = TFLiteRunner(path, num_threads=threads)
-    feed = _feed(runner)
-    for _ in range(warmup):
-        runner(feed)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        runner(feed)
-        times.append((time.perf_counter() - start) * 1000.0)
+    times = _timed_runs([path], runs, threads, warmup)[0]
     return {"median_ms": float(np.median(times)), "p90_ms": float(np.percentile(times, 90)),
             "runs": runs, "threads": threads}
 
@@ -60,6 +50,11 @@ def measure_interleaved(paths, runs=50, threads=2, warmup=5):
     the models gives each the same conditions, so their ratio is fair where
     back-to-back runs are not.
     """
+    return [float(np.median(t)) for t in _timed_runs(paths, runs, threads, warmup)]
+
+
+def _timed_runs(paths, runs, threads, warmup):
+    """Per model, ``runs`` invocation times in ms, the models taking turns."""
     from albert_keras.export.runtime import TFLiteRunner
 
     runners = [TFLiteRunner(path, num_threads=threads) for path in paths]
@@ -69,11 +64,11 @@ def measure_interleaved(paths, runs=50, threads=2, warmup=5):
             runner(feed)
     times = [[] for _ in paths]
     for _ in range(runs):
-        for i, (runner, feed) in enumerate(zip(runners, feeds)):
+        for runner, feed, model_times in zip(runners, feeds, times):
             start = time.perf_counter()
             runner(feed)
-            times[i].append((time.perf_counter() - start) * 1000.0)
-    return [float(np.median(t)) for t in times]
+            model_times.append((time.perf_counter() - start) * 1000.0)
+    return times
 
 
 def _child(path, runs, threads, warmup):

@@ -27,7 +27,8 @@ def tokenizer_path(init, tokenizer=None):
     return path
 
 
-def _model_file(init, names):
+def model_file(init, names):
+    """``init`` itself, or the first of ``names`` in the folder ``init``."""
     if not os.path.isdir(init):
         return init
     for name in names:
@@ -44,7 +45,7 @@ def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=Fals
     encoder is rebuilt from its config with ``dtype`` and the weights are
     copied, unless ``from_scratch`` (same architecture, new weights).
     """
-    model = load_model(_model_file(init, ("encoder.keras", "model.keras", "pretrainer.keras")))
+    model = load_model(model_file(init, ("encoder.keras", "model.keras", "pretrainer.keras")))
     encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
     if not isinstance(encoder, AlbertEncoder):
         raise ValueError(f"{init}: {type(model).__name__} has no AlbertEncoder")

@@ -28,7 +28,7 @@ from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
 from albert_keras.saving import write_json
-from albert_keras.tasks.model_folder import load_encoder
+from albert_keras.tasks.model_folder import model_file
 from albert_keras.training import split_features
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ResumableCheckpoint
@@ -103,7 +103,8 @@ class PretrainConfig:
 
 
 def build_pretrainer(config, train_config, encoder=None):
-    encoder = encoder or AlbertEncoder(config)
+    if encoder is None:
+        encoder = AlbertEncoder(config)
     model = AlbertPretrainer(encoder, sop_dropout=0.0)  # the original has none
     model.compile(
         optimizer=make_optimizer(
@@ -119,26 +120,23 @@ def build_pretrainer(config, train_config, encoder=None):
     return model
 
 
-def _initial_model(init, vocab_size):
-    """``(encoder, heads source or None)`` to continue pretraining from ``init``.
+def _init_source(init, vocab_size):
+    """``(model, encoder)`` to continue pretraining from, loaded once.
 
-    The encoder is rebuilt under the run's dtype policy with the weights
-    copied; the heads come from ``pretrainer.keras`` (or a pretrainer file).
+    ``model`` is a pretrainer (its heads are kept) or an encoder; a folder's
+    ``pretrainer.keras`` is preferred to its ``encoder.keras``.
     """
-    encoder = load_encoder(init)
+    path = model_file(init, ("pretrainer.keras", "encoder.keras"))
+    model = load_model(path)
+    encoder = getattr(model, "encoder", model)
+    if not isinstance(encoder, AlbertEncoder):
+        raise ValueError(f"{path}: {type(model).__name__} has no AlbertEncoder")
     if encoder.config.vocab_size != vocab_size:
         raise ValueError(
-            f"{init}: vocabulary of {encoder.config.vocab_size} pieces, but the data "
+            f"{path}: vocabulary of {encoder.config.vocab_size} pieces, but the data "
             f"was made with {vocab_size}; create the data with this model's tokenizer"
         )
-    path = init
-    if os.path.isdir(init):
-        path = os.path.join(init, "pretrainer.keras")
-    heads = None
-    if os.path.isfile(path):
-        source = load_model(path)
-        heads = source if isinstance(source, AlbertPretrainer) else None
-    return encoder, heads
+    return model, encoder
 
 
 def _datasets(strategy, data_dir, manifest, train_config, skip_batches):
@@ -276,38 +274,39 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         log("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
         train_config = dataclasses.replace(train_config, steps_per_execution=1)
 
-    init_encoder = init_heads = None
-    if train_config.init:
-        init_encoder, init_heads = _initial_model(train_config.init, manifest["vocab_size"])
-        config = init_encoder.config
+    # -- model: resumed, new, or continued from --init -------------------------------
+    os.makedirs(out_dir, exist_ok=True)
+    ckpt_dir = os.path.join(out_dir, "checkpoints")
+    resume_path, initial_epoch = latest_checkpoint(ckpt_dir)
+    source = None
+    if resume_path:
+        config = None  # the checkpoint holds the model (checked when it was new)
+    elif train_config.init:
+        source, source_encoder = _init_source(train_config.init, manifest["vocab_size"])
+        config = source_encoder.config
     else:
         config = get_preset(train_config.preset, vocab_size=manifest["vocab_size"],
                             **train_config.model_overrides)
-    if config.max_position_embeddings < seq_len:
+    if config is not None and config.max_position_embeddings < seq_len:
         raise ValueError(
             f"max_position_embeddings {config.max_position_embeddings} is shorter "
             f"than the data's sequences ({seq_len})"
         )
-
-    # -- model: new or resumed ------------------------------------------------------
-    os.makedirs(out_dir, exist_ok=True)
-    ckpt_dir = os.path.join(out_dir, "checkpoints")
-    resume_path, initial_epoch = latest_checkpoint(ckpt_dir)
     with strategy.scope():
         if resume_path:
             model = keras.saving.load_model(resume_path)
             log(f"resuming from {resume_path} (epoch {initial_epoch})")
-        else:
-            encoder = None
-            if init_encoder is not None:  # variables made here, under the strategy
-                encoder = AlbertEncoder(config, mask_value=init_encoder.mask_value)
-                encoder.set_weights(init_encoder.get_weights())
+        elif source is not None:
+            # Rebuilt here so the variables belong to the strategy (and the run's policy).
+            encoder = AlbertEncoder(config, mask_value=source_encoder.mask_value)
+            encoder.set_weights(source_encoder.get_weights())
             model = build_pretrainer(config, train_config, encoder=encoder)
-            if init_heads is not None:
-                model.mlm_head.set_weights(init_heads.mlm_head.get_weights())
-                model.sop_head.set_weights(init_heads.sop_head.get_weights())
-            if train_config.init:
-                log(f"starting from {train_config.init}")
+            if isinstance(source, AlbertPretrainer):
+                model.mlm_head.set_weights(source.mlm_head.get_weights())
+                model.sop_head.set_weights(source.sop_head.get_weights())
+            log(f"starting from {train_config.init}")
+        else:
+            model = build_pretrainer(config, train_config)
     write_json(os.path.join(out_dir, "train_config.json"), dataclasses.asdict(train_config))
 
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
