@@ -81,7 +81,11 @@ class NanGuard(keras.callbacks.Callback):
 
 
 class TimeBudget(keras.callbacks.Callback):
-    """Stops training at the end of the first epoch past ``minutes``."""
+    """Stops training at the end of the first epoch past ``minutes``.
+
+    The clock starts at the first ``fit`` it sees, so a run of several
+    ``fit`` calls (the phases of a two-phase schedule) shares one budget.
+    """
 
     def __init__(self, minutes):
         super().__init__()
@@ -90,7 +94,8 @@ class TimeBudget(keras.callbacks.Callback):
         self.stopped_early = False
 
     def on_train_begin(self, logs=None):
-        self.started = time.time()
+        if self.started is None:
+            self.started = time.time()
 
     def on_epoch_end(self, epoch, logs=None):
         if self.minutes and time.time() - self.started > 60 * self.minutes:

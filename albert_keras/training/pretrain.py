@@ -11,6 +11,7 @@ The model folder is the hand-off to fine-tuning and export:
 """
 
 import dataclasses
+import filecmp
 import math
 import os
 import shutil
@@ -70,6 +71,15 @@ class PretrainConfig:
             Its architecture replaces ``preset`` and ``model_overrides``; its
             MLM and SOP heads are kept when it has them. The data must use
             its tokenizer.
+        short_seq_data: a second data folder of shorter sequences, made with
+            the same tokenizer, for the first ``short_seq_steps`` steps:
+            BERT's two-phase recipe (most steps short, the rest at full
+            length so every position embedding is trained). Attention cost
+            grows with the square of the length, so short steps are cheaper,
+            and each step still carries one SOP pair per example.
+        short_seq_steps: steps on ``short_seq_data`` (a multiple of
+            ``steps_per_epoch``, less than ``total_steps``); one learning-rate
+            schedule and one optimizer state run through both phases.
     """
 
     preset: str = "albert_tiny"
@@ -91,6 +101,8 @@ class PretrainConfig:
     deterministic: bool = False
     max_minutes: float = 0.0
     init: str = ""
+    short_seq_data: str = ""
+    short_seq_steps: int = 0
 
     def validate(self):
         if self.precision not in PRECISIONS:
@@ -100,6 +112,17 @@ class PretrainConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.warmup_steps > self.total_steps:
             raise ValueError("warmup_steps must not exceed total_steps")
+        if bool(self.short_seq_data) != bool(self.short_seq_steps):
+            raise ValueError("short_seq_data and short_seq_steps go together")
+        if self.short_seq_steps and (
+            self.short_seq_steps % self.steps_per_epoch
+            or not 0 < self.short_seq_steps < self.total_steps
+        ):
+            raise ValueError(
+                f"short_seq_steps ({self.short_seq_steps}) must be a multiple of "
+                f"steps_per_epoch ({self.steps_per_epoch}) below total_steps "
+                f"({self.total_steps})"
+            )
 
 
 def build_pretrainer(config, train_config, encoder=None):
@@ -139,7 +162,7 @@ def _init_source(init, vocab_size):
     return model, encoder
 
 
-def _datasets(strategy, data_dir, manifest, train_config, skip_batches):
+def _train_dataset(strategy, data_dir, train_config, skip_batches):
     replicas = strategy.num_replicas_in_sync
     if train_config.batch_size % replicas:
         raise ValueError(
@@ -157,19 +180,46 @@ def _datasets(strategy, data_dir, manifest, train_config, skip_batches):
         # A resumed run continues with the batches an uninterrupted run would see.
         return ds.skip(skip_batches).map(split_features)
 
+    return strategy.distribute_datasets_from_function(train_fn)
+
+
+def _eval_dataset(strategy, data_dir, manifest, train_config):
+    if "eval" not in manifest["splits"] or not train_config.eval_steps:
+        return None
+
     def eval_fn(context):
         ds = pretraining_dataset(
             data_dir, "eval",
             batch_size=context.get_per_replica_batch_size(train_config.batch_size),
             shuffle=False, seed=train_config.seed, input_context=context, verify=False,
         )
-        return ds.map(split_features)
+        # Finite: Keras drops the previous epoch's iterator before validating,
+        # and dropping one over an endless dataset waited for its background
+        # prefetching (measured: up to 7 s per epoch at albert_tiny). A
+        # pipeline may feed several replicas, and a distributed iterator reads
+        # one step ahead (it raised StopIteration under MirroredStrategy with
+        # exactly eval_steps), hence the margin.
+        steps = (train_config.eval_steps + 1) * context.num_replicas_in_sync
+        return ds.take(steps).map(split_features)
 
-    train = strategy.distribute_datasets_from_function(train_fn)
-    evaluation = None
-    if "eval" in manifest["splits"] and train_config.eval_steps:
-        evaluation = strategy.distribute_datasets_from_function(eval_fn)
-    return train, evaluation
+    return strategy.distribute_datasets_from_function(eval_fn)
+
+
+def _short_seq_manifest(data_dir, manifest, train_config):
+    """Checks the short-sequence data against the main data; its manifest."""
+    short = train_config.short_seq_data
+    short_manifest = verify_shards(short, "train")
+    a = os.path.join(short, short_manifest["tokenizer"])
+    b = os.path.join(data_dir, manifest["tokenizer"])
+    if not filecmp.cmp(a, b, shallow=False):
+        raise ValueError(f"{a}: not the tokenizer of {b}; make both data folders with one")
+    short_len = short_manifest["config"]["max_seq_length"]
+    if short_len >= manifest["config"]["max_seq_length"]:
+        raise ValueError(
+            f"{short}: sequences of {short_len} are not shorter than the "
+            f"{manifest['config']['max_seq_length']} of {data_dir}"
+        )
+    return short_manifest
 
 
 def most_frequent_token_baseline(data_dir):
@@ -251,6 +301,17 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     if "eval" in manifest["splits"]:
         verify_shards(data_dir, "eval")
     seq_len = manifest["config"]["max_seq_length"]
+    # (data folder, its sequence length, first epoch, end epoch) of each phase
+    epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
+    phases = [(data_dir, seq_len, 0, epochs)]
+    if train_config.short_seq_steps:
+        short_manifest = _short_seq_manifest(data_dir, manifest, train_config)
+        switch = train_config.short_seq_steps // train_config.steps_per_epoch
+        phases = [
+            (train_config.short_seq_data, short_manifest["config"]["max_seq_length"],
+             0, switch),
+            (data_dir, seq_len, switch, epochs),
+        ]
 
     # -- precision, determinism, strategy ------------------------------------------
     keras.mixed_precision.set_global_policy(train_config.precision)
@@ -287,10 +348,11 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     else:
         config = get_preset(train_config.preset, vocab_size=manifest["vocab_size"],
                             **train_config.model_overrides)
-    if config is not None and config.max_position_embeddings < seq_len:
+    longest = max(phase[1] for phase in phases)
+    if config is not None and config.max_position_embeddings < longest:
         raise ValueError(
             f"max_position_embeddings {config.max_position_embeddings} is shorter "
-            f"than the data's sequences ({seq_len})"
+            f"than the data's sequences ({longest})"
         )
     with strategy.scope():
         if resume_path:
@@ -309,10 +371,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             model = build_pretrainer(config, train_config)
     write_json(os.path.join(out_dir, "train_config.json"), dataclasses.asdict(train_config))
 
-    epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
-    train_ds, eval_ds = _datasets(
-        strategy, data_dir, manifest, train_config, initial_epoch * train_config.steps_per_epoch
-    )
+    eval_ds = _eval_dataset(strategy, data_dir, manifest, train_config)
 
     # -- fit ----------------------------------------------------------------------
     nan_guard = NanGuard()
@@ -326,12 +385,26 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         budget,
     ]
     started = time.time()
-    start_step = initial_epoch * train_config.steps_per_epoch
-    if initial_epoch < epochs:
+    tokens = 0
+    for phase_data, phase_len, first, end in phases:
+        if initial_epoch >= end or nan_guard.bad_step is not None or budget.stopped_early:
+            continue
+        begin = max(initial_epoch, first)
+        if len(phases) > 1:
+            log(f"steps {begin * train_config.steps_per_epoch}-"
+                f"{end * train_config.steps_per_epoch}: sequences of {phase_len} "
+                f"from {phase_data}")
+        # A resumed run continues with the batches an uninterrupted run would see.
+        train_ds = _train_dataset(strategy, phase_data, train_config,
+                                  (begin - first) * train_config.steps_per_epoch)
+        before = int(model.optimizer.iterations.numpy())
+        # A fresh step function per phase: traced for this phase's static shape
+        # (TPUs need one), not relaxed to an unknown length by retracing.
+        model.train_function = None
         model.fit(
             train_ds,
-            epochs=epochs,
-            initial_epoch=initial_epoch,
+            epochs=end,
+            initial_epoch=begin,
             steps_per_epoch=train_config.steps_per_epoch,
             validation_data=eval_ds,
             validation_steps=train_config.eval_steps if eval_ds else None,
@@ -339,8 +412,9 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             shuffle=False,  # the dataset shuffles itself
             verbose=2 if os.environ.get("CI") else "auto",
         )
+        tokens += (int(model.optimizer.iterations.numpy()) - before) * (
+            train_config.batch_size * phase_len)
     wall = time.time() - started
-    steps_done = int(model.optimizer.iterations.numpy()) - start_step
     if nan_guard.bad_step is not None:
         raise TrainingError(
             f"the loss became NaN at step {nan_guard.bad_step}; stopped. The last "
@@ -356,8 +430,8 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     metrics.update({
         "steps": int(model.optimizer.iterations.numpy()),
         "wall_seconds": round(wall, 1),
-        "train_tokens_per_second": round(
-            steps_done * train_config.batch_size * seq_len / max(wall, 1e-9), 1),
+        "train_tokens": tokens,
+        "train_tokens_per_second": round(tokens / max(wall, 1e-9), 1),
         "stopped_by_time_budget": budget.stopped_early,
         "precision": train_config.precision,
     })

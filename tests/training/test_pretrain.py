@@ -34,6 +34,17 @@ def data_dir(tmp_path_factory, corpus_file, spm_path):
     return str(out)
 
 
+@pytest.fixture(scope="module")
+def short_data_dir(tmp_path_factory, corpus_file, spm_path):
+    """The same corpus and tokenizer as ``data_dir``, in sequences of 16."""
+    out = tmp_path_factory.mktemp("pretrain") / "data_16"
+    create_pretraining_data(
+        [corpus_file], spm_path, str(out),
+        DataConfig(max_seq_length=16, max_predictions=3, dupe_factor=2, eval_fraction=0.1),
+        log=lambda *a: None)
+    return str(out)
+
+
 @pytest.fixture(autouse=True)
 def _float32_policy():
     yield
@@ -94,22 +105,33 @@ def _run(args, **kwargs):
                             **kwargs)
 
 
-def _pretrain_args(data_dir, out, steps):
-    return ["pretrain", "--data", data_dir, "--tokenizer", os.path.join(data_dir, "spm.model"),
-            "--out", out, "--model-overrides", json.dumps(SMALL), "--batch-size", "8",
+def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0):
+    short = []
+    if short_steps:
+        short = ["--short-data", short_data, "--short-seq-length", "16",
+                 "--max-seq-length", "32", "--short-seq-fraction", str(short_steps / steps)]
+    return ["pretrain", *short, "--data", data_dir,
+            "--tokenizer", os.path.join(data_dir, "spm.model"), "--out", out,
+            "--model-overrides", json.dumps(SMALL), "--batch-size", "8",
             "--steps", str(steps), "--steps-per-epoch", "2", "--warmup-steps", "2",
             "--eval-steps", "0", "--steps-per-execution", "1", "--deterministic",
             "--precision", "float32", "--seed", "3"]
 
 
-def test_resume_after_kill_matches_an_uninterrupted_run(data_dir, tmp_path):
+@pytest.mark.parametrize("short_steps", [0, 6], ids=["one_phase", "two_phases"])
+def test_resume_after_kill_matches_an_uninterrupted_run(
+    data_dir, short_data_dir, tmp_path, short_steps
+):
+    # Two phases: the kill lands after step 4, inside the short-sequence
+    # phase, so the rerun must skip into the short data and then switch.
     steps = 8
-    whole = _run(_pretrain_args(data_dir, str(tmp_path / "whole"), steps))
+    args = lambda out: _pretrain_args(data_dir, out, steps, short_data_dir, short_steps)  # noqa: E731
+    whole = _run(args(str(tmp_path / "whole")))
     output, _ = whole.communicate(timeout=600)
     assert whole.returncode == 0, output
 
     interrupted = str(tmp_path / "interrupted")
-    proc = _run(_pretrain_args(data_dir, interrupted, steps))
+    proc = _run(args(interrupted))
     deadline = time.time() + 300
     ckpt = os.path.join(interrupted, "checkpoints", "ckpt-000002.keras")
     while not os.path.exists(ckpt) and proc.poll() is None and time.time() < deadline:
@@ -119,7 +141,7 @@ def test_resume_after_kill_matches_an_uninterrupted_run(data_dir, tmp_path):
     assert os.path.exists(ckpt), "no checkpoint appeared before the kill"
     assert not os.path.exists(os.path.join(interrupted, "pretrainer.keras"))
 
-    again = _run(_pretrain_args(data_dir, interrupted, steps))
+    again = _run(args(interrupted))
     output, _ = again.communicate(timeout=600)
     assert again.returncode == 0, output
     assert "resuming from" in output
@@ -191,3 +213,70 @@ def test_init_with_another_vocabulary_names_the_model(data_dir, tmp_path):
     with pytest.raises(ValueError, match="other.keras: vocabulary of 60 pieces"):
         pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(init=other),
                  log=lambda *a: None)
+
+
+def test_two_phases_train_on_short_then_full_sequences(
+    data_dir, short_data_dir, tmp_path, monkeypatch
+):
+    from albert_keras.training import pretrain as pretrain_module
+
+    shapes = []
+    real = pretrain_module._train_dataset
+
+    def spy(*args):
+        ds = real(*args)
+        shapes.append(tuple(ds.element_spec[0]["token_ids"].shape))
+        return ds
+
+    monkeypatch.setattr(pretrain_module, "_train_dataset", spy)
+    lines = []
+    metrics = pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(
+        model_overrides=SMALL, batch_size=8, total_steps=6, steps_per_epoch=2,
+        warmup_steps=1, eval_steps=1, steps_per_execution=2,
+        short_seq_data=short_data_dir, short_seq_steps=4), log=lines.append)
+    assert shapes == [(8, 16), (8, 32)]
+    assert metrics["steps"] == 6
+    assert metrics["train_tokens"] == 4 * 8 * 16 + 2 * 8 * 32
+    # The final evaluation is on the full-length held-out split.
+    assert metrics["examples"] == json.load(
+        open(os.path.join(data_dir, "manifest.json")))["splits"]["eval"]["examples"]
+    csv = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
+    assert len(csv) == 1 + 3  # one header, one row per epoch over both phases
+
+
+def test_two_phases_need_one_tokenizer_and_shorter_sequences(
+    data_dir, short_data_dir, tmp_path
+):
+    import shutil
+
+    copy = tmp_path / "data_16"
+    shutil.copytree(short_data_dir, copy)
+    with open(copy / "spm.model", "ab") as f:
+        f.write(b"another tokenizer")
+    config = dict(model_overrides=SMALL, total_steps=4, steps_per_epoch=2, warmup_steps=1,
+                  short_seq_steps=2)
+    with pytest.raises(ValueError, match="data_16/spm.model: not the tokenizer of"):
+        pretrain(data_dir, str(tmp_path / "run"),
+                 PretrainConfig(short_seq_data=str(copy), **config), log=lambda *a: None)
+    with pytest.raises(ValueError, match="sequences of 32 are not shorter than the 16"):
+        pretrain(short_data_dir, str(tmp_path / "run"),
+                 PretrainConfig(short_seq_data=data_dir, **config), log=lambda *a: None)
+    with pytest.raises(ValueError, match="multiple of steps_per_epoch"):
+        PretrainConfig(short_seq_data=data_dir, short_seq_steps=3, steps_per_epoch=2).validate()
+
+
+def test_cli_pretrain_makes_the_short_sequence_data_itself(corpus_file, tmp_path, capsys):
+    from albert_keras.cli import main
+
+    out = tmp_path / "run"
+    assert main(["pretrain", "--input", corpus_file, "--out", str(out), "--vocab-size", "100",
+                 "--max-seq-length", "32", "--max-predictions", "6", "--short-seq-length", "16",
+                 "--dupe-factor", "1", "--eval-fraction", "0.1", "--steps", "4",
+                 "--steps-per-epoch", "2", "--warmup-steps", "1", "--batch-size", "8",
+                 "--eval-steps", "1", "--model-overrides", json.dumps(SMALL)]) == 0
+    # The default fraction (0.875 of 4 steps) rounds down to one whole epoch.
+    assert "steps 0-2: sequences of 16" in capsys.readouterr().out
+    short = json.loads((out / "data_16" / "manifest.json").read_text())["config"]
+    assert (short["max_seq_length"], short["max_predictions"]) == (16, 3)
+    assert (out / "data_16" / "spm.model").read_bytes() == (out / "data" / "spm.model").read_bytes()
+    assert json.loads((out / "metrics.json").read_text())["train_tokens"] == 2 * 8 * (16 + 32)
