@@ -193,13 +193,17 @@ def _eval_dataset(strategy, data_dir, manifest, train_config):
             batch_size=context.get_per_replica_batch_size(train_config.batch_size),
             shuffle=False, seed=train_config.seed, input_context=context, verify=False,
         )
-        # Finite: Keras drops the previous epoch's iterator before validating,
-        # and dropping one over an endless dataset waited for its background
-        # prefetching (measured: up to 7 s per epoch at albert_tiny). A
-        # pipeline may feed several replicas, and a distributed iterator reads
-        # one step ahead (it raised StopIteration under MirroredStrategy with
-        # exactly eval_steps), hence the margin.
-        steps = (train_config.eval_steps + 1) * context.num_replicas_in_sync
+        # Finite, of exactly eval_steps batches: Keras rounds validation up to
+        # whole executions of an endless dataset (10 batches for eval_steps 5),
+        # and it drops the previous epoch's iterator before validating, which
+        # for an endless one waited for its background prefetching (measured:
+        # 2 to 7 s in some epochs at albert_tiny).
+        replicas = context.num_replicas_in_sync
+        steps = train_config.eval_steps * replicas
+        if replicas > 1:
+            # A distributed iterator reads one step ahead: with no margin it
+            # raised StopIteration under MirroredStrategy.
+            steps += replicas
         return ds.take(steps).map(split_features)
 
     return strategy.distribute_datasets_from_function(eval_fn)
