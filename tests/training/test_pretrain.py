@@ -1,3 +1,4 @@
+import functools
 import json
 import os
 import subprocess
@@ -24,25 +25,25 @@ SMALL = {"embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
          "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory, corpus_file, spm_path):
-    out = tmp_path_factory.mktemp("pretrain") / "data"
+def _make_data(tmp_path_factory, corpus_file, spm_path, name, max_seq_length, max_predictions):
+    out = tmp_path_factory.mktemp("pretrain") / name
     create_pretraining_data(
         [corpus_file], spm_path, str(out),
-        DataConfig(max_seq_length=32, max_predictions=5, dupe_factor=2, eval_fraction=0.1),
+        DataConfig(max_seq_length=max_seq_length, max_predictions=max_predictions,
+                   dupe_factor=2, eval_fraction=0.1),
         log=lambda *a: None)
     return str(out)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, corpus_file, spm_path):
+    return _make_data(tmp_path_factory, corpus_file, spm_path, "data", 32, 5)
 
 
 @pytest.fixture(scope="module")
 def short_data_dir(tmp_path_factory, corpus_file, spm_path):
     """The same corpus and tokenizer as ``data_dir``, in sequences of 16."""
-    out = tmp_path_factory.mktemp("pretrain") / "data_16"
-    create_pretraining_data(
-        [corpus_file], spm_path, str(out),
-        DataConfig(max_seq_length=16, max_predictions=3, dupe_factor=2, eval_fraction=0.1),
-        log=lambda *a: None)
-    return str(out)
+    return _make_data(tmp_path_factory, corpus_file, spm_path, "data_16", 16, 3)
 
 
 @pytest.fixture(autouse=True)
@@ -125,7 +126,8 @@ def test_resume_after_kill_matches_an_uninterrupted_run(
     # Two phases: the kill lands after step 4, inside the short-sequence
     # phase, so the rerun must skip into the short data and then switch.
     steps = 8
-    args = lambda out: _pretrain_args(data_dir, out, steps, short_data_dir, short_steps)  # noqa: E731
+    args = functools.partial(_pretrain_args, data_dir, steps=steps,
+                             short_data=short_data_dir, short_steps=short_steps)
     whole = _run(args(str(tmp_path / "whole")))
     output, _ = whole.communicate(timeout=600)
     assert whole.returncode == 0, output
