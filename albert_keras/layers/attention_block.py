@@ -14,6 +14,20 @@ class AttentionBlock(keras.layers.Layer):
     kernels, the layout of the original checkpoints and of HF, so weights map
     one to one. Softmax runs in float32 under mixed precision.
 
+    Two ways to compute the attention, with the same numbers:
+
+    * fused: ``keras.ops.dot_product_attention`` with a boolean mask of shape
+      ``[B, 1, T, S]``. On JAX this takes cuDNN's fused kernel on NVIDIA GPUs
+      (a ``[B, 1, 1, S]`` mask or an additive bias makes cuDNN refuse and
+      fall back to plain XLA) and the Splash kernel on TPUs; on torch it is
+      ``scaled_dot_product_attention``. Used on the JAX and torch backends.
+    * explicit: ``softmax(q k^T * scale + bias)`` with the additive bias
+      ``(1 - mask) * mask_value``. Used on the TensorFlow backend, whose
+      ``dot_product_attention`` is this same computation with no fused
+      kernel behind it, so the TFLite export keeps its graph and its bounded
+      mask value (int8 needs a small one). Also used whenever attention
+      dropout is active, which the fused op does not have.
+
     Args:
         hidden_size: H.
         num_heads: attention heads; must divide ``hidden_size``.
@@ -23,12 +37,16 @@ class AttentionBlock(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal initializer.
         quantize_aware: fake-quantize the projections (QAT, see
             ``QuantizedDense``).
+        mask_value: the additive bias at padded key positions on the
+            explicit path (-10000 as the original; the export uses a bounded
+            value such as -120, which changes nothing in float: exp(-120) is
+            below float32 resolution next to the real scores).
 
     Example:
     >>> block = AttentionBlock(32, 4)
     >>> x = keras.ops.ones((2, 8, 32))
-    >>> bias = keras.ops.zeros((2, 1, 1, 8))
-    >>> tuple(block(x, bias).shape)
+    >>> padding_mask = keras.ops.ones((2, 8), "int32")
+    >>> tuple(block(x, padding_mask).shape)
     (2, 8, 32)
     """
 
@@ -41,6 +59,7 @@ class AttentionBlock(keras.layers.Layer):
         layer_norm_eps=1e-12,
         initializer_range=0.02,
         quantize_aware=False,
+        mask_value=-10000.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -57,6 +76,7 @@ class AttentionBlock(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.quantize_aware = bool(quantize_aware)
+        self.mask_value = float(mask_value)
 
         def dense(name):
             return make_dense(
@@ -83,24 +103,24 @@ class AttentionBlock(keras.layers.Layer):
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="attention_layer_norm"
         )
 
-    def build(self, x_shape, attention_bias_shape=None):
+    def build(self, x_shape, padding_mask_shape=None):
         for layer in (self.query, self.key, self.value, self.output_dense):
             layer.build(x_shape)
         self.layer_norm.build(x_shape)
         self.built = True
 
     def _split_heads(self, x):
+        """``[B, S, H]`` -> ``[B, S, N, D]``."""
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
-        return ops.transpose(x, (0, 2, 1, 3))
+        return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
 
-    def call(self, x, attention_bias, training=False, query_positions=None):
+    def call(self, x, padding_mask, training=False, query_positions=None):
         """Attends from every position, or only from ``query_positions``.
 
         Args:
             x: ``[B, S, H]``.
-            attention_bias: ``[B, 1, 1, S]``, added to the scores (see
-                ``AttentionMaskBias``).
+            padding_mask: ``[B, S]``, 1 (or True) at real tokens; padded
+                positions are never attended to.
             training: dropout on or off.
             query_positions: optional ``[B, Q]`` int positions. The block
                 then returns ``[B, Q, H]``: the rows it would return at those
@@ -108,7 +128,6 @@ class AttentionBlock(keras.layers.Layer):
                 still come from all ``S``). Pretraining uses this in the
                 last block, whose other rows no head reads.
         """
-        scale = 1.0 / float(self.head_size) ** 0.5
         if query_positions is not None:
             positions = ops.cast(query_positions, "int32")[:, :, None]
             queries = ops.take_along_axis(x, positions, axis=1)
@@ -117,20 +136,56 @@ class AttentionBlock(keras.layers.Layer):
         q = self._split_heads(self.query(queries, training=training))
         k = self._split_heads(self.key(x, training=training))
         v = self._split_heads(self.value(x, training=training))
-        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
-        scores = ops.cast(scores, "float32") * scale
-        scores = scores + ops.cast(attention_bias, "float32")
-        probs = ops.cast(ops.softmax(scores, axis=-1), v.dtype)
-        probs = self.probs_dropout(probs, training=training)
-        context = ops.matmul(probs, v)
-        context = ops.transpose(context, (0, 2, 1, 3))
+        if self._use_fused(training):
+            context = self._fused_attention(q, k, v, padding_mask)
+        else:
+            context = self._explicit_attention(q, k, v, padding_mask, training)
         batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(context, (batch, seq, self.hidden_size))
         out = self.output_dropout(self.output_dense(context, training=training),
                                   training=training)
         return self.layer_norm(out + queries)
 
-    def compute_output_shape(self, x_shape, attention_bias_shape=None,
+    # -- the two attention paths ---------------------------------------------------
+    def _use_fused(self, training):
+        if keras.backend.backend() == "tensorflow":
+            return False
+        return not (training and self.attention_dropout > 0)
+
+    def _explicit_attention(self, q, k, v, padding_mask, training):
+        """``[B, T, N, D]`` context from ``[B, T|S, N, D]`` heads."""
+        scale = 1.0 / float(self.head_size) ** 0.5
+        q, k, v = (ops.transpose(t, (0, 2, 1, 3)) for t in (q, k, v))
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
+        scores = ops.cast(scores, "float32") * scale
+        # Built here, inside a layer: in Keras 3.15's functional API,
+        # ``tensor * python_float`` comes back as a sparse tensor.
+        bias = (1.0 - ops.cast(padding_mask, "float32")) * self.mask_value
+        scores = scores + bias[:, None, None, :]
+        probs = ops.cast(ops.softmax(scores, axis=-1), v.dtype)
+        probs = self.probs_dropout(probs, training=training)
+        return ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
+
+    def _fused_attention(self, q, k, v, padding_mask):
+        queries = ops.shape(q)[1]
+        # cuDNN's training kernel rejects an odd query length ("Unsupported
+        # sequence length Q 21" for [CLS] + 20 masked rows): run one extra
+        # query row and drop it.
+        odd = isinstance(queries, int) and queries % 2 == 1
+        if odd:
+            q = ops.concatenate([q, q[:, :1]], axis=1)
+        batch, rows, keys = ops.shape(q)[0], ops.shape(q)[1], ops.shape(k)[1]
+        # cuDNN takes the mask only at its full [B, 1, T, S] shape; a
+        # [B, 1, 1, S] mask silently falls back to unfused XLA.
+        mask = ops.broadcast_to(
+            ops.cast(padding_mask, "bool")[:, None, None, :], (batch, 1, rows, keys)
+        )
+        context = ops.dot_product_attention(
+            q, k, v, mask=mask, scale=1.0 / float(self.head_size) ** 0.5
+        )
+        return context[:, :queries] if odd else context
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None,
                              query_positions_shape=None):
         if query_positions_shape is not None:
             return tuple(query_positions_shape) + (x_shape[-1],)
@@ -147,6 +202,7 @@ class AttentionBlock(keras.layers.Layer):
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
                 "quantize_aware": self.quantize_aware,
+                "mask_value": self.mask_value,
             }
         )
         return config

@@ -1,7 +1,6 @@
 """ALBERT's factorized embedding: V x E tables, then an E -> H projection."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from albert_keras.layers.quantized_dense import make_dense
@@ -118,6 +117,10 @@ class FactorizedEmbedding(keras.layers.Layer):
                     f"max_position_embeddings={self.max_position_embeddings}"
                 )
             return token_ids
+        # Only TensorFlow graphs have an unknown length here (JAX traces and
+        # torch run with static shapes), so only they need a runtime check.
+        import tensorflow as tf
+
         seq_len = ops.shape(token_ids)[1]
         with tf.control_dependencies(
             [

@@ -37,11 +37,13 @@ class SharedEncoder(keras.layers.Layer):
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
         quantize_aware: fake-quantize the dense projections (QAT).
+        mask_value: additive attention bias at padded positions (see
+            ``AttentionBlock``).
 
     Example:
     >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
     >>> x = keras.ops.ones((2, 8, 32))
-    >>> states = encoder(x, keras.ops.zeros((2, 1, 1, 8)))
+    >>> states = encoder(x, keras.ops.ones((2, 8), "int32"))
     >>> len(states)  # the input and one state per block
     5
     """
@@ -61,6 +63,7 @@ class SharedEncoder(keras.layers.Layer):
         layer_norm_eps=1e-12,
         initializer_range=0.02,
         quantize_aware=False,
+        mask_value=-10000.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -77,6 +80,7 @@ class SharedEncoder(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.quantize_aware = bool(quantize_aware)
+        self.mask_value = float(mask_value)
         self.plan = block_plan(num_layers, num_groups, inner_group_num, sharing)
 
         num_attention = 1 + max(a for blocks in self.plan for a, _ in blocks)
@@ -90,6 +94,7 @@ class SharedEncoder(keras.layers.Layer):
                 layer_norm_eps=layer_norm_eps,
                 initializer_range=initializer_range,
                 quantize_aware=self.quantize_aware,
+                mask_value=self.mask_value,
                 dtype=self.dtype_policy,
                 name=f"attention_{i}",
             )
@@ -110,14 +115,14 @@ class SharedEncoder(keras.layers.Layer):
             for i in range(num_ffn)
         ]
 
-    def build(self, x_shape, attention_bias_shape=None):
+    def build(self, x_shape, padding_mask_shape=None):
         for block in self.attention_blocks:
             block.build(x_shape)
         for block in self.ffn_blocks:
             block.build(x_shape)
         self.built = True
 
-    def call(self, x, attention_bias, training=False, query_positions=None):
+    def call(self, x, padding_mask, training=False, query_positions=None):
         """Returns the input and the output of every block.
 
         That is ``L * inner_group_num + 1`` tensors, as the original code's
@@ -134,14 +139,14 @@ class SharedEncoder(keras.layers.Layer):
         for step, (attention_index, ffn_index) in enumerate(steps):
             last = step == len(steps) - 1
             x = self.attention_blocks[attention_index](
-                x, attention_bias, training=training,
+                x, padding_mask, training=training,
                 query_positions=query_positions if last else None,
             )
             x = self.ffn_blocks[ffn_index](x, training=training)
             states.append(x)
         return states
 
-    def compute_output_shape(self, x_shape, attention_bias_shape=None,
+    def compute_output_shape(self, x_shape, padding_mask_shape=None,
                              query_positions_shape=None):
         shapes = [tuple(x_shape)] * (self.num_layers * self.inner_group_num + 1)
         if query_positions_shape is not None:
@@ -165,6 +170,7 @@ class SharedEncoder(keras.layers.Layer):
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
                 "quantize_aware": self.quantize_aware,
+                "mask_value": self.mask_value,
             }
         )
         return config

@@ -4,7 +4,6 @@ import keras
 from keras import ops
 
 from albert_keras.config import AlbertConfig
-from albert_keras.layers.attention_mask import AttentionMaskBias
 from albert_keras.layers.factorized_embedding import FactorizedEmbedding
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.shared_encoder import SharedEncoder
@@ -131,7 +130,6 @@ class AlbertEncoder(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
-        mask_bias = AttentionMaskBias(mask_value, dtype=dtype, name="attention_mask")
         transformer = SharedEncoder(
             num_layers=config.num_hidden_layers,
             num_groups=config.num_hidden_groups,
@@ -146,6 +144,7 @@ class AlbertEncoder(keras.Model):
             layer_norm_eps=config.layer_norm_eps,
             initializer_range=config.initializer_range,
             quantize_aware=quantize_aware,
+            mask_value=mask_value,
             dtype=dtype,
             name="transformer",
         )
@@ -163,8 +162,7 @@ class AlbertEncoder(keras.Model):
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
         x = embeddings(inputs["token_ids"], inputs["segment_ids"])
-        bias = mask_bias(inputs["padding_mask"])
-        states = transformer(x, bias)
+        states = transformer(x, inputs["padding_mask"])
         sequence_output = states[-1]
         outputs = {
             "sequence_output": sequence_output,

@@ -1,7 +1,6 @@
 """AlbertPretrainer: the encoder with its MLM and SOP heads."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from albert_keras.heads.masked_lm_head import MaskedLMHead
@@ -107,12 +106,11 @@ class AlbertPretrainer(TaskModel):
             return super().call(inputs, training=training)
         masked_positions = ops.cast(inputs["masked_positions"], "int32")
         x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)
-        bias = encoder.get_layer("attention_mask")(inputs["padding_mask"])
         cls_and_masked = ops.concatenate(
             [ops.zeros_like(masked_positions[:, :1]), masked_positions], axis=1
         )
         rows = encoder.transformer(
-            x, bias, training=training, query_positions=cls_and_masked
+            x, inputs["padding_mask"], training=training, query_positions=cls_and_masked
         )[-1]
         return {
             "mlm_logits": self.mlm_head(rows[:, 1:]),
@@ -142,12 +140,7 @@ class AlbertPretrainer(TaskModel):
         total = mlm_loss + sop_loss
         if self.losses:  # regularizers, if a user adds any
             total = total + ops.sum(ops.stack(self.losses))
-        # Each replica's loss is averaged over replicas by summing gradients,
-        # as Keras' own compiled losses do.
-        replica = tf.distribute.get_replica_context()
-        if replica is not None and replica.num_replicas_in_sync > 1:
-            total = total / replica.num_replicas_in_sync
-        return total
+        return _scale_for_replicas(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         self._pretraining_metrics[0].update_state(
@@ -162,3 +155,22 @@ class AlbertPretrainer(TaskModel):
 
     def get_config(self):
         return {**self._base_config(), "sop_dropout": self.sop_dropout}
+
+
+def _scale_for_replicas(loss):
+    """Divides a per-replica loss by the replica count under ``tf.distribute``.
+
+    tf.distribute sums the replicas' gradients, so each replica's loss is
+    divided by their number, as Keras' own compiled losses do. JAX's
+    ``keras.distribution`` and torch average over the global batch
+    themselves: there the loss is left as it is, and TensorFlow is imported
+    only on its own backend.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return loss
+    import tensorflow as tf
+
+    replica = tf.distribute.get_replica_context()
+    if replica is not None and replica.num_replicas_in_sync > 1:
+        loss = loss / replica.num_replicas_in_sync
+    return loss

@@ -4,7 +4,6 @@ import pytest
 
 from albert_keras.layers.activations import get_activation
 from albert_keras.layers.attention_block import AttentionBlock
-from albert_keras.layers.attention_mask import AttentionMaskBias
 from albert_keras.layers.factorized_embedding import FactorizedEmbedding
 from albert_keras.layers.feed_forward_block import FeedForwardBlock
 from albert_keras.layers.shared_encoder import SharedEncoder
@@ -21,10 +20,10 @@ def _hidden(batch, seq):
     return np.random.default_rng(seq).normal(size=(batch, seq, H)).astype("float32")
 
 
-def _bias(batch, seq):
+def _mask(batch, seq):
     mask = np.ones((batch, seq), "int32")
     mask[0, seq // 2 :] = 0
-    return AttentionMaskBias()(mask)
+    return mask
 
 
 @pytest.mark.parametrize("embedding_size", [8, H])
@@ -57,22 +56,11 @@ def test_factorized_embedding_refuses_long_sequences_in_a_graph():
         fn(_ids(1, 11), _ids(1, 11, 2))
 
 
-def test_attention_mask_bias():
-    run_layer_test(
-        AttentionMaskBias,
-        dict(mask_value=-120.0),
-        lambda b, s: (np.ones((b, s), "int32"),),
-        lambda b, s: (b, 1, 1, s),
-    )
-    bias = keras.ops.convert_to_numpy(AttentionMaskBias()(np.array([[1, 1, 0]])))
-    np.testing.assert_array_equal(bias.reshape(-1), [0.0, 0.0, -10000.0])
-
-
 def test_attention_block():
     run_layer_test(
         AttentionBlock,
-        dict(hidden_size=H, num_heads=4),
-        lambda b, s: (_hidden(b, s), _bias(b, s)),
+        dict(hidden_size=H, num_heads=4, mask_value=-120.0),
+        lambda b, s: (_hidden(b, s), _mask(b, s)),
         lambda b, s: (b, s, H),
     )
 
@@ -81,19 +69,19 @@ def test_attention_block_ignores_padded_keys():
     block = AttentionBlock(H, 4)
     x = _hidden(1, 6)
     mask = np.array([[1, 1, 1, 1, 0, 0]], "int32")
-    base = keras.ops.convert_to_numpy(block(x, AttentionMaskBias()(mask)))
+    base = keras.ops.convert_to_numpy(block(x, mask))
     changed = x.copy()
     changed[:, 4:] += 5.0  # only padded positions change
-    out = keras.ops.convert_to_numpy(block(changed, AttentionMaskBias()(mask)))
+    out = keras.ops.convert_to_numpy(block(changed, mask))
     np.testing.assert_allclose(out[:, :4], base[:, :4], atol=1e-6)
 
 
 def test_attention_block_query_positions_equal_gathered_rows():
     block = AttentionBlock(H, 4)
-    x, bias = _hidden(2, 10), _bias(2, 10)
+    x, mask = _hidden(2, 10), _mask(2, 10)
     positions = np.array([[0, 3, 3, 9], [0, 1, 7, 2]], "int32")
-    full = keras.ops.convert_to_numpy(block(x, bias))
-    rows = keras.ops.convert_to_numpy(block(x, bias, query_positions=positions))
+    full = keras.ops.convert_to_numpy(block(x, mask))
+    rows = keras.ops.convert_to_numpy(block(x, mask, query_positions=positions))
     assert rows.shape == (2, 4, H)
     np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], 1),
                                atol=1e-6)
@@ -114,7 +102,7 @@ def test_shared_encoder(sharing):
         SharedEncoder,
         dict(num_layers=4, num_groups=2, inner_group_num=2, sharing=sharing,
              hidden_size=H, num_heads=2, intermediate_size=24),
-        lambda b, s: (_hidden(b, s), _bias(b, s)),
+        lambda b, s: (_hidden(b, s), _mask(b, s)),
         lambda b, s: [(b, s, H)] * 9,  # 4 layers x 2 inner blocks + input
     )
 
@@ -138,12 +126,40 @@ def test_activations_by_name():
 @pytest.mark.parametrize("sharing", ["all", "none"])
 def test_shared_encoder_query_positions_cut_only_the_last_block(sharing):
     encoder = SharedEncoder(3, 1, 2, sharing, H, 2, 24)
-    x, bias = _hidden(2, 9), _bias(2, 9)
+    x, mask = _hidden(2, 9), _mask(2, 9)
     positions = np.array([[0, 2, 8], [0, 5, 1]], "int32")
-    full = [keras.ops.convert_to_numpy(t) for t in encoder(x, bias)]
+    full = [keras.ops.convert_to_numpy(t) for t in encoder(x, mask)]
     cut = [keras.ops.convert_to_numpy(t)
-           for t in encoder(x, bias, query_positions=positions)]
+           for t in encoder(x, mask, query_positions=positions)]
     for a, b in zip(full[:-1], cut[:-1]):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(
         cut[-1], np.take_along_axis(full[-1], positions[:, :, None], 1), atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [None, 3, 4])
+def test_attention_block_fused_path_equals_explicit(rows):
+    """The JAX/torch path (``ops.dot_product_attention`` with a boolean mask,
+    one extra row for an odd query count) gives the TensorFlow path's numbers."""
+    block = AttentionBlock(H, 4)
+    x, mask = _hidden(2, 9), _mask(2, 9)
+    block(x, mask)
+    queries = x if rows is None else x[:, :rows]
+    q = block._split_heads(block.query(queries))
+    k, v = block._split_heads(block.key(x)), block._split_heads(block.value(x))
+    fused = keras.ops.convert_to_numpy(block._fused_attention(q, k, v, mask))
+    explicit = keras.ops.convert_to_numpy(block._explicit_attention(q, k, v, mask, False))
+    assert fused.shape == explicit.shape == (2, queries.shape[1], 4, H // 4)
+    np.testing.assert_allclose(fused, explicit, atol=1e-6)
+
+
+def test_attention_block_mask_value_sets_padded_bias():
+    """A bounded mask value (as the int8 export uses) still zeroes padded keys."""
+    x, mask = _hidden(1, 6), np.array([[1, 1, 1, 0, 0, 0]], "int32")
+    ref = AttentionBlock(H, 4)
+    bounded = AttentionBlock(H, 4, mask_value=-120.0)
+    ref(x, mask), bounded(x, mask)
+    bounded.set_weights(ref.get_weights())
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(bounded(x, mask)),
+                               keras.ops.convert_to_numpy(ref(x, mask)), atol=1e-6)
+    assert bounded.get_config()["mask_value"] == -120.0

@@ -1,0 +1,306 @@
+"""Pretraining throughput on every Keras backend and on an accelerator.
+
+    python benchmarks/backends.py --device gpu                  # the full table
+    python benchmarks/backends.py --device cpu --shapes 2x32    # a short CPU run
+
+One optimizer step (AdamW, bf16 mixed precision) of ALBERT-base-shaped
+pretraining on random ids, each case in a fresh subprocess. Keras cases
+time ``fit`` over ``--steps`` batches in one compiled loop
+(``steps_per_execution``), as a user trains: median of ``--repeats`` fits
+after an untimed one. The torch cases time single steps (median over
+``--steps`` after ``--warmup``); torch has no per-step host round trip to
+hide. Tokens/s, then:
+
+* ``ours-jax`` / ``ours-torch`` / ``ours-tensorflow``: ``AlbertPretrainer``
+  (MLM on 20 positions + SOP) on that Keras backend. On JAX its attention is
+  ``keras.ops.dot_product_attention``, which takes cuDNN's fused kernel on
+  an NVIDIA GPU; the child reports whether Keras logged a fallback.
+* ``keras-hub-jax``: keras-hub's ``AlbertMaskedLM`` (MLM only).
+* ``hf-eager`` / ``hf-compile``: transformers' ``AlbertForPreTraining`` under
+  ``torch.autocast(bfloat16)``, eager and with ``torch.compile``.
+
+MFU uses one FLOP count for everyone (the standard training count: 3x the
+forward matmuls of every layer at every position, plus the MLM head on the
+masked positions) against a bf16 matmul peak measured in the same run, so
+MFU ratios equal throughput ratios. Peak memory is the accelerator's
+high-water mark (JAX ``memory_stats``, ``torch.cuda.max_memory_allocated``),
+or the process's peak RSS on CPU.
+
+A case that cannot run on this machine (TensorFlow is not installed on the
+GPU machines we measure on) is recorded with its error, not dropped.
+Results go to ``benchmarks/results/backends_<device>.json`` and ``.md``,
+written as each case finishes.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+# ALBERT-base: hidden, embedding, layers, heads, intermediate.
+BASE = (768, 128, 12, 12, 3072)
+VOCAB = 30000
+PREDICTIONS = 20
+CASES = ("ours-jax", "keras-hub-jax", "hf-eager", "hf-compile", "ours-torch",
+         "ours-tensorflow")
+
+# -- the child: one case, one process -------------------------------------------------
+CHILD = r"""
+import json, logging, os, resource, sys, time
+args = json.loads(sys.argv[1])
+who, B, S = args["who"], args["batch"], args["seq"]
+H, E, L, A, I = args["base"]
+V, P = args["vocab"], args["predictions"]
+gpu = args["device"] == "gpu"
+if who.endswith(("-jax", "-torch", "-tensorflow")):
+    os.environ["KERAS_BACKEND"] = who.rsplit("-", 1)[1]
+import numpy as np
+rng = np.random.default_rng(0)
+ids = rng.integers(5, V, (B, S)).astype("int32")
+positions = np.sort(rng.integers(1, S, (B, P)), axis=1).astype("int32")
+labels = rng.integers(5, V, (B, P)).astype("int32")
+times, fallbacks = [], []
+
+class Catch(logging.Handler):  # Keras logs, and goes on, when cuDNN refuses
+    def emit(self, record):
+        fallbacks.append(record.getMessage()[:160])
+logging.getLogger().addHandler(Catch(level=logging.WARNING))
+
+if who.startswith("hf"):
+    import torch, transformers
+    torch.manual_seed(0)
+    dev = "cuda" if gpu else "cpu"
+    config = transformers.AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
+        num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = transformers.AlbertForPreTraining(config).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    mlm = torch.full((B, S), -100, dtype=torch.long)
+    mlm.scatter_(1, torch.tensor(positions, dtype=torch.long), torch.tensor(labels, dtype=torch.long))
+    x = dict(input_ids=torch.tensor(ids, dtype=torch.long),
+             token_type_ids=torch.zeros((B, S), dtype=torch.long),
+             attention_mask=torch.ones((B, S), dtype=torch.long),
+             labels=mlm, sentence_order_label=torch.zeros((B,), dtype=torch.long))
+    x = {k: v.to(dev) for k, v in x.items()}
+    def loss_fn(x):
+        with torch.autocast(dev, dtype=torch.bfloat16):
+            return model(**x).loss
+    if who == "hf-compile":
+        loss_fn = torch.compile(loss_fn)
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(x).backward()
+        opt.step()
+        if gpu:
+            torch.cuda.synchronize()
+    def peak_memory():
+        return torch.cuda.max_memory_allocated() if gpu else None
+    per_call = 1
+else:
+    import keras
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    x = {"token_ids": ids, "segment_ids": np.zeros((B, S), "int32"),
+         "padding_mask": np.ones((B, S), "int32")}
+    if who.startswith("ours"):
+        from albert_keras import AlbertConfig, AlbertEncoder, AlbertPretrainer
+        config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
+                              num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
+                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+        model.compile(optimizer=keras.optimizers.AdamW(1e-4),
+                      steps_per_execution=args["steps"])
+        x["masked_positions"] = positions
+        y = {"masked_ids": labels, "masked_weights": np.ones((B, P), "float32"),
+             "sop_label": np.zeros((B,), "int32")}
+        sample_weight = None
+    else:
+        import keras_hub
+        backbone = keras_hub.models.AlbertBackbone(vocabulary_size=V, num_layers=L, num_heads=A,
+            embedding_dim=E, hidden_dim=H, intermediate_dim=I, dropout=0.0)
+        model = keras_hub.models.AlbertMaskedLM(backbone)
+        model.compile(optimizer=keras.optimizers.AdamW(1e-4),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      weighted_metrics=[], steps_per_execution=args["steps"])
+        x["mask_positions"] = positions
+        y, sample_weight = labels, np.ones((B, P), "float32")
+    # A user trains with fit, which runs ``steps`` steps in one compiled
+    # loop (steps_per_execution); train_on_batch would add a host round trip
+    # per step. Each "step" below is one fit of ``steps`` batches.
+    n = args["steps"]
+    tile = lambda t: np.concatenate([t] * n)
+    xs, ys = keras.tree.map_structure(tile, x), keras.tree.map_structure(tile, y)
+    ws = None if sample_weight is None else tile(sample_weight)
+    # keras-hub's Task.fit routes data through its preprocessing, which needs
+    # tf.data or grain; Model.fit is the same training loop without it.
+    step = lambda: keras.Model.fit(model, xs, ys, sample_weight=ws, batch_size=B, epochs=1,
+                                   verbose=0, shuffle=False)
+    per_call = n
+    def peak_memory():
+        backend = keras.backend.backend()
+        if gpu and backend == "jax":
+            import jax
+            return jax.devices()[0].memory_stats().get("peak_bytes_in_use")
+        if gpu and backend == "torch":
+            import torch
+            return torch.cuda.max_memory_allocated()
+        return None
+calls = args["warmup"] + args["steps"] if per_call == 1 else 1 + args["repeats"]
+for i in range(calls):
+    t = time.perf_counter()
+    step()
+    times.append((time.perf_counter() - t) / per_call)
+times = times[args["warmup"]:] if per_call == 1 else times[1:]
+memory = peak_memory()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print("RESULT " + json.dumps({"times": times,
+    "peak_bytes": memory if memory is not None else rss,
+    "memory_kind": "device" if memory is not None else "rss",
+    "fallbacks": sorted(set(f for f in fallbacks if "cudnn" in f.lower()
+                            or "fall" in f.lower()))[:3]}))
+"""
+
+PEAK_CHILD = r"""
+import json, sys, time
+gpu = sys.argv[1] == "gpu"
+import torch
+n = 8192 if gpu else 1024
+dev = "cuda" if gpu else "cpu"
+best = 0.0
+# On a CPU, bf16 through torch can be slower than float32: take the faster.
+for dtype in (torch.bfloat16,) if gpu else (torch.bfloat16, torch.float32):
+    a = torch.randn(n, n, device=dev, dtype=dtype)
+    b = torch.randn(n, n, device=dev, dtype=dtype)
+    def run():
+        c = a @ b
+        if gpu:
+            torch.cuda.synchronize()
+    for _ in range(3):
+        run()
+    times = []
+    for _ in range(10):
+        t = time.perf_counter(); run(); times.append(time.perf_counter() - t)
+    best = max(best, 2 * n ** 3 / sorted(times)[len(times) // 2])
+print("RESULT " + json.dumps({"flops": best}))
+"""
+
+
+def _child(code, *argv, timeout):
+    try:
+        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if done.returncode or line is None:
+        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:200]}
+    return json.loads(line[len("RESULT "):])
+
+
+def model_flops_per_token(seq):
+    """Training FLOPs per token of ALBERT-base pretraining (3x the forward)."""
+    H, E, L, _, I = BASE
+    per_layer = 2 * (4 * H * H + 2 * H * I) + 2 * 2 * seq * H  # dense + scores/context
+    forward = L * per_layer + 2 * E * H  # + the E -> H projection
+    forward += PREDICTIONS / seq * 2 * (H * E + E * VOCAB)  # MLM head at the masked rows
+    return 3 * forward
+
+
+def render(results):
+    peak = results.get("matmul_peak_flops")
+    lines = [f"Device: {results['machine']}; measured matmul peak "
+             f"{peak / 1e12:.3g} TFLOP/s" if peak else f"Device: {results['machine']}", "",
+             "| batch x seq | case | tokens/s | vs best peer | MFU | peak memory GiB | note |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    rows = results["rows"]
+    for r in rows:
+        shape = f"{r['batch']}x{r['seq']}"
+        if "error" in r:
+            lines.append(f"| {shape} | {r['who']} | - | - | - | - | {r['error'][:80]} |")
+            continue
+        peers = [p["tokens_per_s"] for p in rows if "tokens_per_s" in p
+                 and not p["who"].startswith("ours") and (p["batch"], p["seq"]) ==
+                 (r["batch"], r["seq"])]
+        vs = f"{r['tokens_per_s'] / max(peers):.2f}x" if peers else "-"
+        mfu = (f"{100 * model_flops_per_token(r['seq']) * r['tokens_per_s'] / peak:.1f}%"
+               if peak else "-")
+        memory = f"{r['peak_bytes'] / 2 ** 30:.1f}" + (" (RSS)" if r["memory_kind"] == "rss"
+                                                        else "")
+        note = "; ".join(r.get("fallbacks") or [])
+        lines.append(f"| {shape} | {r['who']} | {r['tokens_per_s']:,.0f} | {vs} | {mfu} | "
+                     f"{memory} | {note[:80]} |")
+    return "\n".join(lines) + "\n"
+
+
+def _write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["gpu", "cpu"], default="gpu",
+                        help="where the cases run (default: gpu)")
+    parser.add_argument("--shapes", nargs="+", default=["32x128", "128x128", "32x512",
+                                                        "128x512"],
+                        help="batch x seq pairs (default: 32x128 128x128 32x512 128x512)")
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES,
+                        help="what to run (default: all)")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps (default: 10)")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed steps first, compilation included (default: 3)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed fits of --steps batches for the Keras cases, after one "
+                             "untimed fit (default: 3)")
+    parser.add_argument("--timeout", type=int, default=300,
+                        help="seconds one case may take (default: 300)")
+    parser.add_argument("--out", default=None,
+                        help="results stem (default: benchmarks/results/backends_<device>)")
+    args = parser.parse_args(argv)
+
+    stem = args.out or os.path.join(RESULTS, f"backends_{args.device}")
+    os.makedirs(os.path.dirname(stem) or ".", exist_ok=True)
+    peak = _child(PEAK_CHILD, args.device, timeout=args.timeout).get("flops")
+    results = {"machine": _machine(args.device), "matmul_peak_flops": peak,
+               "args": vars(args), "rows": []}
+    for shape in args.shapes:
+        batch, seq = (int(v) for v in shape.lower().split("x"))
+        for who in args.cases:
+            spec = {"who": who, "batch": batch, "seq": seq, "base": BASE, "vocab": VOCAB,
+                    "predictions": PREDICTIONS, "steps": args.steps, "warmup": args.warmup,
+                    "repeats": args.repeats, "device": args.device}
+            out = _child(CHILD, json.dumps(spec), timeout=args.timeout)
+            row = {"who": who, "batch": batch, "seq": seq}
+            if "error" in out:
+                row["error"] = out["error"]
+            else:
+                row.update(tokens_per_s=batch * seq / statistics.median(out["times"]),
+                           peak_bytes=out["peak_bytes"], memory_kind=out["memory_kind"],
+                           fallbacks=out["fallbacks"])
+            results["rows"].append(row)
+            print(json.dumps(row), flush=True)
+            _write(stem + ".json", json.dumps(results, indent=2))
+            _write(stem + ".md", render(results))
+    print(render(results))
+    return results
+
+
+def _machine(device):
+    if device == "gpu":
+        try:
+            return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                  capture_output=True, text=True).stdout.strip() or "gpu"
+        except OSError:
+            return "gpu"
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
+if __name__ == "__main__":
+    main()
