@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import subprocess
 import sys
 
 # Paper Table 4 (ALBERT-base, E = 128), in millions of parameters.
@@ -495,8 +496,7 @@ def _add_finetune_parser(sub):
     p.add_argument("--version-2", action="store_true", help="qa: questions may have no answer")
     p.add_argument("--precision", default="float32",
                    choices=("float32", "mixed_bfloat16", "mixed_float16"))
-    p.add_argument("--strategy", default="auto",
-                   choices=("auto", "tpu", "mirrored", "multiworker", "cpu"))
+    _add_device_flags(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--from-scratch", action="store_true",
                    help="same architecture as --init, untrained weights (a baseline)")
@@ -740,8 +740,7 @@ def build_parser():
     p.add_argument("--clip-norm", type=float, default=1.0)
     p.add_argument("--precision", default="mixed_bfloat16",
                    choices=("float32", "mixed_bfloat16", "mixed_float16"))
-    p.add_argument("--strategy", default="auto",
-                   choices=("auto", "tpu", "mirrored", "multiworker", "cpu"))
+    _add_device_flags(p)
     p.add_argument("--steps-per-execution", type=int, default=10)
     p.add_argument("--dynamic-masking", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--eval-steps", type=int, default=5,
@@ -758,8 +757,39 @@ def build_parser():
     return parser
 
 
+def _add_device_flags(p):
+    from albert_keras.training.strategy import STRATEGIES
+
+    p.add_argument("--strategy", default="auto", choices=STRATEGIES,
+                   help="how training spreads over devices: tpu, mirrored and multiworker "
+                        "are TensorFlow's tf.distribute; data_parallel and model_parallel "
+                        "are keras.distribution on JAX; auto picks for the backend "
+                        "(default: auto)")
+    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
+                   help="the Keras backend for the model (default: $KERAS_BACKEND, else "
+                        "tensorflow); the data pipeline is tf.data on every backend")
+
+
+def _run_on_backend(backend, argv):
+    """Runs this command again in a process with ``KERAS_BACKEND=backend``.
+
+    Keras fixes its backend when it is first imported, which has already
+    happened here, so a new process is the only way to switch.
+    """
+    import keras
+
+    if backend is None or backend == keras.backend.backend():
+        return None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    return subprocess.call([sys.executable, "-m", "albert_keras.cli", *argv], env=env)
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    switched = _run_on_backend(getattr(args, "backend", None), argv)
+    if switched is not None:
+        return switched
     try:
         return args.func(args)
     except (CliError, ValueError, RuntimeError, FileExistsError, FileNotFoundError,

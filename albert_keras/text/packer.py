@@ -4,15 +4,14 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import PAD_ID
-from albert_keras.config import SEP_ID
+from albert_keras.config import CLS_ID, PAD_ID, SEP_ID
+from albert_keras.text.preprocessing_layer import PreprocessingLayer
 
 TRUNCATE_MODES = ("longest_first", "waterfall")
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertPacker(keras.layers.Layer):
+class AlbertPacker(PreprocessingLayer):
     """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, padded to a fixed length.
 
     Truncation when the pieces do not fit ``sequence_length``:

@@ -6,13 +6,16 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.text.spm_model import check_albert_model
-from albert_keras.text.spm_model import read_model_proto
-from albert_keras.text.spm_model import word_start_table
+from albert_keras.text.preprocessing_layer import PreprocessingLayer
+from albert_keras.text.spm_model import (
+    check_albert_model,
+    read_model_proto,
+    word_start_table,
+)
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class SentencePieceTokenizer(keras.layers.Layer):
+class SentencePieceTokenizer(PreprocessingLayer):
     """Strings to word-piece ids with ``tensorflow_text.FastSentencepieceTokenizer``.
 
     That op runs inside ``tf.data``, inside a Keras model and inside a

@@ -4,8 +4,7 @@ import os
 
 import sentencepiece as spm
 
-from albert_keras.text.spm_model import check_albert_model
-from albert_keras.text.spm_model import read_model_proto
+from albert_keras.text.spm_model import check_albert_model, read_model_proto
 
 
 def train_sentencepiece(

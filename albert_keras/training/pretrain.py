@@ -245,20 +245,25 @@ def evaluate_pretrainer(model, data_dir, split="eval", batch_size=64):
                              repeat=False, drop_remainder=False, verify=False)
     correct = total = sop_correct = sop_total = 0
     mlm_loss = sop_loss = 0.0
-    predict = tf.function(lambda x: model(x, training=False))
+    if keras.backend.backend() == "tensorflow":
+        forward = tf.function(lambda x: model(x, training=False))
+    else:  # a compiled forward pass on JAX/torch, from numpy
+        def forward(x):
+            return model.predict_on_batch(keras.tree.map_structure(np.asarray, x))
     for batch in ds:
         x, y = split_features(batch)
-        out = predict(x)
-        w = y["masked_weights"].numpy()
-        logits = out["mlm_logits"].numpy()
-        labels = y["masked_ids"].numpy()
+        y = keras.tree.map_structure(np.asarray, y)
+        out = keras.tree.map_structure(np.asarray, forward(x))
+        w = y["masked_weights"]
+        logits = out["mlm_logits"]
+        labels = y["masked_ids"]
         log_probs = logits - _logsumexp(logits)
         picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
         mlm_loss -= float((picked * w).sum())
         correct += float(((logits.argmax(-1) == labels) * w).sum())
         total += float(w.sum())
-        sop = out["sop_logits"].numpy()
-        sop_labels = y["sop_label"].numpy()
+        sop = out["sop_logits"]
+        sop_labels = y["sop_label"]
         sop_log = sop - _logsumexp(sop)
         sop_loss -= float(np.take_along_axis(sop_log, sop_labels[:, None], -1).sum())
         sop_correct += int((sop.argmax(-1) == sop_labels).sum())
@@ -320,7 +325,8 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     # -- precision, determinism, strategy ------------------------------------------
     keras.mixed_precision.set_global_policy(train_config.precision)
     keras.utils.set_random_seed(train_config.seed)
-    if train_config.deterministic:
+    if train_config.deterministic and keras.backend.backend() == "tensorflow":
+        # (JAX's CPU and GPU kernels are deterministic without a switch.)
         tf.config.experimental.enable_op_determinism()
     if train_config.steps_per_epoch % train_config.steps_per_execution:
         # Keras rounds an epoch up to whole executions, which would shift the

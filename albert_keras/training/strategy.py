@@ -1,8 +1,20 @@
-"""Choosing a ``tf.distribute`` strategy from one flag."""
+"""Choosing how training is spread over devices, from one flag.
 
+On the TensorFlow backend this is a ``tf.distribute`` strategy. On JAX it is
+a ``keras.distribution`` (``DataParallel`` or ``ModelParallel``) wrapped in
+``KerasDistribution``, which offers the few strategy methods the training
+drivers use, so one driver serves both.
+"""
+
+import contextlib
+
+import keras
 import tensorflow as tf
 
-STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu")
+STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu", "data_parallel",
+              "model_parallel")
+TF_ONLY = ("tpu", "mirrored", "multiworker")
+JAX_ONLY = ("data_parallel", "model_parallel")
 
 
 class StrategyError(RuntimeError):
@@ -35,6 +47,12 @@ def make_strategy(name="auto"):
     * ``multiworker``: MultiWorkerMirroredStrategy (``TF_CONFIG`` names the
       workers).
     * ``cpu``: one CPU device.
+    * ``data_parallel`` (JAX): every local device holds the whole model and
+      a slice of each batch. ``auto`` picks it on JAX when there are two or
+      more devices.
+    * ``model_parallel`` (JAX): a ``batch`` x ``model`` mesh over the local
+      devices (two model shards per pair of devices) with the large kernels
+      split by ``albert_layout_map``: for models too large for one device.
 
     Example:
     >>> strategy = make_strategy("cpu")
@@ -43,6 +61,16 @@ def make_strategy(name="auto"):
     """
     if name not in STRATEGIES:
         raise StrategyError(f"strategy must be one of {STRATEGIES}, got {name!r}")
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        if name in TF_ONLY:
+            raise StrategyError(
+                f"--strategy {name} is TensorFlow's; on the {backend} backend use "
+                "auto, data_parallel, model_parallel or cpu")
+        return KerasDistribution.for_name(name)
+    if name in JAX_ONLY:
+        raise StrategyError(
+            f"--strategy {name} needs the JAX backend (KERAS_BACKEND=jax or --backend jax)")
     if name in ("auto", "tpu"):
         strategy = _connect_tpu()
         if strategy is not None:
@@ -62,3 +90,49 @@ def make_strategy(name="auto"):
     if name == "multiworker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+class KerasDistribution:
+    """A ``keras.distribution`` in the shape of a ``tf.distribute`` strategy.
+
+    The drivers call ``scope()``, ``num_replicas_in_sync`` and
+    ``distribute_datasets_from_function``. Under ``keras.distribution`` the
+    input is one pipeline of global batches that Keras splits over the
+    devices itself, so the dataset function gets a one-pipeline context and
+    the replica count is 1.
+
+    Args:
+        distribution: a ``keras.distribution.Distribution``, or None for one
+            device.
+    """
+
+    num_replicas_in_sync = 1
+
+    def __init__(self, distribution=None):
+        self.distribution = distribution
+
+    @classmethod
+    def for_name(cls, name):
+        devices = keras.distribution.list_devices()
+        if name == "cpu" or (name == "auto" and len(devices) < 2):
+            return cls(None)
+        if name in ("auto", "data_parallel"):
+            return cls(keras.distribution.DataParallel(devices=devices))
+        if len(devices) % 2:
+            raise StrategyError(
+                f"--strategy model_parallel needs an even number of devices, found "
+                f"{len(devices)}")
+        from albert_keras.models.layout_map import albert_layout_map
+
+        mesh = keras.distribution.DeviceMesh(
+            (len(devices) // 2, 2), ["batch", "model"], devices)
+        return cls(keras.distribution.ModelParallel(
+            layout_map=albert_layout_map(mesh), batch_dim_name="batch"))
+
+    def scope(self):
+        if self.distribution is None:
+            return contextlib.nullcontext()
+        return self.distribution.scope()
+
+    def distribute_datasets_from_function(self, dataset_fn):
+        return dataset_fn(tf.distribute.InputContext())

@@ -78,3 +78,17 @@ def test_predict_reads_stdin(init_folder, task_files, tmp_path, capsys, monkeypa
     monkeypatch.setattr("sys.stdin", io.StringIO('{"label": "x"}\n'))
     assert main(["predict", out]) == 2
     assert "<stdin>: no column 'text'" in capsys.readouterr().err
+
+
+def test_finetune_on_the_jax_backend(init_folder, task_files, tmp_path, capsys):
+    """--backend jax reruns the command under JAX; the folder it writes is an
+    ordinary one that evaluate (here, TensorFlow) reads."""
+    out = str(tmp_path / "cls_jax")
+    code = main(["finetune", "--task", "classify", "--init", init_folder,
+                 "--train", task_files["cls_train"], "--eval", task_files["cls_eval"],
+                 "--out", out, "--epochs", "1", "--batch-size", "8", "--seq-length", "32",
+                 "--backend", "jax", "--strategy", "data_parallel"])
+    assert code == 0
+    capsys.readouterr()
+    assert main(["evaluate", out, task_files["cls_eval"]]) == 0
+    assert json.loads(capsys.readouterr().out)["examples"] == 16

@@ -282,3 +282,46 @@ def test_cli_pretrain_makes_the_short_sequence_data_itself(corpus_file, tmp_path
     assert (short["max_seq_length"], short["max_predictions"]) == (16, 3)
     assert (out / "data_16" / "spm.model").read_bytes() == (out / "data" / "spm.model").read_bytes()
     assert json.loads((out / "metrics.json").read_text())["train_tokens"] == 2 * 8 * (16 + 32)
+
+
+JAX_CHILD = r"""
+import json, sys
+import keras
+from albert_keras.training.pretrain import PretrainConfig, pretrain
+metrics = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
+    model_overrides=json.loads(sys.argv[4]), batch_size=8, total_steps=4, steps_per_epoch=2,
+    warmup_steps=1, eval_steps=1, steps_per_execution=2, strategy=sys.argv[3],
+    precision="float32"), log=lambda *a: None)
+print("RESULT " + json.dumps({"backend": keras.backend.backend(), "steps": metrics["steps"],
+                              "devices": len(keras.distribution.list_devices())}))
+"""
+
+
+def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path):
+    """JAX training through keras.distribution, on two (forced) CPU devices:
+    data- and model-parallel runs end with the one-device run's weights."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "CUDA_VISIBLE_DEVICES": "",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    weights = {}
+    for strategy in ("cpu", "data_parallel", "model_parallel"):
+        out = tmp_path / strategy
+        done = subprocess.run([sys.executable, "-c", JAX_CHILD, data_dir, str(out), strategy,
+                               json.dumps(SMALL)], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+        assert json.loads(line[7:]) == {"backend": "jax", "steps": 4, "devices": 2}
+        encoder = keras.saving.load_model(str(out / "encoder.keras"))  # here: TensorFlow
+        weights[strategy] = {v.path: keras.ops.convert_to_numpy(v) for v in encoder.weights}
+    for strategy in ("data_parallel", "model_parallel"):
+        for path, value in weights["cpu"].items():
+            np.testing.assert_allclose(weights[strategy][path], value, atol=2e-5, rtol=0,
+                                       err_msg=f"{strategy}: {path}")
+
+
+def test_strategy_names_are_checked_against_the_backend():
+    from albert_keras.training.strategy import StrategyError
+    from albert_keras.training.strategy import make_strategy
+
+    with pytest.raises(StrategyError, match="needs the JAX backend"):
+        make_strategy("data_parallel")

@@ -1,0 +1,80 @@
+"""The model code on JAX and torch: shared checks, equal outputs, portable
+``.keras`` files and a pretraining fit. Each backend runs in a subprocess
+(Keras fixes its backend per process); this process is TensorFlow."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from albert_keras import AlbertConfig
+from albert_keras import AlbertEncoder
+
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "backend_check.py")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """A tiny encoder saved under TensorFlow, padded inputs and its outputs."""
+    folder = tmp_path_factory.mktemp("tf")
+    keras.utils.set_random_seed(3)
+    encoder = AlbertEncoder(AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
+                                         num_hidden_layers=3, num_hidden_groups=1,
+                                         num_attention_heads=4, intermediate_size=32,
+                                         max_position_embeddings=32))
+    rng = np.random.default_rng(0)
+    mask = np.ones((3, 11), "int32")
+    mask[1, 6:] = 0
+    mask[2, 9:] = 0
+    inputs = {"token_ids": rng.integers(0, 60, (3, 11)).astype("int32"),
+              "segment_ids": (np.arange(11) > 5).astype("int32")[None].repeat(3, 0),
+              "padding_mask": mask}
+    encoder.save(str(folder / "encoder.keras"))
+    np.savez(folder / "inputs.npz", **inputs)
+    outputs = {k: keras.ops.convert_to_numpy(v) for k, v in encoder(inputs).items()}
+    return folder, inputs, outputs
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_model_on_backend(backend, reference, tmp_path):
+    folder, inputs, expected = reference
+    env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, CHILD, str(folder), str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["backend"] == backend
+    # The model code imports no TensorFlow on the other backends.
+    assert not report["tensorflow_imported"]
+    # A fit that learns: the loss falls on a batch it sees again and again.
+    assert report["loss"][-1] < 0.5 * report["loss"][0], report["loss"]
+
+    # TensorFlow's file, run there: the same numbers (padding included).
+    got = dict(np.load(tmp_path / "outputs.npz"))
+    for name in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(got[name], expected[name], atol=1e-5, rtol=0)
+    # And the file saved there loads here with the same numbers.
+    loaded = keras.saving.load_model(str(tmp_path / "encoder.keras"), safe_mode=True)
+    out = loaded(inputs)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out["sequence_output"]),
+                               expected["sequence_output"], atol=1e-5, rtol=0)
+
+
+def test_backend_benchmark_runs_on_cpu(tmp_path):
+    """benchmarks/backends.py's CPU mode: one tiny case, a row written."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "benchmarks", "backends.py")
+    stem = tmp_path / "bench"
+    done = subprocess.run([sys.executable, script, "--device", "cpu", "--shapes", "2x16",
+                           "--cases", "ours-jax", "--steps", "1", "--repeats", "1",
+                           "--out", str(stem)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert [(r["who"], r["batch"], r["seq"]) for r in rows] == [("ours-jax", 2, 16)]
+    assert rows[0].get("tokens_per_s", 0) > 0, rows[0]
+    assert "| 2x16 | ours-jax |" in (tmp_path / "bench.md").read_text()
