@@ -21,7 +21,7 @@ import os
 SHARING_MODES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "tanh", "linear", "gelu_pytorch_tanh")
 
-# Special token ids (ALBERT convention, DESIGN section 3).
+# Special token ids (the ALBERT convention: the original SentencePiece models put them first).
 PAD_ID = 0
 UNK_ID = 1
 CLS_ID = 2

@@ -8,7 +8,7 @@ tf-text's custom tokenizer op for string-in) and the quantization mode.
 
 Paths that keep live variables in the graph (``tf.saved_model.save`` on a
 raw function, ``from_concrete_functions(..., trackable_obj)``) give NaN or
-garbage without an error (DESIGN trap 2), so they are not used; and every
+garbage without an error (measured with TF 2.21), so they are not used; and every
 converted model is validated against Keras before it is written anyway.
 """
 
@@ -83,8 +83,8 @@ def prepare_for_export(model, mask_value=-120.0):
 
     Training may leave a ``mixed_bfloat16`` policy, which TFLite should not
     see; and a bounded mask (-120 instead of -10000, as MobileBERT-EdgeTPU)
-    lets full-int8 quantization keep the scores' resolution (DESIGN trap
-    9). ``exp(-120)`` is 0 in float32, so the float outputs are unchanged.
+    lets full-int8 quantization keep the scores' resolution: a -10000 bias
+    stretches the int8 range of the scores. ``exp(-120)`` is 0 in float32, so the float outputs are unchanged.
     """
     return rebuild(model, mask_value=float(mask_value))
 

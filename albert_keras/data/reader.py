@@ -1,4 +1,5 @@
-"""Reading pretraining shards into the feature dict of DESIGN section 3."""
+"""Reading pretraining shards into the pretraining feature dict (the encoder's
+three inputs plus masked_positions, masked_ids, masked_weights, sop_label)."""
 
 import json
 import os

@@ -1,6 +1,6 @@
 """Dense layers with fake quantization, for quantization-aware training.
 
-tfmot's ``quantize_model`` refuses Keras 3 models (DESIGN trap 5), so QAT
+tfmot's ``quantize_model`` refuses Keras 3 models (it works on tf_keras only), so QAT
 is built into our own layers: with ``quantize_aware=True`` every dense
 projection fake-quantizes its input and output (8-bit, ranges tracked by
 an exponential moving average during training, as tfmot's

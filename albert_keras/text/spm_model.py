@@ -40,7 +40,7 @@ def check_albert_model(proto, source):
     """Refuses models the in-graph tokenizer would get wrong.
 
     ``tensorflow_text.FastSentencepieceTokenizer`` returns wrong ids for BPE
-    models without raising (measured; DESIGN trap 4), so only unigram models
+    models without raising (measured with tensorflow-text 2.21), so only unigram models
     are accepted. The special pieces must sit at ALBERT's ids.
     """
     model_type = proto.trainer_spec.model_type

@@ -26,7 +26,7 @@ def _connect_tpu():
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
     except (ValueError, RuntimeError, tf.errors.OpError):
-        # No TPU: "Please provide a TPU Name" (DESIGN trap 10) or no metadata.
+        # No TPU: "Please provide a TPU Name", or no metadata server.
         return None
     try:
         tf.config.experimental_connect_to_cluster(resolver)

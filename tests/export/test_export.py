@@ -92,7 +92,7 @@ def test_string_in_equals_ids_in(classifier_folder, tmp_path, task_files):
 
 
 def test_unsafe_conversion_path_is_caught(classifier_folder):
-    """DESIGN trap 2: from_concrete_functions with trackable_obj gives NaN
+    """A known trap: from_concrete_functions with trackable_obj gives NaN
     without an error; validation must refuse it."""
     model = prepare_for_export(load_model(os.path.join(classifier_folder, "model.keras")))
     serve = serving_function(model, 32)
