@@ -66,6 +66,7 @@ def pretraining_dataset(
     shuffle_buffer=10000,
     input_context=None,
     verify=True,
+    skip_batches=0,
 ):
     """A ``tf.data.Dataset`` of pretraining feature dicts.
 
@@ -77,15 +78,23 @@ def pretraining_dataset(
     Args:
         data_dir: a folder made by ``albert-keras data create``.
         split: ``train`` or ``eval``.
-        batch_size: examples per batch of *this input pipeline* (with an
-            ``input_context``, the per-replica size).
+        batch_size: examples per batch; with an ``input_context``, per
+            replica (each element then feeds one replica).
         dynamic_masking: re-mask every batch in TF ops (RoBERTa-style) from
             the unmasked sequences, instead of the masks stored in the shards.
         seed: shuffling and dynamic-masking seed.
         shuffle, repeat, drop_remainder, shuffle_buffer: the usual.
-        input_context: a ``tf.distribute.InputContext``; files (or, with
-            fewer files than pipelines, records) are split between pipelines.
+        input_context: a ``tf.distribute.InputContext``. Every input
+            pipeline reads the same global batches (``batch_size`` times the
+            replica count) and keeps its replicas' rows, so a step trains on
+            the same examples, with the same dynamic masks, on one device or on
+            many workers, and a run may resume on another topology. The price
+            is that each worker reads and parses every global batch (cheap next
+            to a training step; tokenization happened in ``data create``).
         verify: check shard checksums first (names a corrupted file).
+        skip_batches: global batches to pass over first (a resumed run
+            continues with the batches, and masks, an uninterrupted run
+            would see); skipped before parsing, so resuming late is cheap.
 
     Example:
     >>> ds = pretraining_dataset("data/", batch_size=64)  # doctest: +SKIP
@@ -96,28 +105,46 @@ def pretraining_dataset(
     s, p = config["max_seq_length"], config["max_predictions"]
     files = [os.path.join(data_dir, x["file"]) for x in manifest["splits"][split]["shards"]]
 
-    ds = tf.data.Dataset.from_tensor_slices(files)
-    shard_records = False
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        if len(files) >= input_context.num_input_pipelines:
-            ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        else:
-            shard_records = True
-    if shuffle:
-        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    # Global batches: one per step over all replicas. This pipeline feeds
+    # `local` of them, rows [first, first + local * batch_size) of each.
+    replicas, local, first = 1, 1, 0
+    if input_context is not None:
+        replicas = input_context.num_replicas_in_sync
+        local = replicas // input_context.num_input_pipelines
+        first = input_context.input_pipeline_id * local * batch_size
+        if replicas > 1 and not drop_remainder:
+            raise ValueError("several replicas need drop_remainder=True (equal slices)")
+
+    # The order is a function of the seed alone, never of how many iterators
+    # were made before: Keras makes an extra one to build the model under a
+    # tf.distribute strategy, and with reshuffle_each_iteration that shifted
+    # every later order (a distributed run then trained on other batches than
+    # one device). Each pass over the files gets its own stateless file order.
+    file_names = tf.constant(files)
+
+    def one_pass(epoch):
+        names = file_names
+        if shuffle:
+            order = tf.random.experimental.stateless_shuffle(
+                tf.range(len(files)), seed=tf.stack([tf.cast(seed, tf.int64), epoch]))
+            names = tf.gather(file_names, order)
+        return tf.data.Dataset.from_tensor_slices(names)
+
+    if repeat:
+        ds = tf.data.Dataset.counter().flat_map(one_pass)
+    else:
+        ds = one_pass(tf.constant(0, tf.int64))
     ds = ds.interleave(
         tf.data.TFRecordDataset,
         cycle_length=min(len(files), 4),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
-    if shard_records:
-        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if shuffle:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)
+    ds = ds.batch(batch_size * replicas, drop_remainder=drop_remainder)
+    if skip_batches:
+        ds = ds.skip(skip_batches)
 
     spec = {
         "token_ids": tf.io.FixedLenFeature([s], tf.int64),
@@ -141,7 +168,6 @@ def pretraining_dataset(
     if dynamic_masking:
         _, starts = albert_vocabulary(os.path.join(data_dir, manifest["tokenizer"]))
         word_starts = tf.constant(starts, tf.bool)
-        pipeline = input_context.input_pipeline_id if input_context else 0
 
         def remask(step, features):
             original = unmask(features)
@@ -149,7 +175,7 @@ def pretraining_dataset(
                 original,
                 features["padding_mask"],
                 word_starts,
-                tf.stack([tf.cast(seed, tf.int64) * 1000 + pipeline, step]),
+                tf.stack([tf.cast(seed, tf.int64) * 1000, step]),
                 manifest["vocab_size"],
                 masked_lm_prob=config["masked_lm_prob"],
                 max_predictions=p,
@@ -158,6 +184,14 @@ def pretraining_dataset(
             )
             return {**features, **masked}
 
-        ds = ds.enumerate().map(remask, num_parallel_calls=tf.data.AUTOTUNE,
-                                deterministic=True)
+        ds = ds.enumerate(start=skip_batches).map(
+            remask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if replicas > 1:
+        # This pipeline's rows, one batch_size element per local replica
+        # (a distributed dataset hands consecutive elements to its replicas).
+        rows = local * batch_size
+        ds = ds.map(lambda f: {k: v[first:first + rows] for k, v in f.items()},
+                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if local > 1:
+            ds = ds.rebatch(batch_size, drop_remainder=True)
     return ds.prefetch(tf.data.AUTOTUNE)

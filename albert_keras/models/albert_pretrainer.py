@@ -125,7 +125,10 @@ class AlbertPretrainer(TaskModel):
         mlm = keras.losses.sparse_categorical_crossentropy(
             y["masked_ids"], y_pred["mlm_logits"], from_logits=True
         )
-        mlm_loss = ops.sum(mlm * weights) / (ops.sum(weights) + 1e-5)
+        # Normalized by the masked-token count of the whole global batch (per
+        # replica), so that replicas with more masked tokens weigh more, as
+        # one device would weigh them.
+        mlm_loss = ops.sum(mlm * weights) / (_mean_over_replicas(ops.sum(weights)) + 1e-5)
         sop_loss = ops.mean(
             keras.losses.sparse_categorical_crossentropy(
                 y["sop_label"], y_pred["sop_logits"], from_logits=True
@@ -157,6 +160,31 @@ class AlbertPretrainer(TaskModel):
         return {**self._base_config(), "sop_dropout": self.sop_dropout}
 
 
+def _tf_replica_context():
+    """The ``tf.distribute`` replica context when there are several replicas.
+
+    None on JAX and torch (``keras.distribution`` and torch see the global
+    batch as one) and on one replica; TensorFlow is imported only on its own
+    backend.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    replica = tf.distribute.get_replica_context()
+    if replica is not None and replica.num_replicas_in_sync > 1:
+        return replica
+    return None
+
+
+def _mean_over_replicas(value):
+    """``value`` averaged over the replicas (itself on one replica)."""
+    replica = _tf_replica_context()
+    if replica is None:
+        return value
+    return replica.all_reduce("sum", ops.stop_gradient(value)) / replica.num_replicas_in_sync
+
+
 def _scale_for_replicas(loss):
     """Divides a per-replica loss by the replica count under ``tf.distribute``.
 
@@ -166,11 +194,7 @@ def _scale_for_replicas(loss):
     themselves: there the loss is left as it is, and TensorFlow is imported
     only on its own backend.
     """
-    if keras.backend.backend() != "tensorflow":
-        return loss
-    import tensorflow as tf
-
-    replica = tf.distribute.get_replica_context()
-    if replica is not None and replica.num_replicas_in_sync > 1:
+    replica = _tf_replica_context()
+    if replica is not None:
         loss = loss / replica.num_replicas_in_sync
     return loss

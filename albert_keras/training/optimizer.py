@@ -9,7 +9,51 @@ from albert_keras.training.schedule import WarmupPolynomialDecay
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
 
 
-class _SavedDecayExclusions:
+def _tf_replicas():
+    """The ``tf.distribute`` replica context when it has several replicas.
+
+    None on JAX and torch (there a step sees the whole global batch), and
+    TensorFlow is imported only on its own backend.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    replica = tf.distribute.get_replica_context()
+    if replica is not None and replica.num_replicas_in_sync > 1:
+        return replica
+    return None
+
+
+class _ClipAfterAllReduce:
+    """Clips the summed gradient, not each replica's share, under tf.distribute.
+
+    Keras 3.15's TensorFlow optimizer clips first (``global_clipnorm`` on a
+    replica's partial gradient) and sums over the replicas afterwards, so a
+    run on 2 replicas or workers (or a TPU's 8 cores) took different steps
+    from one device with the same global batch. Here the gradients are summed
+    before clipping and the later sum is skipped; on one replica and on JAX
+    and torch nothing changes.
+    """
+
+    def _clip_gradients(self, grads):
+        replica = _tf_replicas()
+        if replica is not None and self._clips():
+            present = [g for g in grads if g is not None]
+            summed = iter(replica.all_reduce("sum", present) if present else [])
+            grads = [None if g is None else next(summed) for g in grads]
+        return super()._clip_gradients(grads)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if _tf_replicas() is not None and self._clips():
+            return list(grads_and_vars)  # summed in _clip_gradients already
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
+    def _clips(self):
+        return bool(self.global_clipnorm or self.clipnorm or self.clipvalue)
+
+
+class _SavedDecayExclusions(_ClipAfterAllReduce):
     """Keeps ``exclude_from_weight_decay`` names in the optimizer's config.
 
     Keras does not serialize the exclusions, so a model loaded from a

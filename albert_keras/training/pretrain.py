@@ -176,9 +176,9 @@ def _train_dataset(strategy, data_dir, train_config, skip_batches):
             batch_size=context.get_per_replica_batch_size(train_config.batch_size),
             dynamic_masking=train_config.dynamic_masking,
             seed=train_config.seed, input_context=context, verify=False,
+            skip_batches=skip_batches,
         )
-        # A resumed run continues with the batches an uninterrupted run would see.
-        return ds.skip(skip_batches).map(split_features)
+        return ds.map(split_features)
 
     return strategy.distribute_datasets_from_function(train_fn)
 
@@ -198,15 +198,33 @@ def _eval_dataset(strategy, data_dir, manifest, train_config):
         # and it drops the previous epoch's iterator before validating, which
         # for an endless one waited for its background prefetching (measured:
         # 2 to 7 s in some epochs at albert_tiny).
-        replicas = context.num_replicas_in_sync
-        steps = train_config.eval_steps * replicas
-        if replicas > 1:
+        # One element per local replica and step.
+        local = context.num_replicas_in_sync // context.num_input_pipelines
+        steps = train_config.eval_steps * local
+        if context.num_replicas_in_sync > 1:
             # A distributed iterator reads one step ahead: with no margin it
             # raised StopIteration under MirroredStrategy.
-            steps += replicas
+            steps += local
         return ds.take(steps).map(split_features)
 
     return strategy.distribute_datasets_from_function(eval_fn)
+
+
+def _is_chief(strategy):
+    """Whether this process writes the model folder.
+
+    Under MultiWorkerMirroredStrategy every worker runs this same code; only
+    the chief (``chief``, or worker 0 when there is none) writes
+    checkpoints, logs and the final folder, and all of them read the
+    checkpoints to resume, so ``--out`` must be on storage every worker sees.
+    """
+    extended = getattr(strategy, "extended", None)
+    return bool(getattr(extended, "should_checkpoint", True))
+
+
+def _multi_worker(strategy):
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+        strategy.extended._num_workers > 1)  # no public count of workers
 
 
 def _short_seq_manifest(data_dir, manifest, train_config):
@@ -379,21 +397,24 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             log(f"starting from {train_config.init}")
         else:
             model = build_pretrainer(config, train_config)
-    write_json(os.path.join(out_dir, "train_config.json"), dataclasses.asdict(train_config))
+    chief = _is_chief(strategy)
+    if chief:
+        write_json(os.path.join(out_dir, "train_config.json"),
+                   dataclasses.asdict(train_config))
 
     eval_ds = _eval_dataset(strategy, data_dir, manifest, train_config)
 
     # -- fit ----------------------------------------------------------------------
     nan_guard = NanGuard()
     budget = TimeBudget(train_config.max_minutes)
-    callbacks = [
-        nan_guard,
-        ResumableCheckpoint(
-            ckpt_dir, "val_masked_lm_accuracy" if eval_ds else "masked_lm_accuracy"),
-        keras.callbacks.CSVLogger(os.path.join(out_dir, "metrics.csv"), append=True),
-        keras.callbacks.TensorBoard(os.path.join(out_dir, "logs"), write_graph=False),
-        budget,
-    ]
+    callbacks = [nan_guard, budget]
+    if chief:
+        callbacks[1:1] = [
+            ResumableCheckpoint(
+                ckpt_dir, "val_masked_lm_accuracy" if eval_ds else "masked_lm_accuracy"),
+            keras.callbacks.CSVLogger(os.path.join(out_dir, "metrics.csv"), append=True),
+            keras.callbacks.TensorBoard(os.path.join(out_dir, "logs"), write_graph=False),
+        ]
     started = time.time()
     tokens = 0
     for phase_data, phase_len, first, end in phases:
@@ -411,17 +432,29 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         # A fresh step function per phase: traced for this phase's static shape
         # (TPUs need one), not relaxed to an unknown length by retracing.
         model.train_function = None
-        model.fit(
-            train_ds,
-            epochs=end,
-            initial_epoch=begin,
-            steps_per_epoch=train_config.steps_per_epoch,
-            validation_data=eval_ds,
-            validation_steps=train_config.eval_steps if eval_ds else None,
-            callbacks=callbacks,
-            shuffle=False,  # the dataset shuffles itself
-            verbose=2 if os.environ.get("CI") else "auto",
-        )
+        try:
+            model.fit(
+                train_ds,
+                epochs=end,
+                initial_epoch=begin,
+                steps_per_epoch=train_config.steps_per_epoch,
+                validation_data=eval_ds,
+                validation_steps=train_config.eval_steps if eval_ds else None,
+                callbacks=callbacks,
+                shuffle=False,  # the dataset shuffles itself
+                verbose=2 if os.environ.get("CI") else "auto",
+            )
+        except tf.errors.OpError as e:
+            if not _multi_worker(strategy):
+                raise
+            # A lost peer surfaces as a failed collective (Unavailable,
+            # DeadlineExceeded, Cancelled, ...) with pages of gRPC detail.
+            newest, epoch = latest_checkpoint(ckpt_dir)
+            where = (f"the newest checkpoint is {newest} (epoch {epoch})" if newest
+                     else "no checkpoint was written yet")
+            raise TrainingError(
+                f"a worker was lost during training ({type(e).__name__}); {where}; "
+                "run the same command on every worker to resume") from None
         tokens += (int(model.optimizer.iterations.numpy()) - before) * (
             train_config.batch_size * phase_len)
     wall = time.time() - started
@@ -433,6 +466,8 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         )
 
     # -- final evaluation and the model folder ---------------------------------------
+    if not chief:
+        return {"steps": int(model.optimizer.iterations.numpy()), "chief": False}
     metrics = {}
     if "eval" in manifest["splits"]:
         metrics = evaluate_pretrainer(model, data_dir, "eval")

@@ -88,8 +88,32 @@ def make_strategy(name="auto"):
         devices = gpus or tf.config.list_logical_devices("CPU")
         return tf.distribute.MirroredStrategy([d.name for d in devices])
     if name == "multiworker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return _MultiWorkerMirroredStrategy()
     return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+class _MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    """MultiWorkerMirroredStrategy whose ``reduce`` accepts nested values.
+
+    Keras' TensorFlow trainer builds the model from the first batch, which it
+    averages over the replicas with ``strategy.reduce`` (a dict of per-replica
+    tensors). MirroredStrategy maps its reduction over the structure; the
+    multi-worker strategy takes one tensor at a time (TF 2.21), so ``fit``
+    failed before its first step ("Attempt to convert a value ({'token_ids':
+    PerReplica...")``. After each step Keras also averages the scalar
+    logs with ``axis=0``, which fails on a scalar ("Invalid reduction
+    dimension 0 for input with 0 dimensions"). Here each tensor is reduced
+    on its own, and a scalar over the replicas only.
+    """
+
+    def reduce(self, reduce_op, value, axis):
+        parent = super()
+
+        def one(v):
+            local = self.experimental_local_results(v)[0]
+            return parent.reduce(reduce_op, v, None if local.shape.rank == 0 else axis)
+
+        return tf.nest.map_structure(one, value)
 
 
 class KerasDistribution:

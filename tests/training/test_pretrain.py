@@ -12,8 +12,6 @@ import pytest
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import AlbertPretrainer
-from albert_keras.data.create import DataConfig
-from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.training import split_features
 from albert_keras.training.optimizer import make_optimizer
@@ -21,29 +19,7 @@ from albert_keras.training.pretrain import PretrainConfig
 from albert_keras.training.pretrain import TrainingError
 from albert_keras.training.pretrain import pretrain
 
-SMALL = {"embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
-         "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}
-
-
-def _make_data(tmp_path_factory, corpus_file, spm_path, name, max_seq_length, max_predictions):
-    out = tmp_path_factory.mktemp("pretrain") / name
-    create_pretraining_data(
-        [corpus_file], spm_path, str(out),
-        DataConfig(max_seq_length=max_seq_length, max_predictions=max_predictions,
-                   dupe_factor=2, eval_fraction=0.1),
-        log=lambda *a: None)
-    return str(out)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory, corpus_file, spm_path):
-    return _make_data(tmp_path_factory, corpus_file, spm_path, "data", 32, 5)
-
-
-@pytest.fixture(scope="module")
-def short_data_dir(tmp_path_factory, corpus_file, spm_path):
-    """The same corpus and tokenizer as ``data_dir``, in sequences of 16."""
-    return _make_data(tmp_path_factory, corpus_file, spm_path, "data_16", 16, 3)
+from tests.training.conftest import SMALL
 
 
 @pytest.fixture(autouse=True)
@@ -157,27 +133,39 @@ def test_resume_after_kill_matches_an_uninterrupted_run(
 
 MIRRORED = """
 import json, sys
+import numpy as np
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from albert_keras.saving import load_model
 from albert_keras.training.pretrain import PretrainConfig, pretrain
 from albert_keras.training.strategy import make_strategy
 assert make_strategy("mirrored").num_replicas_in_sync == 2
-m = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
-    model_overrides=json.loads(sys.argv[3]), batch_size=8, total_steps=4, steps_per_epoch=2,
-    warmup_steps=1, eval_steps=1, steps_per_execution=2, strategy="mirrored"),
-    log=lambda *a: None)
+weights = []
+for strategy in ("auto", "mirrored"):
+    out = sys.argv[2] + "-" + strategy
+    m = pretrain(sys.argv[1], out, PretrainConfig(
+        model_overrides=json.loads(sys.argv[3]), batch_size=8, total_steps=4,
+        steps_per_epoch=2, warmup_steps=1, eval_steps=1, steps_per_execution=2,
+        precision="float32", learning_rate=1e-2, strategy=strategy), log=lambda *a: None)
+    weights.append(load_model(out + "/pretrainer.keras").get_weights())
 print("STEPS", m["steps"], "SOP", m["sop_accuracy"])
+print("MAXDIFF", max(float(np.abs(a - b).max()) for a, b in zip(*weights)))
 """
 
 
-def test_fit_under_mirrored_strategy_on_two_logical_cpus(data_dir, tmp_path):
+def test_mirrored_strategy_on_two_logical_cpus_equals_one_device(data_dir, tmp_path):
+    # Two replicas of 4 examples must take the steps one device takes on the
+    # same 8 (gradient clipping, the MLM normalisation and the batches
+    # included). The learning rate is high so that clipping engages.
     env = {**os.environ, "CI": "true", "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run(
         [sys.executable, "-c", MIRRORED, data_dir, str(tmp_path / "run"), json.dumps(SMALL)],
         capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "STEPS 4" in result.stdout
+    diff = float(result.stdout.split("MAXDIFF")[1].split()[0])
+    assert diff < 1e-5, result.stdout
 
 
 def test_corrupted_shard_is_named_before_training(data_dir, tmp_path):

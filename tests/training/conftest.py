@@ -1,0 +1,30 @@
+"""Pretraining data shared by the training tests."""
+
+import pytest
+
+from albert_keras.data.create import DataConfig
+from albert_keras.data.create import create_pretraining_data
+
+SMALL = {"embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
+         "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}
+
+
+def _make_data(tmp_path_factory, corpus_file, spm_path, name, max_seq_length, max_predictions):
+    out = tmp_path_factory.mktemp("pretrain") / name
+    create_pretraining_data(
+        [corpus_file], spm_path, str(out),
+        DataConfig(max_seq_length=max_seq_length, max_predictions=max_predictions,
+                   dupe_factor=2, eval_fraction=0.1),
+        log=lambda *a: None)
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, corpus_file, spm_path):
+    return _make_data(tmp_path_factory, corpus_file, spm_path, "data", 32, 5)
+
+
+@pytest.fixture(scope="module")
+def short_data_dir(tmp_path_factory, corpus_file, spm_path):
+    """The same corpus and tokenizer as ``data_dir``, in sequences of 16."""
+    return _make_data(tmp_path_factory, corpus_file, spm_path, "data_16", 16, 3)
