@@ -176,13 +176,22 @@ def cmd_tokenizer_train(args):
 
 
 def cmd_data_create(args):
-    from albert_keras.data.create import create_pretraining_data
-
     inputs, layout = _corpus_inputs(args)
-    manifest = create_pretraining_data(
-        inputs, args.tokenizer, args.out, _data_config(args, layout),
-        workers=args.workers, overwrite=args.overwrite,
-    )
+    if args.runner == "beam":
+        from albert_keras.data.beam_pipeline import create_pretraining_data_beam
+
+        manifest = create_pretraining_data_beam(
+            inputs, args.tokenizer, args.out, _data_config(args, layout),
+            workers=args.workers, overwrite=args.overwrite, options=args.beam_options)
+    else:
+        if args.beam_options:
+            raise CliError("--beam-options needs --runner beam")
+        from albert_keras.data.create import create_pretraining_data
+
+        manifest = create_pretraining_data(
+            inputs, args.tokenizer, args.out, _data_config(args, layout),
+            workers=args.workers, overwrite=args.overwrite,
+        )
     for split, info in manifest["splits"].items():
         print(
             f"{split}: {info['examples']} examples from {info['documents']} documents, "
@@ -214,9 +223,12 @@ def cmd_pretrain(args):
     os.makedirs(out, exist_ok=True)
     inputs, layout = _corpus_inputs(args)
 
-    # 1. tokenizer (kept when a killed run is started again); --init brings its own
+    # 1. tokenizer (kept when a killed run is started again); a data folder
+    # and --init bring their own
     tokenizer = args.tokenizer or os.path.join(out, "tokenizer", "spm.model")
-    if args.init and not args.tokenizer:
+    if args.data:
+        tokenizer = _data_tokenizer(args.data, args.tokenizer)
+    elif args.init and not args.tokenizer:
         from albert_keras.tasks.model_folder import tokenizer_path
 
         tokenizer = tokenizer_path(args.init)
@@ -269,6 +281,9 @@ def cmd_pretrain(args):
             short_seq_data=short_data, short_seq_steps=short_steps,
         ),
     )
+    if metrics.get("chief") is False:
+        print(f"{metrics['steps']} steps on this worker; the chief writes {out}")
+        return 0
     if "masked_lm_accuracy" in metrics:
         print(
             f"held-out masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} "
@@ -281,6 +296,22 @@ def cmd_pretrain(args):
     )
     print(f"model folder: {out}")
     return 0
+
+
+def _data_tokenizer(data_dir, tokenizer=None):
+    """The tokenizer a data folder was made with; ``tokenizer`` must be it."""
+    import filecmp
+
+    from albert_keras.data.reader import read_manifest
+
+    manifest = read_manifest(data_dir)
+    own = os.path.join(data_dir, manifest["tokenizer"])
+    if tokenizer and not (os.path.isfile(tokenizer)
+                          and filecmp.cmp(tokenizer, own, shallow=False)):
+        raise CliError(
+            f"{tokenizer}: not the tokenizer {data_dir} was made with ({own}); "
+            "leave --tokenizer out to use the data's")
+    return own
 
 
 def _add_corpus_flags(p):
@@ -681,6 +712,14 @@ def build_parser():
     p.add_argument("--out", required=True, help="output folder")
     _add_data_flags(p, dupe_factor=5, eval_fraction=0.0, workers=1)
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--runner", default="local", choices=("local", "beam"),
+                   help="local: this process and --workers forks; beam: an Apache Beam "
+                        "pipeline (pip install 'albert-keras[beam]'), the same bytes "
+                        "(default: %(default)s)")
+    p.add_argument("--beam-options", default="",
+                   help="Beam pipeline options in one string, e.g. '--runner=FlinkRunner "
+                        "--flink_master=host:8081' (default: the local DirectRunner on "
+                        "--workers processes)")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_data_create)
     p = data_sub.add_parser("sotu-task",
@@ -705,7 +744,9 @@ def build_parser():
     _add_corpus_flags(p)
     p.add_argument("--out", default=os.path.join("runs", "pretrain"),
                    help="the model folder (default runs/pretrain)")
-    p.add_argument("--tokenizer", default=None, help="use this .model instead of training one")
+    p.add_argument("--tokenizer", default=None,
+                   help="use this .model instead of training one (with --data: the "
+                        "data's own, which is the default there)")
     _add_tokenizer_flags(p, vocab_size=8000)
     p.add_argument("--data", default=None, help="use this data folder instead of creating one")
     _add_data_flags(p, dupe_factor=4, eval_fraction=0.05, workers=2)

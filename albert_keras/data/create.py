@@ -1,16 +1,21 @@
 """``albert-keras data create``: corpus -> SOP + MLM TFRecord shards.
 
-Phases: read documents -> split off held-out documents -> tokenize ->
-SOP pairs + masking per (dupe, document) -> global shuffle -> shards +
+Phases: read documents -> choose held-out documents -> tokenize -> SOP pairs
++ masking per (dupe, document) -> shard assignment -> shards +
 ``manifest.json``.
 
 Every (dupe, document) gets its own RNG seeded from ``(seed, dupe,
-document)``, so the output is byte-identical for a seed whatever the number
-of workers. The folder is written under a temporary name and renamed when
-complete: a crash never leaves a half-written dataset.
+document)``, and every example a 64-bit key hashed from ``(seed, dupe,
+document, pair)``: the key picks the example's shard and its place in it,
+which is the global shuffle. The output is therefore byte-identical for a
+seed whatever the number of processes, and whichever runner made it: the
+in-process one here or the Apache Beam pipeline in ``beam_pipeline.py``.
+The folder is written under a temporary name and renamed when complete: a
+crash never leaves a half-written dataset.
 """
 
 import dataclasses
+import hashlib
 import multiprocessing
 import os
 import random
@@ -25,7 +30,8 @@ from albert_keras.data.corpus import read_documents
 from albert_keras.data.masking import mask_sequence
 from albert_keras.data.sop_pairs import document_pairs
 from albert_keras.data.tfrecords import FORMAT
-from albert_keras.data.tfrecords import write_shards
+from albert_keras.data.tfrecords import serialize_example
+from albert_keras.data.tfrecords import write_shard
 from albert_keras.saving import write_json
 from albert_keras.saving import writing_folder
 from albert_keras.text.spm_model import albert_vocabulary
@@ -96,6 +102,88 @@ def _split_documents(split):
     return _WORKER[key]
 
 
+def example_key(seed, dupe, index, pair):
+    """A 64-bit key for one example: its shard and its place there.
+
+    Hashed rather than drawn from one RNG over all examples, so that any
+    process (or Beam worker) can compute it for the examples it made.
+    """
+    digest = hashlib.blake2b(f"{seed}/{dupe}/{index}/{pair}".encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "little")
+
+
+def document_examples(tokenized, index, config, word_starts, vocab_size,
+                      all_documents=None, masked_counts=None):
+    """The examples of one tokenized document, for every dupe.
+
+    Returns:
+        A list of ``(key, tokens, segments, positions, labels, sop_label)``.
+    """
+    out = []
+    for dupe in range(config.dupe_factor):
+        seed = np.random.SeedSequence([config.seed, dupe, index]).generate_state(1)[0]
+        rng = random.Random(int(seed))
+        pairs = document_pairs(
+            tokenized, config.max_seq_length, rng,
+            short_seq_prob=config.short_seq_prob, random_next=config.random_next,
+            all_documents=all_documents, document_index=index,
+        )
+        for j, pair in enumerate(pairs):
+            tokens, segments = pair.packed()
+            masked, positions, labels = mask_sequence(
+                tokens, word_starts, rng, vocab_size,
+                masked_lm_prob=config.masked_lm_prob,
+                max_predictions=config.max_predictions,
+                max_ngram=config.max_ngram,
+                whole_word=config.whole_word,
+                masked_counts=masked_counts,
+            )
+            out.append((example_key(config.seed, dupe, index, j), masked, segments,
+                        positions, labels, pair.label))
+    return out
+
+
+def held_out_documents(num_documents, config):
+    """Sorted indices of the held-out documents (``eval_fraction`` of them).
+
+    ``random.sample`` keeps memory to the held-out count, not the corpus size.
+    """
+    num_eval = int(round(num_documents * config.eval_fraction))
+    if config.eval_fraction > 0:
+        num_eval = max(1, num_eval)
+        if num_eval >= num_documents:
+            raise CorpusError("eval_fraction leaves no training documents")
+    return sorted(random.Random(config.seed).sample(range(num_documents), num_eval))
+
+
+def shard_records(keyed):
+    """A shard's records in key order (the global shuffle); the bytes break
+    a tie, so the order never depends on how the examples arrived."""
+    return [record for _, record in sorted(keyed)]
+
+
+def num_shards_for(num_examples, config):
+    return max(1, -(-num_examples // config.examples_per_shard))
+
+
+def split_summary(examples_count, real_tokens, masked_tokens, sop_ones, ngrams, shards,
+                  documents, eval_docs=None):
+    """A split's manifest entry, from sums (the same whatever the order)."""
+    summary = {
+        "documents": documents,
+        "document_indices": eval_docs,
+        "examples": examples_count,
+        "sop_label_1_fraction": round(sop_ones / examples_count, 4),
+        "mask_rate": round(masked_tokens / real_tokens, 4),
+        "mean_tokens": round(real_tokens / examples_count, 2),
+        "masked_ngram_fractions": [round(c / max(1, sum(ngrams)), 4) for c in ngrams],
+        "shards": shards,
+    }
+    if eval_docs is None:
+        del summary["document_indices"]
+    return summary
+
+
 def _examples(task):
     """Examples of the documents ``indices`` of ``split``, for every dupe."""
     split, indices = task
@@ -104,32 +192,9 @@ def _examples(task):
     all_documents = _split_documents(split) if c.random_next else None
     out = []
     masked_counts = [0] * c.max_ngram
-    for dupe in range(c.dupe_factor):
-        for index in indices:
-            seed = np.random.SeedSequence([c.seed, dupe, index]).generate_state(1)[0]
-            rng = random.Random(int(seed))
-            for pair in document_pairs(
-                tokenized[index],
-                c.max_seq_length,
-                rng,
-                short_seq_prob=c.short_seq_prob,
-                random_next=c.random_next,
-                all_documents=all_documents,
-                document_index=index,
-            ):
-                tokens, segments = pair.packed()
-                masked, positions, labels = mask_sequence(
-                    tokens,
-                    _WORKER["word_starts"],
-                    rng,
-                    _WORKER["vocab_size"],
-                    masked_lm_prob=c.masked_lm_prob,
-                    max_predictions=c.max_predictions,
-                    max_ngram=c.max_ngram,
-                    whole_word=c.whole_word,
-                    masked_counts=masked_counts,
-                )
-                out.append((dupe, index, masked, segments, positions, labels, pair.label))
+    for index in indices:
+        out += document_examples(tokenized[index], index, c, _WORKER["word_starts"],
+                                 _WORKER["vocab_size"], all_documents, masked_counts)
     return out, masked_counts
 
 
@@ -195,14 +260,8 @@ def create_pretraining_data(
             f"sentences each; skipped {stats.skipped_empty} empty and "
             f"{stats.skipped_one_sentence} one-sentence documents)"
         )
-    order = list(range(len(documents)))
-    random.Random(config.seed).shuffle(order)
-    num_eval = int(round(len(documents) * config.eval_fraction))
-    if config.eval_fraction > 0:
-        num_eval = max(1, num_eval)
-        if num_eval >= len(documents):
-            raise CorpusError("eval_fraction leaves no training documents")
-    eval_docs = sorted(order[:num_eval])
+    eval_docs = held_out_documents(len(documents), config)
+    num_eval = len(eval_docs)
     log(f"read {stats.documents} documents from {stats.files} files "
         f"({num_eval} held out for evaluation)")
 
@@ -239,27 +298,21 @@ def create_pretraining_data(
         for split, examples in results.items():
             if not examples:
                 continue
-            # A fixed order, then the seeded global shuffle of the original.
-            examples.sort(key=lambda e: (e[0], e[1]))
-            random.Random(config.seed + 1).shuffle(examples)
-            num_shards = max(1, -(-len(examples) // config.examples_per_shard))
-            shards = write_shards(examples, tmp_dir, split, num_shards, config)
-            real = sum(len(e[2]) for e in examples)
-            masked = sum(len(e[4]) for e in examples)
-            manifest["splits"][split] = {
-                "documents": len(eval_docs) if split == "eval" else len(documents) - num_eval,
-                "document_indices": eval_docs if split == "eval" else None,
-                "examples": len(examples),
-                "sop_label_1_fraction": round(sum(e[6] for e in examples) / len(examples), 4),
-                "mask_rate": round(masked / real, 4),
-                "mean_tokens": round(real / len(examples), 2),
-                "masked_ngram_fractions": [
-                    round(c / max(1, sum(ngrams[split])), 4) for c in ngrams[split]
-                ],
-                "shards": shards,
-            }
-            if split == "train":
-                del manifest["splits"][split]["document_indices"]
+            num_shards = num_shards_for(len(examples), config)
+            by_shard = [[] for _ in range(num_shards)]
+            for key, *fields in examples:
+                by_shard[key % num_shards].append((key, serialize_example(*fields, config)))
+            shards = [write_shard(shard_records(part), tmp_dir, split, i, num_shards)
+                      for i, part in enumerate(by_shard)]
+            manifest["splits"][split] = split_summary(
+                len(examples),
+                real_tokens=sum(len(e[1]) for e in examples),
+                masked_tokens=sum(len(e[3]) for e in examples),
+                sop_ones=sum(e[5] for e in examples),
+                ngrams=ngrams[split], shards=shards,
+                documents=num_eval if split == "eval" else len(documents) - num_eval,
+                eval_docs=eval_docs if split == "eval" else None,
+            )
         shutil.copyfile(tokenizer_path, os.path.join(tmp_dir, "spm.model"))
         write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
     elapsed = time.time() - started

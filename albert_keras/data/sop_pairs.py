@@ -119,10 +119,18 @@ def _ordered(tokens_a, tokens_b, random_next, rng):
 def _random_document_tokens(all_documents, document_index, target_b_length, rng):
     if not all_documents or len(all_documents) < 2:
         raise ValueError("next-sentence prediction needs at least two documents")
+    # Documents of the other split are empty here (held-out text must not
+    # leak into training pairs); draw again, then walk to the next usable one.
     for _ in range(10):
         other = rng.randint(0, len(all_documents) - 1)
-        if other != document_index:
+        if other != document_index and all_documents[other]:
             break
+    else:
+        n = len(all_documents)
+        other = next((i % n for i in range(other + 1, other + n)
+                      if i % n != document_index and all_documents[i % n]), None)
+        if other is None:
+            raise ValueError("next-sentence prediction needs at least two documents")
     doc = all_documents[other]
     start = rng.randint(0, len(doc) - 1)
     tokens = []

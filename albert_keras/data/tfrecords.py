@@ -43,27 +43,22 @@ def serialize_example(tokens, segments, positions, labels, sop_label, config):
     ).SerializeToString(deterministic=True)  # map keys sorted: same bytes in every process
 
 
-def write_shards(examples, folder, split, num_shards, config):
-    """Writes ``examples`` round-robin into ``num_shards`` files.
+def shard_name(split, index, num_shards):
+    return f"{split}-{index:05d}-of-{num_shards:05d}.tfrecord"
+
+
+def write_shard(records, folder, split, index, num_shards):
+    """Writes one shard of serialized examples, in the order given.
 
     Returns:
-        A list of ``{"file", "examples", "bytes", "sha256"}``.
+        ``{"file", "examples", "bytes", "sha256"}``.
     """
-    names = [f"{split}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
-    writers = [tf.io.TFRecordWriter(os.path.join(folder, n)) for n in names]
-    counts = [0] * num_shards
-    try:
-        for i, (_, _, tokens, segments, positions, labels, label) in enumerate(examples):
-            writers[i % num_shards].write(
-                serialize_example(tokens, segments, positions, labels, label, config)
-            )
-            counts[i % num_shards] += 1
-    finally:
-        for w in writers:
-            w.close()
-    shards = []
-    for name, count in zip(names, counts):
-        path = os.path.join(folder, name)
-        shards.append({"file": name, "examples": count,
-                       "bytes": os.path.getsize(path), "sha256": sha256_file(path)})
-    return shards
+    name = shard_name(split, index, num_shards)
+    path = os.path.join(folder, name)
+    count = 0
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+            count += 1
+    return {"file": name, "examples": count, "bytes": os.path.getsize(path),
+            "sha256": sha256_file(path)}

@@ -1,8 +1,7 @@
 """Reading facts out of a SentencePiece model file."""
 
+import collections
 import os
-
-from sentencepiece import sentencepiece_model_pb2
 
 from albert_keras.config import CLS_ID, MASK_ID, PAD_ID, SEP_ID, UNK_ID
 
@@ -10,13 +9,62 @@ SPECIAL_PIECES = {PAD_ID: "<pad>", UNK_ID: "<unk>", CLS_ID: "[CLS]", SEP_ID: "[S
                   MASK_ID: "[MASK]"}
 WORD_START = "\u2581"  # the SentencePiece word-boundary marker
 
+# sentencepiece_model.proto's numbers: ModelProto.pieces = 1, .trainer_spec = 2;
+# SentencePiece.piece = 1, .type = 3 (NORMAL = 1 when absent);
+# TrainerSpec.model_type = 3 (UNIGRAM = 1 when absent).
+NORMAL = 1
+UNIGRAM = 1
+MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
+
+Piece = collections.namedtuple("Piece", ["piece", "type"])
+ModelFacts = collections.namedtuple("ModelFacts", ["pieces", "model_type"])
+
 
 class TokenizerError(ValueError):
     """A SentencePiece model we cannot use, with the file named."""
 
 
+def _fields(data):
+    """``[(number, value)]`` of one serialized message, decoded by protobuf.
+
+    sentencepiece's generated ``sentencepiece_model_pb2`` (0.2.3) refuses to
+    import under a protobuf runtime older than 7, while Apache Beam (the
+    ``beam`` extra) needs one older than 7. Parsing into protobuf's own
+    ``Empty`` keeps every field as an unknown field, which protobuf decodes
+    for us whatever its version; we only name the three fields we read.
+    """
+    from google.protobuf import empty_pb2
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    message = empty_pb2.Empty()
+    message.ParseFromString(data)
+    return [(f.field_number, f.data) for f in UnknownFieldSet(message)]
+
+
+def _model_facts(data):
+    pieces, model_type = [], UNIGRAM
+    for number, value in _fields(data):
+        if number == 1:
+            piece, kind = None, NORMAL
+            for n, v in _fields(value):
+                if n == 1:
+                    piece = v.decode("utf-8")
+                elif n == 3:
+                    kind = v
+            if piece is None:
+                raise ValueError("a piece without text")
+            pieces.append(Piece(piece, kind))
+        elif number == 2:
+            model_type = dict(_fields(value)).get(3, UNIGRAM)
+    return ModelFacts(pieces, model_type)
+
+
 def read_model_proto(proto_or_path):
-    """Returns ``(bytes, ModelProto)`` for a path or serialized model bytes."""
+    """Returns ``(bytes, facts, source)`` for a path or serialized model bytes.
+
+    ``facts.pieces`` lists ``(piece, type)`` by id; ``facts.model_type`` is
+    the trainer's model type number.
+    """
     if isinstance(proto_or_path, (bytes, bytearray)):
         data, source = bytes(proto_or_path), "SentencePiece model"
     else:
@@ -26,10 +74,9 @@ def read_model_proto(proto_or_path):
                 data = f.read()
         except OSError as e:
             raise TokenizerError(f"{source}: cannot read tokenizer: {e}") from None
-    proto = sentencepiece_model_pb2.ModelProto()
     try:
-        proto.ParseFromString(data)
-    except Exception as e:  # protobuf's DecodeError and friends
+        proto = _model_facts(data)
+    except Exception as e:  # protobuf's DecodeError, bad UTF-8, a wrong wire type
         raise TokenizerError(f"{source}: not a SentencePiece model: {e}") from None
     if not proto.pieces:
         raise TokenizerError(f"{source}: not a SentencePiece model (no pieces)")
@@ -43,9 +90,8 @@ def check_albert_model(proto, source):
     models without raising (measured with tensorflow-text 2.21), so only unigram models
     are accepted. The special pieces must sit at ALBERT's ids.
     """
-    model_type = proto.trainer_spec.model_type
-    if model_type != sentencepiece_model_pb2.TrainerSpec.UNIGRAM:
-        name = sentencepiece_model_pb2.TrainerSpec.ModelType.Name(model_type)
+    if proto.model_type != UNIGRAM:
+        name = MODEL_TYPES.get(proto.model_type, str(proto.model_type))
         raise TokenizerError(
             f"{source}: a {name} SentencePiece model is not supported: the "
             "in-graph tokenizer (tf-text FastSentencepieceTokenizer) gives wrong "
@@ -69,8 +115,7 @@ def word_start_table(proto):
     """
     table = []
     for p in proto.pieces:
-        normal = p.type == sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
-        table.append(p.piece.startswith(WORD_START) or not normal)
+        table.append(p.piece.startswith(WORD_START) or p.type != NORMAL)
     return table
 
 

@@ -67,13 +67,13 @@ def test_no_usable_document(tmp_path, spm_path):
 
 
 def test_crash_leaves_nothing_half_written(tmp_path, corpus_file, spm_path, monkeypatch):
-    real = create_module.write_shards
+    real = create_module.write_shard
 
-    def crashing(examples, folder, split, num_shards, config):
-        real(examples, folder, split, num_shards, config)
+    def crashing(*args):
+        real(*args)
         raise KeyboardInterrupt("killed while writing")
 
-    monkeypatch.setattr(create_module, "write_shards", crashing)
+    monkeypatch.setattr(create_module, "write_shard", crashing)
     with pytest.raises(KeyboardInterrupt):
         create_pretraining_data([corpus_file], spm_path, str(tmp_path / "out"),
                                 DataConfig(max_seq_length=48, dupe_factor=1), log=_quiet)

@@ -1,0 +1,331 @@
+"""``albert-keras data create --runner beam``: example creation on Apache Beam.
+
+The same work as ``create.create_pretraining_data``, spread over a Beam
+runner: the embedded DirectRunner by default, or Dataflow, Flink or Spark
+by their usual pipeline options. The shards and the manifest are
+byte-identical to the in-process path for the same seed, because both use
+the same per-(dupe, document) RNG seeds and the same hashed example keys
+for the shard and the order within it.
+
+Phases: list files (here) -> read each file's documents (workers) -> plan:
+global document indices and held-out documents (one worker, from the
+per-file counts) -> tokenize -> SOP pairs + masking + serialization ->
+count per split -> group by shard, sort by key, write -> the summary that
+the manifest is made from (here).
+
+Every worker reads the inputs and writes shards in the output's temporary
+folder by path, so on a cluster both must be on storage all workers mount.
+
+Example:
+>>> create_pretraining_data_beam(["corpus/"], "spm.model", "data/",
+...                              workers=4)  # doctest: +SKIP
+"""
+
+import dataclasses
+import json
+import os
+import re
+import shlex
+
+from albert_keras.data.corpus import CorpusError
+from albert_keras.data.corpus import CorpusStats
+from albert_keras.data.corpus import list_files
+from albert_keras.data.corpus import read_documents
+from albert_keras.data.create import DataConfig
+from albert_keras.data.create import document_examples
+from albert_keras.data.create import held_out_documents
+from albert_keras.data.create import num_shards_for
+from albert_keras.data.create import shard_records
+from albert_keras.data.create import split_summary
+from albert_keras.data.tfrecords import FORMAT
+from albert_keras.data.tfrecords import serialize_example
+from albert_keras.data.tfrecords import write_shard
+from albert_keras.saving import write_json
+from albert_keras.saving import writing_folder
+from albert_keras.text.spm_model import albert_vocabulary
+
+SUMMARY = "beam-summary.json"
+
+
+class BeamError(RuntimeError):
+    """The Beam pipeline failed for a reason other than bad input."""
+
+
+def _import_beam():
+    try:
+        import apache_beam as beam
+    except ImportError:
+        raise BeamError(
+            "--runner beam needs Apache Beam: pip install 'albert-keras[beam]'") from None
+    return beam
+
+
+# -- steps (module level, so that runners can pickle them) ------------------------------
+
+
+def read_file(item, config):
+    """``(rank, path)`` -> its documents as ``("doc", (rank, i, sentences))`` and
+    one ``("stats", (rank, CorpusStats dict))``."""
+    rank, path = item
+    stats = CorpusStats()
+    documents = read_documents([path], layout=config.layout, text_field=config.text_field,
+                               errors=config.errors, stats=stats)
+    for i, sentences in enumerate(documents):
+        yield ("doc", (rank, i, sentences))
+    yield ("stats", (rank, stats.to_dict()))
+
+
+def make_plan(file_stats, config):
+    """Global document offsets per file, held-out documents and corpus totals."""
+    file_stats = sorted(file_stats)
+    offsets, total = {}, 0
+    for rank, stats in file_stats:
+        offsets[rank] = total
+        total += stats["documents"]
+    corpus = {k: sum(s[k] for _, s in file_stats) for k in CorpusStats().to_dict()}
+    if not total:
+        raise CorpusError(
+            f"no usable document (need at least two sentences each; skipped "
+            f"{corpus['skipped_empty']} empty and {corpus['skipped_one_sentence']} "
+            "one-sentence documents)")
+    return {"offsets": offsets, "num_documents": total,
+            "eval": held_out_documents(total, config), "corpus": corpus}
+
+
+class _SplitDocuments:
+    """Every tokenized document of one split by global index, the others
+    empty: what next-sentence prediction draws its random B from."""
+
+    def __init__(self, tokenized, eval_set, split, size):
+        self.tokenized, self.eval_set, self.split, self.size = tokenized, eval_set, split, size
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        if (index in self.eval_set) != (self.split == "eval"):
+            return []
+        return self.tokenized.get(index, [])
+
+
+def _beam_steps(beam):
+    """The DoFns, defined once Beam is imported."""
+
+    class Tokenize(beam.DoFn):
+        def __init__(self, tokenizer_path):
+            self.tokenizer_path = tokenizer_path
+            self.sp = None
+
+        def setup(self):
+            import sentencepiece as spm
+
+            self.sp = spm.SentencePieceProcessor(model_file=self.tokenizer_path)
+
+        def process(self, doc, plan):
+            rank, i, sentences = doc
+            yield plan["offsets"][rank] + i, self.sp.encode(sentences)
+
+    class Examples(beam.DoFn):
+        def __init__(self, config, tokenizer_path):
+            self.config, self.tokenizer_path = config, tokenizer_path
+
+        def setup(self):
+            self.vocab_size, self.word_starts = albert_vocabulary(self.tokenizer_path)
+
+        def process(self, item, plan, all_tokenized=None):
+            index, tokenized = item
+            eval_set = set(plan["eval"])
+            split = "eval" if index in eval_set else "train"
+            all_documents = None
+            if self.config.random_next:
+                all_documents = _SplitDocuments(all_tokenized, eval_set, split,
+                                                plan["num_documents"])
+            counts = [0] * self.config.max_ngram
+            examples = document_examples(tokenized, index, self.config, self.word_starts,
+                                         self.vocab_size, all_documents, counts)
+            for key, *fields in examples:
+                tokens, _, positions, _, label = fields
+                yield beam.pvalue.TaggedOutput(
+                    "sums", (split, (1, len(tokens), len(positions), label)))
+                yield split, key, serialize_example(*fields, self.config)
+            yield beam.pvalue.TaggedOutput("ngrams", (split, counts))
+
+    return Tokenize, Examples
+
+
+def _add(a, b):
+    return [x + y for x, y in zip(a, b)]
+
+
+def _sum_lists(lists):
+    lists = list(lists)
+    out = None
+    for x in lists:
+        out = list(x) if out is None else _add(out, x)
+    return out
+
+
+def _shard_key(example, counts, config):
+    split, key, record = example
+    return (split, key % num_shards_for(counts[split], config)), (key, record)
+
+
+def _write(group, folder, counts, config):
+    (split, index), keyed = group
+    info = write_shard(shard_records(keyed), folder, split, index,
+                       num_shards_for(counts[split], config))
+    return split, index, info
+
+
+def _write_summary(parts, path):
+    summary = {"shards": [], "sums": {}, "ngrams": {}, "plan": None}
+    for kind, value in parts:
+        if kind == "shard":
+            summary["shards"].append(value)
+        elif kind == "plan":
+            summary["plan"] = {k: value[k] for k in ("num_documents", "eval", "corpus")}
+        else:
+            summary[kind][value[0]] = value[1]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(summary, f)
+
+
+# -- the driver --------------------------------------------------------------------------
+
+
+def beam_options(workers=1, extra=""):
+    """Pipeline options: ``extra`` (e.g. ``--runner=FlinkRunner ...``) as given,
+    else the embedded DirectRunner on ``workers`` processes."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    args = shlex.split(extra) if extra else []
+    if not any(a.startswith("--runner") for a in args):
+        args = ["--runner=DirectRunner", f"--direct_num_workers={workers}",
+                "--direct_running_mode="
+                + ("multi_processing" if workers > 1 else "in_memory"), *args]
+    return PipelineOptions(args)
+
+
+def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, workers=1,
+                                 overwrite=False, options="", log=print):
+    """Creates the shards of ``create_pretraining_data`` with Apache Beam.
+
+    Args:
+        inputs, tokenizer_path, out_dir, config, overwrite, log: as
+            ``create_pretraining_data``.
+        workers: DirectRunner processes (when ``options`` names no runner).
+        options: Beam pipeline options as one string, e.g.
+            ``"--runner=DataflowRunner --project=p --region=r"``.
+
+    Returns:
+        The manifest dict.
+    """
+    import time
+
+    beam = _import_beam()
+    config = config or DataConfig()
+    config.validate()
+    out_dir = os.path.abspath(os.fspath(out_dir))
+    if os.path.exists(out_dir) and os.listdir(out_dir) and not overwrite:
+        raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
+    tokenizer_path = os.path.abspath(os.fspath(tokenizer_path))
+    vocab_size, _ = albert_vocabulary(tokenizer_path)  # validates it
+    files = [os.path.abspath(f) for f in list_files(inputs)]
+    started = time.time()
+    Tokenize, Examples = _beam_steps(beam)
+
+    with writing_folder(out_dir) as tmp_dir:
+        try:
+            with beam.Pipeline(options=beam_options(workers, options)) as p:
+                read = (p | "files" >> beam.Create(list(enumerate(files)))
+                        | "read" >> beam.FlatMap(read_file, config))
+                docs = read | "docs" >> beam.Filter(lambda kv: kv[0] == "doc") | (
+                    "doc_values" >> beam.Map(lambda kv: kv[1]))
+                plan = (read | "stats" >> beam.Filter(lambda kv: kv[0] == "stats")
+                        | "stats_values" >> beam.Map(lambda kv: kv[1])
+                        | "all_stats" >> beam.combiners.ToList()
+                        | "plan" >> beam.Map(make_plan, config))
+                plan_side = beam.pvalue.AsSingleton(plan)
+                tokenized = docs | "tokenize" >> beam.ParDo(
+                    Tokenize(tokenizer_path), plan=plan_side)
+                extra = {}
+                if config.random_next:
+                    extra["all_tokenized"] = beam.pvalue.AsDict(tokenized)
+                made = tokenized | "examples" >> beam.ParDo(
+                    Examples(config, tokenizer_path), plan=plan_side, **extra,
+                ).with_outputs("sums", "ngrams", main="examples")
+                counts = beam.pvalue.AsSingleton(
+                    made.examples | "split_of" >> beam.Map(lambda e: (e[0], 1))
+                    | "count" >> beam.CombinePerKey(sum)
+                    | "counts" >> beam.combiners.ToDict())
+                shards = (made.examples
+                          | "shard_of" >> beam.Map(_shard_key, counts, config)
+                          | "group" >> beam.GroupByKey()
+                          | "write" >> beam.Map(_write, tmp_dir, counts, config))
+                parts = [
+                    shards | "tag_shards" >> beam.Map(lambda s: ("shard", s)),
+                    made.sums | "sum" >> beam.CombinePerKey(_sum_lists)
+                    | "tag_sums" >> beam.Map(lambda s: ("sums", s)),
+                    made.ngrams | "ngram_sum" >> beam.CombinePerKey(_sum_lists)
+                    | "tag_ngrams" >> beam.Map(lambda s: ("ngrams", s)),
+                    plan | "tag_plan" >> beam.Map(lambda s: ("plan", s)),
+                ]
+                _ = (parts | "parts" >> beam.Flatten() | "summary" >> beam.combiners.ToList()
+                     | "save" >> beam.Map(_write_summary, os.path.join(tmp_dir, SUMMARY)))
+        except Exception as e:  # runners wrap a step's error in their own
+            raise _input_error(e, inputs) from None
+
+        summary_path = os.path.join(tmp_dir, SUMMARY)
+        with open(summary_path, encoding="utf-8") as f:
+            summary = json.load(f)
+        os.remove(summary_path)
+        manifest = _manifest(summary, config, vocab_size)
+        import shutil
+
+        shutil.copyfile(tokenizer_path, os.path.join(tmp_dir, "spm.model"))
+        write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
+    total = sum(s["examples"] for s in manifest["splits"].values())
+    elapsed = time.time() - started
+    log(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
+        f"({total / max(elapsed, 1e-9):.0f} examples/s, Beam)")
+    return manifest
+
+
+def _manifest(summary, config, vocab_size):
+    plan = summary["plan"]
+    eval_docs = plan["eval"]
+    manifest = {
+        "format": FORMAT,
+        "config": dataclasses.asdict(config),
+        "tokenizer": "spm.model",
+        "vocab_size": vocab_size,
+        "corpus": plan["corpus"],
+        "splits": {},
+    }
+    for split in ("train", "eval"):
+        if split not in summary["sums"]:
+            continue
+        examples, real, masked, ones = summary["sums"][split]
+        shards = sorted((s for s in summary["shards"] if s[0] == split), key=lambda s: s[1])
+        manifest["splits"][split] = split_summary(
+            examples, real, masked, ones, summary["ngrams"][split], [s[2] for s in shards],
+            documents=len(eval_docs) if split == "eval"
+            else plan["num_documents"] - len(eval_docs),
+            eval_docs=eval_docs if split == "eval" else None,
+        )
+    return manifest
+
+
+def _input_error(error, inputs):
+    """Our own input errors (a bad file, no usable document) come back as one
+    line, as the in-process path gives them; anything else as a BeamError
+    with the runner's first line."""
+    text = str(error)
+    match = re.search(r"CorpusError: ([^\n\[]+)", text)
+    if isinstance(error, CorpusError) or match:
+        message = (match.group(1) if match else text.splitlines()[0]).strip()
+        if message.startswith("no usable document"):
+            message = f"{', '.join(map(str, inputs))}: {message}"
+        return CorpusError(message)
+    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return BeamError(f"the Beam pipeline failed: {first}")

@@ -1,0 +1,75 @@
+"""``data create --runner beam`` makes the bytes of the in-process path."""
+
+import json
+import os
+
+import pytest
+
+from albert_keras.data.beam_pipeline import create_pretraining_data_beam
+from albert_keras.data.corpus import CorpusError
+from albert_keras.data.create import DataConfig
+from albert_keras.data.create import create_pretraining_data
+from tests.conftest import make_sentences
+
+
+def _bytes(folder):
+    return {n: open(os.path.join(folder, n), "rb").read()
+            for n in sorted(os.listdir(folder))}
+
+
+def _quiet(*_):
+    pass
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory, corpus_file):
+    """Several files and layouts, so documents are numbered across files."""
+    root = tmp_path_factory.mktemp("beam_corpus")
+    docs = open(corpus_file, encoding="utf-8").read().strip().split("\n\n")
+    for i in range(3):
+        (root / f"part-{i}.txt").write_text("\n\n".join(docs[i::3]) + "\n", encoding="utf-8")
+    records = [{"text": "\n".join(make_sentences(5, seed=500 + i))} for i in range(6)]
+    (root / "extra.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n",
+                                      encoding="utf-8")
+    (root / "short.txt").write_text("One lonely sentence.\n\n\n", encoding="utf-8")
+    return str(root)
+
+
+CONFIG = dict(max_seq_length=48, max_predictions=8, dupe_factor=2, eval_fraction=0.1,
+              examples_per_shard=60, seed=7)
+
+
+@pytest.mark.parametrize(("workers", "random_next"), [(1, False), (1, True), (2, False)])
+def test_beam_shards_and_manifest_are_byte_identical(corpus_dir, spm_path, tmp_path,
+                                                     workers, random_next):
+    config = DataConfig(**CONFIG, random_next=random_next)
+    local = create_pretraining_data([corpus_dir], spm_path, str(tmp_path / "local"), config,
+                                    log=_quiet)
+    beam = create_pretraining_data_beam([corpus_dir], spm_path, str(tmp_path / "beam"),
+                                        config, workers=workers, log=_quiet)
+    assert beam == local
+    assert local["corpus"]["files"] == 5 and local["corpus"]["skipped_one_sentence"] == 1
+    assert len(local["splits"]["train"]["shards"]) > 1  # several shards to assign
+    assert _bytes(tmp_path / "beam") == _bytes(tmp_path / "local")
+
+
+def test_bad_input_is_named_and_nothing_is_left(spm_path, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.txt").write_text("\n".join(make_sentences(6)) + "\n", encoding="utf-8")
+    (corpus / "bad.txt").write_bytes(b"A fine first line.\nThen \xff\xfe bytes.\n")
+    out = tmp_path / "out"
+    with pytest.raises(CorpusError, match=r"bad\.txt:2: .*UTF-8") as error:
+        create_pretraining_data_beam([str(corpus)], spm_path, str(out), DataConfig(),
+                                     log=_quiet)
+    assert "\n" not in str(error.value)
+    assert sorted(os.listdir(tmp_path)) == ["corpus"]
+
+
+def test_no_usable_document_says_so(spm_path, tmp_path):
+    path = tmp_path / "tiny.txt"
+    path.write_text("Just one sentence.\n\nAnother lonely one.\n")
+    with pytest.raises(CorpusError, match=r"tiny\.txt: no usable document.*2 one-sentence"):
+        create_pretraining_data_beam([str(path)], spm_path, str(tmp_path / "out"),
+                                     log=_quiet)
+    assert not (tmp_path / "out").exists()
