@@ -717,9 +717,9 @@ def build_parser():
                         "pipeline (pip install 'albert-keras[beam]'), the same bytes "
                         "(default: %(default)s)")
     p.add_argument("--beam-options", default="",
-                   help="Beam pipeline options in one string, e.g. '--runner=FlinkRunner "
-                        "--flink_master=host:8081' (default: the local DirectRunner on "
-                        "--workers processes)")
+                   help="Beam pipeline options in one string, joined to the flag by '=': "
+                        "--beam-options='--runner=FlinkRunner --flink_master=host:8081' "
+                        "(default: the local DirectRunner on --workers processes)")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_data_create)
     p = data_sub.add_parser("sotu-task",

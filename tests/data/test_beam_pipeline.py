@@ -73,3 +73,18 @@ def test_no_usable_document_says_so(spm_path, tmp_path):
         create_pretraining_data_beam([str(path)], spm_path, str(tmp_path / "out"),
                                      log=_quiet)
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_runner_beam_writes_the_local_bytes(corpus_dir, spm_path, tmp_path, capsys):
+    from albert_keras.cli import main
+
+    common = ["data", "create", "--input", corpus_dir, "--tokenizer", spm_path,
+              "--max-seq-length", "48", "--max-predictions", "8", "--dupe-factor", "1",
+              "--eval-fraction", "0.1", "--seed", "3"]
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    assert main([*common, "--out", str(tmp_path / "beam"), "--runner", "beam"]) == 0
+    assert _bytes(tmp_path / "beam") == _bytes(tmp_path / "local")
+    capsys.readouterr()
+    assert main([*common, "--out", str(tmp_path / "x"),
+                 "--beam-options=--runner=DirectRunner"]) == 2
+    assert "--beam-options needs --runner beam" in capsys.readouterr().err
