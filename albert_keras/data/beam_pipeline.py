@@ -202,7 +202,9 @@ def beam_options(workers=1, extra=""):
     if not any(a.startswith("--runner") for a in args):
         args = ["--runner=DirectRunner", f"--direct_num_workers={workers}",
                 "--direct_running_mode="
-                + ("multi_processing" if workers > 1 else "in_memory"), *args]
+                + ("multi_processing" if workers > 1 else "in_memory"),
+                # the worker processes' INFO lines would bury our progress lines
+                "--default_sdk_harness_log_level=WARNING", *args]
     return PipelineOptions(args)
 
 
