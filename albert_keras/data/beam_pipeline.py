@@ -26,6 +26,8 @@ import json
 import os
 import re
 import shlex
+import shutil
+import time
 
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import CorpusStats
@@ -153,16 +155,9 @@ def _beam_steps(beam):
     return Tokenize, Examples
 
 
-def _add(a, b):
-    return [x + y for x, y in zip(a, b)]
-
-
 def _sum_lists(lists):
-    lists = list(lists)
-    out = None
-    for x in lists:
-        out = list(x) if out is None else _add(out, x)
-    return out
+    """Element-wise sum of equal-length lists (Beam's combine function)."""
+    return [sum(column) for column in zip(*lists)]
 
 
 def _shard_key(example, counts, config):
@@ -222,8 +217,6 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     Returns:
         The manifest dict.
     """
-    import time
-
     beam = _import_beam()
     config = config or DataConfig()
     config.validate()
@@ -282,8 +275,6 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
             summary = json.load(f)
         os.remove(summary_path)
         manifest = _manifest(summary, config, vocab_size)
-        import shutil
-
         shutil.copyfile(tokenizer_path, os.path.join(tmp_dir, "spm.model"))
         write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
     total = sum(s["examples"] for s in manifest["splits"].values())

@@ -8,6 +8,7 @@ from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
+from albert_keras.replicas import tf_replica_context
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -160,26 +161,9 @@ class AlbertPretrainer(TaskModel):
         return {**self._base_config(), "sop_dropout": self.sop_dropout}
 
 
-def _tf_replica_context():
-    """The ``tf.distribute`` replica context when there are several replicas.
-
-    None on JAX and torch (``keras.distribution`` and torch see the global
-    batch as one) and on one replica; TensorFlow is imported only on its own
-    backend.
-    """
-    if keras.backend.backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    replica = tf.distribute.get_replica_context()
-    if replica is not None and replica.num_replicas_in_sync > 1:
-        return replica
-    return None
-
-
 def _mean_over_replicas(value):
     """``value`` averaged over the replicas (itself on one replica)."""
-    replica = _tf_replica_context()
+    replica = tf_replica_context()
     if replica is None:
         return value
     return replica.all_reduce("sum", ops.stop_gradient(value)) / replica.num_replicas_in_sync
@@ -194,7 +178,7 @@ def _scale_for_replicas(loss):
     themselves: there the loss is left as it is, and TensorFlow is imported
     only on its own backend.
     """
-    replica = _tf_replica_context()
+    replica = tf_replica_context()
     if replica is not None:
         loss = loss / replica.num_replicas_in_sync
     return loss

@@ -3,26 +3,11 @@
 import keras
 from keras import ops
 
+from albert_keras.replicas import tf_replica_context
 from albert_keras.training.schedule import WarmupPolynomialDecay
 
 # Variables the original excludes from weight decay: LayerNorm and biases.
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
-
-
-def _tf_replicas():
-    """The ``tf.distribute`` replica context when it has several replicas.
-
-    None on JAX and torch (there a step sees the whole global batch), and
-    TensorFlow is imported only on its own backend.
-    """
-    if keras.backend.backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    replica = tf.distribute.get_replica_context()
-    if replica is not None and replica.num_replicas_in_sync > 1:
-        return replica
-    return None
 
 
 class _ClipAfterAllReduce:
@@ -37,7 +22,7 @@ class _ClipAfterAllReduce:
     """
 
     def _clip_gradients(self, grads):
-        replica = _tf_replicas()
+        replica = tf_replica_context()
         if replica is not None and self._clips():
             present = [g for g in grads if g is not None]
             summed = iter(replica.all_reduce("sum", present) if present else [])
@@ -45,7 +30,7 @@ class _ClipAfterAllReduce:
         return super()._clip_gradients(grads)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
-        if _tf_replicas() is not None and self._clips():
+        if tf_replica_context() is not None and self._clips():
             return list(grads_and_vars)  # summed in _clip_gradients already
         return super()._all_reduce_sum_gradients(grads_and_vars)
 

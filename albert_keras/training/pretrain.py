@@ -36,6 +36,8 @@ from albert_keras.training.callbacks import ResumableCheckpoint
 from albert_keras.training.callbacks import TimeBudget
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.optimizer import make_optimizer
+from albert_keras.training.strategy import is_chief
+from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -210,23 +212,6 @@ def _eval_dataset(strategy, data_dir, manifest, train_config):
     return strategy.distribute_datasets_from_function(eval_fn)
 
 
-def _is_chief(strategy):
-    """Whether this process writes the model folder.
-
-    Under MultiWorkerMirroredStrategy every worker runs this same code; only
-    the chief (``chief``, or worker 0 when there is none) writes
-    checkpoints, logs and the final folder, and all of them read the
-    checkpoints to resume, so ``--out`` must be on storage every worker sees.
-    """
-    extended = getattr(strategy, "extended", None)
-    return bool(getattr(extended, "should_checkpoint", True))
-
-
-def _multi_worker(strategy):
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
-        strategy.extended._num_workers > 1)  # no public count of workers
-
-
 def _short_seq_manifest(data_dir, manifest, train_config):
     """Checks the short-sequence data against the main data; its manifest."""
     short = train_config.short_seq_data
@@ -397,7 +382,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             log(f"starting from {train_config.init}")
         else:
             model = build_pretrainer(config, train_config)
-    chief = _is_chief(strategy)
+    chief = is_chief(strategy)
     if chief:
         write_json(os.path.join(out_dir, "train_config.json"),
                    dataclasses.asdict(train_config))
@@ -445,7 +430,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
                 verbose=2 if os.environ.get("CI") else "auto",
             )
         except tf.errors.OpError as e:
-            if not _multi_worker(strategy):
+            if not is_multi_worker(strategy):
                 raise
             # A lost peer surfaces as a failed collective (Unavailable,
             # DeadlineExceeded, Cancelled, ...) with pages of gRPC detail.

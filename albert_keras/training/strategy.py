@@ -92,6 +92,24 @@ def make_strategy(name="auto"):
     return tf.distribute.OneDeviceStrategy("/cpu:0")
 
 
+def is_chief(strategy):
+    """Whether this process writes the model folder.
+
+    Under MultiWorkerMirroredStrategy every worker runs this same code; only
+    the chief (``chief``, or worker 0 when there is none) writes
+    checkpoints, logs and the final folder, and all of them read the
+    checkpoints to resume, so ``--out`` must be on storage every worker sees.
+    """
+    extended = getattr(strategy, "extended", None)
+    return bool(getattr(extended, "should_checkpoint", True))
+
+
+def is_multi_worker(strategy):
+    """Whether ``strategy`` spans several worker processes."""
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+        strategy.extended._num_workers > 1)  # no public count of workers
+
+
 class _MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
     """MultiWorkerMirroredStrategy whose ``reduce`` accepts nested values.
 

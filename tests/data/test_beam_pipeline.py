@@ -10,15 +10,8 @@ from albert_keras.data.corpus import CorpusError
 from albert_keras.data.create import DataConfig
 from albert_keras.data.create import create_pretraining_data
 from tests.conftest import make_sentences
-
-
-def _bytes(folder):
-    return {n: open(os.path.join(folder, n), "rb").read()
-            for n in sorted(os.listdir(folder))}
-
-
-def _quiet(*_):
-    pass
+from tests.data.test_create import _bytes
+from tests.data.test_create import _quiet
 
 
 @pytest.fixture(scope="module")
