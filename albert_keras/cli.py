@@ -79,7 +79,7 @@ def cmd_convert(args):
             raise CliError(f"{args.src}: --to hf takes a .keras model file")
         model = load_model(args.src)
         save_hf(model, args.out, overwrite=args.overwrite)
-        print(f"wrote HF folder {args.out} ({model.config.to_hf_dict()['model_type']})")
+        print(f"wrote HF folder {args.out}")
         return 0
 
     if not args.out.endswith(".keras"):

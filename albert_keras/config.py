@@ -1,22 +1,14 @@
-"""ALBERT configuration: the original field names, validation, and file formats.
-
-Three JSON dialects are read and written:
-
-* ``albert_keras``: our own (every field below, including ``sharing`` and
-  ``layer_norm_eps``), used inside model folders.
-* ``original``: the ``albert_config.json`` / ``bert_config.json`` of Google's TF1
-  code. Its ``"gelu"`` is the tanh approximation (``gelu_new``).
-* ``hf``: a HF transformers ``config.json`` (``model_type`` ``albert`` or ``bert``).
-  Its ``"gelu"`` is the exact erf form.
+"""ALBERT configuration: the original field names, validation, our own JSON.
 
 Unknown keys are errors that name the key: a field we silently dropped could
-change the model.
+change the model. The HF ``config.json`` and Google's ``albert_config.json``
+dialects are read and written beside their converters
+(``albert_keras.convert.hf_config`` and ``albert_keras.convert.tf1_config``).
 """
 
 import dataclasses
 import json
 import math
-import os
 
 SHARING_MODES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "tanh", "linear", "gelu_pytorch_tanh")
@@ -224,146 +216,7 @@ class AlbertConfig:
         except TypeError as e:
             raise ConfigError(f"{source}: {e}") from None
 
-    # -- the original TF1 dialect --------------------------------------------
-
-    @classmethod
-    def from_original_dict(cls, data, source="albert_config.json"):
-        """Reads Google's ``albert_config.json`` or ``bert_config.json``.
-
-        The TF1 code's ``gelu`` is the tanh approximation, so it maps to
-        ``gelu_new``. A BERT config (no ``embedding_size``) becomes
-        ``sharing="none"`` with E = H.
-        """
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: expected a JSON object")
-        data = dict(data)
-        is_albert = "embedding_size" in data or "num_hidden_groups" in data
-        # Fields of the original code that select variants we do not build.
-        for key, default in _ORIGINAL_INERT_FIELDS.items():
-            if key in data:
-                value = data.pop(key)
-                if value not in default:
-                    raise ConfigError(
-                        f"{source}: {key}={value!r} is not supported "
-                        f"(only {default[0]!r})"
-                    )
-        known = {
-            f.name for f in dataclasses.fields(cls) if f.name not in ("sharing",)
-        }
-        out = {}
-        for key, value in data.items():
-            if key not in known:
-                raise ConfigError(f"{source}: unknown config key {key!r}")
-            out[key] = value
-        act = out.get("hidden_act", "gelu")
-        out["hidden_act"] = _ORIGINAL_ACTIVATIONS.get(act, act)
-        if not is_albert:
-            out["embedding_size"] = out.get("hidden_size", cls.hidden_size)
-            out["num_hidden_groups"] = out.get(
-                "num_hidden_layers", cls.num_hidden_layers
-            )
-            out["sharing"] = "none"
-        return cls.from_dict(out, source)
-
-    def to_original_dict(self):
-        """Writes the original ``albert_config.json`` layout.
-
-        Only ``sharing="all"`` exists in the original code (``none`` is
-        written as one group per layer).
-        """
-        groups = self._groups_for_export("the original albert_config.json")
-        act = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu"}.get(
-            self.hidden_act, self.hidden_act
-        )
-        if self.hidden_act == "gelu":
-            raise ConfigError(
-                "the original TF1 code has no exact-erf gelu; its 'gelu' is the "
-                "tanh approximation"
-            )
-        return {
-            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
-            "hidden_act": act,
-            "hidden_dropout_prob": self.hidden_dropout_prob,
-            "embedding_size": self.embedding_size,
-            "hidden_size": self.hidden_size,
-            "initializer_range": self.initializer_range,
-            "intermediate_size": self.intermediate_size,
-            "max_position_embeddings": self.max_position_embeddings,
-            "num_attention_heads": self.num_attention_heads,
-            "num_hidden_layers": self.num_hidden_layers,
-            "num_hidden_groups": groups,
-            "net_structure_type": 0,
-            "gap_size": 0,
-            "num_memory_blocks": 0,
-            "inner_group_num": self.inner_group_num,
-            "down_scale_factor": 1,
-            "type_vocab_size": self.type_vocab_size,
-            "vocab_size": self.vocab_size,
-        }
-
-    def _groups_for_export(self, target):
-        if self.sharing == "all":
-            return self.num_hidden_groups
-        if self.sharing == "none":
-            return self.num_hidden_layers
-        raise ConfigError(
-            f"sharing={self.sharing!r} has no equivalent in {target}; keep the "
-            "model as .keras"
-        )
-
-    # -- the HF transformers dialect ------------------------------------------
-
-    @classmethod
-    def from_hf_dict(cls, data, source="config.json"):
-        """Reads a HF transformers ``config.json`` (ALBERT or BERT)."""
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: expected a JSON object")
-        model_type = data.get("model_type")
-        if model_type not in ("albert", "bert"):
-            raise ConfigError(
-                f"{source}: model_type must be 'albert' or 'bert', got {model_type!r}"
-            )
-        known = _HF_ALBERT_KEYS if model_type == "albert" else _HF_BERT_KEYS
-        out = {}
-        for key, value in data.items():
-            if key in _HF_MODEL_FIELDS:
-                out[key] = value
-            elif key in _ORIGINAL_INERT_FIELDS:
-                if value not in _ORIGINAL_INERT_FIELDS[key]:
-                    raise ConfigError(
-                        f"{source}: {key}={value!r} is not supported "
-                        f"(only {_ORIGINAL_INERT_FIELDS[key][0]!r})"
-                    )
-            elif key == "position_embedding_type":
-                if value != "absolute":
-                    raise ConfigError(
-                        f"{source}: position_embedding_type={value!r} is not "
-                        "supported (only 'absolute')"
-                    )
-            elif key not in known and key not in _HF_GENERIC_KEYS:
-                raise ConfigError(f"{source}: unknown config key {key!r}")
-        if model_type == "albert":
-            if out.get("embedding_size", 128) == out.get("hidden_size", 768):
-                raise ConfigError(
-                    f"{source}: an HF ALBERT with embedding_size == hidden_size "
-                    "keeps an E->H projection that this model omits (as the "
-                    "original code does); it cannot be loaded exactly"
-                )
-            out["sharing"] = "all"
-        else:
-            for key in ("embedding_size", "num_hidden_groups", "inner_group_num"):
-                if key in out:
-                    raise ConfigError(f"{source}: unknown config key {key!r}")
-            out["embedding_size"] = out.get("hidden_size", cls.hidden_size)
-            out["num_hidden_groups"] = out.get(
-                "num_hidden_layers", cls.num_hidden_layers
-            )
-            out["sharing"] = "none"
-            out.setdefault("hidden_act", "gelu")
-            out.setdefault("hidden_dropout_prob", 0.1)
-            out.setdefault("attention_probs_dropout_prob", 0.1)
-            out.setdefault("vocab_size", 30522)
-        return cls.from_dict(out, source)
+    # -- layouts other formats can hold --------------------------------------
 
     @property
     def is_bert_layout(self):
@@ -374,163 +227,35 @@ class AlbertConfig:
             and self.inner_group_num == 1
         )
 
-    def to_hf_dict(self):
-        """Writes a HF ``config.json`` (``BertConfig`` when the layout is BERT's)."""
-        common = {
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "num_hidden_layers": self.num_hidden_layers,
-            "num_attention_heads": self.num_attention_heads,
-            "intermediate_size": self.intermediate_size,
-            "hidden_act": self.hidden_act,
-            "hidden_dropout_prob": self.hidden_dropout_prob,
-            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
-            "max_position_embeddings": self.max_position_embeddings,
-            "type_vocab_size": self.type_vocab_size,
-            "initializer_range": self.initializer_range,
-            "layer_norm_eps": self.layer_norm_eps,
-            "pad_token_id": PAD_ID,
-        }
-        if self.is_bert_layout:
-            return {
-                "architectures": ["BertForPreTraining"],
-                "model_type": "bert",
-                **common,
-            }
-        groups = self._groups_for_export("HF transformers")
-        if not self.has_embedding_projection:
-            raise ConfigError(
-                "HF ALBERT always has an E->H projection; a model with "
-                "embedding_size == hidden_size and this sharing cannot be exported"
-            )
-        return {
-            "architectures": ["AlbertForPreTraining"],
-            "model_type": "albert",
-            **common,
-            "embedding_size": self.embedding_size,
-            "num_hidden_groups": groups,
-            "inner_group_num": self.inner_group_num,
-            "classifier_dropout_prob": 0.1,
-            "bos_token_id": CLS_ID,
-            "eos_token_id": SEP_ID,
-        }
+    def groups_for_export(self, target):
+        """``num_hidden_groups`` for a format that knows only ALBERT's sharing.
+
+        ``all`` keeps its groups and ``none`` becomes one group per layer;
+        the paper's partial sharings have no equivalent there.
+        """
+        if self.sharing == "all":
+            return self.num_hidden_groups
+        if self.sharing == "none":
+            return self.num_hidden_layers
+        raise ConfigError(
+            f"sharing={self.sharing!r} has no equivalent in {target}; keep the "
+            "model as .keras"
+        )
 
     # -- files -----------------------------------------------------------------
 
     @classmethod
-    def from_json_file(cls, path, dialect="auto"):
-        """Reads a config file in any dialect.
-
-        Args:
-            path: a JSON file.
-            dialect: ``auto`` (HF when it has ``model_type``, ours when it has
-                ``sharing``, else the original), ``albert_keras``, ``original``
-                or ``hf``.
-        """
+    def from_json_file(cls, path):
+        """Reads our own dialect (a model folder's ``config.json``)."""
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ConfigError(f"{path}: cannot read config: {e}") from None
-        if dialect == "auto":
-            if isinstance(data, dict) and "model_type" in data:
-                dialect = "hf"
-            elif isinstance(data, dict) and "sharing" in data:
-                dialect = "albert_keras"
-            else:
-                dialect = "original"
-        reader = {
-            "albert_keras": cls.from_dict,
-            "original": cls.from_original_dict,
-            "hf": cls.from_hf_dict,
-        }.get(dialect)
-        if reader is None:
-            raise ConfigError(f"unknown config dialect {dialect!r}")
-        return reader(data, str(path))
+        return cls.from_dict(data, str(path))
 
-    def to_json_file(self, path, dialect="albert_keras"):
-        """Writes the config atomically in the given dialect."""
-        data = {
-            "albert_keras": self.to_dict,
-            "original": self.to_original_dict,
-            "hf": self.to_hf_dict,
-        }[dialect]()
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
+    def to_json_file(self, path):
+        """Writes our own dialect atomically."""
+        from albert_keras.files import write_json
 
-
-# Fields of Google's TF1 config that we accept only at their inert values.
-_ORIGINAL_INERT_FIELDS = {
-    "net_structure_type": (0,),
-    "gap_size": (0,),
-    "num_memory_blocks": (0,),
-    "down_scale_factor": (1, 1.0),
-    "layers_to_keep": ([],),
-}
-
-_ORIGINAL_ACTIVATIONS = {"gelu": "gelu_new"}
-
-# HF keys that carry model hyperparameters we map one to one.
-_HF_MODEL_FIELDS = {
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "inner_group_num",
-    "num_attention_heads",
-    "intermediate_size",
-    "hidden_act",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "initializer_range",
-    "layer_norm_eps",
-}
-# Model-specific HF keys that do not change the encoder's computation.
-_HF_ALBERT_KEYS = {"classifier_dropout_prob"}
-_HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_attention"}
-# Keys PretrainedConfig writes for every model (labels, generation, bookkeeping).
-_HF_GENERIC_KEYS = {
-    "_name_or_path",
-    "architectures",
-    "model_type",
-    "transformers_version",
-    "torch_dtype",
-    "dtype",
-    "pad_token_id",
-    "bos_token_id",
-    "eos_token_id",
-    "sep_token_id",
-    "decoder_start_token_id",
-    "id2label",
-    "label2id",
-    "num_labels",
-    "problem_type",
-    "finetuning_task",
-    "output_hidden_states",
-    "output_attentions",
-    "return_dict",
-    "tie_word_embeddings",
-    "is_encoder_decoder",
-    "chunk_size_feed_forward",
-    "gradient_checkpointing",
-    "tokenizer_class",
-    "prefix",
-    "task_specific_params",
-    "use_return_dict",
-    "pruned_heads",
-    "torchscript",
-    "tf_legacy_loss",
-    "use_bfloat16",
-    "cross_attention_hidden_size",
-    "add_cross_attention",
-    "is_decoder",
-    "_attn_implementation_autoset",
-    "_attn_implementation",
-    "use_cache",
-}
+        write_json(path, self.to_dict())

@@ -1,51 +1,10 @@
 """Writing and reading ``.keras`` files safely."""
 
-import contextlib
-import hashlib
-import json
 import os
-import shutil
-import tempfile
 
 import keras
 
-
-def write_json(path, data):
-    """Writes JSON atomically (temporary name, then rename)."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-@contextlib.contextmanager
-def writing_folder(folder):
-    """Yields a temporary folder that replaces ``folder`` when the block ends.
-
-    On any error (or interruption) the temporary folder is removed and
-    ``folder`` is left as it was, so no half-written output survives.
-    """
-    parent = os.path.dirname(os.path.abspath(folder))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.tmp", dir=parent)
-    try:
-        yield tmp
-        if os.path.exists(folder):
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def sha256_file(path):
-    """The hex SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+from albert_keras.files import atomic_path
 
 
 def save_model(model, path, overwrite=False):
@@ -63,15 +22,8 @@ def save_model(model, path, overwrite=False):
         raise ValueError(f"{path}: a Keras model file must end in .keras")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}.keras")
-    try:
+    with atomic_path(path, suffix=".keras") as tmp:
         model.save(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
     return path
 
 

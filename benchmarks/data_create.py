@@ -59,8 +59,7 @@ def main():
         for runner, workers in cases:
             out = os.path.join(work, f"{runner}-{workers}-{repeat}")
             started = time.perf_counter()
-            manifest = runners[runner](files, spm, out, config, workers=workers,
-                                       log=lambda *a: None)
+            manifest = runners[runner](files, spm, out, config, workers=workers)
             times[(runner, workers)].append(time.perf_counter() - started)
             examples = sum(s["examples"] for s in manifest["splits"].values())
             digests.add(_digest(out))

@@ -208,7 +208,7 @@ def bench_input(seconds_budget=60):
         start = time.perf_counter()
         manifest = create_pretraining_data(files, spm, os.path.join(tmp, "data"),
                                            DataConfig(dupe_factor=2, layout="file"),
-                                           workers=os.cpu_count() or 1, log=lambda *a: None)
+                                           workers=os.cpu_count() or 1)
         create = manifest["splits"]["train"]["examples"] / (time.perf_counter() - start)
         result = {"create_examples_per_s": create}
         for dynamic in (False, True):

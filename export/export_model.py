@@ -8,6 +8,7 @@ calibration) -> convert -> run in LiteRT and compare with Keras -> write
 Nothing is written when validation fails.
 """
 
+import logging
 import json
 import os
 
@@ -26,9 +27,13 @@ from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
 from albert_keras.export.validation import validate
 from albert_keras.saving import load_model
-from albert_keras.saving import sha256_file
+from albert_keras.files import atomic_path
+from albert_keras.files import atomic_write
+from albert_keras.files import sha256_file
 from albert_keras.text.packer import AlbertPacker
 from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
+
+logger = logging.getLogger(__name__)
 
 SIDECAR_FORMAT = "albert-keras-tflite/1"
 PARTS = {"auto": None, "encoder": "encoder.keras", "mlm": "pretrainer.keras",
@@ -184,8 +189,7 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
                   pair=None, representative=None, validation_data=None, examples=32,
                   calibration_examples=100, tolerance=None, min_cosine=None, min_agreement=None,
                   mask_value=-120.0, part="auto", tokenizer=None, num_choices=None, seed=0,
-                  qat_data=None, qat_epochs=1, qat_learning_rate=1e-5, overwrite=False,
-                  log=print):
+                  qat_data=None, qat_epochs=1, qat_learning_rate=1e-5, overwrite=False):
     """Converts, validates and writes; returns the sidecar dict.
 
     With ``quantize="qat"`` the (fine-tuned) model is first fine-tuned for
@@ -238,8 +242,7 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
         from albert_keras.export.qat import qat_finetune
 
         model = qat_finetune(model, spec, qat_data or _data_file(folder, "train"), spm,
-                             epochs=qat_epochs, learning_rate=qat_learning_rate, seed=seed,
-                             log=log)
+                             epochs=qat_epochs, learning_rate=qat_learning_rate, seed=seed)
 
     # -- convert ---------------------------------------------------------------------------------
     exported = prepare_for_export(model, mask_value)
@@ -250,7 +253,7 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
     serve = serving_function(exported, S, tokenizer=layer, pair=pair,
                              truncate=spec.get("truncate", "longest_first"),
                              num_choices=num_choices)
-    log(f"converting the {kind} ({quantize}, sequence {S}"
+    logger.info(f"converting the {kind} ({quantize}, sequence {S}"
         + (", string-in" if with_tokenizer else "") + ") ...")
     blob = convert(exported, serve, quantize,
                    representative=calibration.feeds if calibration else None, tokenizer=layer)
@@ -296,22 +299,11 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
         "validation": report,
         "source": os.path.abspath(source),
     }
-    folder_out = os.path.dirname(os.path.abspath(out))
-    os.makedirs(folder_out, exist_ok=True)
-    tmp = f"{out}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(blob)
+    with atomic_path(out) as tmp, atomic_write(sidecar_path) as f:
+        with open(tmp, "wb") as blob_file:
+            blob_file.write(blob)
         sidecar["sha256"] = sha256_file(tmp)
-        tmp_json = f"{sidecar_path}.tmp{os.getpid()}"
-        with open(tmp_json, "w", encoding="utf-8") as f:
-            json.dump(sidecar, f, indent=2, sort_keys=True)
-        os.replace(tmp, out)
-        os.replace(tmp_json, sidecar_path)
-    finally:
-        for path in (tmp, f"{sidecar_path}.tmp{os.getpid()}"):
-            if os.path.exists(path):
-                os.remove(path)
+        json.dump(sidecar, f, indent=2, sort_keys=True)
     return sidecar
 
 

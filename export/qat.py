@@ -7,12 +7,15 @@ rounding and the activation ranges are learned -> TFLite converts the
 fake-quant ops to int8 kernels with those ranges.
 """
 
+import logging
 import os
 
 import keras
 
 from albert_keras.export.converter import rebuild
 from albert_keras.training.optimizer import make_optimizer
+
+logger = logging.getLogger(__name__)
 
 
 def quantization_aware_copy(model):
@@ -21,7 +24,7 @@ def quantization_aware_copy(model):
 
 
 def qat_finetune(model, spec, train_path, spm_path, epochs=1, learning_rate=1e-5,
-                 batch_size=32, seed=0, log=print):
+                 batch_size=32, seed=0):
     """Fine-tunes a quantization-aware copy of ``model``; returns it.
 
     Args:
@@ -51,6 +54,6 @@ def qat_finetune(model, spec, train_path, spm_path, epochs=1, learning_rate=1e-5
                                  warmup_steps=0, weight_decay=0.0, clip_norm=1.0),
         loss=loss, loss_weights=loss_weights,
     )
-    log(f"quantization-aware fine-tuning: {epochs} epoch(s) on {len(data)} rows ...")
+    logger.info(f"quantization-aware fine-tuning: {epochs} epoch(s) on {len(data)} rows ...")
     qat.fit(make_dataset(data, batch_size, True, seed), epochs=epochs, shuffle=False, verbose=0)
     return qat

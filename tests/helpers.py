@@ -9,6 +9,12 @@ import numpy as np
 from keras import tree
 
 
+def folder_bytes(folder):
+    """``{name: bytes}`` of every file in ``folder``, to compare two outputs."""
+    return {n: open(os.path.join(folder, n), "rb").read()
+            for n in sorted(os.listdir(folder))}
+
+
 def _np(x):
     return tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)), x)
 

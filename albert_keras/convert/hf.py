@@ -10,14 +10,15 @@ import os
 
 import numpy as np
 
-from albert_keras.config import AlbertConfig
 from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.config_files import read_config_file
+from albert_keras.convert.hf_config import to_hf_dict
 from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.weight_layout import hf_albert_names
 from albert_keras.convert.weight_layout import hf_bert_names
 from albert_keras.convert.weight_layout import model_variables
-from albert_keras.saving import write_json
-from albert_keras.saving import writing_folder
+from albert_keras.files import write_json
+from albert_keras.files import writing_folder
 
 _HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.")
 # Present in HF files, never loaded: position-id buffers and the decoder,
@@ -124,7 +125,7 @@ def load_hf(folder, strict=True, dtype=None):
     from albert_keras.models.albert_pretrainer import AlbertPretrainer
 
     config_path = os.path.join(folder, "config.json")
-    config = AlbertConfig.from_json_file(config_path, dialect="hf")
+    config = read_config_file(config_path, dialect="hf")
     with open(config_path, encoding="utf-8") as f:
         model_type = json.load(f)["model_type"]
     tensors = _strip_prefix(read_hf_tensors(folder), f"{model_type}.")
@@ -167,7 +168,7 @@ def save_hf(model, folder, overwrite=False):
     from safetensors.numpy import save_file
 
     config = model.config
-    hf_config = config.to_hf_dict()  # raises for layouts HF cannot hold
+    hf_config = to_hf_dict(config)  # raises for layouts HF cannot hold
     model_type = hf_config["model_type"]
     is_pretrainer = hasattr(model, "mlm_head")
     prefix = f"{model_type}."

@@ -12,9 +12,9 @@ import re
 
 import tensorflow as tf
 
-from albert_keras.config import AlbertConfig
 from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
+from albert_keras.convert.config_files import read_config_file
 from albert_keras.convert.weight_layout import tf1_albert_names
 from albert_keras.convert.weight_layout import tf1_bert_names
 
@@ -119,7 +119,7 @@ def load_tf1(path, config_path=None, strict=True, dtype=None):
     from albert_keras.models.albert_pretrainer import AlbertPretrainer
 
     prefix = find_checkpoint(path)
-    config = AlbertConfig.from_json_file(find_config(prefix, config_path), "original")
+    config = read_config_file(find_config(prefix, config_path), "original")
     tensors = read_tf1_tensors(prefix)
     names = (tf1_albert_names if config.sharing == "all" else tf1_bert_names)(config)
     has_heads = any(k.startswith("cls/") for k in tensors)

@@ -21,6 +21,7 @@ Example:
 ...                              workers=4)  # doctest: +SKIP
 """
 
+import logging
 import dataclasses
 import json
 import os
@@ -42,9 +43,11 @@ from albert_keras.data.create import split_summary
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
-from albert_keras.saving import write_json
-from albert_keras.saving import writing_folder
+from albert_keras.files import write_json
+from albert_keras.files import writing_folder
 from albert_keras.text.spm_model import albert_vocabulary
+
+logger = logging.getLogger(__name__)
 
 SUMMARY = "beam-summary.json"
 
@@ -204,11 +207,11 @@ def beam_options(workers=1, extra=""):
 
 
 def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, workers=1,
-                                 overwrite=False, options="", log=print):
+                                 overwrite=False, options=""):
     """Creates the shards of ``create_pretraining_data`` with Apache Beam.
 
     Args:
-        inputs, tokenizer_path, out_dir, config, overwrite, log: as
+        inputs, tokenizer_path, out_dir, config, overwrite: as
             ``create_pretraining_data``.
         workers: DirectRunner processes (when ``options`` names no runner).
         options: Beam pipeline options as one string, e.g.
@@ -279,7 +282,7 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
         write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
     total = sum(s["examples"] for s in manifest["splits"].values())
     elapsed = time.time() - started
-    log(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
+    logger.info(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
         f"({total / max(elapsed, 1e-9):.0f} examples/s, Beam)")
     return manifest
 

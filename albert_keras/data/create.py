@@ -14,6 +14,7 @@ The folder is written under a temporary name and renamed when complete: a
 crash never leaves a half-written dataset.
 """
 
+import logging
 import dataclasses
 import hashlib
 import multiprocessing
@@ -32,9 +33,11 @@ from albert_keras.data.sop_pairs import document_pairs
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
-from albert_keras.saving import write_json
-from albert_keras.saving import writing_folder
+from albert_keras.files import write_json
+from albert_keras.files import writing_folder
 from albert_keras.text.spm_model import albert_vocabulary
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -219,7 +222,7 @@ def _parallel(fn, tasks, state, workers):
 
 
 def create_pretraining_data(
-    inputs, tokenizer_path, out_dir, config=None, workers=1, overwrite=False, log=print
+    inputs, tokenizer_path, out_dir, config=None, workers=1, overwrite=False
 ):
     """Creates SOP + MLM pretraining shards from text.
 
@@ -231,7 +234,6 @@ def create_pretraining_data(
         config: a ``DataConfig``.
         workers: processes for tokenizing and example creation.
         overwrite: replace an existing ``out_dir``.
-        log: where progress lines go.
 
     Returns:
         The manifest dict.
@@ -262,7 +264,7 @@ def create_pretraining_data(
         )
     eval_docs = held_out_documents(len(documents), config)
     num_eval = len(eval_docs)
-    log(f"read {stats.documents} documents from {stats.files} files "
+    logger.info(f"read {stats.documents} documents from {stats.files} files "
         f"({num_eval} held out for evaluation)")
 
     # -- tokenize, pair, mask -----------------------------------------------------
@@ -317,6 +319,6 @@ def create_pretraining_data(
         write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
     elapsed = time.time() - started
     total = sum(len(v) for v in results.values())
-    log(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
+    logger.info(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
         f"({total / max(elapsed, 1e-9):.0f} examples/s)")
     return manifest

@@ -9,7 +9,7 @@ import tensorflow as tf
 from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.dynamic_masking import unmask
 from albert_keras.data.tfrecords import FORMAT
-from albert_keras.saving import sha256_file
+from albert_keras.files import sha256_file
 from albert_keras.text.spm_model import albert_vocabulary
 
 

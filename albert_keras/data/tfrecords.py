@@ -12,7 +12,7 @@ import os
 
 import tensorflow as tf
 
-from albert_keras.saving import sha256_file
+from albert_keras.files import sha256_file
 
 FORMAT = "albert_keras.pretraining.v1"
 

@@ -8,6 +8,7 @@ folder (``model.keras``, ``spm.model``, ``task.json``, ``metrics.json``,
 renamed at the end.
 """
 
+import logging
 import dataclasses
 import os
 import shutil
@@ -21,8 +22,8 @@ from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
 from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
 from albert_keras.saving import save_model
-from albert_keras.saving import write_json
-from albert_keras.saving import writing_folder
+from albert_keras.files import write_json
+from albert_keras.files import writing_folder
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.encoding import PieceEncoder
@@ -37,6 +38,8 @@ from albert_keras.tasks.tagging import tag_features
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.optimizer import make_optimizer
 from albert_keras.training.strategy import make_strategy
+
+logger = logging.getLogger(__name__)
 
 TASKS = ("classify", "tag", "qa", "choice")
 
@@ -299,8 +302,7 @@ def make_dataset(data, batch_size, shuffle, seed):
     return ds.batch(batch_size, drop_remainder=shuffle and len(data) >= batch_size).prefetch(2)
 
 
-def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False,
-             log=print):
+def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False):
     """Fine-tunes the encoder of ``init`` on a task; returns the eval metrics.
 
     Args:
@@ -326,7 +328,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     spec = _task_spec(cfg)
     train = load_task_data(train_path, spec, pieces)
     evaluation = load_task_data(eval_path, spec, pieces) if eval_path else None
-    log(f"{cfg.task}: {len(train)} training rows"
+    logger.info(f"{cfg.task}: {len(train)} training rows"
         + (f", {len(evaluation)} eval rows" if evaluation else "")
         + (f", labels {spec['labels']}" if spec["labels"] and len(spec["labels"]) <= 20 else ""))
 

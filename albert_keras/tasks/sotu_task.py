@@ -10,7 +10,7 @@ import random
 
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import sotu_files
-from albert_keras.saving import writing_folder
+from albert_keras.files import writing_folder
 
 LABELINGS = ("century", "party")
 PARTIES = ("Democratic", "Republican")

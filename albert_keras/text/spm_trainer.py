@@ -4,6 +4,7 @@ import os
 
 import sentencepiece as spm
 
+from albert_keras.files import atomic_path
 from albert_keras.text.spm_model import check_albert_model, read_model_proto
 
 
@@ -51,10 +52,6 @@ def train_sentencepiece(
         raise ValueError(f"{out_path}: the tokenizer file must end in .model")
     if os.path.exists(out_path) and not overwrite:
         raise FileExistsError(f"{out_path} exists; pass --overwrite to replace it")
-    folder = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(folder, exist_ok=True)
-    tmp_prefix = os.path.join(folder, f".{os.path.basename(out_path)[:-6]}.tmp{os.getpid()}")
-
     count = [0]
 
     def counted():
@@ -64,35 +61,38 @@ def train_sentencepiece(
                 yield s
 
     spm.set_random_generator_seed(seed)
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=counted(),
-            model_prefix=tmp_prefix,
-            model_type="unigram",
-            vocab_size=vocab_size,
-            hard_vocab_limit=False,
-            pad_id=0,
-            unk_id=1,
-            bos_id=-1,
-            eos_id=-1,
-            control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-            normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
-            character_coverage=character_coverage,
-            input_sentence_size=input_sentence_size,
-            shuffle_input_sentence=True,
-            num_threads=num_threads or os.cpu_count() or 1,
-            minloglevel=2,
-        )
+    vocab_path = out_path[: -len(".model")] + ".vocab"
+    with atomic_path(out_path, suffix=".model") as tmp_model, \
+            atomic_path(vocab_path, suffix=".vocab") as tmp_vocab:
+        # SentencePiece writes PREFIX.model and PREFIX.vocab itself.
+        prefix = tmp_model[: -len(".model")]
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=counted(),
+                model_prefix=prefix,
+                model_type="unigram",
+                vocab_size=vocab_size,
+                hard_vocab_limit=False,
+                pad_id=0,
+                unk_id=1,
+                bos_id=-1,
+                eos_id=-1,
+                control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+                normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+                character_coverage=character_coverage,
+                input_sentence_size=input_sentence_size,
+                shuffle_input_sentence=True,
+                num_threads=num_threads or os.cpu_count() or 1,
+                minloglevel=2,
+            )
+        except RuntimeError as e:
+            raise ValueError(
+                f"SentencePiece training failed: {str(e).splitlines()[0]}") from None
+        finally:
+            if os.path.exists(prefix + ".vocab"):
+                os.replace(prefix + ".vocab", tmp_vocab)
         if count[0] == 0:
             raise ValueError("no text to train the tokenizer on")
-        _, proto, _ = read_model_proto(tmp_prefix + ".model")
+        _, proto, _ = read_model_proto(tmp_model)
         check_albert_model(proto, out_path)
-        os.replace(tmp_prefix + ".vocab", out_path[: -len(".model")] + ".vocab")
-        os.replace(tmp_prefix + ".model", out_path)
-    except RuntimeError as e:
-        raise ValueError(f"SentencePiece training failed: {str(e).splitlines()[0]}") from None
-    finally:
-        for ext in (".model", ".vocab"):
-            if os.path.exists(tmp_prefix + ext):
-                os.remove(tmp_prefix + ext)
     return out_path

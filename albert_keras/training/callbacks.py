@@ -10,7 +10,7 @@ import time
 import keras
 
 from albert_keras.saving import save_model
-from albert_keras.saving import write_json
+from albert_keras.files import write_json
 
 
 def latest_checkpoint(folder):

@@ -10,6 +10,7 @@ The model folder is the hand-off to fine-tuning and export:
 ``checkpoints/``, ``logs/`` (TensorBoard) and ``metrics.csv``.
 """
 
+import logging
 import dataclasses
 import filecmp
 import math
@@ -21,14 +22,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_keras.config import AlbertConfig
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.data.reader import verify_shards
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
-from albert_keras.saving import write_json
+from albert_keras.files import write_json
 from albert_keras.tasks.model_folder import model_file
 from albert_keras.training import split_features
 from albert_keras.training.callbacks import NanGuard
@@ -39,6 +39,8 @@ from albert_keras.training.optimizer import make_optimizer
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
+
+logger = logging.getLogger(__name__)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -286,7 +288,7 @@ def _logsumexp(x):
     return m + np.log(np.exp(x - m).sum(-1, keepdims=True))
 
 
-def pretrain(data_dir, out_dir, train_config=None, log=print):
+def pretrain(data_dir, out_dir, train_config=None):
     """Pretrains ALBERT on a data folder; resumable; returns the final metrics.
 
     Running the same call again after a crash (or ``kill -9``) continues
@@ -296,7 +298,6 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         data_dir: made by ``albert-keras data create``.
         out_dir: the model folder to write.
         train_config: a ``PretrainConfig``.
-        log: where progress lines go.
 
     Returns:
         The held-out metrics (``masked_lm_accuracy``, ``sop_accuracy``, ...)
@@ -335,7 +336,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         # Keras rounds an epoch up to whole executions, which would shift the
         # schedule and the resume position.
         spe = math.gcd(train_config.steps_per_epoch, train_config.steps_per_execution)
-        log(f"steps_per_execution set to {spe} to divide steps_per_epoch")
+        logger.info(f"steps_per_execution set to {spe} to divide steps_per_epoch")
         train_config = dataclasses.replace(train_config, steps_per_execution=spe)
     strategy = make_strategy(train_config.strategy)
     if train_config.steps_per_execution > 1 and isinstance(
@@ -345,7 +346,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
         # Keras 3 fails under (MultiWorker)MirroredStrategy with more than one
         # step per execution ("You must feed a value for placeholder tensor",
         # keras-team/keras#19246, open). TPUStrategy is not affected.
-        log("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
+        logger.info("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
         train_config = dataclasses.replace(train_config, steps_per_execution=1)
 
     # -- model: resumed, new, or continued from --init -------------------------------
@@ -370,7 +371,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
     with strategy.scope():
         if resume_path:
             model = keras.saving.load_model(resume_path)
-            log(f"resuming from {resume_path} (epoch {initial_epoch})")
+            logger.info(f"resuming from {resume_path} (epoch {initial_epoch})")
         elif source is not None:
             # Rebuilt here so the variables belong to the strategy (and the run's policy).
             encoder = AlbertEncoder(config, mask_value=source_encoder.mask_value)
@@ -379,7 +380,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             if isinstance(source, AlbertPretrainer):
                 model.mlm_head.set_weights(source.mlm_head.get_weights())
                 model.sop_head.set_weights(source.sop_head.get_weights())
-            log(f"starting from {train_config.init}")
+            logger.info(f"starting from {train_config.init}")
         else:
             model = build_pretrainer(config, train_config)
     chief = is_chief(strategy)
@@ -407,7 +408,7 @@ def pretrain(data_dir, out_dir, train_config=None, log=print):
             continue
         begin = max(initial_epoch, first)
         if len(phases) > 1:
-            log(f"steps {begin * train_config.steps_per_epoch}-"
+            logger.info(f"steps {begin * train_config.steps_per_epoch}-"
                 f"{end * train_config.steps_per_epoch}: sequences of {phase_len} "
                 f"from {phase_data}")
         # A resumed run continues with the batches an uninterrupted run would see.
@@ -477,4 +478,4 @@ def _export_folder(model, data_dir, out_dir, manifest):
     save_model(model.encoder, os.path.join(out_dir, "encoder.keras"), overwrite=True)
     shutil.copyfile(os.path.join(data_dir, manifest["tokenizer"]),
                     os.path.join(out_dir, "spm.model"))
-    AlbertConfig.to_json_file(model.config, os.path.join(out_dir, "config.json"))
+    model.config.to_json_file(os.path.join(out_dir, "config.json"))

@@ -10,8 +10,7 @@ from albert_keras.data.corpus import CorpusError
 from albert_keras.data.create import DataConfig
 from albert_keras.data.create import create_pretraining_data
 from tests.conftest import make_sentences
-from tests.data.test_create import _bytes
-from tests.data.test_create import _quiet
+from tests.helpers import folder_bytes
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +35,13 @@ CONFIG = dict(max_seq_length=48, max_predictions=8, dupe_factor=2, eval_fraction
 def test_beam_shards_and_manifest_are_byte_identical(corpus_dir, spm_path, tmp_path,
                                                      workers, random_next):
     config = DataConfig(**CONFIG, random_next=random_next)
-    local = create_pretraining_data([corpus_dir], spm_path, str(tmp_path / "local"), config,
-                                    log=_quiet)
+    local = create_pretraining_data([corpus_dir], spm_path, str(tmp_path / "local"), config)
     beam = create_pretraining_data_beam([corpus_dir], spm_path, str(tmp_path / "beam"),
-                                        config, workers=workers, log=_quiet)
+                                        config, workers=workers)
     assert beam == local
     assert local["corpus"]["files"] == 5 and local["corpus"]["skipped_one_sentence"] == 1
     assert len(local["splits"]["train"]["shards"]) > 1  # several shards to assign
-    assert _bytes(tmp_path / "beam") == _bytes(tmp_path / "local")
+    assert folder_bytes(tmp_path / "beam") == folder_bytes(tmp_path / "local")
 
 
 def test_bad_input_is_named_and_nothing_is_left(spm_path, tmp_path):
@@ -53,8 +51,7 @@ def test_bad_input_is_named_and_nothing_is_left(spm_path, tmp_path):
     (corpus / "bad.txt").write_bytes(b"A fine first line.\nThen \xff\xfe bytes.\n")
     out = tmp_path / "out"
     with pytest.raises(CorpusError, match=r"bad\.txt:2: .*UTF-8") as error:
-        create_pretraining_data_beam([str(corpus)], spm_path, str(out), DataConfig(),
-                                     log=_quiet)
+        create_pretraining_data_beam([str(corpus)], spm_path, str(out), DataConfig())
     assert "\n" not in str(error.value)
     assert sorted(os.listdir(tmp_path)) == ["corpus"]
 
@@ -63,8 +60,7 @@ def test_no_usable_document_says_so(spm_path, tmp_path):
     path = tmp_path / "tiny.txt"
     path.write_text("Just one sentence.\n\nAnother lonely one.\n")
     with pytest.raises(CorpusError, match=r"tiny\.txt: no usable document.*2 one-sentence"):
-        create_pretraining_data_beam([str(path)], spm_path, str(tmp_path / "out"),
-                                     log=_quiet)
+        create_pretraining_data_beam([str(path)], spm_path, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 
 
@@ -76,7 +72,7 @@ def test_cli_runner_beam_writes_the_local_bytes(corpus_dir, spm_path, tmp_path, 
               "--eval-fraction", "0.1", "--seed", "3"]
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
     assert main([*common, "--out", str(tmp_path / "beam"), "--runner", "beam"]) == 0
-    assert _bytes(tmp_path / "beam") == _bytes(tmp_path / "local")
+    assert folder_bytes(tmp_path / "beam") == folder_bytes(tmp_path / "local")
     capsys.readouterr()
     assert main([*common, "--out", str(tmp_path / "x"),
                  "--beam-options=--runner=DirectRunner"]) == 2

@@ -6,15 +6,7 @@ import albert_keras.data.create as create_module
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.create import DataConfig
 from albert_keras.data.create import create_pretraining_data
-
-
-def _bytes(folder):
-    return {n: open(os.path.join(folder, n), "rb").read()
-            for n in sorted(os.listdir(folder))}
-
-
-def _quiet(*_):
-    pass
+from tests.helpers import folder_bytes
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +18,20 @@ def made(tmp_path_factory, corpus_file, spm_path):
     for name, workers, seed in (("w1", 1, 7), ("w2", 2, 7), ("seed8", 1, 8)):
         config.seed = seed
         manifests[name] = create_pretraining_data(
-            [corpus_file], spm_path, str(root / name), config, workers=workers, log=_quiet)
+            [corpus_file], spm_path, str(root / name), config, workers=workers)
     return root, manifests
 
 
 def test_same_seed_same_bytes_whatever_the_workers(made):
     root, _ = made
-    one, two = _bytes(root / "w1"), _bytes(root / "w2")
+    one, two = folder_bytes(root / "w1"), folder_bytes(root / "w2")
     assert [n for n in one if n.endswith(".tfrecord")]
     assert one == two
 
 
 def test_different_seed_different_bytes(made):
     root, _ = made
-    one, other = _bytes(root / "w1"), _bytes(root / "seed8")
+    one, other = folder_bytes(root / "w1"), folder_bytes(root / "seed8")
     shards = [n for n in one if n.startswith("train-")]
     assert any(one[n] != other.get(n) for n in shards)
 
@@ -62,7 +54,7 @@ def test_no_usable_document(tmp_path, spm_path):
     path = tmp_path / "tiny.txt"
     path.write_text("Just one sentence.\n\nAnother lonely one.\n")
     with pytest.raises(CorpusError, match="no usable document.*2 one-sentence"):
-        create_pretraining_data([str(path)], spm_path, str(tmp_path / "out"), log=_quiet)
+        create_pretraining_data([str(path)], spm_path, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 
 
@@ -76,14 +68,14 @@ def test_crash_leaves_nothing_half_written(tmp_path, corpus_file, spm_path, monk
     monkeypatch.setattr(create_module, "write_shard", crashing)
     with pytest.raises(KeyboardInterrupt):
         create_pretraining_data([corpus_file], spm_path, str(tmp_path / "out"),
-                                DataConfig(max_seq_length=48, dupe_factor=1), log=_quiet)
+                                DataConfig(max_seq_length=48, dupe_factor=1))
     assert os.listdir(tmp_path) == []
 
 
 def test_existing_output_needs_overwrite(made, corpus_file, spm_path):
     root, _ = made
     with pytest.raises(FileExistsError, match="--overwrite"):
-        create_pretraining_data([corpus_file], spm_path, str(root / "w1"), log=_quiet)
+        create_pretraining_data([corpus_file], spm_path, str(root / "w1"))
 
 
 def test_same_bytes_in_another_process(made, corpus_file, spm_path, tmp_path):
@@ -97,10 +89,9 @@ def test_same_bytes_in_another_process(made, corpus_file, spm_path, tmp_path):
         "from albert_keras.data.create import DataConfig, create_pretraining_data\n"
         "config = DataConfig(max_seq_length=48, max_predictions=8, dupe_factor=2,\n"
         "                    eval_fraction=0.1, examples_per_shard=100, seed=7)\n"
-        "create_pretraining_data([sys.argv[1]], sys.argv[2], sys.argv[3], config,\n"
-        "                        log=lambda *a: None)\n"
+        "create_pretraining_data([sys.argv[1]], sys.argv[2], sys.argv[3], config)\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345", "TF_CPP_MIN_LOG_LEVEL": "3"}
     subprocess.run([sys.executable, "-c", script, corpus_file, spm_path, str(tmp_path / "p")],
                    check=True, env=env, capture_output=True, timeout=300)
-    assert _bytes(tmp_path / "p") == _bytes(root / "w1")
+    assert folder_bytes(tmp_path / "p") == folder_bytes(root / "w1")

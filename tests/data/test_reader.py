@@ -14,8 +14,7 @@ def data_dir(tmp_path_factory, corpus_file, spm_path):
     create_pretraining_data(
         [corpus_file], spm_path, str(out),
         DataConfig(max_seq_length=48, max_predictions=8, dupe_factor=3,
-                   eval_fraction=0.1, examples_per_shard=60),
-        log=lambda *a: None)
+                   eval_fraction=0.1, examples_per_shard=60))
     return str(out)
 
 

@@ -13,6 +13,5 @@ def classifier_folder(tmp_path_factory, init_folder, task_files):
     out = os.path.join(str(tmp_path_factory.mktemp("cls")), "model")
     cfg = FinetuneConfig(task="classify", epochs=4, batch_size=8, sequence_length=32,
                          learning_rate=1e-3)
-    finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out, cfg,
-             log=lambda *a: None)
+    finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out, cfg)
     return out

@@ -20,7 +20,7 @@ from albert_keras.export.runtime import TFLiteRunner
 from albert_keras.export.validation import validate
 from albert_keras.saving import load_model
 
-QUIET = dict(log=lambda *a: None, examples=16)
+QUIET = dict(examples=16)
 
 
 @pytest.mark.parametrize("quantize", ["none", "float16", "dynamic", "int8"])

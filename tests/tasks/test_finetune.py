@@ -31,8 +31,7 @@ def test_load_encoder_copies_weights_under_the_asked_policy(init_folder):
 
 def test_classify_folder_evaluate_predict(init_folder, task_files, out_dir, tmp_path):
     cfg = FinetuneConfig(task="classify", **QUICK)
-    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg,
-                       log=lambda *a: None)
+    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg)
     assert sorted(os.listdir(out_dir)) == [
         "metrics.csv", "metrics.json", "model.keras", "spm.model", "task.json",
         "train_config.json"]
@@ -71,15 +70,14 @@ def test_regression(init_folder, task_files, out_dir, tmp_path):
     rows = [f"{'fox ' * (i % 4 + 1)}runs,{i % 4}" for i in range(24)]
     path.write_text("text,score\n" + "\n".join(rows) + "\n", encoding="utf-8")
     cfg = FinetuneConfig(task="classify", regression=True, label_column="score", **QUICK)
-    metrics = finetune(init_folder, str(path), str(path), out_dir, cfg, log=lambda *a: None)
+    metrics = finetune(init_folder, str(path), str(path), out_dir, cfg)
     assert set(metrics) >= {"pearson", "spearman", "mse"}
     assert "score" in inference.predict(out_dir, str(path))[0]
 
 
 def test_tag(init_folder, task_files, out_dir):
     cfg = FinetuneConfig(task="tag", **QUICK)
-    metrics = finetune(init_folder, task_files["tag_train"], task_files["tag_eval"], out_dir, cfg,
-                       log=lambda *a: None)
+    metrics = finetune(init_folder, task_files["tag_train"], task_files["tag_eval"], out_dir, cfg)
     assert set(metrics) >= {"entity_f1", "entity_precision", "entity_recall", "token_accuracy"}
     predictions = inference.predict(out_dir, task_files["tag_eval"])
     assert len(predictions) == 24
@@ -91,8 +89,7 @@ def test_tag(init_folder, task_files, out_dir):
 
 def test_qa(init_folder, task_files, out_dir):
     cfg = FinetuneConfig(task="qa", stride=8, **{**QUICK, "sequence_length": 48})
-    metrics = finetune(init_folder, task_files["qa_train"], task_files["qa_eval"], out_dir, cfg,
-                       log=lambda *a: None)
+    metrics = finetune(init_folder, task_files["qa_train"], task_files["qa_eval"], out_dir, cfg)
     assert set(metrics) >= {"exact_match", "f1"} and metrics["total"] == 12
     predictions = inference.predict(out_dir, task_files["qa_eval"])
     contexts = {qa["id"]: p["context"]
@@ -105,7 +102,7 @@ def test_qa(init_folder, task_files, out_dir):
 def test_choice(init_folder, task_files, out_dir):
     cfg = FinetuneConfig(task="choice", **QUICK)
     metrics = finetune(init_folder, task_files["choice_train"], task_files["choice_eval"], out_dir,
-                       cfg, log=lambda *a: None)
+                       cfg)
     assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["examples"] == 16
     predictions = inference.predict(out_dir, task_files["choice_eval"])
     assert all(len(p["probabilities"]) == 2 for p in predictions)
@@ -135,7 +132,7 @@ def test_embed(init_folder):
 
 def test_choice_count_must_match_the_model(init_folder, task_files, out_dir, tmp_path):
     cfg = FinetuneConfig(task="choice", **{**QUICK, "epochs": 1})
-    finetune(init_folder, task_files["choice_train"], None, out_dir, cfg, log=lambda *a: None)
+    finetune(init_folder, task_files["choice_train"], None, out_dir, cfg)
     three = tmp_path / "three.jsonl"
     three.write_text(json.dumps({"context": "a fox", "choices": ["x", "y", "z"], "label": 0})
                      + "\n", encoding="utf-8")

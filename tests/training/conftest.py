@@ -14,8 +14,7 @@ def _make_data(tmp_path_factory, corpus_file, spm_path, name, max_seq_length, ma
     create_pretraining_data(
         [corpus_file], spm_path, str(out),
         DataConfig(max_seq_length=max_seq_length, max_predictions=max_predictions,
-                   dupe_factor=2, eval_fraction=0.1),
-        log=lambda *a: None)
+                   dupe_factor=2, eval_fraction=0.1))
     return str(out)
 
 

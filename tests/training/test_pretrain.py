@@ -32,7 +32,7 @@ def test_fit_steps_default_strategy_and_model_folder(data_dir, tmp_path):
     out = tmp_path / "run"
     metrics = pretrain(data_dir, str(out), PretrainConfig(
         model_overrides=SMALL, batch_size=8, total_steps=6, steps_per_epoch=3,
-        warmup_steps=2, eval_steps=2, steps_per_execution=2), log=lambda *a: None)
+        warmup_steps=2, eval_steps=2, steps_per_execution=2))
     assert metrics["steps"] == 6
     assert 0 <= metrics["masked_lm_accuracy"] <= 1 and 0 <= metrics["sop_accuracy"] <= 1
     assert metrics["most_frequent_token_accuracy"] > 0
@@ -71,7 +71,7 @@ def test_nan_loss_stops_with_a_message(data_dir, tmp_path):
         pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(
             model_overrides=SMALL, batch_size=8, total_steps=40, steps_per_epoch=20,
             warmup_steps=0, learning_rate=1e30, clip_norm=0.0, precision="float32",
-            eval_steps=0, steps_per_execution=1), log=lambda *a: None)
+            eval_steps=0, steps_per_execution=1))
     assert not (tmp_path / "run" / "pretrainer.keras").exists()
 
 
@@ -147,7 +147,7 @@ for strategy in ("auto", "mirrored"):
     m = pretrain(sys.argv[1], out, PretrainConfig(
         model_overrides=json.loads(sys.argv[3]), batch_size=8, total_steps=4,
         steps_per_epoch=2, warmup_steps=1, eval_steps=1, steps_per_execution=2,
-        precision="float32", learning_rate=1e-2, strategy=strategy), log=lambda *a: None)
+        precision="float32", learning_rate=1e-2, strategy=strategy))
     weights.append(load_model(out + "/pretrainer.keras").get_weights())
 print("STEPS", m["steps"], "SOP", m["sop_accuracy"])
 print("MAXDIFF", max(float(np.abs(a - b).max()) for a, b in zip(*weights)))
@@ -178,8 +178,7 @@ def test_corrupted_shard_is_named_before_training(data_dir, tmp_path):
     shard = sorted(p for p in copy.iterdir() if p.name.startswith("train-"))[0]
     shard.write_bytes(shard.read_bytes()[:-7])
     with pytest.raises(DataError, match=f"{shard.name}: corrupted shard"):
-        pretrain(str(copy), str(tmp_path / "run"), PretrainConfig(model_overrides=SMALL),
-                 log=lambda *a: None)
+        pretrain(str(copy), str(tmp_path / "run"), PretrainConfig(model_overrides=SMALL))
 
 
 def test_init_continues_from_a_model_folder(data_dir, init_folder, tmp_path):
@@ -188,7 +187,7 @@ def test_init_continues_from_a_model_folder(data_dir, init_folder, tmp_path):
     pretrain(data_dir, str(out), PretrainConfig(
         init=init_folder, learning_rate=0.0, precision="float32", batch_size=8,
         total_steps=2, steps_per_epoch=2, warmup_steps=1, eval_steps=1,
-        steps_per_execution=1), log=lambda *a: None)
+        steps_per_execution=1))
     source = keras.saving.load_model(os.path.join(init_folder, "pretrainer.keras"))
     result = keras.saving.load_model(str(out / "pretrainer.keras"))
     assert result.encoder.config == source.encoder.config
@@ -201,8 +200,7 @@ def test_init_with_another_vocabulary_names_the_model(data_dir, tmp_path):
     other = str(tmp_path / "other.keras")
     AlbertEncoder(AlbertConfig(vocab_size=60, **SMALL)).save(other)
     with pytest.raises(ValueError, match="other.keras: vocabulary of 60 pieces"):
-        pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(init=other),
-                 log=lambda *a: None)
+        pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(init=other))
 
 
 def test_two_phases_train_on_short_then_full_sequences(
@@ -219,11 +217,10 @@ def test_two_phases_train_on_short_then_full_sequences(
         return ds
 
     monkeypatch.setattr(pretrain_module, "_train_dataset", spy)
-    lines = []
     metrics = pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(
         model_overrides=SMALL, batch_size=8, total_steps=6, steps_per_epoch=2,
         warmup_steps=1, eval_steps=1, steps_per_execution=2,
-        short_seq_data=short_data_dir, short_seq_steps=4), log=lines.append)
+        short_seq_data=short_data_dir, short_seq_steps=4))
     assert shapes == [(8, 16), (8, 32)]
     assert metrics["steps"] == 6
     assert metrics["train_tokens"] == 4 * 8 * 16 + 2 * 8 * 32
@@ -247,10 +244,10 @@ def test_two_phases_need_one_tokenizer_and_shorter_sequences(
                   short_seq_steps=2)
     with pytest.raises(ValueError, match="data_16/spm.model: not the tokenizer of"):
         pretrain(data_dir, str(tmp_path / "run"),
-                 PretrainConfig(short_seq_data=str(copy), **config), log=lambda *a: None)
+                 PretrainConfig(short_seq_data=str(copy), **config))
     with pytest.raises(ValueError, match="sequences of 32 are not shorter than the 16"):
         pretrain(short_data_dir, str(tmp_path / "run"),
-                 PretrainConfig(short_seq_data=data_dir, **config), log=lambda *a: None)
+                 PretrainConfig(short_seq_data=data_dir, **config))
     with pytest.raises(ValueError, match="multiple of steps_per_epoch"):
         PretrainConfig(short_seq_data=data_dir, short_seq_steps=3, steps_per_epoch=2).validate()
 
@@ -279,7 +276,7 @@ from albert_keras.training.pretrain import PretrainConfig, pretrain
 metrics = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
     model_overrides=json.loads(sys.argv[4]), batch_size=8, total_steps=4, steps_per_epoch=2,
     warmup_steps=1, eval_steps=1, steps_per_execution=2, strategy=sys.argv[3],
-    precision="float32"), log=lambda *a: None)
+    precision="float32"))
 print("RESULT " + json.dumps({"backend": keras.backend.backend(), "steps": metrics["steps"],
                               "devices": len(keras.distribution.list_devices())}))
 """

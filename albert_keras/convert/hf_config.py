@@ -1,0 +1,169 @@
+"""HF transformers ``config.json`` (``model_type`` ``albert`` or ``bert``).
+
+Its ``"gelu"`` is the exact erf form. Keys that only HF's bookkeeping uses
+are accepted; any other unknown key is an error that names it.
+"""
+
+from albert_keras.config import CLS_ID
+from albert_keras.config import PAD_ID
+from albert_keras.config import SEP_ID
+from albert_keras.config import AlbertConfig
+from albert_keras.config import ConfigError
+from albert_keras.convert.tf1_config import INERT_FIELDS
+
+_DEFAULTS = AlbertConfig()
+
+# HF keys that carry model hyperparameters we map one to one.
+_HF_MODEL_FIELDS = {
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "inner_group_num",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+}
+# Model-specific HF keys that do not change the encoder's computation.
+_HF_ALBERT_KEYS = {"classifier_dropout_prob"}
+_HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_attention"}
+# Keys PretrainedConfig writes for every model (labels, generation, bookkeeping).
+_HF_GENERIC_KEYS = {
+    "_name_or_path",
+    "architectures",
+    "model_type",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+    "pad_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "sep_token_id",
+    "decoder_start_token_id",
+    "id2label",
+    "label2id",
+    "num_labels",
+    "problem_type",
+    "finetuning_task",
+    "output_hidden_states",
+    "output_attentions",
+    "return_dict",
+    "tie_word_embeddings",
+    "is_encoder_decoder",
+    "chunk_size_feed_forward",
+    "gradient_checkpointing",
+    "tokenizer_class",
+    "prefix",
+    "task_specific_params",
+    "use_return_dict",
+    "pruned_heads",
+    "torchscript",
+    "tf_legacy_loss",
+    "use_bfloat16",
+    "cross_attention_hidden_size",
+    "add_cross_attention",
+    "is_decoder",
+    "_attn_implementation_autoset",
+    "_attn_implementation",
+    "use_cache",
+}
+
+
+def from_hf_dict(data, source="config.json"):
+    """Reads a HF transformers ``config.json`` (ALBERT or BERT)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object")
+    model_type = data.get("model_type")
+    if model_type not in ("albert", "bert"):
+        raise ConfigError(
+            f"{source}: model_type must be 'albert' or 'bert', got {model_type!r}"
+        )
+    known = _HF_ALBERT_KEYS if model_type == "albert" else _HF_BERT_KEYS
+    out = {}
+    for key, value in data.items():
+        if key in _HF_MODEL_FIELDS:
+            out[key] = value
+        elif key in INERT_FIELDS:
+            if value not in INERT_FIELDS[key]:
+                raise ConfigError(
+                    f"{source}: {key}={value!r} is not supported "
+                    f"(only {INERT_FIELDS[key][0]!r})"
+                )
+        elif key == "position_embedding_type":
+            if value != "absolute":
+                raise ConfigError(
+                    f"{source}: position_embedding_type={value!r} is not "
+                    "supported (only 'absolute')"
+                )
+        elif key not in known and key not in _HF_GENERIC_KEYS:
+            raise ConfigError(f"{source}: unknown config key {key!r}")
+    if model_type == "albert":
+        if out.get("embedding_size", 128) == out.get("hidden_size", 768):
+            raise ConfigError(
+                f"{source}: an HF ALBERT with embedding_size == hidden_size "
+                "keeps an E->H projection that this model omits (as the "
+                "original code does); it cannot be loaded exactly"
+            )
+        out["sharing"] = "all"
+    else:
+        for key in ("embedding_size", "num_hidden_groups", "inner_group_num"):
+            if key in out:
+                raise ConfigError(f"{source}: unknown config key {key!r}")
+        out["embedding_size"] = out.get("hidden_size", _DEFAULTS.hidden_size)
+        out["num_hidden_groups"] = out.get(
+            "num_hidden_layers", _DEFAULTS.num_hidden_layers
+        )
+        out["sharing"] = "none"
+        out.setdefault("hidden_act", "gelu")
+        out.setdefault("hidden_dropout_prob", 0.1)
+        out.setdefault("attention_probs_dropout_prob", 0.1)
+        out.setdefault("vocab_size", 30522)
+    return AlbertConfig.from_dict(out, source)
+
+def to_hf_dict(config):
+    """Writes a HF ``config.json`` (``BertConfig`` when the layout is BERT's)."""
+    common = {
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": config.hidden_act,
+        "hidden_dropout_prob": config.hidden_dropout_prob,
+        "attention_probs_dropout_prob": config.attention_probs_dropout_prob,
+        "max_position_embeddings": config.max_position_embeddings,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.initializer_range,
+        "layer_norm_eps": config.layer_norm_eps,
+        "pad_token_id": PAD_ID,
+    }
+    if config.is_bert_layout:
+        return {
+            "architectures": ["BertForPreTraining"],
+            "model_type": "bert",
+            **common,
+        }
+    groups = config.groups_for_export("HF transformers")
+    if not config.has_embedding_projection:
+        raise ConfigError(
+            "HF ALBERT always has an E->H projection; a model with "
+            "embedding_size == hidden_size and this sharing cannot be exported"
+        )
+    return {
+        "architectures": ["AlbertForPreTraining"],
+        "model_type": "albert",
+        **common,
+        "embedding_size": config.embedding_size,
+        "num_hidden_groups": groups,
+        "inner_group_num": config.inner_group_num,
+        "classifier_dropout_prob": 0.1,
+        "bos_token_id": CLS_ID,
+        "eos_token_id": SEP_ID,
+    }

@@ -1,0 +1,97 @@
+"""Writing files and folders so that no half-written output ever survives.
+
+Every output of the package (models, JSON, shards, exports, predictions) is
+written under a temporary name in the destination's own folder and renamed
+when it is complete: a rename within one file system is atomic, so a crash
+or ``kill -9`` leaves either the old file or the new one, never a torn one.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix=""):
+    """Yields a temporary path beside ``path`` that replaces it on success.
+
+    On any error (or interruption) the temporary file is removed and
+    ``path`` is left as it was.
+
+    Args:
+        path: the destination file.
+        suffix: kept at the end of the temporary name, for writers that
+            insist on an extension (``.keras``, ``.npy``).
+
+    Example:
+    >>> with atomic_path("weights.npy", suffix=".npy") as tmp:  # doctest: +SKIP
+    ...     np.save(tmp, array)
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}{suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_write(path, mode="w"):
+    """``open(path, mode)`` under a temporary name, renamed on success."""
+    with atomic_path(path) as tmp:
+        encoding = None if "b" in mode else "utf-8"
+        with open(tmp, mode, encoding=encoding) as f:
+            yield f
+
+
+def write_json(path, data):
+    """Writes JSON atomically, indented and with sorted keys."""
+    with atomic_write(path) as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def read_json(path):
+    """Reads a JSON file; a missing or broken one is a one-line error naming it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: cannot read JSON: {e}") from None
+
+
+@contextlib.contextmanager
+def writing_folder(folder):
+    """Yields a temporary folder that replaces ``folder`` when the block ends.
+
+    On any error (or interruption) the temporary folder is removed and
+    ``folder`` is left as it was, so no half-written output survives.
+    """
+    parent = os.path.dirname(os.path.abspath(folder))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.tmp", dir=parent)
+    try:
+        yield tmp
+        if os.path.exists(folder):
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def sha256_file(path):
+    """The hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
