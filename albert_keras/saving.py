@@ -34,7 +34,7 @@ def load_model(path):
     from a stranger cannot run code on load.
     """
     import albert_keras  # noqa: F401  (registers our classes)
-    import albert_keras.training.optimizer  # noqa: F401  (and the optimizers saved with them)
+    import albert_keras.optimizers.optimizer  # noqa: F401  (and the optimizers saved with them)
 
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such model file")

@@ -204,8 +204,8 @@ def _child(code, *argv, timeout):
 
 def model_flops_per_token(seq):
     """Training FLOPs per token of ALBERT-base pretraining (3x the forward)."""
-    H, E, L, _, I = BASE
-    per_layer = 2 * (4 * H * H + 2 * H * I) + 2 * 2 * seq * H  # dense + scores/context
+    H, E, L, _, FFN = BASE
+    per_layer = 2 * (4 * H * H + 2 * H * FFN) + 2 * 2 * seq * H  # dense + scores/context
     forward = L * per_layer + 2 * E * H  # + the E -> H projection
     forward += PREDICTIONS / seq * 2 * (H * E + E * VOCAB)  # MLM head at the masked rows
     return 3 * forward

@@ -115,7 +115,7 @@ def main():
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
     try:
         with open("/proc/cpuinfo") as f:
-            machine["cpu"] = next(l.split(":", 1)[1].strip() for l in f if "model name" in l)
+            machine["cpu"] = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
     except (OSError, StopIteration):
         pass
     tmp = args.out + ".tmp"

@@ -20,7 +20,7 @@ import numpy as np, keras
 args = json.loads(sys.argv[1])
 keras.mixed_precision.set_global_policy(args["precision"])
 from albert_keras import AlbertEncoder, AlbertPretrainer, get_preset
-from albert_keras.training.optimizer import make_optimizer
+from albert_keras.optimizers.optimizer import make_optimizer
 config = get_preset(args["preset"], vocab_size=args["vocab"])
 model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
 model.compile(optimizer=make_optimizer("lamb", learning_rate=1e-3, total_steps=1000,

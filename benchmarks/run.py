@@ -81,7 +81,7 @@ else:
          "padding_mask": np.ones((B, S), "int32")}
     if args["who"] == "ours":
         from albert_keras import AlbertConfig, AlbertEncoder, AlbertPretrainer
-        from albert_keras.training.optimizer import make_optimizer
+        from albert_keras.optimizers.optimizer import make_optimizer
         config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
                               num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -143,12 +143,12 @@ def flops_per_token(shape, seq, last_block_rows=None):
     ``seq`` (ours computes only ``[CLS]`` and the masked positions there; its
     keys and values still cover every position).
     """
-    H, E, L, _, I, _, S = shape
-    per_layer = 2 * (4 * H * H + 2 * H * I) + 2 * 2 * S * H  # dense + attention scores/context
+    H, E, L, _, FFN, _, S = shape
+    per_layer = 2 * (4 * H * H + 2 * H * FFN) + 2 * 2 * S * H  # dense + attention scores/context
     forward = L * per_layer + 2 * E * H  # + embedding projection
     if last_block_rows is not None:
         cut = last_block_rows / S
-        last = 2 * 2 * H * H + cut * (2 * (2 * H * H + 2 * H * I) + 2 * 2 * S * H)
+        last = 2 * 2 * H * H + cut * (2 * (2 * H * H + 2 * H * FFN) + 2 * 2 * S * H)
         forward += last - per_layer
     forward += PREDICTIONS / S * 2 * (H * E + E * VOCAB)  # MLM head on the masked positions
     return 3 * forward
@@ -163,7 +163,7 @@ def machine():
             "python": platform.python_version()}
     try:
         with open("/proc/cpuinfo") as f:
-            info["cpu"] = next(l.split(":", 1)[1].strip() for l in f if "model name" in l)
+            info["cpu"] = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
     except (OSError, StopIteration):
         pass
     return info

@@ -7,5 +7,6 @@ disagrees; ``bench`` measures a ``.tflite``.
 
 from albert_keras.export.converter import QUANTIZE_MODES  # noqa: F401
 from albert_keras.export.converter import ExportError  # noqa: F401
+from albert_keras.export.export_config import ExportConfig  # noqa: F401
 from albert_keras.export.export_model import export_tflite  # noqa: F401
 from albert_keras.export.validation import ValidationError  # noqa: F401

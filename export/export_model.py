@@ -25,95 +25,72 @@ from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
+from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.validation import validate
-from albert_keras.saving import load_model
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import sha256_file
+from albert_keras.model_folder import TASK_FILE
+from albert_keras.model_folder import TASK_MODEL_FILE
+from albert_keras.model_folder import data_file
+from albert_keras.model_folder import folder_of
+from albert_keras.model_folder import part_file
+from albert_keras.model_folder import read_task_spec
+from albert_keras.model_folder import read_tokenizer
+from albert_keras.saving import load_model
+from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task import TaskSpec
+from albert_keras.tasks.task import ValidationTexts
 from albert_keras.text.packer import AlbertPacker
-from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "cls": CLS_ID, "sep": SEP_ID,
+                       "mask": MASK_ID}
 SIDECAR_FORMAT = "albert-keras-tflite/1"
-PARTS = {"auto": None, "encoder": "encoder.keras", "mlm": "pretrainer.keras",
-         "model": "model.keras"}
 
 
 # -- what the source is ------------------------------------------------------------------
 
 
 def load_source(source, part="auto", tokenizer=None):
-    """``(model, spec, spm_path, folder)`` for a folder or a ``.keras`` file.
+    """``(model, spec, tokenizer, folder)`` for a folder or a ``.keras`` file.
 
-    ``spec`` is the fine-tuned folder's ``task.json`` (or ``{}``).
+    ``spec`` is a fine-tuned folder's ``TaskSpec`` (None for other models);
+    ``tokenizer`` is the host-side tokenizer, or None when there is none.
     """
-    folder = source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source))
-    spec = {}
-    if os.path.isdir(source):
-        name = PARTS.get(part)
-        if name is None and part != "auto":
-            raise ExportError(f"--part must be one of {', '.join(PARTS)}")
-        if name is None:
-            name = "model.keras" if os.path.isfile(os.path.join(source, "model.keras")) \
-                else "encoder.keras"
-        path = os.path.join(source, name)
-        task_path = os.path.join(source, "task.json")
-        if name == "model.keras" and os.path.isfile(task_path):
-            with open(task_path, encoding="utf-8") as f:
-                spec = json.load(f)
-    else:
-        path = source
+    folder = folder_of(source)
+    try:
+        path = part_file(source, part)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    spec = None
+    if os.path.basename(path) == TASK_MODEL_FILE and read_task_spec(folder):
+        spec = TaskSpec.from_json(read_task_spec(folder), os.path.join(folder, TASK_FILE))
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such model file")
-    spm = tokenizer or os.path.join(folder, "spm.model")
-    return load_model(path), spec, spm if os.path.isfile(spm) else None, folder
-
-
-def _data_file(folder, key):
-    path = os.path.join(folder, "train_config.json")
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        value = json.load(f).get(key)
-    return value if value and os.path.isfile(value) else None
+    try:
+        pieces = read_tokenizer(source, tokenizer)
+    except FileNotFoundError:
+        pieces = None
+    return load_model(path), spec, pieces, folder
 
 
 # -- examples -------------------------------------------------------------------------------
 
 
-def _texts_from_file(path, spec, pair):
-    """``(texts, pairs, labels, ids_inputs)`` from a task file or plain text.
-
-    ``ids_inputs`` is set for tasks whose features are not one text
-    (multiple choice), else None.
-    """
-    from albert_keras.tasks import readers
-
-    task = spec.get("task")
-    if task == "classify":
-        ex = readers.read_text_table(path, spec["text_column"], spec.get("text_pair_column"),
-                                     spec["label_column"], require_labels=False)
-        labels = None
-        if ex.labels is not None and not spec["regression"]:
-            labels = readers.label_ids(path, ex, spec["labels"])
-        return ex.texts, ex.pairs, labels, None
-    if task == "tag":
-        return [" ".join(s[0]) for s in readers.read_conll(path, require_tags=False)], \
-            None, None, None
-    if task == "qa":
-        ex = readers.read_squad(path, require_answers=False)
-        return [e.question for e in ex], [e.context for e in ex], None, None
-    if task == "choice":
-        return None, None, None, path
+def _texts_from_file(path, spec, tokenizer, pair):
+    """``ValidationTexts`` from a task file (through its task) or plain text."""
+    if spec is not None:
+        return get_task(spec.task).validation_texts(path, spec, tokenizer)
     with open(path, encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f if line.strip()]
     if pair:
         split = [line.split("\t", 1) for line in lines]
         if any(len(s) != 2 for s in split):
             raise ExportError(f"{path}: with --pair each line must be 'text<TAB>pair'")
-        return [s[0] for s in split], [s[1] for s in split], None, None
-    return lines, None, None, None
+        return ValidationTexts([s[0] for s in split], [s[1] for s in split])
+    return ValidationTexts(lines)
 
 
 class Examples:
@@ -127,7 +104,7 @@ class Examples:
         return len(self.feeds)
 
 
-def build_examples(path, spec, kind, spm, sequence_length, string_in, pair, count, seed,
+def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair, count, seed,
                    vocab_size, num_choices=None, max_predictions=20):
     """Up to ``count`` examples from ``path`` (random ids when it is None)."""
     rng = np.random.default_rng(seed)
@@ -145,26 +122,23 @@ def build_examples(path, spec, kind, spm, sequence_length, string_in, pair, coun
         x = {"token_ids": ids, "padding_mask": mask, "segment_ids": np.zeros_like(ids)}
         source = "random ids (no data given)"
     else:
-        texts, pairs, labels, choice_path = _texts_from_file(path, spec, pair)
-        if choice_path is not None:
-            from albert_keras.tasks.encoding import PieceEncoder
-            from albert_keras.tasks.finetune import load_task_data
-
-            data = load_task_data(choice_path, {**spec, "sequence_length": S}, PieceEncoder(spm),
-                                  require_labels=False)
-            x = data.x
-            texts = None
+        if tokenizer is None:
+            raise ExportError("no tokenizer found for the validation texts: pass --tokenizer")
+        if spec is not None:
+            spec = spec.replace(sequence_length=S)
+        found = _texts_from_file(path, spec, tokenizer, pair)
+        texts, pairs, labels = found.texts, found.pairs, found.labels
+        if found.x is not None:
+            x = found.x
         else:
-            if spm is None:
-                raise ExportError("no tokenizer found for the validation texts: pass --tokenizer")
             order = rng.permutation(len(texts))[:count]
             texts = [texts[i] for i in order]
             pairs = [pairs[i] for i in order] if pairs else None
             labels = [labels[i] for i in order] if labels is not None else None
-            tokenizer = SentencePieceTokenizer(spm)
-            packer = AlbertPacker(S, truncate=spec.get("truncate", "longest_first"))
-            packed = packer(tokenizer(tf.constant(texts)),
-                            tokenizer(tf.constant(pairs)) if pairs else None)
+            layer = tokenizer.keras_layer()
+            packer = AlbertPacker(S, truncate=spec.truncate if spec else "longest_first")
+            packed = packer(layer(tf.constant(texts)),
+                            layer(tf.constant(pairs)) if pairs else None)
             x = {k: v.numpy() for k, v in packed.items()}
         source = path
     n = min(count, len(x["token_ids"]))
@@ -185,11 +159,7 @@ def build_examples(path, spec, kind, spm, sequence_length, string_in, pair, coun
 # -- the export ---------------------------------------------------------------------------------
 
 
-def export_tflite(source, out, quantize="none", sequence_length=None, with_tokenizer=False,
-                  pair=None, representative=None, validation_data=None, examples=32,
-                  calibration_examples=100, tolerance=None, min_cosine=None, min_agreement=None,
-                  mask_value=-120.0, part="auto", tokenizer=None, num_choices=None, seed=0,
-                  qat_data=None, qat_epochs=1, qat_learning_rate=1e-5, overwrite=False):
+def export_tflite(source, out, config=None):
     """Converts, validates and writes; returns the sidecar dict.
 
     With ``quantize="qat"`` the (fine-tuned) model is first fine-tuned for
@@ -197,64 +167,75 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
     training file), then converted to int8 with the learned ranges; it is
     validated against that quantization-aware Keras model.
 
+    Args:
+        source: a model folder or ``.keras`` file.
+        out: the ``.tflite`` to write (the sidecar ``.json`` goes beside it).
+        config: an ``ExportConfig``.
+
     Example:
-    >>> export_tflite("runs/classifier", "model.tflite", quantize="dynamic")  # doctest: +SKIP
+    >>> export_tflite("runs/classifier", "model.tflite",
+    ...               ExportConfig(quantize="dynamic"))  # doctest: +SKIP
     """
     from albert_keras.export import validation as v
 
+    c = config or ExportConfig()
     if not out.endswith(".tflite"):
         raise ExportError(f"{out}: the output must end in .tflite")
     sidecar_path = out[: -len(".tflite")] + ".json"
-    if not overwrite and (os.path.exists(out) or os.path.exists(sidecar_path)):
-        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    if not c.overwrite:
+        for path in (out, sidecar_path):
+            if os.path.exists(path):
+                raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
 
     # -- source ----------------------------------------------------------------------------
-    model, spec, spm, folder = load_source(source, part, tokenizer)
+    model, spec, tokenizer, folder = load_source(source, c.part, c.tokenizer)
+    quantize, num_choices, pair = c.quantize, c.num_choices, c.pair
     kind, output_names = model_kind(model)
     config = model.config
-    S = int(sequence_length or spec.get("sequence_length") or 128)
+    S = int(c.sequence_length or (spec.sequence_length if spec else 128))
     if S > config.max_position_embeddings:
         raise ExportError(f"--seq-len {S} exceeds max_position_embeddings "
                           f"{config.max_position_embeddings}")
     if pair is None:
-        pair = bool(spec.get("text_pair_column")) or spec.get("task") == "qa"
+        pair = bool(spec and (spec.text_pair_column or spec.task == "qa"))
     if kind == "choice":
-        num_choices = num_choices or spec.get("num_choices")
-    if with_tokenizer and spm is None:
+        num_choices = num_choices or (spec.num_choices if spec else None)
+    if c.with_tokenizer and tokenizer is None:
         raise ExportError("--with-tokenizer needs the SentencePiece model: pass --tokenizer")
 
     # -- examples ----------------------------------------------------------------------------
-    validation_path = validation_data or _data_file(folder, "eval") or _data_file(folder, "train")
-    calibration_path = representative or _data_file(folder, "train")
-    common = dict(spec=spec, kind=kind, spm=spm, sequence_length=S, string_in=with_tokenizer,
-                  pair=pair, vocab_size=config.vocab_size, num_choices=num_choices)
-    checks = build_examples(validation_path, count=examples, seed=seed, **common)
+    validation_path = c.validation_data or data_file(folder, "eval") or data_file(folder, "train")
+    calibration_path = c.representative or data_file(folder, "train")
+    common = dict(spec=spec, kind=kind, tokenizer=tokenizer, sequence_length=S,
+                  string_in=c.with_tokenizer, pair=pair, vocab_size=config.vocab_size,
+                  num_choices=num_choices)
+    checks = build_examples(validation_path, count=c.examples, seed=c.seed, **common)
     calibration = None
     if quantize in ("int8", "qat"):
         if calibration_path is None:
             raise ExportError("int8 needs representative examples from real data: "
                               "pass --representative FILE")
-        calibration = build_examples(calibration_path, count=calibration_examples,
-                                     seed=seed + 1, **common)
+        calibration = build_examples(calibration_path, count=c.calibration_examples,
+                                     seed=c.seed + 1, **common)
 
     # -- quantization-aware training ----------------------------------------------------------
     if quantize == "qat":
         from albert_keras.export.qat import qat_finetune
 
-        model = qat_finetune(model, spec, qat_data or _data_file(folder, "train"), spm,
-                             epochs=qat_epochs, learning_rate=qat_learning_rate, seed=seed)
+        model = qat_finetune(model, spec, c.qat_data or data_file(folder, "train"), tokenizer,
+                             epochs=c.qat_epochs, learning_rate=c.qat_learning_rate, seed=c.seed)
 
     # -- convert ---------------------------------------------------------------------------------
-    exported = prepare_for_export(model, mask_value)
+    exported = prepare_for_export(model, c.mask_value)
     # Keras' own numbers: the same weights in float32, with the mask it was
     # trained with.
     reference = prepare_for_export(model, _encoder(model).mask_value)
-    layer = SentencePieceTokenizer(spm) if with_tokenizer else None
-    serve = serving_function(exported, S, tokenizer=layer, pair=pair,
-                             truncate=spec.get("truncate", "longest_first"),
+    layer = tokenizer.keras_layer() if c.with_tokenizer else None
+    truncate = spec.truncate if spec else "longest_first"
+    serve = serving_function(exported, S, tokenizer=layer, pair=pair, truncate=truncate,
                              num_choices=num_choices)
     logger.info(f"converting the {kind} ({quantize}, sequence {S}"
-        + (", string-in" if with_tokenizer else "") + ") ...")
+        + (", string-in" if c.with_tokenizer else "") + ") ...")
     blob = convert(exported, serve, quantize,
                    representative=calibration.feeds if calibration else None, tokenizer=layer)
 
@@ -266,9 +247,9 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
         expected.append({name: np.asarray(outputs[name][i:i + 1], np.float32)
                          for name in output_names})
     report = validate(
-        blob, checks.feeds, expected, quantize, tolerance=tolerance,
-        min_cosine=v.DEFAULT_MIN_COSINE if min_cosine is None else min_cosine,
-        min_agreement=v.DEFAULT_MIN_AGREEMENT if min_agreement is None else min_agreement,
+        blob, checks.feeds, expected, quantize, tolerance=c.tolerance,
+        min_cosine=v.DEFAULT_MIN_COSINE if c.min_cosine is None else c.min_cosine,
+        min_agreement=v.DEFAULT_MIN_AGREEMENT if c.min_agreement is None else c.min_agreement,
         labels=checks.labels,
     )
     report["data"] = checks.source
@@ -283,17 +264,17 @@ def export_tflite(source, out, quantize="none", sequence_length=None, with_token
     sidecar = {
         "format": SIDECAR_FORMAT,
         "kind": kind,
-        "task": spec.get("task"),
-        "labels": spec.get("labels") or [],
+        "task": spec.task if spec else None,
+        "labels": list(spec.labels or []) if spec else [],
         "sequence_length": S,
         "quantize": quantize,
-        "string_in": bool(with_tokenizer),
-        "inputs": (["text"] + (["text_pair"] if pair else [])) if with_tokenizer else
+        "string_in": bool(c.with_tokenizer),
+        "inputs": (["text"] + (["text_pair"] if pair else [])) if c.with_tokenizer else
                   (["ids", "mask", "segment_ids"] + (["masked_positions"] if kind == "mlm" else [])),
         "outputs": list(output_names),
-        "special_ids": {"pad": PAD_ID, "unk": UNK_ID, "cls": CLS_ID, "sep": SEP_ID, "mask": MASK_ID},
-        "truncate": spec.get("truncate", "longest_first"),
-        "mask_value": mask_value,
+        "special_ids": tokenizer.special_ids if tokenizer else DEFAULT_SPECIAL_IDS,
+        "truncate": truncate,
+        "mask_value": c.mask_value,
         "num_choices": num_choices,
         "size_bytes": len(blob),
         "validation": report,

@@ -13,7 +13,7 @@ import os
 import keras
 
 from albert_keras.export.converter import rebuild
-from albert_keras.training.optimizer import make_optimizer
+from albert_keras.optimizers.optimizer import make_optimizer
 
 logger = logging.getLogger(__name__)
 
@@ -23,36 +23,35 @@ def quantization_aware_copy(model):
     return rebuild(model, quantize_aware=True)
 
 
-def qat_finetune(model, spec, train_path, spm_path, epochs=1, learning_rate=1e-5,
+def qat_finetune(model, spec, train_path, tokenizer, epochs=1, learning_rate=1e-5,
                  batch_size=32, seed=0):
     """Fine-tunes a quantization-aware copy of ``model``; returns it.
 
     Args:
         model: a fine-tuned task model (float).
-        spec: its ``task.json``.
+        spec: its ``TaskSpec`` (None for a folder without a task).
         train_path: the training file (the folder's own by default).
-        spm_path: the tokenizer.
+        tokenizer: the host-side tokenizer.
         epochs, learning_rate, batch_size: the QAT fine-tune (short and
             gentle: the model is already trained).
     """
-    from albert_keras.tasks.encoding import PieceEncoder
     from albert_keras.tasks.finetune import make_dataset
-    from albert_keras.tasks.finetune import task_losses
-    from albert_keras.tasks.finetune import load_task_data
+    from albert_keras.tasks.registry import get_task
 
-    if not spec.get("task"):
+    if spec is None:
         raise ValueError("QAT needs a fine-tuned task folder (task.json and a training file)")
     if not train_path or not os.path.isfile(train_path):
         raise ValueError(f"QAT needs the training file; {train_path!r} is missing (--qat-data)")
     keras.utils.set_random_seed(seed)
-    data = load_task_data(train_path, spec, PieceEncoder(spm_path))
+    task = get_task(spec.task)
+    data, _ = task.read(train_path, spec, tokenizer)
     qat = quantization_aware_copy(model)
-    loss, loss_weights, metrics = task_losses(spec)
+    args = task.compile_args(spec)
     steps = max(1, len(data) // batch_size) * epochs
     qat.compile(
         optimizer=make_optimizer("adamw", learning_rate=learning_rate, total_steps=steps,
                                  warmup_steps=0, weight_decay=0.0, clip_norm=1.0),
-        loss=loss, loss_weights=loss_weights,
+        loss=args["loss"], loss_weights=args.get("loss_weights"),
     )
     logger.info(f"quantization-aware fine-tuning: {epochs} epoch(s) on {len(data)} rows ...")
     qat.fit(make_dataset(data, batch_size, True, seed), epochs=epochs, shuffle=False, verbose=0)

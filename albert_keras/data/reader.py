@@ -10,7 +10,7 @@ from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.dynamic_masking import unmask
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.files import sha256_file
-from albert_keras.text.spm_model import albert_vocabulary
+from albert_keras.text.registry import load_tokenizer
 
 
 class DataError(ValueError):
@@ -166,7 +166,7 @@ def pretraining_dataset(
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     if dynamic_masking:
-        _, starts = albert_vocabulary(os.path.join(data_dir, manifest["tokenizer"]))
+        starts = load_tokenizer(os.path.join(data_dir, manifest["tokenizer"])).word_starts()
         word_starts = tf.constant(starts, tf.bool)
 
         def remask(step, features):

@@ -11,38 +11,25 @@ renamed at the end.
 import logging
 import dataclasses
 import os
-import shutil
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from albert_keras.models.albert_classifier import AlbertClassifier
-from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
-from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
-from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
-from albert_keras.saving import save_model
-from albert_keras.files import write_json
 from albert_keras.files import writing_folder
-from albert_keras.tasks import metrics as task_metrics
-from albert_keras.tasks import readers
-from albert_keras.tasks.encoding import PieceEncoder
-from albert_keras.tasks.encoding import pack_texts
-from albert_keras.tasks.model_folder import TASK_FILE
-from albert_keras.tasks.model_folder import load_encoder
-from albert_keras.tasks.model_folder import tokenizer_path
-from albert_keras.tasks.qa import decode_answers
-from albert_keras.tasks.qa import qa_features
-from albert_keras.tasks.tagging import decode_tags
-from albert_keras.tasks.tagging import tag_features
+from albert_keras.model_folder import METRICS_CSV
+from albert_keras.model_folder import load_encoder
+from albert_keras.model_folder import read_tokenizer
+from albert_keras.model_folder import write_task_folder
+from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.options import option
+from albert_keras.tasks.registry import TASKS
+from albert_keras.tasks.registry import get_task
 from albert_keras.training.callbacks import NanGuard
-from albert_keras.training.optimizer import make_optimizer
+from albert_keras.text.packer import TRUNCATE_MODES
+from albert_keras.training.strategy import STRATEGIES
 from albert_keras.training.strategy import make_strategy
 
 logger = logging.getLogger(__name__)
-
-TASKS = ("classify", "tag", "qa", "choice")
-
 
 @dataclasses.dataclass
 class FinetuneConfig:
@@ -65,36 +52,41 @@ class FinetuneConfig:
             (the baseline that shows what pretraining is worth).
     """
 
-    task: str = "classify"
-    epochs: int = 3
-    batch_size: int = 32
-    learning_rate: float = 5e-5
-    warmup_fraction: float = 0.1
-    weight_decay: float = 0.01
-    sequence_length: int = 128
-    truncate: str = "longest_first"
-    regression: bool = False
-    text_column: str = "text"
-    text_pair_column: str = None
-    label_column: str = "label"
-    context_column: str = "context"
-    choices_column: str = "choices"
-    question_column: str = "question"
-    stride: int = 128
-    max_question_length: int = 64
-    max_answer_length: int = 30
-    n_best: int = 20
-    null_threshold: float = 0.0
-    version_2: bool = False
-    dropout: float = 0.1
-    precision: str = "float32"
-    strategy: str = "auto"
-    seed: int = 0
-    from_scratch: bool = False
+    task: str = option("classify", "the task", choices=tuple(TASKS))
+    epochs: int = option(3, "passes over the training file")
+    batch_size: int = option(32, "examples per step")
+    learning_rate: float = option(5e-5, "peak AdamW learning rate")
+    warmup_fraction: float = option(0.1, "share of the steps with linear warmup")
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
+    sequence_length: int = option(128, "pieces per input, specials included",
+                                  flag="--seq-length")
+    truncate: str = option("longest_first", "how a pair is cut to fit",
+                           choices=TRUNCATE_MODES)
+    regression: bool = option(False, "classify: a numeric label (one output, MSE)")
+    text_column: str = option("text", "CSV/TSV/JSONL: the text field")
+    text_pair_column: str = option(None, "CSV/TSV/JSONL: the second text's field")
+    label_column: str = option("label", "the label field")
+    context_column: str = option("context", "choice: the passage field")
+    choices_column: str = option("choices", "choice: the answers field")
+    question_column: str = option("question", "choice: the question field")
+    stride: int = option(128, "qa: pieces between windows")
+    max_question_length: int = option(64, "qa: longest question in pieces")
+    max_answer_length: int = option(30, "qa: longest answer in pieces")
+    n_best: int = option(20, "qa: start and end candidates per window")
+    null_threshold: float = option(0.0, "qa v2: answer '' when the [CLS] score beats the "
+                                        "best span by this")
+    version_2: bool = option(False, "qa: questions may have no answer")
+    dropout: float = option(0.1, "dropout on the head's input")
+    precision: str = option("float32", "Keras dtype policy",
+                            choices=("float32", "mixed_bfloat16", "mixed_float16"))
+    strategy: str = option("auto", "how training spreads over devices", choices=STRATEGIES)
+    seed: int = option(0, "weights and shuffling")
+    from_scratch: bool = option(False, "same architecture as --init, untrained weights "
+                                       "(a baseline)")
 
     def validate(self):
         if self.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+            raise ValueError(f"task must be one of {tuple(TASKS)}, got {self.task!r}")
         for name in ("epochs", "batch_size", "sequence_length"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -102,191 +94,21 @@ class FinetuneConfig:
             raise ValueError("warmup_fraction must be in [0, 1)")
 
 
-# -- task data -------------------------------------------------------------------------
+# -- spec and evaluation -----------------------------------------------------------------
+
+SPEC_FIELDS = ("sequence_length", "truncate", "regression", "text_column", "text_pair_column",
+               "label_column", "context_column", "choices_column", "question_column",
+               "stride", "max_question_length", "max_answer_length", "n_best",
+               "null_threshold", "version_2")
 
 
-class TaskData:
-    """Features (``x``), targets (``y``, ``sample_weight``) and what decoding
-    and scoring need, for one file."""
-
-    def __init__(self, x, y=None, sample_weight=None, extra=None):
-        self.x, self.y, self.sample_weight, self.extra = x, y, sample_weight, extra or {}
-
-    def __len__(self):
-        return len(next(iter(self.x.values())))
-
-
-def load_task_data(path, spec, encoder, require_labels=True):
-    """Reads ``path`` for the task described by ``spec`` (``task.json``).
-
-    A spec whose ``labels`` are None (a new task) takes them from this file,
-    as it does ``num_choices``: the training file defines both.
-    """
-    task, seq = spec["task"], spec["sequence_length"]
-    if task == "classify":
-        examples = readers.read_text_table(
-            path, spec["text_column"], spec.get("text_pair_column"), spec["label_column"],
-            require_labels=require_labels,
-        )
-        x = pack_texts(encoder, examples.texts, examples.pairs, seq, spec["truncate"])
-        y = None
-        if examples.labels is not None:
-            if spec["regression"]:
-                y = np.asarray(readers.regression_targets(path, examples), np.float32)[:, None]
-            else:
-                if spec["labels"] is None:  # the training file: discover the labels
-                    spec["labels"] = readers.discover_labels(examples.labels)
-                    if len(spec["labels"]) < 2:
-                        raise readers.TaskDataError(
-                            f"{path}: only one label ({spec['labels'][0]!r}); "
-                            "classification needs 2+")
-                y = np.asarray(readers.label_ids(path, examples, spec["labels"]), np.int32)
-        return TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples})
-    if task == "tag":
-        sentences = readers.read_conll(path, require_tags=require_labels)
-        words = [s[0] for s in sentences]
-        tags = [s[1] for s in sentences] if sentences[0][1] is not None else None
-        if spec["labels"] is None:  # the training file: discover the tags
-            spec["labels"] = readers.discover_labels(t for s in tags for t in s)
-        index = {t: i for i, t in enumerate(spec["labels"])}
-        if tags is not None:
-            for (w, t, line) in sentences:
-                for offset, tag in enumerate(t):
-                    if tag not in index:
-                        raise readers.TaskDataError(
-                            f"{path}:{line + offset}: unknown tag {tag!r}; the model knows "
-                            f"{', '.join(spec['labels'])}"
-                        )
-        features = tag_features(encoder, words, seq, tags, index if tags else None)
-        y = {"logits": features.labels} if tags is not None else None
-        weights = {"logits": features.weights} if tags is not None else None
-        return TaskData(features.inputs, y, weights,
-                        extra={"features": features, "words": words, "tags": tags})
-    if task == "qa":
-        examples = readers.read_squad(path, require_answers=require_labels)
-        features = qa_features(encoder, examples, seq, spec["stride"], spec["max_question_length"])
-        y = {"start_logits": features.start_positions, "end_logits": features.end_positions}
-        return TaskData(features.inputs, y, extra={"features": features, "examples": examples})
-    if task == "choice":
-        examples = readers.read_choices(
-            path, spec["context_column"], spec["question_column"], spec["choices_column"],
-            spec["label_column"], require_labels=require_labels,
-        )
-        count = len(examples.choices[0])
-        spec.setdefault("num_choices", count)  # the training file sets it
-        if count != spec["num_choices"]:
-            raise readers.TaskDataError(
-                f"{path}: {count} choices per question, but the model was trained with "
-                f"{spec['num_choices']}"
-            )
-        firsts = [c for c in examples.contexts for _ in range(count)]
-        seconds = [s for choices in examples.choices for s in choices]
-        flat = pack_texts(encoder, firsts, seconds, seq, spec["truncate"])
-        x = {k: v.reshape(len(examples.contexts), count, seq) for k, v in flat.items()}
-        y = None
-        if examples.labels is not None:
-            y = {"logits": np.asarray(examples.labels, np.int32)}
-        return TaskData(x, y, extra={"examples": examples})
-    raise ValueError(f"unknown task {task!r}")
-
-
-def _task_spec(cfg):
-    """The task description saved as ``task.json``. Labels (and the number
-    of choices) are left to be discovered when the training file is read."""
-    spec = {
-        key: getattr(cfg, key)
-        for key in ("task", "sequence_length", "truncate", "regression", "text_column",
-                    "text_pair_column", "label_column", "context_column", "choices_column",
-                    "question_column", "stride", "max_question_length", "max_answer_length",
-                    "n_best", "null_threshold", "version_2")
-    }
-    needs_labels = cfg.task == "tag" or (cfg.task == "classify" and not cfg.regression)
-    spec["labels"] = None if needs_labels else []
-    return spec
-
-
-# -- model ---------------------------------------------------------------------------------
-
-
-def build_task_model(spec, encoder, dropout=0.1):
-    task = spec["task"]
-    if task == "classify":
-        classes = 1 if spec["regression"] else len(spec["labels"])
-        return AlbertClassifier(encoder, classes, dropout=dropout, name="classifier")
-    if task == "tag":
-        return AlbertTokenClassifier(encoder, len(spec["labels"]), dropout=dropout, name="tagger")
-    if task == "qa":
-        return AlbertQuestionAnswerer(encoder, name="question_answerer")
-    return AlbertMultipleChoice(encoder, dropout=dropout, name="multiple_choice")
-
-
-def task_losses(spec):
-    ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    if spec["task"] == "qa":
-        return ({"start_logits": ce, "end_logits": keras.losses.SparseCategoricalCrossentropy(
-                    from_logits=True)},
-                {"start_logits": 0.5, "end_logits": 0.5}, None)
-    if spec["task"] == "classify" and spec["regression"]:
-        return {"logits": keras.losses.MeanSquaredError()}, None, None
-    # Tagging weighs each position (1 on a word's first piece, else 0), so
-    # its accuracy is a weighted metric.
-    return {"logits": ce}, None, {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-
-
-# -- evaluation ------------------------------------------------------------------------------
+def task_spec(cfg):
+    """The ``TaskSpec`` of a new run; the training file fills in its labels."""
+    return get_task(cfg.task).new_spec(**{k: getattr(cfg, k) for k in SPEC_FIELDS})
 
 
 def predict_outputs(model, data, batch_size=64):
     return model.predict(data.x, batch_size=batch_size, verbose=0)
-
-
-def qa_answers(spec, data, outputs):
-    """The decoded answer per question id, with the spec's decoding knobs."""
-    return decode_answers(
-        data.extra["features"], outputs["start_logits"], outputs["end_logits"],
-        data.extra["examples"], n_best=spec["n_best"],
-        max_answer_length=spec["max_answer_length"], null_threshold=spec["null_threshold"],
-        allow_no_answer=spec["version_2"],
-    )
-
-
-def score(spec, data, outputs):
-    """The task's metrics on labelled ``data``."""
-    task = spec["task"]
-    if task == "classify":
-        logits = outputs["logits"]
-        y = data.y["logits"]
-        if spec["regression"]:
-            return task_metrics.regression_scores(y[:, 0], logits[:, 0])
-        predicted = logits.argmax(-1)
-        return {
-            "accuracy": task_metrics.accuracy(y, predicted),
-            "macro_f1": task_metrics.macro_f1(y, predicted, len(spec["labels"])),
-            "confusion_matrix": task_metrics.confusion_matrix(
-                y, predicted, len(spec["labels"])).tolist(),
-            "examples": len(y),
-        }
-    if task == "tag":
-        predicted = decode_tags(data.extra["features"], outputs["logits"], data.extra["words"],
-                                spec["labels"])
-        entity = task_metrics.entity_scores(data.extra["tags"], predicted)
-        flat_true = [t for s in data.extra["tags"] for t in s]
-        flat_pred = [t for s in predicted for t in s]
-        return {
-            "entity_f1": entity["f1"],
-            "entity_precision": entity["precision"],
-            "entity_recall": entity["recall"],
-            "per_type": entity["per_type"],
-            "token_accuracy": task_metrics.accuracy(flat_true, flat_pred),
-            "sentences": len(predicted),
-        }
-    if task == "qa":
-        predictions = {qid: a["text"] for qid, a in qa_answers(spec, data, outputs).items()}
-        references = {e.qid: [a[0] for a in e.answers] for e in data.extra["examples"]}
-        return task_metrics.squad_scores(predictions, references)
-    predicted = outputs["logits"].argmax(-1)
-    return {"accuracy": task_metrics.accuracy(data.y["logits"], predicted),
-            "examples": len(predicted)}
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -323,14 +145,14 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
     keras.utils.set_random_seed(cfg.seed)
     # -- data ------------------------------------------------------------------------
-    spm_file = tokenizer_path(init, tokenizer)
-    pieces = PieceEncoder(spm_file)
-    spec = _task_spec(cfg)
-    train = load_task_data(train_path, spec, pieces)
-    evaluation = load_task_data(eval_path, spec, pieces) if eval_path else None
+    pieces = read_tokenizer(init, tokenizer)
+    task = get_task(cfg.task)
+    train, spec = task.read(train_path, task_spec(cfg), pieces)
+    evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
     logger.info(f"{cfg.task}: {len(train)} training rows"
-        + (f", {len(evaluation)} eval rows" if evaluation else "")
-        + (f", labels {spec['labels']}" if spec["labels"] and len(spec["labels"]) <= 20 else ""))
+                + (f", {len(evaluation)} eval rows" if evaluation else "")
+                + (f", labels {list(spec.labels)}"
+                   if spec.labels and len(spec.labels) <= 20 else ""))
 
     # -- model -----------------------------------------------------------------------
     strategy = make_strategy(cfg.strategy)
@@ -340,7 +162,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch)
         if pieces.vocabulary_size > encoder.config.vocab_size:
             raise ValueError(
-                f"{spm_file}: {pieces.vocabulary_size} pieces, but the model's vocabulary "
+                f"{pieces.source}: {pieces.vocabulary_size} pieces, but the model's vocabulary "
                 f"has {encoder.config.vocab_size}"
             )
         if cfg.sequence_length > encoder.config.max_position_embeddings:
@@ -348,18 +170,14 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 f"sequence_length {cfg.sequence_length} exceeds the model's "
                 f"max_position_embeddings {encoder.config.max_position_embeddings}"
             )
-        model = build_task_model(spec, encoder, cfg.dropout)
-        loss, loss_weights, metrics = task_losses(spec)
-        weighted = spec["task"] == "tag"
+        model = task.build_model(spec, encoder, cfg.dropout)
         model.compile(
             optimizer=make_optimizer(
                 "adamw", learning_rate=cfg.learning_rate, total_steps=total,
                 warmup_steps=int(cfg.warmup_fraction * total),
                 weight_decay=cfg.weight_decay, clip_norm=1.0,
             ),
-            loss=loss, loss_weights=loss_weights,
-            metrics=None if weighted else metrics,
-            weighted_metrics=metrics if weighted else None,
+            **task.compile_args(spec),
         )
 
     with writing_folder(out_dir) as tmp:
@@ -369,7 +187,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
             make_dataset(train, cfg.batch_size, True, cfg.seed),
             epochs=cfg.epochs,
             shuffle=False,  # the dataset shuffles itself
-            callbacks=[guard, keras.callbacks.CSVLogger(os.path.join(tmp, "metrics.csv"))],
+            callbacks=[guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV))],
             verbose=2,
         )
         if guard.bad_step is not None:
@@ -378,13 +196,10 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         # -- evaluate and write ------------------------------------------------------
         result = {"train_loss": float(history.history["loss"][-1])}
         if evaluation is not None and evaluation.y is not None:
-            result.update(score(spec, evaluation, predict_outputs(model, evaluation)))
-        save_model(model, os.path.join(tmp, "model.keras"))
-        shutil.copyfile(spm_file, os.path.join(tmp, "spm.model"))
-        write_json(os.path.join(tmp, TASK_FILE), spec)
-        write_json(os.path.join(tmp, "metrics.json"), result)
-        write_json(os.path.join(tmp, "train_config.json"),
-                   {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
-                    "train": os.path.abspath(train_path),
-                    "eval": os.path.abspath(eval_path) if eval_path else None})
+            result.update(task.score(spec, evaluation, predict_outputs(model, evaluation)))
+        write_task_folder(
+            tmp, model, pieces, spec.to_json(), result,
+            {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
+             "train": os.path.abspath(train_path),
+             "eval": os.path.abspath(eval_path) if eval_path else None})
     return result

@@ -9,20 +9,18 @@ import tensorflow as tf
 from albert_keras.config import CLS_ID
 from albert_keras.config import MASK_ID
 from albert_keras.config import SEP_ID
+from albert_keras.model_folder import TASK_FILE
+from albert_keras.model_folder import load_encoder
+from albert_keras.model_folder import load_pretrainer
+from albert_keras.model_folder import load_task_model
+from albert_keras.model_folder import read_tokenizer
 from albert_keras.models.albert_embedder import AlbertEmbedder
-from albert_keras.saving import load_model
 from albert_keras.tasks import readers
-from albert_keras.tasks.encoding import PieceEncoder
-from albert_keras.tasks.encoding import pack_texts
-from albert_keras.tasks.finetune import load_task_data
 from albert_keras.tasks.finetune import predict_outputs
-from albert_keras.tasks.finetune import qa_answers
-from albert_keras.tasks.finetune import score
-from albert_keras.tasks.metrics import bio_spans
-from albert_keras.tasks.model_folder import load_encoder
-from albert_keras.tasks.model_folder import load_task_model
-from albert_keras.tasks.model_folder import tokenizer_path
-from albert_keras.tasks.tagging import decode_tags
+from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task import TaskSpec
+from albert_keras.tasks.task import softmax
+from albert_keras.text.packer import pack_texts
 
 MASK_TOKEN = "[MASK]"
 
@@ -32,50 +30,24 @@ def _softmax(x):
     return e / e.sum(-1, keepdims=True)
 
 
+def _read_task(folder, path, require_labels=True):
+    model, spec = load_task_model(folder)
+    spec = TaskSpec.from_json(spec, os.path.join(folder, TASK_FILE))
+    task = get_task(spec.task)
+    data, _ = task.read(path, spec, read_tokenizer(folder), require_labels=require_labels)
+    return model, spec, task, data
+
+
 def evaluate(folder, path, batch_size=64):
     """The task metrics of a fine-tuned folder on a labelled file."""
-    model, spec = load_task_model(folder)
-    data = load_task_data(path, spec, PieceEncoder(os.path.join(folder, "spm.model")))
-    return score(spec, data, predict_outputs(model, data, batch_size))
+    model, spec, task, data = _read_task(folder, path)
+    return task.score(spec, data, predict_outputs(model, data, batch_size))
 
 
 def predict(folder, path, batch_size=64):
     """Predictions for every row of ``path`` (labels not needed), as dicts."""
-    model, spec = load_task_model(folder)
-    data = load_task_data(path, spec, PieceEncoder(os.path.join(folder, "spm.model")),
-                          require_labels=False)
-    outputs = predict_outputs(model, data, batch_size)
-    task = spec["task"]
-    if task == "classify":
-        logits = outputs["logits"]
-        if spec["regression"]:
-            return [{"score": float(v)} for v in logits[:, 0]]
-        probs = _softmax(logits)
-        return [
-            {"label": spec["labels"][int(p.argmax())],
-             "probabilities": {name: float(v) for name, v in zip(spec["labels"], p)}}
-            for p in probs
-        ]
-    if task == "tag":
-        words = data.extra["words"]
-        tags = decode_tags(data.extra["features"], outputs["logits"], words, spec["labels"])
-        return [
-            {"tokens": w, "tags": t,
-             "entities": [{"type": kind, "start": a, "end": b + 1, "text": " ".join(w[a:b + 1])}
-                          for kind, a, b in bio_spans(t)]}
-            for w, t in zip(words, tags)
-        ]
-    if task == "qa":
-        examples = data.extra["examples"]
-        answers = qa_answers(spec, data, outputs)
-        return [
-            {"id": e.qid, "answer": answers[e.qid]["text"], "start": answers[e.qid]["start"],
-             "end": answers[e.qid]["end"], "score": answers[e.qid]["score"],
-             "null_score": answers[e.qid]["null_score"]}
-            for e in examples
-        ]
-    probs = _softmax(outputs["logits"])
-    return [{"label": int(p.argmax()), "probabilities": [float(v) for v in p]} for p in probs]
+    model, spec, task, data = _read_task(folder, path, require_labels=False)
+    return task.records(spec, data, predict_outputs(model, data, batch_size))
 
 
 # -- fill-mask ---------------------------------------------------------------------------
@@ -102,11 +74,10 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
     Returns, per text, a list (one per mask) of
     ``[{"token", "id", "probability"}]``, best first.
     """
-    path = os.path.join(folder, "pretrainer.keras") if os.path.isdir(folder) else folder
-    model = load_model(path)
+    model, path = load_pretrainer(folder)
     if not hasattr(model, "mlm_head"):
         raise ValueError(f"{path}: {type(model).__name__} has no masked-LM head")
-    pieces = PieceEncoder(tokenizer_path(folder, tokenizer))
+    pieces = read_tokenizer(folder, tokenizer)
     sequence_length = min(sequence_length, model.config.max_position_embeddings)
     results = []
     for text in texts:
@@ -121,7 +92,7 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
             "masked_positions": tf.constant([positions], tf.int32),
         }
         logits = np.asarray(model(x, training=False)["mlm_logits"], np.float32)[0]
-        probs = _softmax(logits)
+        probs = softmax(logits)
         per_mask = []
         for p in probs:
             best = np.argsort(p)[::-1][:top_k]
@@ -140,7 +111,7 @@ def embed(folder, texts, layers=(-1,), pooling="mean", combine="concat", normali
     encoder = load_encoder(folder, dtype="float32", output_hidden_states=pooling != "pooled")
     model = AlbertEmbedder(encoder, layers=layers, pooling=pooling, combine=combine,
                            normalize=normalize)
-    pieces = PieceEncoder(tokenizer_path(folder, tokenizer))
+    pieces = read_tokenizer(folder, tokenizer)
     for i, text in enumerate(texts):
         if not text.strip():
             raise readers.TaskDataError(f"text {i + 1} is empty")

@@ -1,6 +1,7 @@
 """Packing one or two token sequences into the encoder's fixed-length inputs."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -103,3 +104,27 @@ class AlbertPacker(PreprocessingLayer):
             {"sequence_length": self.sequence_length, "truncate": self.truncate}
         )
         return config
+
+
+# -- host side: packing whole lists of texts ---------------------------------------
+
+
+def _ragged(id_lists):
+    lengths = [len(ids) for ids in id_lists]
+    flat = np.fromiter((i for ids in id_lists for i in ids), dtype=np.int32, count=sum(lengths))
+    return tf.RaggedTensor.from_row_lengths(flat, np.asarray(lengths, dtype=np.int64))
+
+
+def pack_texts(encoder, texts, pairs, sequence_length, truncate="longest_first", batch=4096):
+    """Tokenizes and packs texts (and pairs) into numpy encoder inputs."""
+    packer = AlbertPacker(sequence_length, truncate=truncate)
+    parts = {k: [] for k in ("token_ids", "segment_ids", "padding_mask")}
+    for start in range(0, len(texts), batch):
+        first = _ragged(encoder.encode(texts[start:start + batch]))
+        second = _ragged(encoder.encode(pairs[start:start + batch])) if pairs else None
+        packed = packer(first, second)
+        for k in parts:
+            parts[k].append(packed[k].numpy())
+    if not texts:
+        return {k: np.zeros((0, sequence_length), np.int32) for k in parts}
+    return {k: np.concatenate(v) for k, v in parts.items()}

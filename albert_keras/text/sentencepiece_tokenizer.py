@@ -1,12 +1,28 @@
-"""An in-graph SentencePiece tokenizer layer (TFLite-convertible)."""
+"""SentencePiece: the host-side tokenizer and the in-graph layer, together.
+
+``SentencePiece`` (host: the ``sentencepiece`` library, with character
+offsets) makes training data and task features; ``SentencePieceTokenizer``
+(in the graph: tf-text's op) runs in ``tf.data``, in Keras models and in a
+string-in ``.tflite``. The text tests check that both give the same ids.
+"""
 
 import base64
+import os
+import shutil
 
 import keras
+import numpy as np
+import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_keras.config import CLS_ID
+from albert_keras.config import MASK_ID
+from albert_keras.config import PAD_ID
+from albert_keras.config import SEP_ID
+from albert_keras.config import UNK_ID
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
+from albert_keras.text.tokenizer import Tokenizer
 from albert_keras.text.spm_model import (
     check_albert_model,
     read_model_proto,
@@ -71,3 +87,94 @@ class SentencePieceTokenizer(PreprocessingLayer):
             {"proto": "base64:" + base64.b64encode(self.proto_bytes).decode("ascii")}
         )
         return config
+
+
+class SentencePiece(Tokenizer):
+    """A SentencePiece ``.model`` on the host: ids, offsets and word starts.
+
+    Args:
+        proto: a ``.model`` path or the model bytes.
+
+    Example:
+    >>> tokenizer = SentencePiece("spm.model")  # doctest: +SKIP
+    >>> ids, starts, ends = tokenizer.encode_with_offsets("naïve café")  # doctest: +SKIP
+    """
+
+    kind = "sentencepiece"
+    file_name = "spm.model"
+
+    def __init__(self, proto):
+        self.proto_bytes, self._facts, self._source = read_model_proto(proto)
+        self.processor = spm.SentencePieceProcessor(model_proto=self.proto_bytes)
+
+    @classmethod
+    def can_read(cls, path):
+        try:
+            read_model_proto(path)
+        except ValueError:
+            return False
+        return True
+
+    @property
+    def source(self):
+        return self._source
+
+    @property
+    def vocabulary_size(self):
+        return self.processor.get_piece_size()
+
+    @property
+    def special_ids(self):
+        # ALBERT's SentencePiece models put the special pieces first.
+        return {"pad": PAD_ID, "unk": UNK_ID, "cls": CLS_ID, "sep": SEP_ID, "mask": MASK_ID}
+
+    def check(self):
+        """Refuses models the in-graph tokenizer would get wrong; returns self."""
+        check_albert_model(self._facts, self._source)
+        return self
+
+    def word_starts(self):
+        return word_start_table(self._facts)
+
+    def id_to_piece(self, index):
+        return self.processor.id_to_piece(int(index))
+
+    def encode(self, texts):
+        return self.processor.encode(list(texts))
+
+    def encode_with_offsets(self, text):
+        """``(ids, char_starts, char_ends)``: piece ``i`` covers
+        ``text[char_starts[i]:char_ends[i]]`` with its leading whitespace
+        left out (the ``▁`` of a piece stands for that whitespace)."""
+        proto = self.processor.encode(text, return_type="proto")
+        # Piece offsets are UTF-8 byte offsets into the original text; map
+        # them to character offsets (so non-ASCII text slices correctly).
+        data = text.encode("utf-8")
+        char_of_byte = np.zeros(len(data) + 1, dtype=np.int64)
+        position = 0
+        for index, ch in enumerate(text):
+            width = len(ch.encode("utf-8"))
+            char_of_byte[position:position + width] = index
+            position += width
+        char_of_byte[len(data)] = len(text)
+        ids, starts, ends = [], [], []
+        for piece in proto.pieces:
+            start, end = int(char_of_byte[piece.begin]), int(char_of_byte[piece.end])
+            while start < end and text[start].isspace():
+                start += 1
+            ids.append(piece.id)
+            starts.append(start)
+            ends.append(end)
+        return ids, starts, ends
+
+    def keras_layer(self):
+        return SentencePieceTokenizer(self.proto_bytes)
+
+    def save(self, folder):
+        path = os.path.join(folder, self.file_name)
+        if os.path.isfile(self._source):
+            shutil.copyfile(self._source, path)
+        else:
+            with open(path, "wb") as f:
+                f.write(self.proto_bytes)
+        return self.file_name

@@ -1,11 +1,26 @@
 """Training a unigram SentencePiece model with ALBERT's special tokens."""
 
+import dataclasses
 import os
 
 import sentencepiece as spm
 
 from albert_keras.files import atomic_path
+from albert_keras.options import option
 from albert_keras.text.spm_model import check_albert_model, read_model_proto
+
+
+@dataclasses.dataclass
+class TokenizerConfig:
+    """How ``albert-keras tokenizer train`` (and the pretraining pipeline) trains."""
+
+    vocab_size: int = option(30000, "pieces in the vocabulary")
+    lowercase: bool = option(True, "case-fold the text (ALBERT v2 is uncased)")
+    character_coverage: float = option(0.99995, "share of characters covered (0.9995 "
+                                                "suits Chinese/Japanese/Korean)")
+    input_sentence_size: int = option(10_000_000, "sample at most this many sentences")
+    threads: int = option(None, "training threads (default: all cores)")
+    seed: int = option(12345, "SentencePiece's sampling seed")
 
 
 def train_sentencepiece(

@@ -12,139 +12,46 @@ The model folder is the hand-off to fine-tuning and export:
 
 import logging
 import dataclasses
-import filecmp
 import math
 import os
-import shutil
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from albert_keras.data.reader import pretraining_dataset
 from albert_keras.data.reader import verify_shards
+from albert_keras.files import write_json
+from albert_keras.model_folder import CHECKPOINTS
+from albert_keras.model_folder import LOGS
+from albert_keras.model_folder import METRICS_CSV
+from albert_keras.model_folder import METRICS_FILE
+from albert_keras.model_folder import PRETRAINER_FILE
+from albert_keras.model_folder import ENCODER_FILE
+from albert_keras.model_folder import TRAIN_CONFIG_FILE
+from albert_keras.model_folder import model_file
+from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
-from albert_keras.files import write_json
-from albert_keras.tasks.model_folder import model_file
-from albert_keras.training import split_features
+from albert_keras.text.registry import load_tokenizer
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ResumableCheckpoint
 from albert_keras.training.callbacks import TimeBudget
 from albert_keras.training.callbacks import latest_checkpoint
-from albert_keras.training.optimizer import make_optimizer
+from albert_keras.training.datasets import eval_dataset
+from albert_keras.training.datasets import short_seq_manifest
+from albert_keras.training.datasets import train_dataset
+from albert_keras.training.objectives import get_objective
+from albert_keras.training.pretrain_config import PretrainConfig
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
 
 logger = logging.getLogger(__name__)
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-
-
 class TrainingError(RuntimeError):
     """Training stopped for a reason the user must act on."""
-
-
-@dataclasses.dataclass
-class PretrainConfig:
-    """Every knob of a pretraining run (saved as ``train_config.json``).
-
-    Args:
-        preset: architecture preset (``vocab_size`` comes from the data).
-        model_overrides: ``AlbertConfig`` fields to change, e.g.
-            ``{"num_hidden_layers": 6}``.
-        batch_size: global batch size (split over replicas).
-        total_steps: optimizer steps.
-        steps_per_epoch: steps between checkpoints (and log lines).
-        learning_rate, warmup_steps, optimizer, weight_decay, clip_norm:
-            see ``make_optimizer``.
-        precision: ``float32``, ``mixed_bfloat16`` or ``mixed_float16``.
-        strategy: see ``make_strategy``.
-        steps_per_execution: steps per ``tf.function`` call (TPUs want many).
-        dynamic_masking: re-mask every batch instead of the stored masks.
-        eval_steps: validation batches after each epoch (0: none).
-        seed: weights, shuffling and masking.
-        deterministic: TF op determinism (bit-exact resume; slower).
-        max_minutes: stop after the first epoch past this wall time.
-        init: start from this model (continued pretraining): a model folder
-            or ``.keras`` file of ours, e.g. a converted published checkpoint.
-            Its architecture replaces ``preset`` and ``model_overrides``; its
-            MLM and SOP heads are kept when it has them. The data must use
-            its tokenizer.
-        short_seq_data: a second data folder of shorter sequences, made with
-            the same tokenizer, for the first ``short_seq_steps`` steps:
-            BERT's two-phase recipe (most steps short, the rest at full
-            length so every position embedding is trained). Attention cost
-            grows with the square of the length, so short steps are cheaper,
-            and each step still carries one SOP pair per example.
-        short_seq_steps: steps on ``short_seq_data`` (a multiple of
-            ``steps_per_epoch``, less than ``total_steps``); one learning-rate
-            schedule and one optimizer state run through both phases.
-    """
-
-    preset: str = "albert_tiny"
-    model_overrides: dict = dataclasses.field(default_factory=dict)
-    batch_size: int = 64
-    total_steps: int = 1000
-    steps_per_epoch: int = 100
-    learning_rate: float = 1.76e-3
-    warmup_steps: int = 100
-    optimizer: str = "lamb"
-    weight_decay: float = 0.01
-    clip_norm: float = 1.0
-    precision: str = "mixed_bfloat16"
-    strategy: str = "auto"
-    steps_per_execution: int = 10
-    dynamic_masking: bool = True
-    eval_steps: int = 10
-    seed: int = 0
-    deterministic: bool = False
-    max_minutes: float = 0.0
-    init: str = ""
-    short_seq_data: str = ""
-    short_seq_steps: int = 0
-
-    def validate(self):
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-        for name in ("batch_size", "total_steps", "steps_per_epoch", "steps_per_execution"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.warmup_steps > self.total_steps:
-            raise ValueError("warmup_steps must not exceed total_steps")
-        if bool(self.short_seq_data) != bool(self.short_seq_steps):
-            raise ValueError("short_seq_data and short_seq_steps go together")
-        if self.short_seq_steps and (
-            self.short_seq_steps % self.steps_per_epoch
-            or not 0 < self.short_seq_steps < self.total_steps
-        ):
-            raise ValueError(
-                f"short_seq_steps ({self.short_seq_steps}) must be a multiple of "
-                f"steps_per_epoch ({self.steps_per_epoch}) below total_steps "
-                f"({self.total_steps})"
-            )
-
-
-def build_pretrainer(config, train_config, encoder=None):
-    if encoder is None:
-        encoder = AlbertEncoder(config)
-    model = AlbertPretrainer(encoder, sop_dropout=0.0)  # the original has none
-    model.compile(
-        optimizer=make_optimizer(
-            train_config.optimizer,
-            learning_rate=train_config.learning_rate,
-            total_steps=train_config.total_steps,
-            warmup_steps=train_config.warmup_steps,
-            weight_decay=train_config.weight_decay,
-            clip_norm=train_config.clip_norm,
-        ),
-        steps_per_execution=train_config.steps_per_execution,
-    )
-    return model
 
 
 def _init_source(init, vocab_size):
@@ -153,7 +60,7 @@ def _init_source(init, vocab_size):
     ``model`` is a pretrainer (its heads are kept) or an encoder; a folder's
     ``pretrainer.keras`` is preferred to its ``encoder.keras``.
     """
-    path = model_file(init, ("pretrainer.keras", "encoder.keras"))
+    path = model_file(init, (PRETRAINER_FILE, ENCODER_FILE))
     model = load_model(path)
     encoder = getattr(model, "encoder", model)
     if not isinstance(encoder, AlbertEncoder):
@@ -164,128 +71,6 @@ def _init_source(init, vocab_size):
             f"was made with {vocab_size}; create the data with this model's tokenizer"
         )
     return model, encoder
-
-
-def _train_dataset(strategy, data_dir, train_config, skip_batches):
-    replicas = strategy.num_replicas_in_sync
-    if train_config.batch_size % replicas:
-        raise ValueError(
-            f"batch_size {train_config.batch_size} is not divisible by the "
-            f"{replicas} replicas"
-        )
-
-    def train_fn(context):
-        ds = pretraining_dataset(
-            data_dir, "train",
-            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
-            dynamic_masking=train_config.dynamic_masking,
-            seed=train_config.seed, input_context=context, verify=False,
-            skip_batches=skip_batches,
-        )
-        return ds.map(split_features)
-
-    return strategy.distribute_datasets_from_function(train_fn)
-
-
-def _eval_dataset(strategy, data_dir, manifest, train_config):
-    if "eval" not in manifest["splits"] or not train_config.eval_steps:
-        return None
-
-    def eval_fn(context):
-        ds = pretraining_dataset(
-            data_dir, "eval",
-            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
-            shuffle=False, seed=train_config.seed, input_context=context, verify=False,
-        )
-        # Finite, of exactly eval_steps batches: Keras rounds validation up to
-        # whole executions of an endless dataset (10 batches for eval_steps 5),
-        # and it drops the previous epoch's iterator before validating, which
-        # for an endless one waited for its background prefetching (measured:
-        # 2 to 7 s in some epochs at albert_tiny).
-        # One element per local replica and step.
-        local = context.num_replicas_in_sync // context.num_input_pipelines
-        steps = train_config.eval_steps * local
-        if context.num_replicas_in_sync > 1:
-            # A distributed iterator reads one step ahead: with no margin it
-            # raised StopIteration under MirroredStrategy.
-            steps += local
-        return ds.take(steps).map(split_features)
-
-    return strategy.distribute_datasets_from_function(eval_fn)
-
-
-def _short_seq_manifest(data_dir, manifest, train_config):
-    """Checks the short-sequence data against the main data; its manifest."""
-    short = train_config.short_seq_data
-    short_manifest = verify_shards(short, "train")
-    a = os.path.join(short, short_manifest["tokenizer"])
-    b = os.path.join(data_dir, manifest["tokenizer"])
-    if not filecmp.cmp(a, b, shallow=False):
-        raise ValueError(f"{a}: not the tokenizer of {b}; make both data folders with one")
-    short_len = short_manifest["config"]["max_seq_length"]
-    if short_len >= manifest["config"]["max_seq_length"]:
-        raise ValueError(
-            f"{short}: sequences of {short_len} are not shorter than the "
-            f"{manifest['config']['max_seq_length']} of {data_dir}"
-        )
-    return short_manifest
-
-
-def most_frequent_token_baseline(data_dir):
-    """Held-out MLM accuracy of always predicting the most frequent training label."""
-
-    def labels(split):
-        ds = pretraining_dataset(data_dir, split, batch_size=256, shuffle=False,
-                                 repeat=False, drop_remainder=False, verify=False)
-        return np.concatenate(
-            [b["masked_ids"].numpy()[b["masked_weights"].numpy() > 0] for b in ds])
-
-    most_frequent = int(np.argmax(np.bincount(labels("train"))))
-    return float(np.mean(labels("eval") == most_frequent))
-
-
-def evaluate_pretrainer(model, data_dir, split="eval", batch_size=64):
-    """Masked-LM and SOP accuracy/loss over a whole split (every example once)."""
-    ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,
-                             repeat=False, drop_remainder=False, verify=False)
-    correct = total = sop_correct = sop_total = 0
-    mlm_loss = sop_loss = 0.0
-    if keras.backend.backend() == "tensorflow":
-        forward = tf.function(lambda x: model(x, training=False))
-    else:  # a compiled forward pass on JAX/torch, from numpy
-        def forward(x):
-            return model.predict_on_batch(keras.tree.map_structure(np.asarray, x))
-    for batch in ds:
-        x, y = split_features(batch)
-        y = keras.tree.map_structure(np.asarray, y)
-        out = keras.tree.map_structure(np.asarray, forward(x))
-        w = y["masked_weights"]
-        logits = out["mlm_logits"]
-        labels = y["masked_ids"]
-        log_probs = logits - _logsumexp(logits)
-        picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
-        mlm_loss -= float((picked * w).sum())
-        correct += float(((logits.argmax(-1) == labels) * w).sum())
-        total += float(w.sum())
-        sop = out["sop_logits"]
-        sop_labels = y["sop_label"]
-        sop_log = sop - _logsumexp(sop)
-        sop_loss -= float(np.take_along_axis(sop_log, sop_labels[:, None], -1).sum())
-        sop_correct += int((sop.argmax(-1) == sop_labels).sum())
-        sop_total += len(sop_labels)
-    return {
-        "masked_lm_accuracy": correct / max(total, 1),
-        "masked_lm_loss": mlm_loss / max(total, 1),
-        "sop_accuracy": sop_correct / max(sop_total, 1),
-        "sop_loss": sop_loss / max(sop_total, 1),
-        "masked_tokens": int(total),
-        "examples": sop_total,
-    }
-
-
-def _logsumexp(x):
-    m = x.max(-1, keepdims=True)
-    return m + np.log(np.exp(x - m).sum(-1, keepdims=True))
 
 
 def pretrain(data_dir, out_dir, train_config=None):
@@ -314,11 +99,12 @@ def pretrain(data_dir, out_dir, train_config=None):
     if "eval" in manifest["splits"]:
         verify_shards(data_dir, "eval")
     seq_len = manifest["config"]["max_seq_length"]
+    objective = get_objective(train_config.objective, manifest)
     # (data folder, its sequence length, first epoch, end epoch) of each phase
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
     phases = [(data_dir, seq_len, 0, epochs)]
     if train_config.short_seq_steps:
-        short_manifest = _short_seq_manifest(data_dir, manifest, train_config)
+        short_manifest = short_seq_manifest(data_dir, manifest, train_config.short_seq_data)
         switch = train_config.short_seq_steps // train_config.steps_per_epoch
         phases = [
             (train_config.short_seq_data, short_manifest["config"]["max_seq_length"],
@@ -351,7 +137,7 @@ def pretrain(data_dir, out_dir, train_config=None):
 
     # -- model: resumed, new, or continued from --init -------------------------------
     os.makedirs(out_dir, exist_ok=True)
-    ckpt_dir = os.path.join(out_dir, "checkpoints")
+    ckpt_dir = os.path.join(out_dir, CHECKPOINTS)
     resume_path, initial_epoch = latest_checkpoint(ckpt_dir)
     source = None
     if resume_path:
@@ -376,19 +162,17 @@ def pretrain(data_dir, out_dir, train_config=None):
             # Rebuilt here so the variables belong to the strategy (and the run's policy).
             encoder = AlbertEncoder(config, mask_value=source_encoder.mask_value)
             encoder.set_weights(source_encoder.get_weights())
-            model = build_pretrainer(config, train_config, encoder=encoder)
-            if isinstance(source, AlbertPretrainer):
-                model.mlm_head.set_weights(source.mlm_head.get_weights())
-                model.sop_head.set_weights(source.sop_head.get_weights())
+            model = _build(objective, encoder, train_config)
+            objective.continue_from(source, model)
             logger.info(f"starting from {train_config.init}")
         else:
-            model = build_pretrainer(config, train_config)
+            model = _build(objective, AlbertEncoder(config), train_config)
     chief = is_chief(strategy)
     if chief:
-        write_json(os.path.join(out_dir, "train_config.json"),
-                   dataclasses.asdict(train_config))
+        write_json(os.path.join(out_dir, TRAIN_CONFIG_FILE),
+                   {**dataclasses.asdict(train_config), "objective": objective.name})
 
-    eval_ds = _eval_dataset(strategy, data_dir, manifest, train_config)
+    eval_ds = eval_dataset(strategy, data_dir, manifest, train_config, objective)
 
     # -- fit ----------------------------------------------------------------------
     nan_guard = NanGuard()
@@ -396,10 +180,9 @@ def pretrain(data_dir, out_dir, train_config=None):
     callbacks = [nan_guard, budget]
     if chief:
         callbacks[1:1] = [
-            ResumableCheckpoint(
-                ckpt_dir, "val_masked_lm_accuracy" if eval_ds else "masked_lm_accuracy"),
-            keras.callbacks.CSVLogger(os.path.join(out_dir, "metrics.csv"), append=True),
-            keras.callbacks.TensorBoard(os.path.join(out_dir, "logs"), write_graph=False),
+            ResumableCheckpoint(ckpt_dir, objective.monitor_for(eval_ds is not None)),
+            keras.callbacks.CSVLogger(os.path.join(out_dir, METRICS_CSV), append=True),
+            keras.callbacks.TensorBoard(os.path.join(out_dir, LOGS), write_graph=False),
         ]
     started = time.time()
     tokens = 0
@@ -412,8 +195,8 @@ def pretrain(data_dir, out_dir, train_config=None):
                 f"{end * train_config.steps_per_epoch}: sequences of {phase_len} "
                 f"from {phase_data}")
         # A resumed run continues with the batches an uninterrupted run would see.
-        train_ds = _train_dataset(strategy, phase_data, train_config,
-                                  (begin - first) * train_config.steps_per_epoch)
+        train_ds = train_dataset(strategy, phase_data, train_config, objective,
+                                 (begin - first) * train_config.steps_per_epoch)
         before = int(model.optimizer.iterations.numpy())
         # A fresh step function per phase: traced for this phase's static shape
         # (TPUs need one), not relaxed to an unknown length by retracing.
@@ -456,8 +239,8 @@ def pretrain(data_dir, out_dir, train_config=None):
         return {"steps": int(model.optimizer.iterations.numpy()), "chief": False}
     metrics = {}
     if "eval" in manifest["splits"]:
-        metrics = evaluate_pretrainer(model, data_dir, "eval")
-        metrics["most_frequent_token_accuracy"] = most_frequent_token_baseline(data_dir)
+        metrics = objective.evaluate(model, data_dir, "eval")
+        metrics.update(objective.baselines(data_dir))
     metrics.update({
         "steps": int(model.optimizer.iterations.numpy()),
         "wall_seconds": round(wall, 1),
@@ -465,17 +248,21 @@ def pretrain(data_dir, out_dir, train_config=None):
         "train_tokens_per_second": round(tokens / max(wall, 1e-9), 1),
         "stopped_by_time_budget": budget.stopped_early,
         "precision": train_config.precision,
+        "objective": objective.name,
     })
-    _export_folder(model, data_dir, out_dir, manifest)
-    write_json(os.path.join(out_dir, "metrics.json"), metrics)
+    write_pretraining_folder(
+        out_dir, model, load_tokenizer(os.path.join(data_dir, manifest["tokenizer"])))
+    write_json(os.path.join(out_dir, METRICS_FILE), metrics)
     return metrics
 
 
-def _export_folder(model, data_dir, out_dir, manifest):
-    from albert_keras.saving import save_model
-
-    save_model(model, os.path.join(out_dir, "pretrainer.keras"), overwrite=True)
-    save_model(model.encoder, os.path.join(out_dir, "encoder.keras"), overwrite=True)
-    shutil.copyfile(os.path.join(data_dir, manifest["tokenizer"]),
-                    os.path.join(out_dir, "spm.model"))
-    model.config.to_json_file(os.path.join(out_dir, "config.json"))
+def _build(objective, encoder, train_config):
+    optimizer = make_optimizer(
+        train_config.optimizer,
+        learning_rate=train_config.learning_rate,
+        total_steps=train_config.total_steps,
+        warmup_steps=train_config.warmup_steps,
+        weight_decay=train_config.weight_decay,
+        clip_norm=train_config.clip_norm,
+    )
+    return objective.build_model(encoder, optimizer, train_config.steps_per_execution)

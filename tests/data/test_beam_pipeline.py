@@ -9,7 +9,7 @@ from albert_keras.data.beam_pipeline import create_pretraining_data_beam
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.create import DataConfig
 from albert_keras.data.create import create_pretraining_data
-from tests.conftest import make_sentences
+from tests.helpers import make_sentences
 from tests.helpers import folder_bytes
 
 

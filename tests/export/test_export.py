@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_keras.export import ExportConfig
 from albert_keras.export import ExportError
 from albert_keras.export import ValidationError
 from albert_keras.export import export_tflite
@@ -26,7 +27,7 @@ QUIET = dict(examples=16)
 @pytest.mark.parametrize("quantize", ["none", "float16", "dynamic", "int8"])
 def test_each_mode_validates(classifier_folder, tmp_path, quantize):
     out = str(tmp_path / f"{quantize}.tflite")
-    sidecar = export_tflite(classifier_folder, out, quantize=quantize, **QUIET)
+    sidecar = export_tflite(classifier_folder, out, ExportConfig(quantize=quantize, **QUIET))
     assert os.path.isfile(out)
     on_disk = json.load(open(out[:-len(".tflite")] + ".json"))
     assert on_disk == sidecar
@@ -71,17 +72,17 @@ def test_shared_weights_are_stored_once(tmp_path):
 
 
 def test_string_in_equals_ids_in(classifier_folder, tmp_path, task_files):
-    from albert_keras.tasks.encoding import PieceEncoder
-    from albert_keras.tasks.encoding import pack_texts
+    from albert_keras.text.sentencepiece_tokenizer import SentencePiece
+    from albert_keras.text.packer import pack_texts
 
     ids_out = str(tmp_path / "ids.tflite")
     str_out = str(tmp_path / "str.tflite")
-    export_tflite(classifier_folder, ids_out, **QUIET)
-    sidecar = export_tflite(classifier_folder, str_out, with_tokenizer=True, **QUIET)
+    export_tflite(classifier_folder, ids_out, ExportConfig(**QUIET))
+    sidecar = export_tflite(classifier_folder, str_out, ExportConfig(with_tokenizer=True, **QUIET))
     assert sidecar["inputs"] == ["text"] and sidecar["validation"]["passed"]
     texts = ["fox the quick brown fox jumps", "dog café naïve 😀", "x",
              "a " * 100]  # the last one is truncated
-    packed = pack_texts(PieceEncoder(os.path.join(classifier_folder, "spm.model")), texts,
+    packed = pack_texts(SentencePiece(os.path.join(classifier_folder, "spm.model")), texts,
                         None, 32)
     by_ids, by_text = TFLiteRunner(ids_out), TFLiteRunner(str_out)
     for i, text in enumerate(texts):
@@ -113,7 +114,7 @@ def test_unsafe_conversion_path_is_caught(classifier_folder):
 def test_a_failed_validation_writes_nothing(classifier_folder, tmp_path):
     out = str(tmp_path / "bad.tflite")
     with pytest.raises(ValidationError) as info:
-        export_tflite(classifier_folder, out, quantize="dynamic", min_cosine=1.5, **QUIET)
+        export_tflite(classifier_folder, out, ExportConfig(quantize="dynamic", min_cosine=1.5, **QUIET))
     assert "mean cosine" in str(info.value)
     assert not info.value.report["passed"]
     assert os.listdir(tmp_path) == []
@@ -139,18 +140,17 @@ def test_flex_ops_are_refused():
 def test_int8_needs_real_data_and_existing_outputs_are_kept(classifier_folder, tmp_path,
                                                             init_folder):
     with pytest.raises(ExportError, match="representative"):
-        export_tflite(init_folder, str(tmp_path / "enc.tflite"), quantize="int8",
-                      sequence_length=16, **QUIET)
+        export_tflite(init_folder, str(tmp_path / "enc.tflite"), ExportConfig(quantize="int8", sequence_length=16, **QUIET))
     out = tmp_path / "m.tflite"
     out.write_bytes(b"keep")
     with pytest.raises(FileExistsError):
-        export_tflite(classifier_folder, str(out), **QUIET)
+        export_tflite(classifier_folder, str(out), ExportConfig(**QUIET))
     assert out.read_bytes() == b"keep"
 
 
 def test_encoder_from_a_pretraining_folder_and_bench(init_folder, tmp_path):
     out = str(tmp_path / "encoder.tflite")
-    sidecar = export_tflite(init_folder, out, sequence_length=16, **QUIET)
+    sidecar = export_tflite(init_folder, out, ExportConfig(sequence_length=16, **QUIET))
     assert sidecar["kind"] == "encoder"
     assert sidecar["outputs"] == ["sequence_output", "pooled_output"]
     assert sidecar["validation"]["data"].startswith("random ids")
@@ -159,10 +159,8 @@ def test_encoder_from_a_pretraining_folder_and_bench(init_folder, tmp_path):
 
 
 def test_qat_validates_and_matches_post_training_int8(classifier_folder, tmp_path):
-    ptq = export_tflite(classifier_folder, str(tmp_path / "ptq.tflite"), quantize="int8",
-                        **QUIET)
-    qat = export_tflite(classifier_folder, str(tmp_path / "qat.tflite"), quantize="qat",
-                        qat_epochs=2, qat_learning_rate=1e-4, **QUIET)
+    ptq = export_tflite(classifier_folder, str(tmp_path / "ptq.tflite"), ExportConfig(quantize="int8", **QUIET))
+    qat = export_tflite(classifier_folder, str(tmp_path / "qat.tflite"), ExportConfig(quantize="qat", qat_epochs=2, qat_learning_rate=1e-4, **QUIET))
     assert qat["validation"]["passed"] and qat["quantize"] == "qat"
     # Most ops run in int8 (the rest are listed in the report).
     assert sum(qat["validation"]["float_ops"].values()) < 40
@@ -176,7 +174,7 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
 
     model = load_model(os.path.join(classifier_folder, "model.keras"))
     qat = quantization_aware_copy(model)
-    quantized = [l for l in qat._flatten_layers() if isinstance(l, QuantizedDense)]
+    quantized = [layer for layer in qat._flatten_layers() if isinstance(layer, QuantizedDense)]
     assert len(quantized) >= 8  # q, k, v, output, ffn, ffn_output, projection, pooler, head
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(5, 60, (8, 32)).astype("int32"),
@@ -189,7 +187,7 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
 
 def test_embedder_keras_file_string_in(init_folder, tmp_path):
     from albert_keras.models.albert_embedder import AlbertEmbedder
-    from albert_keras.tasks.model_folder import load_encoder
+    from albert_keras.model_folder import load_encoder
 
     model = AlbertEmbedder(load_encoder(init_folder, dtype="float32"), layers=(-2, -1),
                            normalize=True)
@@ -198,9 +196,7 @@ def test_embedder_keras_file_string_in(init_folder, tmp_path):
     texts = tmp_path / "texts.txt"
     texts.write_text("the quick brown fox\ncafé naïve 😀\na lazy dog\n", encoding="utf-8")
     out = str(tmp_path / "embedder.tflite")
-    sidecar = export_tflite(path, out, with_tokenizer=True, sequence_length=16,
-                            validation_data=str(texts),
-                            tokenizer=os.path.join(init_folder, "spm.model"), **QUIET)
+    sidecar = export_tflite(path, out, ExportConfig(with_tokenizer=True, sequence_length=16, validation_data=str(texts), tokenizer=os.path.join(init_folder, "spm.model"), **QUIET))
     assert sidecar["kind"] == "embedder" and sidecar["outputs"] == ["embeddings"]
     assert sidecar["validation"]["examples"] == 3
     vector = TFLiteRunner(out)({"text": "the quick brown fox"})["embeddings"]

@@ -34,6 +34,15 @@ def _run(name, out_dir, parameters):
     )
 
 
+def test_notebook_01_runs_the_library_pipeline():
+    """Notebook 01 calls the pipeline the CLI runs, not a copy of its stages."""
+    nb = nbformat.read(os.path.join(NOTEBOOKS, "01_pretrain_tpu.ipynb"), as_version=4)
+    code = "".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "run_pretraining(" in code
+    for stage in ("train_sentencepiece(", "create_pretraining_data(", "pretrain("):
+        assert stage not in code.replace("run_pretraining(", ""), stage
+
+
 def test_notebooks_run_in_order(tmp_path, corpus_file, task_files):
     out = str(tmp_path)
     pretrain_dir = os.path.join(out, "pretrain")

@@ -10,7 +10,7 @@ import pytest
 from albert_keras.tasks import inference
 from albert_keras.tasks.finetune import FinetuneConfig
 from albert_keras.tasks.finetune import finetune
-from albert_keras.tasks.model_folder import load_encoder
+from albert_keras.model_folder import load_encoder
 from albert_keras.tasks.readers import TaskDataError
 
 QUICK = dict(epochs=2, batch_size=8, sequence_length=32, learning_rate=1e-3)
@@ -33,7 +33,7 @@ def test_classify_folder_evaluate_predict(init_folder, task_files, out_dir, tmp_
     cfg = FinetuneConfig(task="classify", **QUICK)
     metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg)
     assert sorted(os.listdir(out_dir)) == [
-        "metrics.csv", "metrics.json", "model.keras", "spm.model", "task.json",
+        "metrics.csv", "metrics.json", "model.keras", "spm.model", "task.json", "tokenizer.json",
         "train_config.json"]
     spec = json.load(open(os.path.join(out_dir, "task.json")))
     assert spec["labels"] == ["dog", "fox"]

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from albert_keras.tasks.encoding import PieceEncoder
-from albert_keras.tasks.qa import decode_answers
-from albert_keras.tasks.qa import qa_features
+from albert_keras.text.sentencepiece_tokenizer import SentencePiece
+from albert_keras.tasks.qa_features import decode_answers
+from albert_keras.tasks.qa_features import qa_features
 from albert_keras.tasks.readers import QAExample
 
 CONTEXT = ("The quick brown fox jumps over a lazy dog. Le café naïve est à 東京 😀 "
@@ -37,7 +37,7 @@ def _perfect_logits(features, answer_span=None):
 
 
 def test_offsets_slice_the_original_text(spm_path):
-    encoder = PieceEncoder(spm_path)
+    encoder = SentencePiece(spm_path)
     ids, starts, ends = encoder.encode_with_offsets(CONTEXT)
     assert ids == encoder.encode([CONTEXT])[0]
     for piece, a, b in zip(ids, starts, ends):
@@ -53,7 +53,7 @@ def test_offsets_slice_the_original_text(spm_path):
 
 @pytest.mark.parametrize("answer", ["café naïve", "東京 😀", "résumé of freedom", "quick brown fox"])
 def test_answers_map_back_to_exact_characters(spm_path, answer):
-    encoder = PieceEncoder(spm_path)
+    encoder = SentencePiece(spm_path)
     examples = [_example(answer)]
     features = qa_features(encoder, examples, sequence_length=24, stride=6)
     assert len(features.start_positions) > 3  # a long context in many windows
@@ -64,7 +64,7 @@ def test_answers_map_back_to_exact_characters(spm_path, answer):
 
 
 def test_an_answer_across_a_window_edge_is_found_in_an_overlapping_window(spm_path):
-    encoder = PieceEncoder(spm_path)
+    encoder = SentencePiece(spm_path)
     _, starts, _ = encoder.encode_with_offsets(CONTEXT)
     seq, stride, question = 32, 8, "What is it?"
     room = seq - len(encoder.encode([question])[0]) - 3
@@ -82,7 +82,7 @@ def test_an_answer_across_a_window_edge_is_found_in_an_overlapping_window(spm_pa
 
 
 def test_version_2_null_threshold(spm_path):
-    encoder = PieceEncoder(spm_path)
+    encoder = SentencePiece(spm_path)
     examples = [_example("café naïve")]
     features = qa_features(encoder, examples, sequence_length=96, stride=32)
     assert len(features.start_positions) == 1
@@ -100,7 +100,7 @@ def test_version_2_null_threshold(spm_path):
 
 
 def test_max_answer_length(spm_path):
-    encoder = PieceEncoder(spm_path)
+    encoder = SentencePiece(spm_path)
     examples = [_example("brown fox jumps over a lazy dog")]
     features = qa_features(encoder, examples, sequence_length=96, stride=48)
     logits = _perfect_logits(features)

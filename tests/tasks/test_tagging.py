@@ -4,13 +4,13 @@ import numpy as np
 
 from albert_keras.config import CLS_ID
 from albert_keras.config import SEP_ID
-from albert_keras.tasks.encoding import PieceEncoder
-from albert_keras.tasks.tagging import decode_tags
-from albert_keras.tasks.tagging import tag_features
+from albert_keras.text.sentencepiece_tokenizer import SentencePiece
+from albert_keras.tasks.tag_features import decode_tags
+from albert_keras.tasks.tag_features import tag_features
 
 
 def test_first_piece_is_labelled(spm_path):
-    encoder = PieceEncoder(spm_path)
+    encoder = SentencePiece(spm_path)
     words = ["Résumé", "naïve", "foxdogwindows", "😀"]
     tags = ["B-X", "I-X", "O", "B-Y"]
     index = {"B-X": 0, "B-Y": 1, "I-X": 2, "O": 3}
@@ -27,7 +27,7 @@ def test_first_piece_is_labelled(spm_path):
 
 
 def test_long_sentences_are_cut_at_word_boundaries_and_decoded_back(spm_path):
-    encoder = PieceEncoder(spm_path)
+    encoder = SentencePiece(spm_path)
     words = ("the quick brown fox jumps over a lazy dog café naïve " * 4).split()
     tags = ["B-A" if i % 3 == 0 else "O" for i in range(len(words))]
     names = ["B-A", "O"]

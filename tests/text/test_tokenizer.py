@@ -6,7 +6,7 @@ import tensorflow as tf
 from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from albert_keras.text.spm_model import TokenizerError
 from albert_keras.text.spm_trainer import train_sentencepiece
-from tests.conftest import make_sentences
+from tests.helpers import make_sentences
 
 STRINGS = [
     "The quick brown fox.",

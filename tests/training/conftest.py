@@ -5,8 +5,6 @@ import pytest
 from albert_keras.data.create import DataConfig
 from albert_keras.data.create import create_pretraining_data
 
-SMALL = {"embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
-         "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}
 
 
 def _make_data(tmp_path_factory, corpus_file, spm_path, name, max_seq_length, max_predictions):

@@ -16,7 +16,7 @@ import sys
 import time
 
 import numpy as np
-from tests.training.conftest import SMALL
+from tests.helpers import SMALL
 
 STEPS = 12
 PRETRAIN_FLAGS = [

@@ -13,13 +13,13 @@ from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import AlbertPretrainer
 from albert_keras.data.reader import pretraining_dataset
-from albert_keras.training import split_features
-from albert_keras.training.optimizer import make_optimizer
+from albert_keras.training.mlm_sop import split_features
+from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.training.pretrain import PretrainConfig
 from albert_keras.training.pretrain import TrainingError
 from albert_keras.training.pretrain import pretrain
 
-from tests.training.conftest import SMALL
+from tests.helpers import SMALL
 
 
 @pytest.fixture(autouse=True)
@@ -216,7 +216,7 @@ def test_two_phases_train_on_short_then_full_sequences(
         shapes.append(tuple(ds.element_spec[0]["token_ids"].shape))
         return ds
 
-    monkeypatch.setattr(pretrain_module, "_train_dataset", spy)
+    monkeypatch.setattr(pretrain_module, "train_dataset", spy)
     metrics = pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(
         model_overrides=SMALL, batch_size=8, total_steps=6, steps_per_epoch=2,
         warmup_steps=1, eval_steps=1, steps_per_execution=2,

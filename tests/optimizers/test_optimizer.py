@@ -5,9 +5,9 @@ import pytest
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import AlbertPretrainer
-from albert_keras.training.optimizer import AlbertLamb
-from albert_keras.training.optimizer import make_optimizer
-from albert_keras.training.schedule import WarmupPolynomialDecay
+from albert_keras.optimizers.optimizer import AlbertLamb
+from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.optimizers.schedule import WarmupPolynomialDecay
 from tests.models.test_albert_encoder import TINY
 
 

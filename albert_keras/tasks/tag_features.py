@@ -25,7 +25,7 @@ def tag_features(encoder, sentences, sequence_length, tags=None, tag_index=None)
     """Builds features for ``sentences`` (lists of words).
 
     Args:
-        encoder: a ``PieceEncoder``.
+        encoder: a host-side ``Tokenizer``.
         sentences: list of word lists.
         sequence_length: S.
         tags: optional list of tag lists (same shape as ``sentences``).

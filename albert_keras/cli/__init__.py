@@ -1,0 +1,84 @@
+"""The ``albert-keras`` command: flags in, one library function per command.
+
+Each module here parses one group of commands and calls the library; the
+work itself lives in the package (``training.pipeline``, ``tasks``,
+``export``, ``data``, ``convert``), where tests and notebooks call it too.
+"""
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+
+from albert_keras.cli import data_commands
+from albert_keras.cli import export_commands
+from albert_keras.cli import model_commands
+from albert_keras.cli import pretrain_command
+from albert_keras.cli import task_commands
+from albert_keras.cli.flags import CliError
+
+
+def _add_backend_flag(p):
+    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
+                   help="the Keras backend for the model (default: $KERAS_BACKEND, else "
+                        "tensorflow); the data pipeline is tf.data on every backend")
+
+
+def build_parser():
+    from albert_keras import __version__
+
+    parser = argparse.ArgumentParser(prog="albert-keras",
+                                     description="ALBERT for TensorFlow / Keras 3.")
+    parser.add_argument("--version", action="version", version=f"albert-keras {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    model_commands.add_parsers(sub)
+    data_commands.add_parsers(sub)
+    pretrain_command.add_parser(sub, _add_backend_flag)
+    task_commands.add_parsers(sub, _add_backend_flag)
+    export_commands.add_parsers(sub)
+    return parser
+
+
+def _run_on_backend(backend, argv):
+    """Runs this command again in a process with ``KERAS_BACKEND=backend``.
+
+    Keras fixes its backend when it is first imported, which has already
+    happened here, so a new process is the only way to switch.
+    """
+    import keras
+
+    if backend is None or backend == keras.backend.backend():
+        return None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    return subprocess.call([sys.executable, "-m", "albert_keras.cli", *argv], env=env)
+
+
+def _show_progress():
+    """The library's progress lines go to stdout, as the command's own output.
+
+    Only the ``albert_keras`` loggers: TensorFlow's and Keras' warnings keep
+    going where they did (stderr), so stdout stays parseable (JSONL).
+    """
+    logger = logging.getLogger("albert_keras")
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    switched = _run_on_backend(getattr(args, "backend", None), argv)
+    if switched is not None:
+        return switched
+    _show_progress()
+    try:
+        return args.func(args)
+    except (CliError, ValueError, RuntimeError, FileExistsError, FileNotFoundError,
+            OSError) as e:
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,62 @@
+"""``export`` (a validated ``.tflite``) and ``bench`` (measure one)."""
+
+import json
+import sys
+
+from albert_keras.cli.flags import add_flags
+from albert_keras.cli.flags import config_from_args
+
+
+def cmd_export(args):
+    from albert_keras.export import ExportConfig
+    from albert_keras.export import ValidationError
+    from albert_keras.export import export_tflite
+
+    try:
+        sidecar = export_tflite(args.model, args.out, config_from_args(ExportConfig, args))
+    except ValidationError as e:
+        print(json.dumps(e.report, indent=2), file=sys.stderr)
+        raise
+    report = sidecar["validation"]
+    for name, entry in report["outputs"].items():
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in entry.items())
+        print(f"  {name}: {shown}")
+    if "tflite_accuracy" in report:
+        print(f"  accuracy: keras {report['keras_accuracy']:.4f}, "
+              f"tflite {report['tflite_accuracy']:.4f}")
+    print(f"validated on {report['examples']} examples ({report['data']}); "
+          f"wrote {args.out} ({sidecar['size_bytes'] / 1e6:.2f} MB)")
+    return 0
+
+
+def cmd_bench(args):
+    from albert_keras.export.bench import bench
+
+    result = bench(args.model, runs=args.runs, threads=args.threads)
+    print(f"{result['path']}: {result['size_mb']:.2f} MB, median {result['median_ms']:.2f} ms "
+          f"(p90 {result['p90_ms']:.2f}) over {result['runs']} runs at {result['threads']} "
+          f"threads, peak memory {result['peak_rss_mb']:.0f} MB "
+          f"({result['model_peak_mb']:.0f} MB above the runtime's imports)")
+    return 0
+
+
+def add_parsers(sub):
+    from albert_keras.export import ExportConfig
+
+    p = sub.add_parser(
+        "export", help="a validated .tflite",
+        description="Convert a model folder or .keras file to TFLite, run it in LiteRT "
+                    "against Keras and write it only if they agree.",
+    )
+    p.add_argument("model", help="a model folder or .keras file")
+    p.add_argument("--out", required=True,
+                   help="the .tflite to write (a .json sidecar goes beside it)")
+    add_flags(p, ExportConfig)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("bench", help="latency, size and memory of a .tflite in LiteRT")
+    p.add_argument("model", help="the .tflite to measure")
+    p.add_argument("--runs", type=int, default=50, help="timed runs (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=2,
+                   help="interpreter threads (default: %(default)s)")
+    p.set_defaults(func=cmd_bench)

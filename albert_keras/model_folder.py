@@ -1,0 +1,176 @@
+"""The model folder: one home for its layout and its readers and writers.
+
+A pretraining folder holds ``pretrainer.keras`` and ``encoder.keras``; a
+fine-tuned folder holds ``model.keras`` and ``task.json``. Both hold the
+tokenizer's file and ``tokenizer.json``, which names its kind and file
+(folders written before it existed hold ``spm.model`` alone, which still
+reads). A lone ``.keras`` file works too, with a tokenizer given.
+
+Pretraining, fine-tuning, inference, export and the command line all go
+through these functions, so the file names are written down once.
+"""
+
+import json
+import os
+
+from albert_keras.files import read_json
+from albert_keras.files import write_json
+from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.saving import load_model
+from albert_keras.saving import save_model
+from albert_keras.text.registry import TOKENIZERS
+from albert_keras.text.registry import load_tokenizer
+
+PRETRAINER_FILE = "pretrainer.keras"
+ENCODER_FILE = "encoder.keras"
+TASK_MODEL_FILE = "model.keras"
+TASK_FILE = "task.json"
+TOKENIZER_FILE = "tokenizer.json"
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.json"
+METRICS_CSV = "metrics.csv"
+TRAIN_CONFIG_FILE = "train_config.json"
+CHECKPOINTS = "checkpoints"
+LOGS = "logs"
+# Which model file ``--part`` picks (``auto``: the task model, else the encoder).
+PARTS = {"encoder": ENCODER_FILE, "mlm": PRETRAINER_FILE, "model": TASK_MODEL_FILE}
+_LEGACY_TOKENIZER = "spm.model"
+
+
+def folder_of(path):
+    """``path`` itself when it is a folder, else the folder holding the file."""
+    return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+
+
+# -- tokenizer ----------------------------------------------------------------------------
+
+
+def tokenizer_path(init, tokenizer=None):
+    """The tokenizer file for ``init`` (a folder or a ``.keras`` file)."""
+    if tokenizer:
+        path = tokenizer
+    else:
+        folder = folder_of(init)
+        record = os.path.join(folder, TOKENIZER_FILE)
+        name = read_json(record)["file"] if os.path.isfile(record) else _LEGACY_TOKENIZER
+        path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no tokenizer model; pass --tokenizer")
+    return path
+
+
+def read_tokenizer(init, tokenizer=None):
+    """The host-side tokenizer of a folder (or the ``tokenizer`` file given)."""
+    path = tokenizer_path(init, tokenizer)
+    record = os.path.join(folder_of(init), TOKENIZER_FILE)
+    kind = None
+    if not tokenizer and os.path.isfile(record):
+        kind = read_json(record)["kind"]
+    return load_tokenizer(path, kind)
+
+
+def write_tokenizer(folder, tokenizer):
+    """Puts the tokenizer's file in ``folder`` and records its kind and name."""
+    if tokenizer.kind not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer kind {tokenizer.kind!r}")
+    name = tokenizer.save(folder)
+    write_json(os.path.join(folder, TOKENIZER_FILE), {"kind": tokenizer.kind, "file": name})
+
+
+# -- models ---------------------------------------------------------------------------------
+
+
+def model_file(init, names):
+    """``init`` itself, or the first of ``names`` in the folder ``init``."""
+    if not os.path.isdir(init):
+        return init
+    for name in names:
+        path = os.path.join(init, name)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f"{init}: no {' or '.join(names)} in this folder")
+
+
+def part_file(source, part="auto"):
+    """The model file ``export --part`` means in a folder (or the file itself)."""
+    if not os.path.isdir(source):
+        return source
+    if part == "auto":
+        return model_file(source, (TASK_MODEL_FILE, ENCODER_FILE))
+    if part not in PARTS:
+        raise ValueError(f"--part must be one of auto, {', '.join(PARTS)}")
+    return os.path.join(source, PARTS[part])
+
+
+def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=False):
+    """The encoder of any of our models, rebuilt with the ``dtype`` policy.
+
+    The stored policy is the training one (often ``mixed_bfloat16``); the
+    encoder is rebuilt from its config with ``dtype`` and the weights are
+    copied, unless ``from_scratch`` (same architecture, new weights).
+    """
+    model = load_model(model_file(init, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)))
+    encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
+    if not isinstance(encoder, AlbertEncoder):
+        raise ValueError(f"{init}: {type(model).__name__} has no AlbertEncoder")
+    rebuilt = AlbertEncoder(
+        encoder.config,
+        output_hidden_states=output_hidden_states,
+        mask_value=encoder.mask_value,
+        dtype=dtype,
+    )
+    if not from_scratch:
+        rebuilt.set_weights(encoder.get_weights())
+    return rebuilt
+
+
+def load_pretrainer(init):
+    """The model with the masked-LM head: a folder's ``pretrainer.keras``."""
+    path = os.path.join(init, PRETRAINER_FILE) if os.path.isdir(init) else init
+    return load_model(path), path
+
+
+def read_task_spec(folder):
+    """The ``task.json`` of a fine-tuned folder, as a dict ({} when absent)."""
+    path = os.path.join(folder, TASK_FILE)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_task_model(folder):
+    """``(model, task_spec_dict)`` of a fine-tuned folder."""
+    spec = read_task_spec(folder)
+    if not spec:
+        raise FileNotFoundError(f"{folder}: not a fine-tuned model folder (no {TASK_FILE})")
+    return load_model(os.path.join(folder, TASK_MODEL_FILE)), spec
+
+
+def data_file(folder, key):
+    """The ``train`` or ``eval`` file a fine-tuned folder was made from, if it exists."""
+    path = os.path.join(folder, TRAIN_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    value = read_json(path).get(key)
+    return value if value and os.path.isfile(value) else None
+
+
+# -- writing folders --------------------------------------------------------------------
+
+
+def write_pretraining_folder(folder, pretrainer, tokenizer):
+    """``pretrainer.keras``, ``encoder.keras``, the tokenizer and ``config.json``."""
+    save_model(pretrainer, os.path.join(folder, PRETRAINER_FILE), overwrite=True)
+    save_model(pretrainer.encoder, os.path.join(folder, ENCODER_FILE), overwrite=True)
+    write_tokenizer(folder, tokenizer)
+    pretrainer.config.to_json_file(os.path.join(folder, CONFIG_FILE))
+
+
+def write_task_folder(folder, model, tokenizer, spec, metrics, train_config):
+    """``model.keras``, the tokenizer, ``task.json``, ``metrics.json``, ``train_config.json``."""
+    save_model(model, os.path.join(folder, TASK_MODEL_FILE))
+    write_tokenizer(folder, tokenizer)
+    write_json(os.path.join(folder, TASK_FILE), spec)
+    write_json(os.path.join(folder, METRICS_FILE), metrics)
+    write_json(os.path.join(folder, TRAIN_CONFIG_FILE), train_config)

@@ -1,0 +1,30 @@
+"""Config fields that carry their own help, so flags are written down once.
+
+A config dataclass declares each knob with ``option(default, help)``; the
+command line builds its flags from those fields (name, type, default, help
+and choices), so the library's defaults and ``--help`` cannot drift apart.
+"""
+
+import dataclasses
+
+
+def option(default, help, choices=None, flag=None, factory=None, nargs=None):
+    """A dataclass field with a help text (and optional choices or flag name).
+
+    Args:
+        default: the default value.
+        help: one line for ``--help``; the default is appended there.
+        choices: the allowed values, when they are few.
+        flag: the flag's name when it is not the field's (``--seq-len``).
+        factory: a default factory for mutable defaults (``dict``).
+        nargs: ``"+"`` for a flag that takes a list.
+
+    Example:
+    >>> @dataclasses.dataclass
+    ... class Config:
+    ...     steps: int = option(100, "optimizer steps")
+    """
+    metadata = {"help": help, "choices": choices, "flag": flag, "nargs": nargs}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)

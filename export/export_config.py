@@ -1,0 +1,65 @@
+"""Every knob of an export, in one value."""
+
+import dataclasses
+
+from albert_keras.export.converter import QUANTIZE_MODES
+from albert_keras.options import option
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportConfig:
+    """How a model becomes a validated ``.tflite``.
+
+    Args:
+        quantize: ``none``, ``float16``, ``dynamic`` (int8 weights), ``int8``
+            (full integer, calibrated) or ``qat`` (quantization-aware
+            fine-tune first).
+        sequence_length: S (default: the task's, else 128).
+        with_tokenizer: string in (tokenizer and packer inside the graph).
+        pair: a string-in model that takes ``text`` and ``text_pair``
+            (default: when the task has pairs).
+        representative, validation_data: calibration and validation files
+            (default: the folder's training and eval files).
+        examples, calibration_examples: how many of each.
+        tolerance, min_cosine, min_agreement: the agreement the export must
+            reach with Keras to be written.
+        mask_value: the additive attention mask in the exported graph.
+        part: which model of a folder.
+        tokenizer: a tokenizer file (default: the folder's).
+        num_choices: multiple choice: answers per question.
+        seed: the choice of validation and calibration examples.
+        qat_data, qat_epochs, qat_learning_rate: the QAT fine-tune.
+        overwrite: replace an existing ``.tflite`` and its sidecar.
+    """
+
+    quantize: str = option("none", "weights and activations in the .tflite",
+                           choices=QUANTIZE_MODES)
+    sequence_length: int = option(None, "sequence length (default: the task's, else 128)",
+                                  flag="--seq-len")
+    with_tokenizer: bool = option(False, "string in: tokenizer and packer inside the model")
+    pair: bool = option(None, "string-in takes text and text_pair (default: when the "
+                              "task has pairs)")
+    representative: str = option(None, "int8 calibration data (default: the folder's "
+                                       "training file)")
+    validation_data: str = option(None, "examples to validate on (default: the folder's "
+                                        "eval file, else its training file, else random ids)")
+    examples: int = option(32, "validation examples")
+    calibration_examples: int = option(100, "int8 calibration examples")
+    tolerance: float = option(None, "max |diff| for none/float16 (default 1e-4 / 1e-2)")
+    min_cosine: float = option(None, "quantized modes: least cosine with Keras per output "
+                                     "(default 0.98)")
+    min_agreement: float = option(None, "quantized modes: least top-1 agreement on logits "
+                                        "(default 0.9)")
+    mask_value: float = option(-120.0, "additive attention mask in the export (bounded "
+                                       "for int8)")
+    part: str = option("auto", "which model of a folder (pretraining folder: encoder or mlm)",
+                       choices=("auto", "encoder", "mlm", "model"))
+    tokenizer: str = option(None, "tokenizer file (default: the folder's)")
+    num_choices: int = option(None, "multiple choice: answers per question (default: "
+                                    "the task's)")
+    seed: int = option(0, "which validation and calibration examples are drawn")
+    qat_data: str = option(None, "qat: training file for the quantization-aware "
+                                 "fine-tune (default: the folder's own)")
+    qat_epochs: int = option(1, "qat: epochs of the quantization-aware fine-tune")
+    qat_learning_rate: float = option(1e-5, "qat: its learning rate")
+    overwrite: bool = option(False, "replace an existing .tflite and its sidecar")
