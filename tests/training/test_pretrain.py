@@ -209,7 +209,7 @@ def test_two_phases_train_on_short_then_full_sequences(
     from albert_keras.training import pretrain as pretrain_module
 
     shapes = []
-    real = pretrain_module._train_dataset
+    real = pretrain_module.train_dataset
 
     def spy(*args):
         ds = real(*args)
