@@ -4,6 +4,8 @@ Its ``"gelu"`` is the exact erf form. Keys that only HF's bookkeeping uses
 are accepted; any other unknown key is an error that names it.
 """
 
+import dataclasses
+
 from albert_keras.config import CLS_ID
 from albert_keras.config import PAD_ID
 from albert_keras.config import SEP_ID
@@ -14,23 +16,7 @@ from albert_keras.convert.tf1_config import INERT_FIELDS
 _DEFAULTS = AlbertConfig()
 
 # HF keys that carry model hyperparameters we map one to one.
-_HF_MODEL_FIELDS = {
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "inner_group_num",
-    "num_attention_heads",
-    "intermediate_size",
-    "hidden_act",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "initializer_range",
-    "layer_norm_eps",
-}
+_HF_MODEL_FIELDS = {f.name for f in dataclasses.fields(AlbertConfig)} - {"sharing"}
 # Model-specific HF keys that do not change the encoder's computation.
 _HF_ALBERT_KEYS = {"classifier_dropout_prob"}
 _HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_attention"}
