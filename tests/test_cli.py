@@ -7,11 +7,11 @@ import transformers
 
 from albert_keras.cli import main
 from albert_keras.saving import load_model
-from tests.convert.hf_fixtures import all_positions
-from tests.convert.hf_fixtures import make_hf_model
-from tests.convert.hf_fixtures import max_diff
-from tests.convert.hf_fixtures import run_hf
-from tests.convert.hf_fixtures import sample_inputs
+from tests.helpers import all_positions
+from tests.helpers import make_hf_model
+from tests.helpers import max_diff
+from tests.helpers import run_hf
+from tests.helpers import sample_inputs
 
 
 def test_presets_table(capsys):

@@ -14,11 +14,11 @@ from albert_keras.convert import ConversionError
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
 from albert_keras.presets import get_preset
-from tests.convert.hf_fixtures import all_positions
-from tests.convert.hf_fixtures import make_hf_model
-from tests.convert.hf_fixtures import max_diff
-from tests.convert.hf_fixtures import run_hf
-from tests.convert.hf_fixtures import sample_inputs
+from tests.helpers import all_positions
+from tests.helpers import make_hf_model
+from tests.helpers import max_diff
+from tests.helpers import run_hf
+from tests.helpers import sample_inputs
 
 TOL = 1e-5
 

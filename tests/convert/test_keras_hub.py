@@ -5,8 +5,8 @@ import keras_hub
 import numpy as np
 
 from albert_keras.convert import load_hf
-from tests.convert.hf_fixtures import make_hf_model
-from tests.convert.hf_fixtures import sample_inputs
+from tests.helpers import make_hf_model
+from tests.helpers import sample_inputs
 
 
 def test_agrees_with_keras_hub_albert_backbone(tmp_path, capsys):

@@ -15,11 +15,11 @@ import tensorflow as tf
 from albert_keras.convert import ConversionError
 from albert_keras.convert import load_checkpoint
 from albert_keras.convert import load_tf1
-from tests.convert.hf_fixtures import all_positions
-from tests.convert.hf_fixtures import make_hf_model
-from tests.convert.hf_fixtures import max_diff
-from tests.convert.hf_fixtures import run_hf
-from tests.convert.hf_fixtures import sample_inputs
+from tests.helpers import all_positions
+from tests.helpers import make_hf_model
+from tests.helpers import max_diff
+from tests.helpers import run_hf
+from tests.helpers import sample_inputs
 
 ALBERT_RULES = [
     (r"^albert\.embeddings\.(\w+_embeddings)\.weight$", r"bert/embeddings/\1"),
