@@ -63,21 +63,53 @@ def list_files(inputs):
     return files
 
 
-def _lines(path, errors, stats):
-    """Yields ``(line_number, text)``; bad UTF-8 names the file and line."""
+# A line longer than this is read and split in pieces of about this size, cut
+# at a space byte (never inside a UTF-8 character), so memory stays bounded
+# and the work linear however long a line is.
+_LINE_CHUNK = 1 << 20
+
+
+def _lines(path, errors, stats, chunk=None):
+    """Yields ``(line_number, text, whole)``; bad UTF-8 names the file and line.
+
+    With ``chunk``, a longer line comes as several pieces with the same line
+    number, each cut at a space; ``whole`` is False for all but its last.
+    """
+    def decode(raw, number):
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if errors == "strict":
+                raise CorpusError(
+                    f"{path}:{number}: not valid UTF-8 ({e.reason} at byte "
+                    f"{e.start}); fix the file or pass --errors replace"
+                ) from None
+            stats.replaced_bytes_lines += 1
+            return raw.decode("utf-8", errors="replace")
+
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                if errors == "strict":
-                    raise CorpusError(
-                        f"{path}:{number}: not valid UTF-8 ({e.reason} at byte "
-                        f"{e.start}); fix the file or pass --errors replace"
-                    ) from None
-                text = raw.decode("utf-8", errors="replace")
-                stats.replaced_bytes_lines += 1
-            yield number, text.rstrip("\r\n").lstrip("\ufeff")
+        number, carry = 0, b""
+        while True:
+            raw = f.readline(chunk or -1)
+            if not raw and not carry:
+                return
+            if carry or not raw.endswith(b"\n"):
+                # a piece of a long line (or the file's last line)
+                raw = carry + raw
+                if raw and not raw.endswith(b"\n") and chunk and len(raw) >= chunk:
+                    cut = raw.rfind(b" ", 0, len(raw) - 1) + 1
+                    if cut <= 0:
+                        cut = len(raw)
+                        # back off to the start of a UTF-8 character
+                        while cut > len(raw) - 4 and raw[cut - 1] & 0xC0 == 0x80:
+                            cut -= 1
+                        cut = cut - 1 if raw[cut - 1] >= 0xC0 else cut
+                    raw, carry = raw[:cut], raw[cut:]
+                    yield number + 1, decode(raw, number + 1).lstrip("\ufeff"), False
+                    continue
+                carry = b""
+            number += 1
+            yield number, decode(raw, number).rstrip("\r\n").lstrip("\ufeff"), True
 
 
 def _paragraph_to_sentences(paragraph, max_sentence_chars, stats):
@@ -139,7 +171,7 @@ def read_documents(
         if layout == "auto":
             file_layout = "jsonl" if path.lower().endswith((".jsonl", ".json")) else "lines"
         if file_layout == "jsonl":
-            for number, line in _lines(path, errors, stats):
+            for number, line, _ in _lines(path, errors, stats):
                 if not line.strip():
                     continue
                 try:
@@ -160,10 +192,10 @@ def read_documents(
             continue
         # "lines": a blank line ends a document; "file": it ends a paragraph.
         sentences = []
-        for _, line in _lines(path, errors, stats):
+        for _, line, whole in _lines(path, errors, stats, chunk=_LINE_CHUNK):
             if line.strip():
                 sentences += _paragraph_to_sentences(line, max_sentence_chars, stats)
-            elif file_layout == "lines":
+            elif file_layout == "lines" and whole:
                 if sentences:
                     doc = emit(sentences)
                     if doc:

@@ -19,14 +19,23 @@ _ABBREVIATIONS = {
     "dec", "inc", "co", "corp", "ltd", "dept", "univ", "approx", "est", "u.s",
     "u.k", "d.c", "a.m", "p.m",
 }
+# The lookbehind starts a match only at the first mark of a run, so a line
+# of a million "!" is one linear scan, not a scan from every position.
 _BOUNDARY = re.compile(
-    r"""([.!?]+["'\u201d\u2019)\]]*)\s+(?=["'\u201c\u2018(\[]?[A-Z0-9\u00C0-\u024F\u0400-\u04FF])"""
+    r"""(?<![.!?])([.!?]+["'\u201d\u2019)\]]*)\s+(?=["'\u201c\u2018(\[]?[A-Z0-9\u00C0-\u024F\u0400-\u04FF])"""
 )
+_SPACES = re.compile(r"\s+")
 _CJK_BOUNDARY = re.compile(r"([\u3002\uff01\uff1f]+)")
 
 
-def _ends_with_abbreviation(text):
-    match = re.search(r"([\w.]+)\.$", text)
+_WORD_BEFORE_PERIOD = re.compile(r"([\w.]+)\.$")
+
+
+def _ends_with_abbreviation(text, start, end):
+    """Whether ``text[start:end]`` ends with an abbreviation's period."""
+    # Only the tail can hold the word before the period; searching from
+    # ``start`` would rescan a long run-on sentence at every period.
+    match = _WORD_BEFORE_PERIOD.search(text, max(start, end - 32), end)
     if not match:
         return False
     word = match.group(1).lower()
@@ -40,7 +49,9 @@ def split_sentences(paragraph):
     >>> split_sentences("Mr. Smith went to Washington. He stayed! Did he?")
     ['Mr. Smith went to Washington.', 'He stayed!', 'Did he?']
     """
-    text = " ".join(paragraph.split())
+    # one regex pass, not str.split(): a 50 MB line would become millions
+    # of word objects
+    text = _SPACES.sub(" ", paragraph).strip()
     if not text:
         return []
     pieces = []
@@ -53,10 +64,10 @@ def split_sentences(paragraph):
     for piece in pieces:
         start = 0
         for match in _BOUNDARY.finditer(piece):
-            candidate = piece[start : match.end(1)]
-            if match.group(1).startswith(".") and _ends_with_abbreviation(candidate):
+            end = match.end(1)
+            if piece[match.start(1)] == "." and _ends_with_abbreviation(piece, start, end):
                 continue
-            sentences.append(candidate.strip())
+            sentences.append(piece[start:end].strip())
             start = match.end()
         tail = piece[start:].strip()
         if tail:
@@ -65,14 +76,31 @@ def split_sentences(paragraph):
 
 
 def split_long(text, max_chars):
-    """Cuts a text longer than ``max_chars`` at whitespace (or hard, if none)."""
+    """Cuts a text longer than ``max_chars`` at whitespace (or hard, if none).
+
+    Linear in the length of ``text``: it walks one offset forward instead of
+    re-slicing the rest of the text after every cut.
+
+    Example:
+    >>> split_long("aaa bbb ccc", 7)
+    ['aaa bbb', 'ccc']
+    """
     out = []
-    while len(text) > max_chars:
-        cut = text.rfind(" ", 0, max_chars)
-        if cut <= 0:
-            cut = max_chars
-        out.append(text[:cut].strip())
-        text = text[cut:].strip()
-    if text:
-        out.append(text)
+    start, end = 0, len(text)
+    while start < end and text[start].isspace():
+        start += 1
+    while end - start > max_chars:
+        cut = max(text.rfind(" ", start, start + max_chars + 1), text.rfind(
+            "\n", start, start + max_chars + 1))
+        if cut <= start:
+            cut = start + max_chars
+        piece = text[start:cut].strip()
+        if piece:
+            out.append(piece)
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    tail = text[start:end].strip()
+    if tail:
+        out.append(tail)
     return out
