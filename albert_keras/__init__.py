@@ -1,36 +1,42 @@
 """albert-keras: ALBERT (A Lite BERT) for TensorFlow / Keras 3."""
 
+import importlib
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from albert_keras.config import AlbertConfig  # noqa: E402
-from albert_keras.config import ConfigError  # noqa: E402
-from albert_keras.models.albert_classifier import AlbertClassifier  # noqa: E402
-from albert_keras.models.albert_embedder import AlbertEmbedder  # noqa: E402
-from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: E402
-from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice  # noqa: E402
-from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer  # noqa: E402
-from albert_keras.models.albert_token_classifier import AlbertTokenClassifier  # noqa: E402
-from albert_keras.models.albert_pretrainer import AlbertPretrainer  # noqa: E402
-from albert_keras.presets import PRESETS  # noqa: E402
-from albert_keras.presets import count_parameters  # noqa: E402
-from albert_keras.presets import get_preset  # noqa: E402
+# TensorFlow's C++ start-up lines (CUDA probing, oneDNN notes) are noise to a
+# user; ``albert-keras --verbose`` turns them back on before TF is imported.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AlbertClassifier",
-    "AlbertConfig",
-    "AlbertEmbedder",
-    "AlbertEncoder",
-    "AlbertMultipleChoice",
-    "AlbertPretrainer",
-    "AlbertQuestionAnswerer",
-    "AlbertTokenClassifier",
-    "ConfigError",
-    "PRESETS",
-    "count_parameters",
-    "get_preset",
-]
+# The public names load on first use (PEP 562), so ``albert-keras --help`` and
+# the light modules (corpus reading, configs) do not pay for importing Keras.
+_EXPORTS = {
+    "AlbertClassifier": "albert_keras.models.albert_classifier",
+    "AlbertConfig": "albert_keras.config",
+    "AlbertEmbedder": "albert_keras.models.albert_embedder",
+    "AlbertEncoder": "albert_keras.models.albert_encoder",
+    "AlbertMultipleChoice": "albert_keras.models.albert_multiple_choice",
+    "AlbertPretrainer": "albert_keras.models.albert_pretrainer",
+    "AlbertQuestionAnswerer": "albert_keras.models.albert_question_answerer",
+    "AlbertTokenClassifier": "albert_keras.models.albert_token_classifier",
+    "ConfigError": "albert_keras.config",
+    "PRESETS": "albert_keras.presets",
+    "count_parameters": "albert_keras.presets",
+    "get_preset": "albert_keras.presets",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'albert_keras' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -19,6 +19,9 @@ UNK_ID = 1
 CLS_ID = 2
 SEP_ID = 3
 MASK_ID = 4
+# How a text pair is cut to the sequence length (``text.packer``): the longer
+# text loses a piece at a time, or the second text is cut first.
+TRUNCATE_MODES = ("longest_first", "waterfall")
 
 
 def block_plan(num_hidden_layers, num_hidden_groups, inner_group_num, sharing):

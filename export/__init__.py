@@ -5,8 +5,23 @@ path, runs the result in LiteRT against Keras and writes nothing that
 disagrees; ``bench`` measures a ``.tflite``.
 """
 
-from albert_keras.export.converter import QUANTIZE_MODES  # noqa: F401
-from albert_keras.export.converter import ExportError  # noqa: F401
-from albert_keras.export.export_config import ExportConfig  # noqa: F401
-from albert_keras.export.export_model import export_tflite  # noqa: F401
-from albert_keras.export.validation import ValidationError  # noqa: F401
+import importlib
+
+# Loaded on first use (PEP 562): ``ExportConfig`` alone must not import
+# TensorFlow, so that ``albert-keras export --help`` answers at once.
+_EXPORTS = {
+    "QUANTIZE_MODES": "albert_keras.export.export_config",
+    "ExportConfig": "albert_keras.export.export_config",
+    "ExportError": "albert_keras.export.converter",
+    "export_tflite": "albert_keras.export.export_model",
+    "ValidationError": "albert_keras.export.validation",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'albert_keras.export' has no attribute {name!r}")

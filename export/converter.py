@@ -24,10 +24,10 @@ from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
 from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
+from albert_keras.export.export_config import QUANTIZE_MODES
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
 
-QUANTIZE_MODES = ("none", "float16", "dynamic", "int8", "qat")
 
 # Model class -> (kind, output names).
 KINDS = {

@@ -2,8 +2,11 @@
 
 import dataclasses
 
-from albert_keras.export.converter import QUANTIZE_MODES
 from albert_keras.options import option
+
+# What ``converter.convert`` can write; here, away from TensorFlow, so the
+# command line can offer them without importing it.
+QUANTIZE_MODES = ("none", "float16", "dynamic", "int8", "qat")
 
 
 @dataclasses.dataclass(frozen=True)

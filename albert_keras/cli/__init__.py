@@ -6,6 +6,7 @@ work itself lives in the package (``training.pipeline``, ``tasks``,
 """
 
 import argparse
+import contextlib
 import logging
 import os
 import subprocess
@@ -31,6 +32,8 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="albert-keras",
                                      description="ALBERT for TensorFlow / Keras 3.")
     parser.add_argument("--version", action="version", version=f"albert-keras {__version__}")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up and C++ log lines (hidden by default)")
     sub = parser.add_subparsers(dest="command", required=True)
     model_commands.add_parsers(sub)
     data_commands.add_parsers(sub)
@@ -46,13 +49,60 @@ def _run_on_backend(backend, argv):
     Keras fixes its backend when it is first imported, which has already
     happened here, so a new process is the only way to switch.
     """
-    import keras
-
-    if backend is None or backend == keras.backend.backend():
+    keras = sys.modules.get("keras")
+    current = (keras.backend.backend() if keras is not None
+               else os.environ.get("KERAS_BACKEND", "tensorflow"))
+    if backend is None or backend == current:
         return None
     argv = list(sys.argv[1:] if argv is None else argv)
     env = {**os.environ, "KERAS_BACKEND": backend}
     return subprocess.call([sys.executable, "-m", "albert_keras.cli", *argv], env=env)
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Sends file descriptor 2 to /dev/null for the duration.
+
+    TensorFlow's native start-up lines (the absl pre-initialisation notice,
+    CUDA probing on a machine without a GPU) are written straight to the
+    descriptor before any log level is read, so only this silences them.
+    """
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stream: nothing to hide
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _import_tensorflow(verbose):
+    """Imports TensorFlow now, quietly unless ``verbose``.
+
+    An import error is raised after stderr is back, so it is never hidden.
+    """
+    if "tensorflow" in sys.modules:
+        return
+    if verbose:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    with contextlib.nullcontext() if verbose else _stderr_silenced():
+        try:
+            import tensorflow  # noqa: F401
+        except ImportError as e:
+            error = e
+        else:
+            error = None
+    if error is not None:
+        raise error
 
 
 def _show_progress():
@@ -74,6 +124,7 @@ def main(argv=None):
     switched = _run_on_backend(getattr(args, "backend", None), argv)
     if switched is not None:
         return switched
+    _import_tensorflow(args.verbose)
     _show_progress()
     try:
         return args.func(args)

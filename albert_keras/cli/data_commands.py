@@ -15,7 +15,7 @@ def add_input_flag(p):
 def cmd_tokenizer_train(args):
     from albert_keras.data.corpus import corpus_inputs
     from albert_keras.data.corpus import train_corpus_tokenizer
-    from albert_keras.data.create import DataConfig
+    from albert_keras.data.data_config import DataConfig
     from albert_keras.text.registry import load_tokenizer
     from albert_keras.text.spm_trainer import TokenizerConfig
 
@@ -30,7 +30,7 @@ def cmd_tokenizer_train(args):
 
 def cmd_data_create(args):
     from albert_keras.data.corpus import corpus_inputs
-    from albert_keras.data.create import DataConfig
+    from albert_keras.data.data_config import DataConfig
 
     inputs, layout = corpus_inputs(args.input, args.layout)
     config = config_from_args(DataConfig, args, layout=layout)
@@ -70,7 +70,7 @@ def cmd_data_sotu_task(args):
 
 
 def add_parsers(sub):
-    from albert_keras.data.create import DataConfig
+    from albert_keras.data.data_config import DataConfig
     from albert_keras.text.spm_trainer import TokenizerConfig
 
     tok = sub.add_parser("tokenizer", help="SentencePiece tokenizer")

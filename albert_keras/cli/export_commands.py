@@ -8,7 +8,7 @@ from albert_keras.cli.flags import config_from_args
 
 
 def cmd_export(args):
-    from albert_keras.export import ExportConfig
+    from albert_keras.export.export_config import ExportConfig
     from albert_keras.export import ValidationError
     from albert_keras.export import export_tflite
 
@@ -41,7 +41,7 @@ def cmd_bench(args):
 
 
 def add_parsers(sub):
-    from albert_keras.export import ExportConfig
+    from albert_keras.export.export_config import ExportConfig
 
     p = sub.add_parser(
         "export", help="a validated .tflite",

@@ -9,9 +9,9 @@ DATA_DEFAULTS = {"dupe_factor": 4, "eval_fraction": 0.05}
 
 
 def cmd_pretrain(args):
-    from albert_keras.data.create import DataConfig
+    from albert_keras.data.data_config import DataConfig
     from albert_keras.text.spm_trainer import TokenizerConfig
-    from albert_keras.training.pipeline import PipelineConfig
+    from albert_keras.training.pipeline_config import PipelineConfig
     from albert_keras.training.pipeline import run_pretraining
     from albert_keras.training.pretrain_config import PretrainConfig
 
@@ -25,9 +25,9 @@ def cmd_pretrain(args):
         print(f"{metrics['steps']} steps on this worker; the chief writes {args.out}")
         return 0
     if "masked_lm_accuracy" in metrics:
-        from albert_keras.training.objectives import OBJECTIVES
+        from albert_keras.training.objectives import objective_class
 
-        print(OBJECTIVES[metrics["objective"]]().summary(metrics))
+        print(objective_class(metrics["objective"])().summary(metrics))
     print(f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f}s "
           f"({metrics['train_tokens_per_second']:.0f} tokens/s, {metrics['precision']})")
     print(f"model folder: {args.out}")
@@ -35,9 +35,9 @@ def cmd_pretrain(args):
 
 
 def add_parser(sub, add_backend_flag):
-    from albert_keras.data.create import DataConfig
+    from albert_keras.data.data_config import DataConfig
     from albert_keras.text.spm_trainer import TokenizerConfig
-    from albert_keras.training.pipeline import PipelineConfig
+    from albert_keras.training.pipeline_config import PipelineConfig
     from albert_keras.training.pretrain_config import PretrainConfig
 
     p = sub.add_parser(

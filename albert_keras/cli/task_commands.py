@@ -18,7 +18,7 @@ def _print_metrics(metrics):
 
 
 def cmd_finetune(args):
-    from albert_keras.tasks.finetune import FinetuneConfig
+    from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.tasks.finetune import finetune
 
     metrics = finetune(args.init, args.train, args.eval, args.out,
@@ -110,7 +110,7 @@ def cmd_embed(args):
 
 
 def add_parsers(sub, add_backend_flag):
-    from albert_keras.tasks.finetune import FinetuneConfig
+    from albert_keras.tasks.finetune_config import FinetuneConfig
 
     p = sub.add_parser(
         "finetune", help="fine-tune on a classification, tagging, QA or multiple-choice task",

@@ -33,7 +33,7 @@ from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import CorpusStats
 from albert_keras.data.corpus import list_files
 from albert_keras.data.corpus import read_documents
-from albert_keras.data.create import DataConfig
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import document_examples
 from albert_keras.data.create import held_out_documents
 from albert_keras.data.create import num_shards_for

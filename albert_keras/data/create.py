@@ -33,49 +33,11 @@ from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
 from albert_keras.files import write_json
-from albert_keras.options import option
 from albert_keras.files import writing_folder
+from albert_keras.data.data_config import DataConfig
 from albert_keras.text.registry import load_tokenizer
 
 logger = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class DataConfig:
-    """Every knob of example creation (all recorded in the manifest)."""
-
-    max_seq_length: int = option(128, "tokens per example, [CLS] and [SEP]s included")
-    max_predictions: int = option(20, "most masked tokens per example")
-    masked_lm_prob: float = option(0.15, "share of tokens masked")
-    dupe_factor: int = option(5, "passes over the corpus, each with fresh pairs and masks")
-    max_ngram: int = option(3, "longest masked n-gram (words)", flag="--ngram")
-    whole_word: bool = option(True, "mask whole words")
-    short_seq_prob: float = option(0.1, "share of examples cut shorter than the maximum")
-    random_next: bool = option(False, "next-sentence prediction instead of SOP (ablations)",
-                               flag="--nsp")
-    seed: int = option(12345, "pairs, masks, held-out documents and shard order")
-    eval_fraction: float = option(0.0, "documents held out into an eval split")
-    examples_per_shard: int = option(20000, "examples per TFRecord shard")
-    layout: str = option("auto", "lines: blank line between documents; file: one document "
-                                 "per file; jsonl: one document per record",
-                         choices=("auto", "lines", "file", "jsonl"))
-    text_field: str = option("text", "the JSONL text field")
-    errors: str = option("strict", "what to do with bytes that are not UTF-8",
-                         choices=("strict", "replace"))
-
-    def validate(self):
-        if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length must be at least 5, got {self.max_seq_length}")
-        if self.max_predictions < 1:
-            raise ValueError(f"max_predictions must be positive, got {self.max_predictions}")
-        if not 0 < self.masked_lm_prob < 1:
-            raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
-        if self.dupe_factor < 1:
-            raise ValueError(f"dupe_factor must be positive, got {self.dupe_factor}")
-        if self.max_ngram < 1:
-            raise ValueError(f"max_ngram must be positive, got {self.max_ngram}")
-        if not 0 <= self.eval_fraction < 1:
-            raise ValueError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}")
 
 
 # -- workers (module level so that multiprocessing can pickle them) ------------------

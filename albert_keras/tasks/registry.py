@@ -1,18 +1,24 @@
-"""Fine-tuning tasks by name. Adding a task is one module and one line here."""
+"""Fine-tuning tasks by name. Adding a task is one module and one line here.
 
-from albert_keras.tasks.choice import MultipleChoice
-from albert_keras.tasks.classify import Classify
-from albert_keras.tasks.qa import QuestionAnswering
-from albert_keras.tasks.tag import Tag
+Each entry is ``"module:Class"`` and is imported on first use, so the task
+names (``--task`` choices, ``--help``) cost no Keras or TensorFlow import.
+"""
+
+import functools
+import importlib
 
 TASKS = {
-    task.name: task
-    for task in (Classify(), Tag(), QuestionAnswering(), MultipleChoice())
+    "classify": "albert_keras.tasks.classify:Classify",
+    "tag": "albert_keras.tasks.tag:Tag",
+    "qa": "albert_keras.tasks.qa:QuestionAnswering",
+    "choice": "albert_keras.tasks.choice:MultipleChoice",
 }
 
 
+@functools.cache
 def get_task(name):
     """The ``Task`` registered as ``name``."""
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
-    return TASKS[name]
+    module, cls = TASKS[name].split(":")
+    return getattr(importlib.import_module(module), cls)()

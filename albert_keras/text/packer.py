@@ -5,10 +5,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.config import CLS_ID, PAD_ID, SEP_ID
+from albert_keras.config import CLS_ID, PAD_ID, SEP_ID, TRUNCATE_MODES
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 
-TRUNCATE_MODES = ("longest_first", "waterfall")
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

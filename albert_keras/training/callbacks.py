@@ -2,6 +2,7 @@
 
 import glob
 import json
+import logging
 import math
 import os
 import re
@@ -11,6 +12,8 @@ import keras
 
 from albert_keras.saving import save_model
 from albert_keras.files import write_json
+
+logger = logging.getLogger(__name__)
 
 
 def latest_checkpoint(folder):
@@ -101,3 +104,52 @@ class TimeBudget(keras.callbacks.Callback):
         if self.minutes and time.time() - self.started > 60 * self.minutes:
             self.stopped_early = True
             self.model.stop_training = True
+
+
+def interactive():
+    """Whether progress can be a live bar: a terminal or a notebook.
+
+    Anywhere else (a log file, a pipe, CI) a bar's carriage returns and
+    colour codes are noise, and ``ProgressLog`` writes plain lines instead.
+    """
+    import sys
+
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules
+
+
+class ProgressLog(keras.callbacks.Callback):
+    """A plain progress line through ``logging`` every ``every`` steps.
+
+    Args:
+        total_steps: the run's last optimizer step (for "step N/T").
+        every: steps between lines.
+        tokens_per_step: batch size x sequence length, for a tokens/s figure.
+
+    Example:
+    >>> model.fit(ds, callbacks=[ProgressLog(800, every=50)], verbose=2)  # doctest: +SKIP
+    """
+
+    def __init__(self, total_steps, every=50, tokens_per_step=None):
+        super().__init__()
+        self.total_steps = total_steps
+        self.every = max(1, int(every))
+        self.tokens_per_step = tokens_per_step
+
+    def on_train_begin(self, logs=None):
+        self._clock = time.time()
+        self._from = int(self.model.optimizer.iterations.numpy())
+        self._logged = self._from // self.every
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        # a multiple of ``every`` passed (with steps_per_execution > 1 it can
+        # fall inside a chunk of steps: the chunk's end logs it), or the end
+        if step // self.every == self._logged and step != self.total_steps:
+            return
+        self._logged = step // self.every
+        elapsed = max(time.time() - self._clock, 1e-9)
+        speed = (f", {self.tokens_per_step * (step - self._from) / elapsed:,.0f} tokens/s"
+                 if self.tokens_per_step else "")
+        metrics = " ".join(f"{k} {float(v):.4f}" for k, v in (logs or {}).items())
+        logger.info(f"step {step}/{self.total_steps}: {metrics} ({elapsed:.0f} s{speed})")

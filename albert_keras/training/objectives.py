@@ -1,16 +1,28 @@
-"""Pretraining objectives by name. Adding one is a module and a line here."""
+"""Pretraining objectives by name. Adding one is a module and a line here.
 
-from albert_keras.training.mlm_sop import MlmNsp
-from albert_keras.training.mlm_sop import MlmSop
+Each entry is ``"module:Class"`` and is imported on first use, so the names
+(``--objective`` choices, ``--help``) cost no Keras or TensorFlow import.
+"""
 
-OBJECTIVES = {cls.name: cls for cls in (MlmSop, MlmNsp)}
+import importlib
+
+OBJECTIVES = {
+    "mlm_sop": "albert_keras.training.mlm_sop:MlmSop",
+    "mlm_nsp": "albert_keras.training.mlm_sop:MlmNsp",
+}
 CHOICES = ("auto", *OBJECTIVES)
+
+
+def objective_class(name):
+    """The ``Objective`` subclass registered as ``name``."""
+    if name not in OBJECTIVES:
+        raise ValueError(f"unknown objective {name!r}; known: {', '.join(OBJECTIVES)}")
+    module, cls = OBJECTIVES[name].split(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def get_objective(name, manifest):
     """The objective ``name``; ``auto`` follows the data (NSP data -> ``mlm_nsp``)."""
     if name == "auto":
         name = "mlm_nsp" if manifest["config"].get("random_next") else "mlm_sop"
-    if name not in OBJECTIVES:
-        raise ValueError(f"unknown objective {name!r}; known: {', '.join(OBJECTIVES)}")
-    return OBJECTIVES[name]()
+    return objective_class(name)()

@@ -36,8 +36,10 @@ from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
 from albert_keras.text.registry import load_tokenizer
 from albert_keras.training.callbacks import NanGuard
+from albert_keras.training.callbacks import ProgressLog
 from albert_keras.training.callbacks import ResumableCheckpoint
 from albert_keras.training.callbacks import TimeBudget
+from albert_keras.training.callbacks import interactive
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.datasets import eval_dataset
 from albert_keras.training.datasets import short_seq_manifest
@@ -184,6 +186,7 @@ def pretrain(data_dir, out_dir, train_config=None):
             keras.callbacks.CSVLogger(os.path.join(out_dir, METRICS_CSV), append=True),
             keras.callbacks.TensorBoard(os.path.join(out_dir, LOGS), write_graph=False),
         ]
+    live = interactive() and not os.environ.get("CI")
     started = time.time()
     tokens = 0
     for phase_data, phase_len, first, end in phases:
@@ -209,9 +212,11 @@ def pretrain(data_dir, out_dir, train_config=None):
                 steps_per_epoch=train_config.steps_per_epoch,
                 validation_data=eval_ds,
                 validation_steps=train_config.eval_steps if eval_ds else None,
-                callbacks=callbacks,
+                callbacks=callbacks + ([] if live else [ProgressLog(
+                    train_config.total_steps, train_config.log_every,
+                    train_config.batch_size * phase_len)]),
                 shuffle=False,  # the dataset shuffles itself
-                verbose=2 if os.environ.get("CI") else "auto",
+                verbose="auto" if live else 2,
             )
         except tf.errors.OpError as e:
             if not is_multi_worker(strategy):

@@ -4,9 +4,12 @@ import dataclasses
 
 from albert_keras.options import option
 from albert_keras.training.objectives import CHOICES as OBJECTIVE_CHOICES
-from albert_keras.training.strategy import STRATEGIES
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# The names ``training.strategy.make_strategy`` accepts; listed here, away from
+# TensorFlow, so the command line can offer them without importing it.
+STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu", "data_parallel",
+              "model_parallel")
 
 
 @dataclasses.dataclass
@@ -73,6 +76,8 @@ class PretrainConfig:
     steps_per_execution: int = option(10, "steps per compiled call (TPUs want many)")
     dynamic_masking: bool = option(True, "new masks for every batch instead of the stored ones")
     eval_steps: int = option(5, "validation batches after each epoch")
+    log_every: int = option(50, "steps between plain progress lines when the output is not "
+                                "a terminal or notebook")
     seed: int = option(0, "weights, shuffling and masking")
     deterministic: bool = option(False, "TF op determinism (bit-exact resume)")
     max_minutes: float = option(0.0, "stop after the first epoch past this wall time "

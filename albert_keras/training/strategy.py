@@ -11,8 +11,8 @@ import contextlib
 import keras
 import tensorflow as tf
 
-STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu", "data_parallel",
-              "model_parallel")
+from albert_keras.training.pretrain_config import STRATEGIES
+
 TF_ONLY = ("tpu", "mirrored", "multiworker")
 JAX_ONLY = ("data_parallel", "model_parallel")
 

@@ -7,7 +7,7 @@ import pytest
 
 from albert_keras.data.beam_pipeline import create_pretraining_data_beam
 from albert_keras.data.corpus import CorpusError
-from albert_keras.data.create import DataConfig
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
 from tests.helpers import make_sentences
 from tests.helpers import folder_bytes

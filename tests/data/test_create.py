@@ -4,7 +4,7 @@ import pytest
 
 import albert_keras.data.create as create_module
 from albert_keras.data.corpus import CorpusError
-from albert_keras.data.create import DataConfig
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
 from tests.helpers import folder_bytes
 
@@ -86,7 +86,8 @@ def test_same_bytes_in_another_process(made, corpus_file, spm_path, tmp_path):
     root, _ = made
     script = (
         "import sys\n"
-        "from albert_keras.data.create import DataConfig, create_pretraining_data\n"
+        "from albert_keras.data.data_config import DataConfig\n"
+        "from albert_keras.data.create import create_pretraining_data\n"
         "config = DataConfig(max_seq_length=48, max_predictions=8, dupe_factor=2,\n"
         "                    eval_fraction=0.1, examples_per_shard=100, seed=7)\n"
         "create_pretraining_data([sys.argv[1]], sys.argv[2], sys.argv[3], config)\n"

