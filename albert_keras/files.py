@@ -10,8 +10,71 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
-import tempfile
+
+# Temporary names carry the writer's process id: ``.NAME.tmp<pid>-...``. A run
+# that was killed leaves its temporary behind; the next writer of NAME in the
+# same folder removes every one whose process is gone.
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.tmp(?P<pid>\d+)-")
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def clean_stale(folder, name):
+    """Removes temporaries of ``name`` in ``folder`` left by dead processes."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        match = _TEMPORARY.match(entry)
+        if (match and match.group("name") == name and int(match.group("pid")) != os.getpid()
+                and not _alive(int(match.group("pid")))):
+            path = os.path.join(folder, entry)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.remove(path)
+
+
+def check_output(path, inputs=(), overwrite=False):
+    """Refuses to write ``path`` over an existing file or over an input.
+
+    Args:
+        path: the file or folder about to be written.
+        inputs: files and folders the command reads; ``path`` may never be
+            one of them, nor inside an input folder, even with ``overwrite``.
+        overwrite: whether an existing ``path`` may be replaced.
+
+    Raises:
+        FileExistsError: one line naming ``path``.
+
+    Example:
+    >>> check_output("preds.jsonl", inputs=["test.jsonl"])  # doctest: +SKIP
+    """
+    real = os.path.realpath(path)
+    for source in inputs:
+        if source in (None, "-"):
+            continue
+        src = os.path.realpath(source)
+        inside = os.path.isdir(src) and real.startswith(src + os.sep) and os.path.exists(real)
+        # replacing a folder that holds an input would delete the input
+        holds = os.path.isdir(real) and src.startswith(real + os.sep)
+        if real == src or inside or holds:
+            raise FileExistsError(
+                f"{path}: is an input of this command ({source}); write the output elsewhere")
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
 
 
 @contextlib.contextmanager
@@ -32,7 +95,8 @@ def atomic_path(path, suffix=""):
     """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}{suffix}")
+    clean_stale(folder, os.path.basename(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}-{suffix}")
     try:
         yield tmp
         os.replace(tmp, path)
@@ -77,7 +141,11 @@ def writing_folder(folder):
     """
     parent = os.path.dirname(os.path.abspath(folder))
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.tmp", dir=parent)
+    name = os.path.basename(os.path.abspath(folder))
+    clean_stale(parent, name)
+    tmp = os.path.join(parent, f".{name}.tmp{os.getpid()}-{os.urandom(4).hex()}")
+    # os.mkdir honours the umask (tempfile.mkdtemp would make it 0700)
+    os.mkdir(tmp, 0o777)
     try:
         yield tmp
         if os.path.exists(folder):

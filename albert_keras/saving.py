@@ -5,6 +5,7 @@ import os
 import keras
 
 from albert_keras.files import atomic_path
+from albert_keras.files import check_output
 
 
 def save_model(model, path, overwrite=False):
@@ -20,8 +21,7 @@ def save_model(model, path, overwrite=False):
     """
     if not str(path).endswith(".keras"):
         raise ValueError(f"{path}: a Keras model file must end in .keras")
-    if os.path.exists(path) and not overwrite:
-        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+    check_output(path, overwrite=overwrite)
     with atomic_path(path, suffix=".keras") as tmp:
         model.save(tmp)
     return path

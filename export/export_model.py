@@ -29,6 +29,7 @@ from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.validation import validate
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
+from albert_keras.files import check_output
 from albert_keras.files import sha256_file
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import TASK_MODEL_FILE
@@ -182,10 +183,10 @@ def export_tflite(source, out, config=None):
     if not out.endswith(".tflite"):
         raise ExportError(f"{out}: the output must end in .tflite")
     sidecar_path = out[: -len(".tflite")] + ".json"
-    if not c.overwrite:
-        for path in (out, sidecar_path):
-            if os.path.exists(path):
-                raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+    for path in (out, sidecar_path):
+        # never over the source model (a folder's task.json, say), and an
+        # existing sidecar is named as itself
+        check_output(path, [source, c.tokenizer], c.overwrite)
 
     # -- source ----------------------------------------------------------------------------
     model, spec, tokenizer, folder = load_source(source, c.part, c.tokenizer)

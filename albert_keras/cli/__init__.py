@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -119,7 +120,28 @@ def _show_progress():
     logger.propagate = False
 
 
+_NEGATIVE_LIST = re.compile(r"^-\d+(\.\d+)?(,-?\d+(\.\d+)?)*$")
+
+
+def _join_negative_values(argv):
+    """``--layers -2,-1`` -> ``--layers=-2,-1``.
+
+    argparse reads a value that starts with ``-`` and is not a plain number
+    (``-2,-1``) as a flag; no flag of ours looks like that, so such a value
+    belongs to the flag before it.
+    """
+    out = []
+    for arg in argv:
+        if (_NEGATIVE_LIST.match(arg) and out and out[-1].startswith("--")
+                and "=" not in out[-1]):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv=None):
+    argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     args = build_parser().parse_args(argv)
     switched = _run_on_backend(getattr(args, "backend", None), argv)
     if switched is not None:

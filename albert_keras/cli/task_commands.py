@@ -10,6 +10,7 @@ from albert_keras.cli.flags import add_flags
 from albert_keras.cli.flags import config_from_args
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
+from albert_keras.files import check_output
 
 
 def _print_metrics(metrics):
@@ -39,8 +40,23 @@ def cmd_evaluate(args):
 def _read_input_lines(path):
     if path in (None, "-"):
         return [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.strip()]
+    lines = []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise CliError(f"{path}:{number}: not valid UTF-8 ({e.reason})") from None
+            if line.strip():
+                lines.append(line)
+    return lines
+
+
+def _check_out(args, *inputs):
+    """Before any work: --out is neither an existing file (without
+    --overwrite) nor one of the command's inputs."""
+    if args.out not in (None, "-"):
+        check_output(args.out, [args.model, *inputs], args.overwrite)
 
 
 def _write_jsonl(records, out):
@@ -56,6 +72,7 @@ def _write_jsonl(records, out):
 def cmd_predict(args):
     from albert_keras.tasks.inference import predict
 
+    _check_out(args, args.input)
     path = args.input
     if path in (None, "-"):
         # stdin: one JSON object per line, in the task's file format.
@@ -84,7 +101,9 @@ def cmd_fill_mask(args):
                                             tokenizer=args.tokenizer)):
         print(text)
         for i, candidates in enumerate(masks):
-            shown = ", ".join(f"{c['token']} {c['probability']:.3f}" for c in candidates)
+            # the text a candidate adds, not its piece ("fox", not "▁fox")
+            shown = ", ".join(f"{c['text'] or c['token']} {c['probability']:.3f}"
+                              for c in candidates)
             print(f"  [MASK] {i + 1}: {shown}")
     return 0
 
@@ -94,7 +113,11 @@ def cmd_embed(args):
 
     from albert_keras.tasks.inference import embed
 
+    _check_out(args, args.input, args.tokenizer)
     texts = _read_input_lines(args.input)
+    if not texts:
+        raise CliError(f"{'<stdin>' if args.input in (None, '-') else args.input}: "
+                       "no text to embed (every line is empty)")
     layers = [int(i) for i in args.layers.split(",")]
     vectors = embed(args.model, texts, layers=layers, pooling=args.pooling,
                     combine=args.combine, normalize=args.normalize,
@@ -142,6 +165,8 @@ def add_parsers(sub, add_backend_flag):
                    help="a file in the task's format (default: stdin JSONL)")
     p.add_argument("--out", default="-", help="JSONL file (default: stdout)")
     p.add_argument("--batch-size", type=int, default=64, help="(default: %(default)s)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out file (default: refuse)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("fill-mask", help="top-k pieces for each [MASK] (pretraining folder)")
@@ -164,4 +189,6 @@ def add_parsers(sub, add_backend_flag):
     p.add_argument("--normalize", action="store_true", help="L2-normalize (default: off)")
     p.add_argument("--seq-length", type=int, default=128, help="(default: %(default)s)")
     p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out file (default: refuse)")
     p.set_defaults(func=cmd_embed)

@@ -43,6 +43,7 @@ from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
 from albert_keras.files import write_json
+from albert_keras.files import check_output
 from albert_keras.files import writing_folder
 from albert_keras.text.registry import load_tokenizer
 
@@ -222,8 +223,10 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     config = config or DataConfig()
     config.validate()
     out_dir = os.path.abspath(os.fspath(out_dir))
-    if os.path.exists(out_dir) and os.listdir(out_dir) and not overwrite:
-        raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
+    inputs = [os.fspath(i) for i in inputs]
+    # an empty folder (made beforehand) is not an output to protect
+    check_output(out_dir, [*inputs, tokenizer_path],
+                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)))
     tokenizer_path = os.path.abspath(os.fspath(tokenizer_path))
     tokenizer = load_tokenizer(tokenizer_path).check()
     files = [os.path.abspath(f) for f in list_files(inputs)]

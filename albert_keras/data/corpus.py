@@ -130,6 +130,7 @@ def read_documents(
     errors="strict",
     max_sentence_chars=2000,
     stats=None,
+    min_sentences=2,
 ):
     """Yields documents, each a list of sentences.
 
@@ -145,6 +146,8 @@ def read_documents(
         max_sentence_chars: longer sentences (e.g. a line without any
             punctuation) are cut at whitespace into pieces of this size.
         stats: a ``CorpusStats`` to fill.
+        min_sentences: shorter documents are skipped (2: a document must
+            give a sentence pair; 1 keeps every sentence, for a tokenizer).
 
     Example:
     >>> docs = list(read_documents(["corpus.txt"]))  # doctest: +SKIP
@@ -159,7 +162,7 @@ def read_documents(
         if not sentences:
             stats.skipped_empty += 1
             return None
-        if len(sentences) < 2:
+        if len(sentences) < min_sentences:
             stats.skipped_one_sentence += 1
             return None
         stats.documents += 1
@@ -235,20 +238,27 @@ def train_corpus_tokenizer(inputs, data_config, tokenizer_config, out_path, over
     ``data_config`` gives how the corpus is read (layout, JSONL field, bad
     bytes), so the tokenizer sees the sentences the examples are made of.
     """
+    from albert_keras.text.spm_trainer import EmptyInputError
     from albert_keras.text.spm_trainer import train_sentencepiece
 
+    inputs = list(inputs)
     stats = CorpusStats()
     sentences = (
         s
         for doc in read_documents(inputs, layout=data_config.layout,
                                   text_field=data_config.text_field,
-                                  errors=data_config.errors, stats=stats)
+                                  errors=data_config.errors, stats=stats, min_sentences=1)
         for s in doc
     )
     t = tokenizer_config
-    path = train_sentencepiece(
-        sentences, out_path, vocab_size=t.vocab_size, lowercase=t.lowercase,
-        character_coverage=t.character_coverage, input_sentence_size=t.input_sentence_size,
-        num_threads=t.threads, seed=t.seed, overwrite=overwrite,
-    )
+    try:
+        path = train_sentencepiece(
+            sentences, out_path, vocab_size=t.vocab_size, lowercase=t.lowercase,
+            character_coverage=t.character_coverage, input_sentence_size=t.input_sentence_size,
+            num_threads=t.threads, seed=t.seed, overwrite=overwrite,
+        )
+    except EmptyInputError:
+        names = ", ".join(map(str, inputs[:3])) + (", ..." if len(inputs) > 3 else "")
+        raise CorpusError(f"{names}: no text to train a tokenizer on ({stats.files} file(s), "
+                          f"every line empty)") from None
     return path, stats

@@ -34,6 +34,7 @@ from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
+from albert_keras.files import check_output
 from albert_keras.data.data_config import DataConfig
 from albert_keras.text.registry import load_tokenizer
 
@@ -209,8 +210,10 @@ def create_pretraining_data(
     config = config or DataConfig()
     config.validate()
     out_dir = os.path.abspath(os.fspath(out_dir))
-    if os.path.exists(out_dir) and os.listdir(out_dir) and not overwrite:
-        raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
+    inputs = [os.fspath(i) for i in inputs]
+    # an empty folder (made beforehand) is not an output to protect
+    check_output(out_dir, [*inputs, tokenizer_path],
+                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)))
     tokenizer = load_tokenizer(tokenizer_path).check()
     vocab_size, word_starts = tokenizer.vocabulary_size, tokenizer.word_starts()
     started = time.time()

@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from albert_keras.files import writing_folder
+from albert_keras.files import check_output
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import read_tokenizer
@@ -76,8 +77,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     """
     cfg = cfg or FinetuneConfig()
     cfg.validate()
-    if os.path.exists(out_dir) and not overwrite:
-        raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
+    check_output(out_dir, [init, train_path, eval_path, tokenizer], overwrite)
     keras.utils.set_random_seed(cfg.seed)
     # -- data ------------------------------------------------------------------------
     pieces = read_tokenizer(init, tokenizer)

@@ -96,7 +96,8 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
         per_mask = []
         for p in probs:
             best = np.argsort(p)[::-1][:top_k]
-            per_mask.append([{"token": pieces.id_to_piece(i), "id": int(i),
+            per_mask.append([{"token": pieces.id_to_piece(i), "text": pieces.decode([i]),
+                              "id": int(i),
                               "probability": float(p[i])} for i in best])
         results.append(per_mask)
     return results

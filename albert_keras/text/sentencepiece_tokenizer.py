@@ -139,6 +139,9 @@ class SentencePiece(Tokenizer):
     def id_to_piece(self, index):
         return self.processor.id_to_piece(int(index))
 
+    def decode(self, ids):
+        return self.processor.decode([int(i) for i in ids])
+
     def encode(self, texts):
         return self.processor.encode(list(texts))
 

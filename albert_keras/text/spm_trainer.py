@@ -6,6 +6,7 @@ import os
 import sentencepiece as spm
 
 from albert_keras.files import atomic_path
+from albert_keras.files import check_output
 from albert_keras.options import option
 from albert_keras.text.spm_model import check_albert_model, read_model_proto
 
@@ -21,6 +22,10 @@ class TokenizerConfig:
     input_sentence_size: int = option(10_000_000, "sample at most this many sentences")
     threads: int = option(None, "training threads (default: all cores)")
     seed: int = option(12345, "SentencePiece's sampling seed")
+
+
+class EmptyInputError(ValueError):
+    """The sentences to train on were all empty."""
 
 
 def train_sentencepiece(
@@ -65,11 +70,18 @@ def train_sentencepiece(
     out_path = os.fspath(out_path)
     if not out_path.endswith(".model"):
         raise ValueError(f"{out_path}: the tokenizer file must end in .model")
-    if os.path.exists(out_path) and not overwrite:
-        raise FileExistsError(f"{out_path} exists; pass --overwrite to replace it")
+    check_output(out_path, overwrite=overwrite)
     count = [0]
+    sentences = iter(sentences)
+    # SentencePiece meets an empty input with an internal assertion message:
+    # look at the first sentence before starting it
+    first = next((s for s in sentences if s and s.strip()), None)
+    if first is None:
+        raise EmptyInputError("no text to train the tokenizer on: every sentence is empty")
 
     def counted():
+        count[0] += 1
+        yield first
         for s in sentences:
             if s and s.strip():
                 count[0] += 1

@@ -64,6 +64,10 @@ class Tokenizer:
     def id_to_piece(self, index):
         raise NotImplementedError
 
+    def decode(self, ids):
+        """The text of a list of ids (word markers turned back into spaces)."""
+        raise NotImplementedError
+
     def keras_layer(self):
         """The in-graph tokenizer: strings in, ragged ids out."""
         raise NotImplementedError

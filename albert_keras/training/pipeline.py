@@ -16,6 +16,7 @@ from albert_keras.data.corpus import train_corpus_tokenizer
 from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.reader import read_manifest
+from albert_keras.files import check_output
 from albert_keras.model_folder import METRICS_FILE
 from albert_keras.model_folder import tokenizer_path
 from albert_keras.text.spm_trainer import TokenizerConfig
@@ -54,6 +55,9 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     if os.path.isfile(os.path.join(out, METRICS_FILE)) and not p.overwrite:
         raise FileExistsError(f"{out} holds a finished run; pass --overwrite to train again")
     if p.overwrite and os.path.isdir(out):
+        # starting again deletes the folder: never when it holds an input
+        check_output(out, [*(p.input or ()), p.tokenizer, p.data, p.short_data, t.init],
+                     overwrite=True)
         shutil.rmtree(out)
     os.makedirs(out, exist_ok=True)
     inputs, layout = corpus_inputs(p.input, data_config.layout)

