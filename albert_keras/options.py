@@ -28,3 +28,11 @@ def option(default, help, choices=None, flag=None, factory=None, nargs=None):
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def flag_of(config_class, name):
+    """The command-line flag of a config field (``learning_rate`` -> ``--learning-rate``)."""
+    for field in dataclasses.fields(config_class):
+        if field.name == name:
+            return field.metadata.get("flag") or "--" + name.replace("_", "-")
+    return "--" + name.replace("_", "-")

@@ -5,13 +5,11 @@ import dataclasses
 import json
 import typing
 
+from albert_keras.options import flag_of
+
 
 class CliError(Exception):
     """An error reported as one line, with exit status 2."""
-
-
-def _flag(field):
-    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
 
 
 def _type(field, cls):
@@ -52,7 +50,7 @@ def add_flags(parser, cls, only=None, exclude=(), defaults=None):
                 kwargs["choices"] = meta["choices"]
             if meta.get("nargs"):
                 kwargs["nargs"] = meta["nargs"]
-        parser.add_argument(_flag(field), **kwargs)
+        parser.add_argument(flag_of(cls, field.name), **kwargs)
 
 
 def config_from_args(cls, args, **changes):

@@ -18,6 +18,7 @@ from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.reader import read_manifest
 from albert_keras.files import check_output
 from albert_keras.model_folder import METRICS_FILE
+from albert_keras.options import flag_of
 from albert_keras.model_folder import tokenizer_path
 from albert_keras.text.spm_trainer import TokenizerConfig
 from albert_keras.training.pipeline_config import PipelineConfig
@@ -74,8 +75,11 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
         logger.info(f"training a {tokenizer_config.vocab_size}-piece tokenizer ...")
         train_corpus_tokenizer(inputs, data_config, tokenizer_config, tokenizer)
 
-    # -- 2. examples, with held-out documents
+    # -- 2. examples, with held-out documents (a killed run's are kept, when
+    # they were made with the same settings)
     data_dir = p.data or os.path.join(out, "data")
+    if not p.data and os.path.isfile(os.path.join(data_dir, "manifest.json")):
+        _check_kept_data(data_dir, data_config, out)
     if not os.path.isfile(os.path.join(data_dir, "manifest.json")):
         create_pretraining_data(inputs, tokenizer, data_dir, data_config, workers=p.workers)
 
@@ -113,3 +117,15 @@ def data_tokenizer(data_dir, tokenizer=None):
             f"{tokenizer}: not the tokenizer {data_dir} was made with ({own}); "
             "leave --tokenizer out to use the data's")
     return own
+
+
+def _check_kept_data(data_dir, data_config, out):
+    """A kept data folder must match this call's data settings."""
+    made = read_manifest(data_dir)["config"]
+    now = dataclasses.asdict(data_config)
+    changed = [f"{flag_of(DataConfig, k)} {made[k]!r} (now {now[k]!r})"
+               for k in now if k in made and made[k] != now[k]]
+    if changed:
+        raise ValueError(
+            f"{data_dir}: made with other settings by an earlier run: {'; '.join(changed)}. "
+            f"Resume with those settings, or pass --overwrite to start {out} again")

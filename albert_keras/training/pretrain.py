@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from albert_keras.data.reader import verify_shards
+from albert_keras.files import read_json
 from albert_keras.files import write_json
 from albert_keras.model_folder import CHECKPOINTS
 from albert_keras.model_folder import LOGS
@@ -31,6 +32,7 @@ from albert_keras.model_folder import TRAIN_CONFIG_FILE
 from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.options import flag_of
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
@@ -45,7 +47,9 @@ from albert_keras.training.datasets import eval_dataset
 from albert_keras.training.datasets import short_seq_manifest
 from albert_keras.training.datasets import train_dataset
 from albert_keras.training.objectives import get_objective
+from albert_keras.training.pretrain_config import SAFE_ON_RESUME
 from albert_keras.training.pretrain_config import PretrainConfig
+from albert_keras.training.pretrain_config import resume_conflicts
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
@@ -141,6 +145,15 @@ def pretrain(data_dir, out_dir, train_config=None):
     os.makedirs(out_dir, exist_ok=True)
     ckpt_dir = os.path.join(out_dir, CHECKPOINTS)
     resume_path, initial_epoch = latest_checkpoint(ckpt_dir)
+    recorded_path = os.path.join(out_dir, TRAIN_CONFIG_FILE)
+    if resume_path and os.path.isfile(recorded_path):
+        conflicts = resume_conflicts(read_json(recorded_path), train_config, objective.name)
+        if conflicts:
+            raise TrainingError(
+                f"{out_dir} holds a run started with other settings: {'; '.join(conflicts)}. "
+                "Resume with the run's own settings, or pass --overwrite to start again "
+                f"(safe to change when resuming: "
+                f"{', '.join(flag_of(PretrainConfig, k) for k in SAFE_ON_RESUME)})")
     source = None
     if resume_path:
         config = None  # the checkpoint holds the model (checked when it was new)
@@ -246,10 +259,17 @@ def pretrain(data_dir, out_dir, train_config=None):
     if "eval" in manifest["splits"]:
         metrics = objective.evaluate(model, data_dir, "eval")
         metrics.update(objective.baselines(data_dir))
+    steps = int(model.optimizer.iterations.numpy())
+    # every token of the run, a resumed run's earlier part included (each
+    # phase's steps x batch x its sequence length); the speed is this call's
+    spe = train_config.steps_per_epoch
+    run_tokens = sum(
+        max(0, min(steps, end * spe) - first * spe) * train_config.batch_size * length
+        for _, length, first, end in phases)
     metrics.update({
-        "steps": int(model.optimizer.iterations.numpy()),
+        "steps": steps,
         "wall_seconds": round(wall, 1),
-        "train_tokens": tokens,
+        "train_tokens": run_tokens,
         "train_tokens_per_second": round(tokens / max(wall, 1e-9), 1),
         "stopped_by_time_budget": budget.stopped_early,
         "precision": train_config.precision,

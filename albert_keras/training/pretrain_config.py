@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from albert_keras.options import flag_of
 from albert_keras.options import option
 from albert_keras.training.objectives import CHOICES as OBJECTIVE_CHOICES
 
@@ -110,3 +111,32 @@ class PretrainConfig:
                 f"steps_per_epoch ({self.steps_per_epoch}) below total_steps "
                 f"({self.total_steps})"
             )
+
+
+# What a resumed run may change: how it is watched, stopped or spread over
+# devices, never what it learns (a checkpoint's optimizer, schedule and model
+# are fixed when the run starts).
+SAFE_ON_RESUME = ("max_minutes", "eval_steps", "log_every", "steps_per_execution",
+                  "strategy", "deterministic")
+
+
+def resume_conflicts(recorded, config, objective_name):
+    """The settings of ``config`` that differ from a run's recorded ones.
+
+    Args:
+        recorded: the run's ``train_config.json`` as a dict.
+        config: the ``PretrainConfig`` of the call that would resume it.
+        objective_name: the objective ``config`` resolves to.
+
+    Returns:
+        ``"--flag OLD (now NEW)"`` strings, empty when resuming is safe.
+    """
+    now = {**dataclasses.asdict(config), "objective": objective_name}
+    return [f"{flag_of(PretrainConfig, k)} {recorded[k]!r} (now {now[k]!r})"
+            for k in now if k in recorded and k not in SAFE_ON_RESUME
+            and _json_form(recorded[k]) != _json_form(now[k])]
+
+
+def _json_form(value):
+    # recorded values went through JSON: (1, 2) came back as [1, 2]
+    return list(value) if isinstance(value, tuple) else value

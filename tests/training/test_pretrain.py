@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 import json
 import os
@@ -75,6 +76,26 @@ def test_nan_loss_stops_with_a_message(data_dir, tmp_path):
     assert not (tmp_path / "run" / "pretrainer.keras").exists()
 
 
+def test_resume_refuses_changed_settings_and_accepts_safe_ones(data_dir, tmp_path):
+    cfg = PretrainConfig(model_overrides=SMALL, batch_size=8, total_steps=4, steps_per_epoch=2,
+                         warmup_steps=1, eval_steps=0, steps_per_execution=1,
+                         precision="float32", learning_rate=8e-3)
+    out = str(tmp_path / "run")
+    pretrain(data_dir, out, cfg)
+    changed = dataclasses.replace(cfg, learning_rate=1e-3, total_steps=6)
+    with pytest.raises(TrainingError) as error:
+        pretrain(data_dir, out, changed)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"{out} holds a run started with other")
+    assert "--learning-rate 0.008 (now 0.001)" in message and "--steps 4 (now 6)" in message
+    assert "--max-minutes" in message  # says what may change
+    # a safe change resumes (nothing is left to train) and is recorded
+    metrics = pretrain(data_dir, out, dataclasses.replace(cfg, max_minutes=30.0))
+    assert json.load(open(os.path.join(out, "train_config.json")))["max_minutes"] == 30.0
+    length = json.load(open(os.path.join(data_dir, "manifest.json")))["config"]["max_seq_length"]
+    assert metrics["steps"] == 4 and metrics["train_tokens"] == 4 * 8 * length
+
+
 def _run(args, **kwargs):
     env = {**os.environ, "CI": "true", "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.Popen([sys.executable, "-m", "albert_keras.cli", *args], env=env,
@@ -129,6 +150,10 @@ def test_resume_after_kill_matches_an_uninterrupted_run(
     assert int(a.optimizer.iterations.numpy()) == int(b.optimizer.iterations.numpy()) == steps
     for va, vb in zip(a.weights, b.weights):
         np.testing.assert_allclose(va.numpy(), vb.numpy(), atol=1e-6, err_msg=va.path)
+    # the resumed run counts the tokens of its first part too
+    tokens = [json.load(open(os.path.join(folder, "metrics.json")))["train_tokens"]
+              for folder in (str(tmp_path / "whole"), interrupted)]
+    assert tokens[0] == tokens[1] > 0
 
 
 MIRRORED = """

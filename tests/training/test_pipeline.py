@@ -1,0 +1,28 @@
+"""run_pretraining: a kept stage must have been made with this call's settings."""
+
+import os
+
+import pytest
+
+from albert_keras.data.create import create_pretraining_data
+from albert_keras.data.data_config import DataConfig
+from albert_keras.training.pipeline import PipelineConfig
+from albert_keras.training.pipeline import run_pretraining
+from albert_keras.training.pretrain_config import PretrainConfig
+
+
+def test_kept_data_made_with_other_settings_is_refused_before_training(
+        corpus_file, spm_path, tmp_path):
+    out = str(tmp_path / "run")
+    create_pretraining_data([corpus_file], spm_path, os.path.join(out, "data"),
+                            DataConfig(dupe_factor=1, max_seq_length=32, seed=3))
+    pipeline = PipelineConfig(out=out, input=[corpus_file], tokenizer=spm_path,
+                              short_seq_fraction=0)
+    with pytest.raises(ValueError) as error:
+        run_pretraining(pipeline, data_config=DataConfig(dupe_factor=2, max_seq_length=32),
+                        train_config=PretrainConfig(seed=3, total_steps=2, steps_per_epoch=1,
+                                                    warmup_steps=0))
+    message = str(error.value)
+    assert "\n" not in message and "made with other settings" in message
+    assert "--dupe-factor 1 (now 2)" in message
+    assert sorted(os.listdir(out)) == ["data"]  # nothing trained, nothing written
