@@ -156,6 +156,27 @@ def writing_folder(folder):
         raise
 
 
+@contextlib.contextmanager
+def removed_on_failure(folder, keep=lambda: False):
+    """Removes ``folder`` if the block fails and the folder is new.
+
+    For runs that fill a folder as they go: a run that fails before it has
+    anything worth resuming (``keep()`` is False) leaves nothing behind. A
+    folder that existed before the block is never removed.
+
+    Example:
+    >>> with removed_on_failure("runs/x", keep=lambda: has_checkpoint("runs/x")):
+    ...     train("runs/x")  # doctest: +SKIP
+    """
+    existed = os.path.exists(folder)
+    try:
+        yield
+    except BaseException:
+        if not existed and os.path.isdir(folder) and not keep():
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
 def sha256_file(path):
     """The hex SHA-256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()

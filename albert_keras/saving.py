@@ -1,6 +1,8 @@
 """Writing and reading ``.keras`` files safely."""
 
+import importlib
 import os
+import zipfile
 
 import keras
 
@@ -27,20 +29,40 @@ def save_model(model, path, overwrite=False):
     return path
 
 
+# Every module defining a class that a saved model can hold: Keras finds a
+# class by its registered name only once its module has been imported.
+_SAVED_CLASSES = (
+    "albert_keras.models.albert_classifier",
+    "albert_keras.models.albert_embedder",
+    "albert_keras.models.albert_encoder",
+    "albert_keras.models.albert_multiple_choice",
+    "albert_keras.models.albert_pretrainer",
+    "albert_keras.models.albert_question_answerer",
+    "albert_keras.models.albert_token_classifier",
+    "albert_keras.layers.quantized_dense",
+    "albert_keras.text.packer",
+    "albert_keras.text.sentencepiece_tokenizer",
+    "albert_keras.optimizers.optimizer",
+)
+
+
 def load_model(path):
     """Loads one of our ``.keras`` files with Keras' safe mode on.
 
     Safe mode refuses Lambda layers and other arbitrary code, so a model file
     from a stranger cannot run code on load.
     """
-    import albert_keras  # noqa: F401  (registers our classes)
-    import albert_keras.optimizers.optimizer  # noqa: F401  (and the optimizers saved with them)
-
+    for module in _SAVED_CLASSES:
+        importlib.import_module(module)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such model file")
+    if not zipfile.is_zipfile(path):
+        # Keras says "File not found" for a file that is there but cut short
+        raise ValueError(f"{path}: not a complete .keras file (no zip archive: truncated, "
+                         "or another format)")
     try:
         return keras.saving.load_model(path, safe_mode=True)
-    except (ValueError, OSError, KeyError, TypeError) as e:
+    except (ValueError, OSError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
         message = " ".join(str(e).split())
         if len(message) > 300:
             message = message[:300] + " ..."

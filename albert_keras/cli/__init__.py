@@ -155,3 +155,14 @@ def main(argv=None):
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"albert-keras {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001  (the last resort: still one line)
+        if args.verbose:
+            raise
+        lines = str(e).strip().splitlines()
+        message = " ".join(lines[0].split())[:300] if lines else ""
+        print(f"albert-keras {args.command}: error: {type(e).__name__}: {message} (an "
+              "unexpected error: run again with --verbose for the traceback)", file=sys.stderr)
+        return 1

@@ -38,24 +38,29 @@ def is_hf_folder(path):
 
 
 def _read_safetensors(path):
+    from safetensors import SafetensorError
     from safetensors import safe_open
 
-    out = {}
+    def read(framework, convert):
+        try:
+            with safe_open(path, framework=framework) as f:
+                return {key: convert(f.get_tensor(key)) for key in f.keys()}
+        except SafetensorError as e:
+            # a truncated download or another format under the same name
+            raise ConversionError(f"{path}: not a complete safetensors file ({e}); "
+                                  "download it again") from None
+
     try:
-        with safe_open(path, framework="np") as f:
-            for key in f.keys():
-                out[key] = f.get_tensor(key)
-        return out
+        return read("np", lambda x: x)
+    except ConversionError:
+        raise
     except (TypeError, ValueError) as e:
         # numpy has no bfloat16: read such files through torch, if installed.
         try:
             import torch  # noqa: F401
         except ImportError:
             raise ConversionError(f"{path}: cannot read with numpy ({e})") from None
-    with safe_open(path, framework="pt") as f:
-        for key in f.keys():
-            out[key] = f.get_tensor(key).float().numpy()
-    return out
+    return read("pt", lambda x: x.float().numpy())
 
 
 def _read_torch_bin(path):

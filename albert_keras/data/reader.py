@@ -8,7 +8,10 @@ import tensorflow as tf
 
 from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.dynamic_masking import unmask
+from albert_keras.data.record_check import check_records
+from albert_keras.data.record_check import check_tokenizer
 from albert_keras.data.tfrecords import FORMAT
+from albert_keras.data.tfrecords import feature_spec
 from albert_keras.files import sha256_file
 from albert_keras.text.registry import load_tokenizer
 
@@ -32,7 +35,9 @@ def read_manifest(data_dir):
 
 
 def verify_shards(data_dir, split):
-    """Checks every shard's size and SHA-256 against the manifest.
+    """Checks every shard's size and SHA-256 against the manifest, the
+    manifest's vocabulary against its tokenizer, and the first records of
+    every shard against the manifest's lengths.
 
     A truncated or corrupted shard is named here, before training starts,
     rather than surfacing as a CRC error deep inside ``fit``.
@@ -51,6 +56,8 @@ def verify_shards(data_dir, split):
             )
         if sha256_file(path) != shard["sha256"]:
             raise DataError(f"{path}: corrupted shard (checksum differs from the manifest)")
+    check_tokenizer(data_dir, manifest)
+    check_records(data_dir, manifest, split)
     return manifest
 
 
@@ -146,15 +153,7 @@ def pretraining_dataset(
     if skip_batches:
         ds = ds.skip(skip_batches)
 
-    spec = {
-        "token_ids": tf.io.FixedLenFeature([s], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([s], tf.int64),
-        "padding_mask": tf.io.FixedLenFeature([s], tf.int64),
-        "masked_positions": tf.io.FixedLenFeature([p], tf.int64),
-        "masked_ids": tf.io.FixedLenFeature([p], tf.int64),
-        "masked_weights": tf.io.FixedLenFeature([p], tf.float32),
-        "sop_label": tf.io.FixedLenFeature([1], tf.int64),
-    }
+    spec = feature_spec(s, p)
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)

@@ -43,6 +43,20 @@ def serialize_example(tokens, segments, positions, labels, sop_label, config):
     ).SerializeToString(deterministic=True)  # map keys sorted: same bytes in every process
 
 
+def feature_spec(max_seq_length, max_predictions):
+    """The ``tf.io.parse_example`` spec of a record."""
+    s, p = max_seq_length, max_predictions
+    return {
+        "token_ids": tf.io.FixedLenFeature([s], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([s], tf.int64),
+        "padding_mask": tf.io.FixedLenFeature([s], tf.int64),
+        "masked_positions": tf.io.FixedLenFeature([p], tf.int64),
+        "masked_ids": tf.io.FixedLenFeature([p], tf.int64),
+        "masked_weights": tf.io.FixedLenFeature([p], tf.float32),
+        "sop_label": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
 def shard_name(split, index, num_shards):
     return f"{split}-{index:05d}-of-{num_shards:05d}.tfrecord"
 

@@ -17,11 +17,14 @@ from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.reader import read_manifest
 from albert_keras.files import check_output
+from albert_keras.files import removed_on_failure
+from albert_keras.model_folder import CHECKPOINTS
 from albert_keras.model_folder import METRICS_FILE
 from albert_keras.options import flag_of
 from albert_keras.model_folder import tokenizer_path
 from albert_keras.text.spm_trainer import TokenizerConfig
 from albert_keras.training.pipeline_config import PipelineConfig
+from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pretrain import pretrain
 from albert_keras.training.pretrain_config import PretrainConfig
 
@@ -60,6 +63,13 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
         check_output(out, [*(p.input or ()), p.tokenizer, p.data, p.short_data, t.init],
                      overwrite=True)
         shutil.rmtree(out)
+    # a run that fails before its first checkpoint leaves no folder behind
+    ckpt_dir = os.path.join(out, CHECKPOINTS)
+    with removed_on_failure(out, keep=lambda: latest_checkpoint(ckpt_dir)[0] is not None):
+        return _run_stages(p, t, tokenizer_config, data_config, out)
+
+
+def _run_stages(p, t, tokenizer_config, data_config, out):
     os.makedirs(out, exist_ok=True)
     inputs, layout = corpus_inputs(p.input, data_config.layout)
     data_config = dataclasses.replace(data_config, layout=layout)

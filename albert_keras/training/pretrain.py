@@ -20,7 +20,10 @@ import keras
 import tensorflow as tf
 
 from albert_keras.data.reader import verify_shards
+from albert_keras.data.reader import read_manifest
+from albert_keras.data.record_check import find_bad_record
 from albert_keras.files import read_json
+from albert_keras.files import removed_on_failure
 from albert_keras.files import write_json
 from albert_keras.model_folder import CHECKPOINTS
 from albert_keras.model_folder import LOGS
@@ -97,6 +100,14 @@ def pretrain(data_dir, out_dir, train_config=None):
     Example:
     >>> pretrain("data/", "model/", PretrainConfig(total_steps=500))  # doctest: +SKIP
     """
+    out_dir = os.fspath(out_dir)
+    ckpt_dir = os.path.join(out_dir, CHECKPOINTS)
+    # a run that fails before its first checkpoint leaves no folder behind
+    with removed_on_failure(out_dir, keep=lambda: latest_checkpoint(ckpt_dir)[0] is not None):
+        return _pretrain(data_dir, out_dir, train_config)
+
+
+def _pretrain(data_dir, out_dir, train_config):
     train_config = train_config or PretrainConfig()
     train_config.validate()
     data_dir, out_dir = os.fspath(data_dir), os.fspath(out_dir)
@@ -232,6 +243,11 @@ def pretrain(data_dir, out_dir, train_config=None):
                 verbose="auto" if live else 2,
             )
         except tf.errors.OpError as e:
+            if isinstance(e, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
+                # a record the first-records check could not see: name it
+                bad = find_bad_record(phase_data, read_manifest(phase_data), "train")
+                if bad is not None:
+                    raise TrainingError(str(bad)) from None
             if not is_multi_worker(strategy):
                 raise
             # A lost peer surfaces as a failed collective (Unavailable,
