@@ -208,10 +208,14 @@ class AlbertConfig:
         """Builds a config from our own dialect; unknown keys are errors."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a JSON object")
-        fields = {f.name for f in dataclasses.fields(cls)}
-        for key in data:
+        fields = {f.name: f.type for f in dataclasses.fields(cls)}
+        for key, value in data.items():
             if key not in fields:
                 raise ConfigError(f"{source}: unknown config key {key!r}")
+            kind = {int: int, float: (int, float), str: str}.get(fields[key])
+            if kind and (not isinstance(value, kind) or isinstance(value, bool)):
+                raise ConfigError(f"{source}: {key} must be a {fields[key].__name__}, "
+                                  f"not {type(value).__name__}")
         try:
             return cls(**data)
         except ConfigError as e:

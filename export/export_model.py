@@ -241,6 +241,7 @@ def export_tflite(source, out, config=None):
                    representative=calibration.feeds if calibration else None, tokenizer=layer)
 
     # -- validate ------------------------------------------------------------------------------
+    logger.info(f"validating {len(checks)} examples in LiteRT against Keras ...")
     expected = []
     batch = {k: v for k, v in checks.keras_inputs.items()}
     outputs = reference.predict(batch, batch_size=16, verbose=0)
@@ -262,6 +263,7 @@ def export_tflite(source, out, config=None):
         report["float_ops"] = float_ops(blob)
 
     # -- write ---------------------------------------------------------------------------------
+    logger.info(f"validated; writing {out} ({len(blob) / 1e6:.1f} MB) and {sidecar_path}")
     sidecar = {
         "format": SIDECAR_FORMAT,
         "kind": kind,

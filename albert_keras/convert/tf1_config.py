@@ -53,7 +53,8 @@ def from_original_dict(data, source="albert_config.json"):
             raise ConfigError(f"{source}: unknown config key {key!r}")
         out[key] = value
     act = out.get("hidden_act", "gelu")
-    out["hidden_act"] = _ORIGINAL_ACTIVATIONS.get(act, act)
+    if isinstance(act, str):  # anything else is named by AlbertConfig's type check
+        out["hidden_act"] = _ORIGINAL_ACTIVATIONS.get(act, act)
     if not is_albert:
         out["embedding_size"] = out.get("hidden_size", _DEFAULTS.hidden_size)
         out["num_hidden_groups"] = out.get(

@@ -170,17 +170,46 @@ def _chunks(items, size):
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _parallel(fn, tasks, state, workers):
+def _parallel(fn, tasks, state, workers, progress=None):
     """``map(fn, tasks)`` in ``workers`` processes that hold ``state``.
 
     With fork (Linux, macOS with fork) the state is inherited, not pickled.
+    ``progress(done_tasks, result)`` is called as each result arrives.
     """
+    results = []
     if workers <= 1:
         _init_worker(state)
-        return [fn(t) for t in tasks]
-    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    with context.Pool(workers, _init_worker, (state,)) as pool:
-        return pool.map(fn, tasks)
+        stream = map(fn, tasks)
+    else:
+        context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        pool = context.Pool(workers, _init_worker, (state,))
+        stream = pool.imap(fn, tasks)  # in order, as they complete
+    try:
+        for result in stream:
+            results.append(result)
+            if progress:
+                progress(len(results), result)
+    finally:
+        if workers > 1:
+            pool.terminate()
+    return results
+
+
+class _Progress:
+    """A plain progress line at most every ``seconds``, and one at the end."""
+
+    def __init__(self, what, total, seconds=10.0):
+        self.what, self.total, self.seconds = what, total, seconds
+        self.started = self.shown = time.time()
+
+    def __call__(self, done, count, unit):
+        now = time.time()
+        if now - self.shown < self.seconds and done < self.total:
+            return
+        self.shown = now
+        rate = count / max(now - self.started, 1e-9)
+        logger.info(f"{self.what}: {done}/{self.total} documents, {count} {unit} "
+                    f"({rate:,.0f} {unit}/s)")
 
 
 # -- the driver ------------------------------------------------------------------------
@@ -237,9 +266,16 @@ def create_pretraining_data(
 
     # -- tokenize, pair, mask -----------------------------------------------------
     all_indices = list(range(len(documents)))
+    show, seen = _Progress("tokenizing", len(documents)), [0]
+
+    def tokenized_progress(done, part):
+        seen[0] += len(part)
+        show(seen[0], seen[0], "documents")
+
     parts = _parallel(
         _tokenize, _chunks(all_indices, 16),
         {"tokenizer_path": os.fspath(tokenizer_path), "documents": documents}, workers,
+        tokenized_progress,
     )
     tokenized = [d for part in parts for d in part]
     eval_set = set(eval_docs)
@@ -248,7 +284,14 @@ def create_pretraining_data(
     splits = {"train": [i for i in all_indices if i not in eval_set], "eval": eval_docs}
     tasks = [(split, chunk) for split, indices in splits.items()
              for chunk in _chunks(indices, 8)]
-    parts = _parallel(_examples, tasks, state, workers)
+    show, made = _Progress("making examples", len(documents)), [0, 0]
+
+    def example_progress(done, part):
+        made[0] += len(tasks[done - 1][1])
+        made[1] += len(part[0])
+        show(made[0], made[1], "examples")
+
+    parts = _parallel(_examples, tasks, state, workers, example_progress)
     results = {split: [] for split in splits}
     ngrams = {split: [0] * config.max_ngram for split in splits}
     for (split, _), (examples, counts) in zip(tasks, parts):

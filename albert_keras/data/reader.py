@@ -27,11 +27,45 @@ def read_manifest(data_dir):
             manifest = json.load(f)
     except FileNotFoundError:
         raise DataError(f"{path}: no manifest; create the data with albert-keras data create") from None
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise DataError(f"{path}: unreadable manifest: {e}") from None
-    if manifest.get("format") != FORMAT:
-        raise DataError(f"{path}: format {manifest.get('format')!r}, expected {FORMAT!r}")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise DataError(f"{path}: format {found!r}, expected {FORMAT!r}")
+    _check_manifest(manifest, path)
     return manifest
+
+
+def _check_manifest(manifest, path):
+    """The fields the readers use, with their types: a hand-edited or damaged
+    manifest is one line naming the field, not a KeyError later."""
+    def need(value, kind, where, positive=False):
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise DataError(f"{path}: {where} must be a {kind.__name__}")
+        if positive and value < 1:
+            raise DataError(f"{path}: {where} must be positive")
+        return value
+
+    config = need(manifest.get("config"), dict, "'config'")
+    need(config.get("max_seq_length"), int, "config.max_seq_length", positive=True)
+    need(config.get("max_predictions"), int, "config.max_predictions", positive=True)
+    need(config.get("random_next", False), bool, "config.random_next")
+    name = need(manifest.get("tokenizer"), str, "'tokenizer'")
+    if os.path.basename(name) != name or name in ("", ".", ".."):
+        raise DataError(f"{path}: 'tokenizer' must be a file name in the folder")
+    need(manifest.get("vocab_size"), int, "'vocab_size'", positive=True)
+    for split, summary in need(manifest.get("splits"), dict, "'splits'").items():
+        need(summary, dict, f"splits.{split}")
+        need(summary.get("examples"), int, f"splits.{split}.examples")
+        for i, shard in enumerate(need(summary.get("shards"), list, f"splits.{split}.shards")):
+            where = f"splits.{split}.shards[{i}]"
+            need(shard, dict, where)
+            file = need(shard.get("file"), str, f"{where}.file")
+            if os.path.basename(file) != file or file in ("", ".", ".."):
+                raise DataError(f"{path}: {where}.file must be a file name in the folder")
+            need(shard.get("bytes"), int, f"{where}.bytes")
+            need(shard.get("sha256"), str, f"{where}.sha256")
+            need(shard.get("examples"), int, f"{where}.examples")
 
 
 def verify_shards(data_dir, split):

@@ -6,6 +6,7 @@ question id for SQuAD), so a bad record can be found and fixed.
 
 import csv
 import dataclasses
+import io
 import json
 import os
 
@@ -21,12 +22,25 @@ def _format(path):
     raise TaskDataError(f"{path}: unknown format {ext!r}; use .csv, .tsv or .jsonl")
 
 
+def _read_text(path):
+    """The file's text; bad UTF-8 is a one-line error naming file and line."""
+    if not os.path.isfile(path):
+        raise TaskDataError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise TaskDataError(f"{path}:{line}: not valid UTF-8 ({e.reason})") from None
+
+
 def read_rows(path):
     """``(row_number, dict)`` for every record of a CSV, TSV or JSONL file."""
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
     fmt = _format(path)
-    with open(path, encoding="utf-8", newline="") as f:
+    with io.StringIO(_read_text(path), newline="") as f:
         if fmt in ("csv", "tsv"):
             reader = csv.DictReader(f, delimiter="," if fmt == "csv" else "\t")
             if not reader.fieldnames:
@@ -153,7 +167,7 @@ def read_conll(path, require_tags=True):
         words.clear()
         tags.clear()
 
-    with open(path, encoding="utf-8") as f:
+    with io.StringIO(_read_text(path)) as f:
         for number, line in enumerate(f, 1):
             fields = line.split()
             if not fields or fields[0] == "-DOCSTART-":
@@ -187,6 +201,17 @@ class QAExample:
     is_impossible: bool
 
 
+def _typed(record, key, kind, default, where):
+    """``record[key]`` if it is a ``kind`` (``default`` when absent)."""
+    if key not in record:
+        return default
+    value = record[key]
+    if isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    raise TaskDataError(f"{where}: {key!r} must be a {kind.__name__}, not "
+                        f"{type(value).__name__}")
+
+
 def read_squad(path, require_answers=True):
     """Questions from a SQuAD v1.1 / v2.0 JSON file.
 
@@ -196,28 +221,34 @@ def read_squad(path, require_answers=True):
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as e:
         raise TaskDataError(f"{path}: not JSON: {e.msg} at line {e.lineno}") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise TaskDataError(f"{path}: not a SQuAD file (no top-level 'data' list)")
     examples = []
-    for article in data["data"]:
-        for paragraph in article.get("paragraphs", []):
-            context = paragraph.get("context", "")
-            for qa in paragraph.get("qas", []):
+    for a, article in enumerate(data["data"]):
+        article = _typed({"article": article}, "article", dict, None, f"{path}: article {a}")
+        for p, paragraph in enumerate(_typed(article, "paragraphs", list, [],
+                                             f"{path}: article {a}")):
+            at = f"{path}: article {a}, paragraph {p}"
+            paragraph = _typed({"paragraph": paragraph}, "paragraph", dict, None, at)
+            context = _typed(paragraph, "context", str, "", at)
+            for qa in _typed(paragraph, "qas", list, [], at):
+                qa = _typed({"question": qa}, "question", dict, None, at)
                 qid = str(qa.get("id", len(examples)))
                 where = f"{path}: question {qid}"
-                question = qa.get("question", "")
+                question = _typed(qa, "question", str, "", where)
                 if not question.strip():
                     raise TaskDataError(f"{where}: empty question")
                 if not context.strip():
                     raise TaskDataError(f"{where}: empty context")
                 impossible = bool(qa.get("is_impossible", False))
                 answers = []
-                for answer in qa.get("answers", []) if not impossible else []:
-                    text, start = answer.get("text", ""), answer.get("answer_start")
+                for answer in _typed(qa, "answers", list, [], where) if not impossible else []:
+                    answer = _typed({"answer": answer}, "answer", dict, None, where)
+                    text = _typed(answer, "text", str, "", where)
+                    start = _typed(answer, "answer_start", int, None, where)
                     if start is None:
                         start = context.find(text)
                     if not text or start < 0 or context[start:start + len(text)] != text:
