@@ -75,6 +75,15 @@ def check_output(path, inputs=(), overwrite=False):
                 f"{path}: is an input of this command ({source}); write the output elsewhere")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+    # where it will be written must be (or become) a writable folder: found
+    # now, not after an hour of training
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise NotADirectoryError(f"{path}: cannot be written, {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"{path}: cannot be written, {parent} is not writable")
 
 
 @contextlib.contextmanager

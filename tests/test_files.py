@@ -57,3 +57,10 @@ def test_check_output_refuses_existing_files_and_inputs(tmp_path):
                         (tmp_path, [str(data / "in.txt")])):  # a folder holding an input
         with pytest.raises(FileExistsError, match="is an input of this command"):
             check_output(str(out), inputs, overwrite=True)
+
+
+def test_check_output_finds_an_unwritable_place_before_any_work(tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    with pytest.raises(NotADirectoryError, match="file.txt is a file, not a folder"):
+        check_output(str(blocker / "run" / "model.keras"))

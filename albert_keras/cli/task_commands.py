@@ -102,7 +102,7 @@ def cmd_fill_mask(args):
         print(text)
         for i, candidates in enumerate(masks):
             # the text a candidate adds, not its piece ("fox", not "▁fox")
-            shown = ", ".join(f"{c['text'] or c['token']} {c['probability']:.3f}"
+            shown = ", ".join(f"{c['text'] or '(space)'} {c['probability']:.3f}"
                               for c in candidates)
             print(f"  [MASK] {i + 1}: {shown}")
     return 0

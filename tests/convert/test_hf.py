@@ -217,3 +217,16 @@ def test_attention_only_sharing_cannot_go_to_hf(tmp_path):
     with pytest.raises(ValueError, match="sharing='attention'"):
         save_hf(AlbertEncoder(config), str(tmp_path / "x"))
     assert not os.path.exists(tmp_path / "x")
+
+
+@pytest.mark.parametrize("keep", [20, 0.5], ids=["header", "half"])
+def test_a_truncated_safetensors_file_is_named_as_incomplete(tmp_path, keep):
+    folder = str(tmp_path / "hf")
+    make_hf_model("AlbertForPreTraining", folder)
+    path = os.path.join(folder, "model.safetensors")
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: keep if isinstance(keep, int) else int(len(data) * keep)])
+    with pytest.raises(ConversionError) as error:
+        load_hf(folder)
+    assert str(error.value).startswith(f"{path}: not a complete safetensors file")
+    assert "\n" not in str(error.value)

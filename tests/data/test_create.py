@@ -96,3 +96,21 @@ def test_same_bytes_in_another_process(made, corpus_file, spm_path, tmp_path):
     subprocess.run([sys.executable, "-c", script, corpus_file, spm_path, str(tmp_path / "p")],
                    check=True, env=env, capture_output=True, timeout=300)
     assert folder_bytes(tmp_path / "p") == folder_bytes(root / "w1")
+
+
+def test_progress_lines_give_documents_and_examples_per_second(
+        tmp_path, corpus_file, spm_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="albert_keras"):
+        create_pretraining_data([corpus_file], spm_path, str(tmp_path / "d"),
+                                DataConfig(max_seq_length=32, max_predictions=5, dupe_factor=1),
+                                workers=2)
+    lines = [r.getMessage() for r in caplog.records]
+    tokenizing = [m for m in lines if m.startswith("tokenizing: ")]
+    making = [m for m in lines if m.startswith("making examples: ")]
+    # at least the final line of each stage, with its rate
+    assert tokenizing[-1].startswith("tokenizing: 40/40 documents") and "documents/s" in \
+        tokenizing[-1]
+    assert making[-1].startswith("making examples: 40/40 documents") and "examples/s" in \
+        making[-1]

@@ -53,6 +53,7 @@ def test_fill_mask_and_embed_commands(init_folder, tmp_path, capsys):
     assert main(["fill-mask", init_folder, "the quick [MASK] fox", "--top-k", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "the quick [MASK] fox" and lines[1].startswith("  [MASK] 1: ")
+    assert "\u2581" not in lines[1]  # candidates as text, not SentencePiece pieces
     texts = tmp_path / "texts.txt"
     texts.write_text("the quick fox\na lazy dog\n", encoding="utf-8")
     out = str(tmp_path / "e.npy")
