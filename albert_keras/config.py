@@ -19,9 +19,13 @@ UNK_ID = 1
 CLS_ID = 2
 SEP_ID = 3
 MASK_ID = 4
-# How a text pair is cut to the sequence length (``text.packer``): the longer
-# text loses a piece at a time, or the second text is cut first.
-TRUNCATE_MODES = ("longest_first", "waterfall")
+# How inputs are cut to the sequence length (``text.packer``). Pairs: the
+# longer text loses a piece at a time, or the second text is cut first.
+# Single texts: keep the start, the end, or both (a quarter of the room for
+# the start, the rest for the end: the best cut for long reviews and news in
+# Sun et al. 2019, "How to Fine-Tune BERT for Text Classification").
+TRUNCATE_MODES = ("longest_first", "waterfall", "head", "tail", "head+tail")
+SINGLE_TEXT_TRUNCATIONS = ("head", "tail", "head+tail")
 
 
 def block_plan(num_hidden_layers, num_hidden_groups, inner_group_num, sharing):

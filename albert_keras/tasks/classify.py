@@ -55,6 +55,9 @@ class Classify(Task):
             return {"loss": {"logits": keras.losses.MeanSquaredError()}}
         return super().compile_args(spec)
 
+    def main_metric(self, spec):
+        return "pearson" if spec.regression else "accuracy"
+
     def score(self, spec, data, outputs):
         logits = outputs["logits"]
         y = data.y["logits"]

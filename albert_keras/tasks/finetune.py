@@ -22,6 +22,7 @@ from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.model_folder import write_task_folder
 from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.tasks.best_epoch import BestEpoch
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
 from albert_keras.training.callbacks import NanGuard
@@ -118,21 +119,32 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     with writing_folder(out_dir) as tmp:
         # -- fit -------------------------------------------------------------------
         guard = NanGuard()
+        callbacks = [guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
+                     ProgressLog(total, every=50)]
+        labelled = evaluation is not None and evaluation.y is not None
+        best = None
+        if labelled:
+            best = BestEpoch(task, spec, evaluation, cfg.select_metric or task.main_metric(spec),
+                             cfg.patience)
+            callbacks.insert(1, best)
+        elif cfg.select_metric or cfg.patience:
+            raise ValueError("--select-metric and --patience need a labelled --eval file")
         history = model.fit(
             make_dataset(train, cfg.batch_size, True, cfg.seed),
             epochs=cfg.epochs,
             shuffle=False,  # the dataset shuffles itself
-            callbacks=[guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
-                       ProgressLog(total, every=50)],
+            callbacks=callbacks,
             verbose=2,  # one plain line per epoch; ProgressLog adds one per 50 steps
         )
         if guard.bad_step is not None:
             raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
 
-        # -- evaluate and write ------------------------------------------------------
+        # -- evaluate (the best epoch's weights) and write ----------------------------
         result = {"train_loss": float(history.history["loss"][-1])}
-        if evaluation is not None and evaluation.y is not None:
+        if labelled:
             result.update(task.score(spec, evaluation, predict_outputs(model, evaluation)))
+            result.update({"best_epoch": best.best_epoch, "select_metric": best.metric,
+                           "eval_history": best.history})
         write_task_folder(
             tmp, model, pieces, spec.to_json(), result,
             {**dataclasses.asdict(cfg), "init": os.path.abspath(init),

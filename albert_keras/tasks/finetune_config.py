@@ -6,6 +6,7 @@ its flags (and answer ``--help``) without importing it.
 
 import dataclasses
 
+from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
 from albert_keras.options import option
 from albert_keras.tasks.registry import TASKS
@@ -29,6 +30,10 @@ class FinetuneConfig:
             CSV/TSV/JSONL files (``context_column`` is for ``choice``).
         dropout: on the head's input.
         precision, strategy, seed: as in pretraining.
+        select_metric, patience: with an eval file, score every epoch, keep
+            the best epoch's weights by ``select_metric`` (the task's main
+            metric by default) and stop after ``patience`` epochs without a
+            better one.
         from_scratch: same architecture as ``--init``, untrained weights
             (the baseline that shows what pretraining is worth).
     """
@@ -41,8 +46,10 @@ class FinetuneConfig:
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
     sequence_length: int = option(128, "pieces per input, specials included",
                                   flag="--seq-length")
-    truncate: str = option("longest_first", "how a pair is cut to fit",
-                           choices=TRUNCATE_MODES)
+    truncate: str = option("longest_first", "how inputs are cut to fit: pairs longest_first "
+                                             "or waterfall; single texts also head, tail or "
+                                             "head+tail (a quarter start, the rest end: long "
+                                             "reviews and news)", choices=TRUNCATE_MODES)
     regression: bool = option(False, "classify: a numeric label (one output, MSE)")
     text_column: str = option("text", "CSV/TSV/JSONL: the text field")
     text_pair_column: str = option(None, "CSV/TSV/JSONL: the second text's field")
@@ -61,6 +68,11 @@ class FinetuneConfig:
     precision: str = option("float32", "Keras dtype policy",
                             choices=("float32", "mixed_bfloat16", "mixed_float16"))
     strategy: str = option("auto", "how training spreads over devices", choices=STRATEGIES)
+    select_metric: str = option(None, "with --eval: score every epoch and keep the best by "
+                                      "this metric (default: the task's main one: accuracy, "
+                                      "entity_f1, f1 or pearson)")
+    patience: int = option(0, "with --eval: stop after this many epochs without a better "
+                              "score (0: train every epoch)")
     seed: int = option(0, "weights and shuffling")
     from_scratch: bool = option(False, "same architecture as --init, untrained weights "
                                        "(a baseline)")
@@ -73,3 +85,8 @@ class FinetuneConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError("warmup_fraction must be in [0, 1)")
+        if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
+            raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
+                             "--text-pair-column use longest_first or waterfall")
+        if self.patience < 0:
+            raise ValueError(f"patience must be 0 or more, got {self.patience}")

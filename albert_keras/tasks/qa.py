@@ -44,6 +44,9 @@ class QuestionAnswering(Task):
             allow_no_answer=spec.version_2,
         )
 
+    def main_metric(self, spec):
+        return "f1"
+
     def score(self, spec, data, outputs):
         predictions = {qid: a["text"] for qid, a in self.answers(spec, data, outputs).items()}
         references = {e.qid: [a[0] for a in e.answers] for e in data.extra["examples"]}

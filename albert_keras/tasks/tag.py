@@ -56,6 +56,9 @@ class Tag(Task):
         return decode_tags(data.extra["features"], outputs["logits"], data.extra["words"],
                            spec.labels)
 
+    def main_metric(self, spec):
+        return "entity_f1"
+
     def score(self, spec, data, outputs):
         predicted = self._decode(spec, data, outputs)
         entity = task_metrics.entity_scores(data.extra["tags"], predicted)

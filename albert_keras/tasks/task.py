@@ -124,6 +124,10 @@ class Task:
         """The task's metrics on labelled ``data``."""
         raise NotImplementedError
 
+    def main_metric(self, spec):
+        """The ``score`` key that picks the best epoch (higher is better)."""
+        return "accuracy"
+
     def records(self, spec, data, outputs):
         """One JSON-ready prediction per input row."""
         raise NotImplementedError

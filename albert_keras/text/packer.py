@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.config import CLS_ID, PAD_ID, SEP_ID, TRUNCATE_MODES
+from albert_keras.config import CLS_ID, PAD_ID, SEP_ID, SINGLE_TEXT_TRUNCATIONS, TRUNCATE_MODES
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 
 
@@ -66,12 +66,18 @@ class AlbertPacker(PreprocessingLayer):
         if second is not None:
             segments.append(self._to_ragged(second)[0])
         budget = self.sequence_length - 1 - len(segments)
-        trimmer_cls = (
-            tf_text.RoundRobinTrimmer
-            if self.truncate == "longest_first"
-            else tf_text.WaterfallTrimmer
-        )
-        segments = trimmer_cls(max_seq_length=budget).trim(segments)
+        if self.truncate in SINGLE_TEXT_TRUNCATIONS:
+            if second is not None:
+                raise ValueError(f"truncate={self.truncate!r} is for single texts; a pair "
+                                 "takes longest_first or waterfall")
+            segments = [_keep_ends(first, budget, self.truncate)]
+        else:
+            trimmer_cls = (
+                tf_text.RoundRobinTrimmer
+                if self.truncate == "longest_first"
+                else tf_text.WaterfallTrimmer
+            )
+            segments = trimmer_cls(max_seq_length=budget).trim(segments)
         ids, segment_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=CLS_ID, end_of_segment_id=SEP_ID
         )
@@ -103,6 +109,19 @@ class AlbertPacker(PreprocessingLayer):
             {"sequence_length": self.sequence_length, "truncate": self.truncate}
         )
         return config
+
+
+def _keep_ends(ids, budget, mode):
+    """Each row cut to ``budget`` ids: its start, its end, or a quarter of
+    the room for the start and the rest for the end."""
+    lengths = ids.row_lengths()
+    positions = tf.ragged.range(lengths)
+    long = tf.expand_dims(lengths > budget, 1)
+    head = {"head": budget, "tail": 0, "head+tail": budget // 4}[mode]
+    tail = budget - head
+    ends = tf.expand_dims(lengths, 1)
+    keep = (positions < head) | (positions >= ends - tail)
+    return tf.ragged.boolean_mask(ids, keep | ~long)
 
 
 # -- host side: packing whole lists of texts ---------------------------------------

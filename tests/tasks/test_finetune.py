@@ -57,6 +57,44 @@ def test_classify_folder_evaluate_predict(init_folder, task_files, out_dir, tmp_
         inference.evaluate(out_dir, str(bad))
 
 
+def test_the_best_epoch_is_kept_and_a_seed_repeats_the_run(init_folder, task_files, tmp_path):
+    cfg = FinetuneConfig(task="classify", **{**QUICK, "epochs": 3})
+    runs = [finetune(init_folder, task_files["cls_train"], task_files["cls_eval"],
+                     str(tmp_path / f"run{i}"), cfg) for i in range(2)]
+    first = runs[0]
+    assert first["select_metric"] == "accuracy" and len(first["eval_history"]) == 3
+    # the reported score is the best epoch's: its weights were put back
+    assert first["best_epoch"] == 1 + int(np.argmax(first["eval_history"]))
+    assert first["accuracy"] == max(first["eval_history"])
+    assert runs[1] == runs[0]
+
+
+def test_best_epoch_stops_after_patience_and_restores_the_best_weights():
+    import keras
+
+    from albert_keras.tasks.best_epoch import BestEpoch
+
+    class Scripted:  # a task whose eval scores follow a script
+        name = "scripted"
+        scores = iter([0.5, 0.7, 0.6, 0.65, 0.9])
+
+        def score(self, spec, data, outputs):
+            return {"accuracy": next(self.scores)}
+
+    class Data:
+        x = np.ones((4, 2), "float32")
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    seen = []
+    record = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda e, logs: seen.append(model.get_weights()[0].copy()))
+    best = BestEpoch(Scripted(), None, Data(), "accuracy", patience=2)
+    model.fit(Data.x, np.zeros((4, 1)), epochs=5, verbose=0, callbacks=[record, best])
+    assert best.history == [0.5, 0.7, 0.6, 0.65] and best.best_epoch == 2  # stopped at 4
+    np.testing.assert_array_equal(model.get_weights()[0], seen[1])
+
+
 def test_a_failed_run_leaves_nothing(init_folder, task_files, out_dir):
     cfg = FinetuneConfig(task="classify", label_column="missing", **QUICK)
     with pytest.raises(TaskDataError, match=r"cls_train\.csv: no column 'missing'"):

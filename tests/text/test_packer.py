@@ -39,6 +39,20 @@ def test_truncation_modes():
     assert out == [[2, 10, 11, 12, 13, 14, 3, 3]]
 
 
+
+def test_single_text_truncation_keeps_the_start_the_end_or_both():
+    # 10 - 2 specials = 8 ids; the short row is never cut or repeated
+    text = tf.ragged.constant([list(range(10, 22)), [10, 11, 12]])
+    expected = {"head": [10, 11, 12, 13, 14, 15, 16, 17],
+                "tail": [14, 15, 16, 17, 18, 19, 20, 21],
+                "head+tail": [10, 11, 16, 17, 18, 19, 20, 21]}  # 8 // 4 from the start
+    for mode, kept in expected.items():
+        out = AlbertPacker(10, truncate=mode)(text)["token_ids"].numpy().tolist()
+        assert out == [[2, *kept, 3], [2, 10, 11, 12, 3, 0, 0, 0, 0, 0]], mode
+    with pytest.raises(ValueError, match="for single texts"):
+        AlbertPacker(10, truncate="tail")(text, text)
+
+
 def test_in_tf_data_and_in_a_model(spm_path):
     tokenizer = SentencePieceTokenizer(spm_path)
     packer = AlbertPacker(16)

@@ -1,0 +1,58 @@
+"""Model selection during fine-tuning: the best epoch by the task's own score."""
+
+import logging
+
+import keras
+
+logger = logging.getLogger(__name__)
+
+
+class BestEpoch(keras.callbacks.Callback):
+    """Scores the eval file after every epoch and keeps the best weights.
+
+    The score is the task's own (entity F1, SQuAD F1, accuracy, ...), not a
+    Keras metric, so the epoch kept is the one the final report would pick.
+    Training stops after ``patience`` epochs without a better score (0:
+    never), and the best weights are put back when training ends.
+
+    Args:
+        task: the ``Task``.
+        spec: its ``TaskSpec``.
+        evaluation: labelled ``TaskData``.
+        metric: a key of ``task.score`` (higher is better).
+        patience: epochs without a better score before stopping.
+        batch_size: for the predictions.
+
+    Example:
+    >>> best = BestEpoch(task, spec, evaluation, "accuracy", patience=2)  # doctest: +SKIP
+    >>> model.fit(ds, epochs=10, callbacks=[best])  # doctest: +SKIP
+    """
+
+    def __init__(self, task, spec, evaluation, metric, patience=0, batch_size=64):
+        super().__init__()
+        self.task, self.spec, self.evaluation = task, spec, evaluation
+        self.metric, self.patience, self.batch_size = metric, patience, batch_size
+        self.history, self.best, self.best_epoch, self._weights = [], None, None, None
+
+    def on_epoch_end(self, epoch, logs=None):
+        outputs = self.model.predict(self.evaluation.x, batch_size=self.batch_size, verbose=0)
+        scores = self.task.score(self.spec, self.evaluation, outputs)
+        if self.metric not in scores:
+            known = sorted(k for k, v in scores.items() if isinstance(v, float))
+            raise ValueError(f"--select-metric {self.metric!r}: the {self.task.name} task "
+                             f"scores {known}")
+        value = float(scores[self.metric])
+        self.history.append(value)
+        better = self.best is None or value > self.best
+        logger.info(f"epoch {epoch + 1}: eval {self.metric} {value:.4f}"
+                    + (" (best so far)" if better else ""))
+        if better:
+            self.best, self.best_epoch = value, epoch + 1
+            self._weights = [w.copy() for w in self.model.get_weights()]
+        elif self.patience and epoch + 1 - self.best_epoch >= self.patience:
+            logger.info(f"no better {self.metric} for {self.patience} epochs; stopping")
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        if self._weights is not None:
+            self.model.set_weights(self._weights)
