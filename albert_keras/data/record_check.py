@@ -13,7 +13,6 @@ import os
 
 import tensorflow as tf
 
-from albert_keras.data.tfrecords import feature_spec
 
 
 def _error(message):
@@ -35,54 +34,85 @@ def check_tokenizer(data_dir, manifest):
                      f"{manifest['vocab_size']} but its tokenizer {path} has {size} pieces")
 
 
+# (feature, list kind, length key) of a record, as ``tfrecords.feature_spec``
+# reads it; checked here in Python so that no TensorFlow op runs (a
+# multi-worker strategy must be made before the first op of the process).
+_FEATURES = (("token_ids", "int64_list", "max_seq_length"),
+             ("segment_ids", "int64_list", "max_seq_length"),
+             ("padding_mask", "int64_list", "max_seq_length"),
+             ("masked_positions", "int64_list", "max_predictions"),
+             ("masked_ids", "int64_list", "max_predictions"),
+             ("masked_weights", "float_list", "max_predictions"),
+             ("sop_label", "int64_list", None))
+
+
+def _records(path):
+    """``(index, bytes)`` of a TFRecord file (the framing, without CRCs: the
+    shard's SHA-256 has been checked)."""
+    with open(path, "rb") as f:
+        index = 0
+        while True:
+            header = f.read(12)
+            if not header:
+                return
+            if len(header) < 12:
+                raise _error(f"{path}: record {index} is cut short")
+            length = int.from_bytes(header[:8], "little")
+            data = f.read(length)
+            if len(data) < length or len(f.read(4)) < 4:
+                raise _error(f"{path}: record {index} is cut short")
+            yield index, data
+            index += 1
+
+
 def check_record(raw, path, index, manifest):
-    """Parses one serialized record as the reader will; a bad one names itself."""
+    """Checks one serialized record as the reader will parse it."""
     config = manifest["config"]
+    where = (f"{path}: record {index} does not match the manifest (sequence "
+             f"{config['max_seq_length']}, {config['max_predictions']} predictions)")
     try:
-        parsed = tf.io.parse_single_example(
-            raw, feature_spec(config["max_seq_length"], config["max_predictions"]))
-    except (tf.errors.InvalidArgumentError, ValueError) as e:
-        detail = " ".join(str(e).split())[:200]
-        raise _error(f"{path}: record {index} does not match the manifest (sequence "
-                     f"{config['max_seq_length']}, {config['max_predictions']} predictions): "
-                     f"{detail}") from None
+        features = tf.train.Example.FromString(raw).features.feature
+    except Exception:  # noqa: BLE001  (protobuf's DecodeError and its kin)
+        raise _error(f"{where}: not a tf.train.Example") from None
+    values = {}
+    for name, kind, length_key in _FEATURES:
+        if name not in features or features[name].WhichOneof("kind") != kind:
+            raise _error(f"{where}: no {kind.split('_')[0]} feature {name!r}")
+        values[name] = list(getattr(features[name], kind).value)
+        expected = config[length_key] if length_key else 1
+        if len(values[name]) != expected:
+            raise _error(f"{where}: {name} has {len(values[name])} values, not {expected}")
     for name in ("token_ids", "masked_ids"):
-        ids = parsed[name].numpy()
-        if ids.size and (ids.min() < 0 or ids.max() >= manifest["vocab_size"]):
-            raise _error(f"{path}: record {index}: {name} holds id {int(ids.max())}, outside "
-                         f"the manifest's vocabulary of {manifest['vocab_size']}")
-    positions = parsed["masked_positions"].numpy()
-    if positions.size and (positions.min() < 0 or positions.max() >= config["max_seq_length"]):
+        if values[name] and (min(values[name]) < 0
+                             or max(values[name]) >= manifest["vocab_size"]):
+            raise _error(f"{path}: record {index}: {name} holds id {max(values[name])}, "
+                         f"outside the manifest's vocabulary of {manifest['vocab_size']}")
+    positions = values["masked_positions"]
+    if positions and (min(positions) < 0 or max(positions) >= config["max_seq_length"]):
         raise _error(f"{path}: record {index}: a masked position is outside the sequence")
 
 
 def check_records(data_dir, manifest, split, per_shard=2):
-    """Parses the first ``per_shard`` records of every shard of ``split``."""
+    """Checks the first ``per_shard`` records of every shard of ``split``."""
     for shard in manifest["splits"][split]["shards"]:
         path = os.path.join(data_dir, shard["file"])
-        try:
-            for index, raw in enumerate(tf.data.TFRecordDataset(path).take(per_shard)):
-                check_record(raw, path, index, manifest)
-        except tf.errors.DataLossError:
-            raise _error(f"{path}: not a TFRecord file (or cut short)") from None
+        for index, raw in _records(path):
+            if index >= per_shard:
+                break
+            check_record(raw, path, index, manifest)
 
 
 def find_bad_record(data_dir, manifest, split):
     """The first record of ``split`` that does not parse, as a ``DataError``.
 
-    Slow (every record, one at a time): for naming the culprit after ``fit``
-    failed on a record, not for every run. Returns None when all parse.
+    Every record, one at a time: for naming the culprit after ``fit`` failed
+    on a record, not for every run. Returns None when all parse.
     """
     for shard in manifest["splits"][split]["shards"]:
         path = os.path.join(data_dir, shard["file"])
-        index = 0
         try:
-            for index, raw in enumerate(tf.data.TFRecordDataset(path)):
+            for index, raw in _records(path):
                 check_record(raw, path, index, manifest)
-        except tf.errors.DataLossError:
-            return _error(f"{path}: record {index + 1} is cut short or corrupted")
         except ValueError as e:  # DataError
             return e
     return None
-
-
