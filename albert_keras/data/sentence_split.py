@@ -90,7 +90,7 @@ def split_long(text, max_chars):
     while start < end and text[start].isspace():
         start += 1
     while end - start > max_chars:
-        cut = max(text.rfind(c, start, start + max_chars + 1) for c in " \n\t\r\f\v")
+        cut = max(text.rfind(c, start, start + max_chars) for c in " \n\t\r\f\v")
         if cut <= start:
             cut = start + max_chars
         piece = text[start:cut].strip()
