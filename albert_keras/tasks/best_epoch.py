@@ -13,7 +13,8 @@ class BestEpoch(keras.callbacks.Callback):
     The score is the task's own (entity F1, SQuAD F1, accuracy, ...), not a
     Keras metric, so the epoch kept is the one the final report would pick.
     Training stops after ``patience`` epochs without a better score (0:
-    never), and the best weights are put back when training ends.
+    never), and the best weights are put back when training ends. Of equal
+    scores, the later epoch is kept.
 
     Args:
         task: the ``Task``.
@@ -43,7 +44,9 @@ class BestEpoch(keras.callbacks.Callback):
                              f"scores {known}")
         value = float(scores[self.metric])
         self.history.append(value)
-        better = self.best is None or value > self.best
+        # a tie goes to the later, longer-trained epoch (small eval files tie
+        # often, and the earlier weights are the less settled ones)
+        better = self.best is None or value >= self.best
         logger.info(f"epoch {epoch + 1}: eval {self.metric} {value:.4f}"
                     + (" (best so far)" if better else ""))
         if better:
