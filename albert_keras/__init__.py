@@ -1,6 +1,5 @@
 """albert-keras: ALBERT (A Lite BERT) for TensorFlow / Keras 3."""
 
-import importlib
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -27,16 +26,6 @@ _EXPORTS = {
     "get_preset": "albert_keras.presets",
 }
 
-__all__ = sorted(_EXPORTS)
+from albert_keras.lazy import lazy_exports  # noqa: E402  (after the environment)
 
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'albert_keras' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -103,11 +103,12 @@ def main():
     lines += [f"| {r['recipe']} | {r['accuracy_mean']:.4f} | {r['accuracy_min']:.4f}-"
               f"{r['accuracy_max']:.4f} | {r['best_epochs']} | {r['seconds_median']:.0f} |"
               for r in rows]
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    for ext, content in (("json", json.dumps(result, indent=2)), ("md", "\n".join(lines))):
-        with open(f"{args.out}.{ext}.tmp", "w") as f:
-            f.write(content + "\n")
-        os.replace(f"{args.out}.{ext}.tmp", f"{args.out}.{ext}")
+    from albert_keras.files import atomic_write
+    from albert_keras.files import write_json
+
+    write_json(args.out + ".json", result)
+    with atomic_write(args.out + ".md") as f:
+        f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

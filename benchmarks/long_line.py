@@ -72,11 +72,12 @@ def main():
              "|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['mb']} | {r['seconds']:.2f} | {r['seconds_per_mb']:.3f} | "
               f"{r['sentences']} | {r['extra_rss_mb']:.0f} |" for r in rows]
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    for ext, content in (("json", json.dumps(rows, indent=2)), ("md", "\n".join(lines))):
-        with open(f"{args.out}.{ext}.tmp", "w") as f:
-            f.write(content + "\n")
-        os.replace(f"{args.out}.{ext}.tmp", f"{args.out}.{ext}")
+    from albert_keras.files import atomic_write
+    from albert_keras.files import write_json
+
+    write_json(args.out + ".json", rows)
+    with atomic_write(args.out + ".md") as f:
+        f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -5,7 +5,7 @@ path, runs the result in LiteRT against Keras and writes nothing that
 disagrees; ``bench`` measures a ``.tflite``.
 """
 
-import importlib
+from albert_keras.lazy import lazy_exports
 
 # Loaded on first use (PEP 562): ``ExportConfig`` alone must not import
 # TensorFlow, so that ``albert-keras export --help`` answers at once.
@@ -16,12 +16,4 @@ _EXPORTS = {
     "export_tflite": "albert_keras.export.export_model",
     "ValidationError": "albert_keras.export.validation",
 }
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'albert_keras.export' has no attribute {name!r}")
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)

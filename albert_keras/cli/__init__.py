@@ -89,21 +89,14 @@ def _stderr_silenced():
 def _import_tensorflow(verbose):
     """Imports TensorFlow now, quietly unless ``verbose``.
 
-    An import error is raised after stderr is back, so it is never hidden.
+    An import error still shows: it propagates after stderr is back.
     """
     if "tensorflow" in sys.modules:
         return
     if verbose:
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
     with contextlib.nullcontext() if verbose else _stderr_silenced():
-        try:
-            import tensorflow  # noqa: F401
-        except ImportError as e:
-            error = e
-        else:
-            error = None
-    if error is not None:
-        raise error
+        import tensorflow  # noqa: F401
 
 
 def _show_progress():

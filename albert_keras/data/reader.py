@@ -11,13 +11,10 @@ from albert_keras.data.dynamic_masking import unmask
 from albert_keras.data.record_check import check_records
 from albert_keras.data.record_check import check_tokenizer
 from albert_keras.data.tfrecords import FORMAT
+from albert_keras.data.tfrecords import DataError
 from albert_keras.data.tfrecords import feature_spec
 from albert_keras.files import sha256_file
 from albert_keras.text.registry import load_tokenizer
-
-
-class DataError(ValueError):
-    """A dataset folder or shard we cannot use, with the file named."""
 
 
 def read_manifest(data_dir):

@@ -13,12 +13,8 @@ import os
 
 import tensorflow as tf
 
-
-
-def _error(message):
-    from albert_keras.data.reader import DataError
-
-    return DataError(message)
+from albert_keras.data.tfrecords import DataError
+from albert_keras.data.tfrecords import feature_spec
 
 
 def check_tokenizer(data_dir, manifest):
@@ -27,23 +23,11 @@ def check_tokenizer(data_dir, manifest):
 
     path = os.path.join(data_dir, manifest["tokenizer"])
     if not os.path.isfile(path):
-        raise _error(f"{path}: the data's tokenizer is missing")
+        raise DataError(f"{path}: the data's tokenizer is missing")
     size = load_tokenizer(path).vocabulary_size
     if size != manifest["vocab_size"]:
-        raise _error(f"{os.path.join(data_dir, 'manifest.json')}: vocab_size "
+        raise DataError(f"{os.path.join(data_dir, 'manifest.json')}: vocab_size "
                      f"{manifest['vocab_size']} but its tokenizer {path} has {size} pieces")
-
-
-# (feature, list kind, length key) of a record, as ``tfrecords.feature_spec``
-# reads it; checked here in Python so that no TensorFlow op runs (a
-# multi-worker strategy must be made before the first op of the process).
-_FEATURES = (("token_ids", "int64_list", "max_seq_length"),
-             ("segment_ids", "int64_list", "max_seq_length"),
-             ("padding_mask", "int64_list", "max_seq_length"),
-             ("masked_positions", "int64_list", "max_predictions"),
-             ("masked_ids", "int64_list", "max_predictions"),
-             ("masked_weights", "float_list", "max_predictions"),
-             ("sop_label", "int64_list", None))
 
 
 def _records(path):
@@ -56,11 +40,11 @@ def _records(path):
             if not header:
                 return
             if len(header) < 12:
-                raise _error(f"{path}: record {index} is cut short")
+                raise DataError(f"{path}: record {index} is cut short")
             length = int.from_bytes(header[:8], "little")
             data = f.read(length)
             if len(data) < length or len(f.read(4)) < 4:
-                raise _error(f"{path}: record {index} is cut short")
+                raise DataError(f"{path}: record {index} is cut short")
             yield index, data
             index += 1
 
@@ -73,23 +57,27 @@ def check_record(raw, path, index, manifest):
     try:
         features = tf.train.Example.FromString(raw).features.feature
     except Exception:  # noqa: BLE001  (protobuf's DecodeError and its kin)
-        raise _error(f"{where}: not a tf.train.Example") from None
+        raise DataError(f"{where}: not a tf.train.Example") from None
+    # The reader's own spec, checked in Python: no TensorFlow op may run here
+    # (a multi-worker strategy must be made before the first op of a process).
     values = {}
-    for name, kind, length_key in _FEATURES:
+    spec = feature_spec(config["max_seq_length"], config["max_predictions"])
+    for name, feature in spec.items():
+        kind = "float_list" if feature.dtype == tf.float32 else "int64_list"
         if name not in features or features[name].WhichOneof("kind") != kind:
-            raise _error(f"{where}: no {kind.split('_')[0]} feature {name!r}")
+            raise DataError(f"{where}: no {kind.split('_')[0]} feature {name!r}")
         values[name] = list(getattr(features[name], kind).value)
-        expected = config[length_key] if length_key else 1
+        expected = feature.shape[0]
         if len(values[name]) != expected:
-            raise _error(f"{where}: {name} has {len(values[name])} values, not {expected}")
+            raise DataError(f"{where}: {name} has {len(values[name])} values, not {expected}")
     for name in ("token_ids", "masked_ids"):
         if values[name] and (min(values[name]) < 0
                              or max(values[name]) >= manifest["vocab_size"]):
-            raise _error(f"{path}: record {index}: {name} holds id {max(values[name])}, "
+            raise DataError(f"{path}: record {index}: {name} holds id {max(values[name])}, "
                          f"outside the manifest's vocabulary of {manifest['vocab_size']}")
     positions = values["masked_positions"]
     if positions and (min(positions) < 0 or max(positions) >= config["max_seq_length"]):
-        raise _error(f"{path}: record {index}: a masked position is outside the sequence")
+        raise DataError(f"{path}: record {index}: a masked position is outside the sequence")
 
 
 def check_records(data_dir, manifest, split, per_shard=2):
@@ -113,6 +101,6 @@ def find_bad_record(data_dir, manifest, split):
         try:
             for index, raw in _records(path):
                 check_record(raw, path, index, manifest)
-        except ValueError as e:  # DataError
+        except DataError as e:
             return e
     return None

@@ -17,6 +17,10 @@ from albert_keras.files import sha256_file
 FORMAT = "albert_keras.pretraining.v1"
 
 
+class DataError(ValueError):
+    """A dataset folder or shard we cannot use, with the file named."""
+
+
 def _int64(values):
     return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
 

@@ -201,15 +201,17 @@ class QAExample:
     is_impossible: bool
 
 
-def _typed(record, key, kind, default, where):
-    """``record[key]`` if it is a ``kind`` (``default`` when absent)."""
-    if key not in record:
-        return default
-    value = record[key]
+def _of_type(value, kind, where, what):
+    """``value`` if it is a ``kind``, else a one-line error naming ``what``."""
     if isinstance(value, kind) and not isinstance(value, bool):
         return value
-    raise TaskDataError(f"{where}: {key!r} must be a {kind.__name__}, not "
+    raise TaskDataError(f"{where}: {what} must be a {kind.__name__}, not "
                         f"{type(value).__name__}")
+
+
+def _typed(record, key, kind, default, where):
+    """``record[key]`` if it is a ``kind`` (``default`` when absent)."""
+    return _of_type(record[key], kind, where, repr(key)) if key in record else default
 
 
 def read_squad(path, require_answers=True):
@@ -228,14 +230,14 @@ def read_squad(path, require_answers=True):
         raise TaskDataError(f"{path}: not a SQuAD file (no top-level 'data' list)")
     examples = []
     for a, article in enumerate(data["data"]):
-        article = _typed({"article": article}, "article", dict, None, f"{path}: article {a}")
+        article = _of_type(article, dict, f"{path}: article {a}", "an article")
         for p, paragraph in enumerate(_typed(article, "paragraphs", list, [],
                                              f"{path}: article {a}")):
             at = f"{path}: article {a}, paragraph {p}"
-            paragraph = _typed({"paragraph": paragraph}, "paragraph", dict, None, at)
+            paragraph = _of_type(paragraph, dict, at, "a paragraph")
             context = _typed(paragraph, "context", str, "", at)
             for qa in _typed(paragraph, "qas", list, [], at):
-                qa = _typed({"question": qa}, "question", dict, None, at)
+                qa = _of_type(qa, dict, at, "a question")
                 qid = str(qa.get("id", len(examples)))
                 where = f"{path}: question {qid}"
                 question = _typed(qa, "question", str, "", where)
@@ -246,7 +248,7 @@ def read_squad(path, require_answers=True):
                 impossible = bool(qa.get("is_impossible", False))
                 answers = []
                 for answer in _typed(qa, "answers", list, [], where) if not impossible else []:
-                    answer = _typed({"answer": answer}, "answer", dict, None, where)
+                    answer = _of_type(answer, dict, where, "an answer")
                     text = _typed(answer, "text", str, "", where)
                     start = _typed(answer, "answer_start", int, None, where)
                     if start is None:
