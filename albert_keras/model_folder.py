@@ -2,9 +2,9 @@
 
 A pretraining folder holds ``pretrainer.keras`` and ``encoder.keras``; a
 fine-tuned folder holds ``model.keras`` and ``task.json``. Both hold the
-tokenizer's file and ``tokenizer.json``, which names its kind and file
-(folders written before it existed hold ``spm.model`` alone, which still
-reads). A lone ``.keras`` file works too, with a tokenizer given.
+tokenizer's file and ``tokenizer_kind.json``, which names its kind, file and
+options (older folders hold it as ``tokenizer.json``, or ``spm.model``
+alone; both still read). A lone ``.keras`` file works too, with a tokenizer given.
 
 Pretraining, fine-tuning, inference, export and the command line all go
 through these functions, so the file names are written down once.
@@ -25,7 +25,9 @@ PRETRAINER_FILE = "pretrainer.keras"
 ENCODER_FILE = "encoder.keras"
 TASK_MODEL_FILE = "model.keras"
 TASK_FILE = "task.json"
-TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_FILE = "tokenizer_kind.json"
+# HF's fast-tokenizer file has this name, so our record moved off it.
+_OLD_TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
 METRICS_CSV = "metrics.csv"
@@ -45,15 +47,37 @@ def folder_of(path):
 # -- tokenizer ----------------------------------------------------------------------------
 
 
+# The tokenizer files a published checkpoint folder (HF or TF1) may hold,
+# in the order they are tried.
+CHECKPOINT_TOKENIZERS = ("spiece.model", "vocab.txt", "tokenizer.json", "30k-clean.model")
+
+
+def _record(folder):
+    """Our tokenizer record (kind, file, options), or None. Folders written
+    before the record moved hold it as ``tokenizer.json``; HF folders hold
+    their own ``tokenizer.json``, which has no ``kind``."""
+    for name in (TOKENIZER_FILE, _OLD_TOKENIZER_FILE):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            record = read_json(path)
+            if isinstance(record, dict) and "kind" in record:
+                return record
+    return None
+
+
 def tokenizer_path(init, tokenizer=None):
     """The tokenizer file for ``init`` (a folder or a ``.keras`` file)."""
     if tokenizer:
         path = tokenizer
     else:
         folder = folder_of(init)
-        record = os.path.join(folder, TOKENIZER_FILE)
-        name = read_json(record)["file"] if os.path.isfile(record) else _LEGACY_TOKENIZER
-        path = os.path.join(folder, name)
+        record = _record(folder)
+        if record:
+            path = os.path.join(folder, record["file"])
+        else:
+            names = (_LEGACY_TOKENIZER,) + CHECKPOINT_TOKENIZERS
+            found = [n for n in names if os.path.isfile(os.path.join(folder, n))]
+            path = os.path.join(folder, found[0] if found else _LEGACY_TOKENIZER)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no tokenizer model; pass --tokenizer")
     return path
@@ -62,11 +86,10 @@ def tokenizer_path(init, tokenizer=None):
 def read_tokenizer(init, tokenizer=None):
     """The host-side tokenizer of a folder (or the ``tokenizer`` file given)."""
     path = tokenizer_path(init, tokenizer)
-    record = os.path.join(folder_of(init), TOKENIZER_FILE)
-    kind = None
-    if not tokenizer and os.path.isfile(record):
-        kind = read_json(record)["kind"]
-    return load_tokenizer(path, kind)
+    record = None if tokenizer else _record(folder_of(init))
+    if record:
+        return load_tokenizer(path, record["kind"], record.get("options"))
+    return load_tokenizer(path)
 
 
 def write_tokenizer(folder, tokenizer):
@@ -74,7 +97,10 @@ def write_tokenizer(folder, tokenizer):
     if tokenizer.kind not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer kind {tokenizer.kind!r}")
     name = tokenizer.save(folder)
-    write_json(os.path.join(folder, TOKENIZER_FILE), {"kind": tokenizer.kind, "file": name})
+    record = {"kind": tokenizer.kind, "file": name}
+    if getattr(tokenizer, "options", None):
+        record["options"] = tokenizer.options
+    write_json(os.path.join(folder, TOKENIZER_FILE), record)
 
 
 # -- models ---------------------------------------------------------------------------------

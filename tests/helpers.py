@@ -242,3 +242,53 @@ def max_diff(ours, theirs, mask=None):
     if mask is not None:
         diff = diff[mask.astype(bool)]
     return float(diff.max())
+
+
+# -- WordPiece vocabularies for tests -------------------------------------------------------
+
+# Text that exercises BERT's normalizer and pre-tokenizer: accents, CJK,
+# punctuation of several scripts, control and format characters, numbers,
+# very long words and characters no small vocabulary holds.
+WORDPIECE_TEXTS = [
+    "Hello, World! It's 3.14 o'clock; 1,000,000 and -42.5e3.",
+    "naïve café Ångström résumé Über ÀÉÎÕÜ crème brûlée",
+    "中文字符 and 日本語のテキスト, 한국어 텍스트",
+    "tab\there\x00ctrl\x07bell \u200bzero\u200bwidth \ufeffbom soft\u00adhyphen",
+    "a" * 150 + " " + "x" * 99 + "y " + "z" * 101,
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "😀 emoji ½ ﬁ ™ ² …ellipsis — dash – en ‘quotes’ “double”",
+    "İstanbul ß straße Ǆemal ΣΊΣΥΦΟΣ Привет, МИР!",
+    "  spaces   between \u00a0nbsp\u2028line\r\nwindows\u3000ideographic ",
+    "a\u0301 combining e\u0308 marks, Ελληνικά ١٢٣ ٤٥ arabic digits",
+    "ﾊﾝｶｸ fullwidth ＡＢＣ１２３ \U000F0001private\ue000use",
+    "",
+    "url http://example.com/a_b-c?d=e&f=g#h email a.b@c.de",
+]
+
+
+def make_wordpiece_vocab(folder, lowercase, vocab_size=1500, texts=None):
+    """Trains a small WordPiece ``vocab.txt`` in ``folder`` with HF's trainer."""
+    import os
+
+    from tokenizers import BertWordPieceTokenizer
+
+    trainer = BertWordPieceTokenizer(lowercase=lowercase, strip_accents=None if lowercase
+                                     else False)
+    trainer.train_from_iterator(
+        # Half of the hard texts are in the training data: the rest meets
+        # unknown characters.
+        (texts or make_sentences(2000)) + WORDPIECE_TEXTS[:7] * 5,
+        vocab_size=vocab_size, min_frequency=2,
+        special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+    )
+    os.makedirs(folder, exist_ok=True)
+    trainer.save_model(str(folder))
+    return os.path.join(str(folder), "vocab.txt")
+
+
+def hf_bert_tokenizer(vocab_path, lowercase):
+    """transformers' BertTokenizerFast on ``vocab_path`` (the reference)."""
+    from transformers import BertTokenizerFast
+    from transformers.models.bert.tokenization_bert import load_vocab
+
+    return BertTokenizerFast(vocab=load_vocab(vocab_path), do_lower_case=lowercase)

@@ -3,18 +3,22 @@
 import os
 
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
+from albert_keras.text.wordpiece_tokenizer import WordPiece
 
 TOKENIZERS = {
     SentencePiece.kind: SentencePiece,
+    WordPiece.kind: WordPiece,
 }
 
 
-def load_tokenizer(path, kind=None):
+def load_tokenizer(path, kind=None, options=None):
     """The tokenizer in ``path``, of ``kind`` or of the first kind that reads it.
 
     Args:
-        path: a tokenizer file (a SentencePiece ``.model``).
+        path: a tokenizer file (a SentencePiece ``.model``, a WordPiece
+            ``vocab.txt`` or an HF ``tokenizer.json``).
         kind: one of ``TOKENIZERS`` (default: found from the file).
+        options: the kind's options (WordPiece: ``lowercase`` and so on).
 
     Example:
     >>> load_tokenizer("runs/pretrain/spm.model").vocabulary_size  # doctest: +SKIP
@@ -26,9 +30,9 @@ def load_tokenizer(path, kind=None):
         if kind not in TOKENIZERS:
             raise ValueError(f"{path}: unknown tokenizer kind {kind!r}; known: "
                              f"{', '.join(TOKENIZERS)}")
-        return TOKENIZERS[kind](path)
+        return TOKENIZERS[kind](path, **(options or {}))
     for cls in TOKENIZERS.values():
         if cls.can_read(path):
-            return cls(path)
+            return cls(path, **(options or {}))
     raise ValueError(f"{path}: not a tokenizer file of any known kind "
                      f"({', '.join(TOKENIZERS)})")

@@ -33,7 +33,7 @@ def test_classify_folder_evaluate_predict(init_folder, task_files, out_dir, tmp_
     cfg = FinetuneConfig(task="classify", **QUICK)
     metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg)
     assert sorted(os.listdir(out_dir)) == [
-        "metrics.csv", "metrics.json", "model.keras", "spm.model", "task.json", "tokenizer.json",
+        "metrics.csv", "metrics.json", "model.keras", "spm.model", "task.json", "tokenizer_kind.json",
         "train_config.json"]
     spec = json.load(open(os.path.join(out_dir, "task.json")))
     assert spec["labels"] == ["dog", "fox"]
