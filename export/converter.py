@@ -94,7 +94,8 @@ def _int_spec(shape, name):
 
 
 def serving_function(model, sequence_length=128, tokenizer=None, pair=False,
-                     truncate="longest_first", num_choices=None, max_predictions=20):
+                     truncate="longest_first", num_choices=None, max_predictions=20,
+                     special_ids=None):
     """The function the ``.tflite`` runs, with its named inputs and outputs.
 
     Ids-in: ``ids``, ``mask``, ``segment_ids`` (int32 ``[1, S]``; ``[1, C,
@@ -119,12 +120,13 @@ def serving_function(model, sequence_length=128, tokenizer=None, pair=False,
             @tf.function(input_signature=[tf.TensorSpec([], tf.string, name="text"),
                                           tf.TensorSpec([], tf.string, name="text_pair")])
             def serve(text, text_pair):
-                ids, mask, segments = pack_one(tokenizer(text), tokenizer(text_pair), S, truncate)
+                ids, mask, segments = pack_one(tokenizer(text), tokenizer(text_pair), S, truncate,
+                                                special_ids)
                 return run(ids, mask, segments)
         else:
             @tf.function(input_signature=[tf.TensorSpec([], tf.string, name="text")])
             def serve(text):
-                ids, mask, segments = pack_one(tokenizer(text), None, S, truncate)
+                ids, mask, segments = pack_one(tokenizer(text), None, S, truncate, special_ids)
                 return run(ids, mask, segments)
         return serve
 

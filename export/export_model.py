@@ -15,11 +15,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import MASK_ID
-from albert_keras.config import PAD_ID
-from albert_keras.config import SEP_ID
-from albert_keras.config import UNK_ID
+from albert_keras.config import ALBERT_SPECIAL_IDS
 from albert_keras.export.converter import ExportError
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
@@ -46,8 +42,7 @@ from albert_keras.text.packer import AlbertPacker
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "cls": CLS_ID, "sep": SEP_ID,
-                       "mask": MASK_ID}
+DEFAULT_SPECIAL_IDS = ALBERT_SPECIAL_IDS
 SIDECAR_FORMAT = "albert-keras-tflite/1"
 
 
@@ -118,8 +113,9 @@ def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair
         ids = rng.integers(5, vocab_size, shape).astype(np.int32)
         lengths = rng.integers(3, S + 1, shape[:-1])
         mask = (np.arange(S) < lengths[..., None]).astype(np.int32)
-        ids = np.where(mask == 1, ids, PAD_ID).astype(np.int32)
-        ids[..., 0] = CLS_ID
+        special = {**DEFAULT_SPECIAL_IDS, **(tokenizer.special_ids if tokenizer else {})}
+        ids = np.where(mask == 1, ids, special["pad"]).astype(np.int32)
+        ids[..., 0] = special["cls"]
         x = {"token_ids": ids, "padding_mask": mask, "segment_ids": np.zeros_like(ids)}
         source = "random ids (no data given)"
     else:
@@ -137,7 +133,8 @@ def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair
             pairs = [pairs[i] for i in order] if pairs else None
             labels = [labels[i] for i in order] if labels is not None else None
             layer = tokenizer.keras_layer()
-            packer = AlbertPacker(S, truncate=spec.truncate if spec else "longest_first")
+            packer = AlbertPacker(S, truncate=spec.truncate if spec else "longest_first",
+                                  special_ids=tokenizer.special_ids)
             packed = packer(layer(tf.constant(texts)),
                             layer(tf.constant(pairs)) if pairs else None)
             x = {k: v.numpy() for k, v in packed.items()}
@@ -234,7 +231,8 @@ def export_tflite(source, out, config=None):
     layer = tokenizer.keras_layer() if c.with_tokenizer else None
     truncate = spec.truncate if spec else "longest_first"
     serve = serving_function(exported, S, tokenizer=layer, pair=pair, truncate=truncate,
-                             num_choices=num_choices)
+                             num_choices=num_choices,
+                             special_ids=tokenizer.special_ids if tokenizer else None)
     logger.info(f"converting the {kind} ({quantize}, sequence {S}"
         + (", string-in" if c.with_tokenizer else "") + ") ...")
     blob = convert(exported, serve, quantize,

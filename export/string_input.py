@@ -9,8 +9,7 @@ hand; the tests check it equals ``AlbertPacker`` for every length pair.
 
 import tensorflow as tf
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import SEP_ID
+from albert_keras.config import ALBERT_SPECIAL_IDS, SINGLE_TEXT_TRUNCATIONS
 
 
 def _keep_lengths(len_a, len_b, budget, truncate):
@@ -25,24 +24,42 @@ def _keep_lengths(len_a, len_b, budget, truncate):
     return keep_a, tf.minimum(len_b, budget - keep_a)
 
 
-def pack_one(first, second, sequence_length, truncate="longest_first"):
+def _keep_ends_one(ids, budget, mode):
+    """One example's ``AlbertPacker`` head/tail/head+tail cut, as slices."""
+    length = tf.shape(ids)[0]
+    head = {"head": budget, "tail": 0, "head+tail": budget // 4}[mode]
+    tail = budget - head
+    # Arithmetic instead of tf.cond (an IF op): a short text keeps all of
+    # itself as its "head" and nothing as its tail.
+    long = length > budget
+    head_end = tf.where(long, head, length)
+    tail_start = tf.where(long, length - tail, length)
+    return tf.concat([ids[:head_end], ids[tail_start:]], 0)
+
+
+def pack_one(first, second, sequence_length, truncate="longest_first", special_ids=None):
     """``[CLS] A [SEP] (B [SEP])`` padded to ``[1, sequence_length]``.
 
     Args:
         first: 1-D int32 piece ids.
         second: 1-D int32 piece ids, or None.
         sequence_length: S.
-        truncate: ``longest_first`` or ``waterfall`` (as ``AlbertPacker``).
+        truncate: as ``AlbertPacker``.
+        special_ids: the tokenizer's ``{"cls", "sep"}`` ids (default: ALBERT's).
 
     Returns:
         ``(token_ids, padding_mask, segment_ids)``, each int32 ``[1, S]``.
     """
     first = tf.cast(first, tf.int32)
-    cls = tf.constant([CLS_ID], tf.int32)
-    sep = tf.constant([SEP_ID], tf.int32)
+    special = {**ALBERT_SPECIAL_IDS, **(special_ids or {})}
+    cls = tf.constant([special["cls"]], tf.int32)
+    sep = tf.constant([special["sep"]], tf.int32)
     if second is None:
-        keep_a = tf.minimum(tf.shape(first)[0], sequence_length - 2)
-        ids = tf.concat([cls, first[:keep_a], sep], 0)
+        if truncate in SINGLE_TEXT_TRUNCATIONS:
+            kept = _keep_ends_one(first, sequence_length - 2, truncate)
+        else:
+            kept = first[:tf.minimum(tf.shape(first)[0], sequence_length - 2)]
+        ids = tf.concat([cls, kept, sep], 0)
         segments = tf.zeros_like(ids)
     else:
         second = tf.cast(second, tf.int32)
@@ -58,7 +75,7 @@ def pack_one(first, second, sequence_length, truncate="longest_first"):
     # Reshape (a builtin) pins the static shape; EnsureShape is not a builtin.
     shape = [1, sequence_length]
     return (
-        tf.reshape(tf.pad(ids, padding), shape),
+        tf.reshape(tf.pad(ids, padding, constant_values=special["pad"]), shape),
         tf.reshape(tf.pad(tf.ones([length], tf.int32), padding), shape),
         tf.reshape(tf.pad(segments, padding), shape),
     )

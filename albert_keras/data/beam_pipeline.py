@@ -135,6 +135,7 @@ def _beam_steps(beam):
         def setup(self):
             tokenizer = load_tokenizer(self.tokenizer_path)
             self.vocab_size, self.word_starts = tokenizer.vocabulary_size, tokenizer.word_starts()
+            self.special_ids = tokenizer.special_ids
 
         def process(self, item, plan, all_tokenized=None):
             index, tokenized = item
@@ -146,7 +147,8 @@ def _beam_steps(beam):
                                                 plan["num_documents"])
             counts = [0] * self.config.max_ngram
             examples = document_examples(tokenized, index, self.config, self.word_starts,
-                                         self.vocab_size, all_documents, counts)
+                                         self.vocab_size, all_documents, counts,
+                                         self.special_ids)
             for key, *fields in examples:
                 tokens, _, positions, _, label = fields
                 yield beam.pvalue.TaggedOutput(

@@ -81,7 +81,7 @@ def example_key(seed, dupe, index, pair):
 
 
 def document_examples(tokenized, index, config, word_starts, vocab_size,
-                      all_documents=None, masked_counts=None):
+                      all_documents=None, masked_counts=None, special_ids=None):
     """The examples of one tokenized document, for every dupe.
 
     Returns:
@@ -97,7 +97,7 @@ def document_examples(tokenized, index, config, word_starts, vocab_size,
             all_documents=all_documents, document_index=index,
         )
         for j, pair in enumerate(pairs):
-            tokens, segments = pair.packed()
+            tokens, segments = pair.packed(special_ids)
             masked, positions, labels = mask_sequence(
                 tokens, word_starts, rng, vocab_size,
                 masked_lm_prob=config.masked_lm_prob,
@@ -105,6 +105,7 @@ def document_examples(tokenized, index, config, word_starts, vocab_size,
                 max_ngram=config.max_ngram,
                 whole_word=config.whole_word,
                 masked_counts=masked_counts,
+                special_ids=special_ids,
             )
             out.append((example_key(config.seed, dupe, index, j), masked, segments,
                         positions, labels, pair.label))
@@ -162,7 +163,8 @@ def _examples(task):
     masked_counts = [0] * c.max_ngram
     for index in indices:
         out += document_examples(tokenized[index], index, c, _WORKER["word_starts"],
-                                 _WORKER["vocab_size"], all_documents, masked_counts)
+                                 _WORKER["vocab_size"], all_documents, masked_counts,
+                                 _WORKER["special_ids"])
     return out, masked_counts
 
 
@@ -280,7 +282,8 @@ def create_pretraining_data(
     tokenized = [d for part in parts for d in part]
     eval_set = set(eval_docs)
     state = {"tokenized": tokenized, "eval_set": eval_set, "config": config,
-             "word_starts": word_starts, "vocab_size": vocab_size}
+             "word_starts": word_starts, "vocab_size": vocab_size,
+             "special_ids": tokenizer.special_ids}
     splits = {"train": [i for i in all_indices if i not in eval_set], "eval": eval_docs}
     tasks = [(split, chunk) for split, indices in splits.items()
              for chunk in _chunks(indices, 8)]

@@ -9,9 +9,7 @@ span selection is sequential by nature; the loop runs over word ranks
 
 import tensorflow as tf
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import MASK_ID
-from albert_keras.config import SEP_ID
+from albert_keras.config import ALBERT_SPECIAL_IDS
 from albert_keras.data.masking import FIRST_NORMAL_ID
 from albert_keras.data.masking import ngram_weights
 
@@ -39,6 +37,7 @@ def mask_batch(
     max_predictions=20,
     max_ngram=3,
     whole_word=True,
+    special_ids=None,
 ):
     """Masks a batch of packed, unmasked sequences.
 
@@ -50,6 +49,8 @@ def mask_batch(
         vocab_size: for random replacements.
         masked_lm_prob, max_predictions, max_ngram, whole_word: as
             ``masking.mask_sequence``.
+        special_ids: the tokenizer's ``{"cls", "sep", "mask"}`` ids
+            (default: ALBERT's).
 
     Returns:
         A dict of ``token_ids`` (masked), ``masked_positions``,
@@ -61,7 +62,8 @@ def mask_batch(
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 6)
 
     # -- words ----------------------------------------------------------------
-    special = (token_ids == CLS_ID) | (token_ids == SEP_ID) | (padding_mask == 0)
+    ids = {**ALBERT_SPECIAL_IDS, **(special_ids or {})}
+    special = (token_ids == ids["cls"]) | (token_ids == ids["sep"]) | (padding_mask == 0)
     candidate = ~special
     prev_special = tf.concat([tf.ones([batch, 1], tf.bool), special[:, :-1]], axis=1)
     if whole_word:
@@ -135,7 +137,7 @@ def mask_batch(
     random_ids = tf.random.stateless_uniform(
         [batch, length], seeds[4], minval=FIRST_NORMAL_ID, maxval=vocab_size, dtype=tf.int32
     )
-    replacement = tf.where(u1 < 0.8, MASK_ID, tf.where(u2 < 0.5, token_ids, random_ids))
+    replacement = tf.where(u1 < 0.8, ids["mask"], tf.where(u2 < 0.5, token_ids, random_ids))
     masked_tokens = tf.where(selected, replacement, token_ids)
 
     positions = tf.range(length)[None, :]

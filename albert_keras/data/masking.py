@@ -18,10 +18,7 @@ reproduced; here one seeded ``random.Random`` drives everything. The
 ``dynamic_masking`` module runs the same algorithm in TF ops.
 """
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import MASK_ID
-from albert_keras.config import PAD_ID
-from albert_keras.config import SEP_ID
+from albert_keras.config import ALBERT_SPECIAL_IDS as ALBERT_IDS
 
 FIRST_NORMAL_ID = 5  # random replacements never pick a special token
 
@@ -33,12 +30,14 @@ def ngram_weights(max_ngram):
     return [w / total for w in weights]
 
 
-def candidate_words(tokens, word_starts, whole_word=True):
+def candidate_words(tokens, word_starts, whole_word=True, special_ids=None):
     """Groups candidate positions into words: a list of lists of indices."""
+    special = {**ALBERT_IDS, **(special_ids or {})}
+    skip = {special["cls"], special["sep"], special["pad"]}
     words = []
     previous_special = True
     for i, token in enumerate(tokens):
-        if token in (CLS_ID, SEP_ID, PAD_ID):
+        if token in skip:
             previous_special = True
             continue
         if whole_word and words and not previous_special and not word_starts[token]:
@@ -60,6 +59,7 @@ def mask_sequence(
     whole_word=True,
     drawn_counts=None,
     masked_counts=None,
+    special_ids=None,
 ):
     """Masks one packed sequence.
 
@@ -75,11 +75,14 @@ def mask_sequence(
             than drawn, because an n-gram that would pass the budget is
             shortened and one that overlaps a masked token is skipped (as in
             the original).
+        special_ids: the tokenizer's ``{"pad", "cls", "sep", "mask"}`` ids
+            (default: ALBERT's).
 
     Returns:
         ``(masked_tokens, positions, labels)``, positions ascending.
     """
-    words = candidate_words(tokens, word_starts, whole_word)
+    special = {**ALBERT_IDS, **(special_ids or {})}
+    words = candidate_words(tokens, word_starts, whole_word, special)
     num_to_predict = min(max_predictions, max(1, int(round(len(tokens) * masked_lm_prob))))
     weights = ngram_weights(max_ngram)
     order = list(range(len(words)))
@@ -109,7 +112,7 @@ def mask_sequence(
     masked = list(tokens)
     for i in chosen:
         if rng.random() < 0.8:
-            masked[i] = MASK_ID
+            masked[i] = special["mask"]
         elif rng.random() < 0.5:
             pass
         else:

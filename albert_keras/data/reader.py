@@ -196,8 +196,8 @@ def pretraining_dataset(
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     if dynamic_masking:
-        starts = load_tokenizer(os.path.join(data_dir, manifest["tokenizer"])).word_starts()
-        word_starts = tf.constant(starts, tf.bool)
+        tokenizer = load_tokenizer(os.path.join(data_dir, manifest["tokenizer"]))
+        word_starts = tf.constant(tokenizer.word_starts(), tf.bool)
 
         def remask(step, features):
             original = unmask(features)
@@ -211,6 +211,7 @@ def pretraining_dataset(
                 max_predictions=p,
                 max_ngram=config["max_ngram"],
                 whole_word=config["whole_word"],
+                special_ids=tokenizer.special_ids,
             )
             return {**features, **masked}
 

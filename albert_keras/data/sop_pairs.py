@@ -20,8 +20,7 @@ task (B from another document half the time) for ablations.
 
 import dataclasses
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import SEP_ID
+from albert_keras.config import ALBERT_SPECIAL_IDS
 
 
 @dataclasses.dataclass
@@ -30,9 +29,11 @@ class SopPair:
     tokens_b: list
     label: int  # 0: original order, 1: swapped (or random next under NSP)
 
-    def packed(self):
-        """``([CLS] A [SEP] B [SEP], segment_ids)``."""
-        tokens = [CLS_ID] + self.tokens_a + [SEP_ID] + self.tokens_b + [SEP_ID]
+    def packed(self, special_ids=None):
+        """``([CLS] A [SEP] B [SEP], segment_ids)`` with the tokenizer's ids."""
+        special = {**ALBERT_SPECIAL_IDS, **(special_ids or {})}
+        cls, sep = special["cls"], special["sep"]
+        tokens = [cls] + self.tokens_a + [sep] + self.tokens_b + [sep]
         segments = [0] * (len(self.tokens_a) + 2) + [1] * (len(self.tokens_b) + 1)
         return tokens, segments
 

@@ -6,9 +6,6 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import MASK_ID
-from albert_keras.config import SEP_ID
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import load_pretrainer
@@ -63,7 +60,7 @@ def encode_with_masks(encoder, text):
         if part.strip():
             ids.extend(encoder.encode([part.strip()])[0])
         if i < len(parts) - 1:
-            ids.append(MASK_ID)
+            ids.append(encoder.special_ids["mask"])
     return ids
 
 
@@ -81,8 +78,10 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
     sequence_length = min(sequence_length, model.config.max_position_embeddings)
     results = []
     for text in texts:
-        ids = [CLS_ID] + encode_with_masks(pieces, text)[:sequence_length - 2] + [SEP_ID]
-        positions = [i for i, t in enumerate(ids) if t == MASK_ID]
+        special = pieces.special_ids
+        ids = [special["cls"]] + encode_with_masks(pieces, text)[:sequence_length - 2] + \
+            [special["sep"]]
+        positions = [i for i, t in enumerate(ids) if t == special["mask"]]
         if not positions:
             raise ValueError(f"the {MASK_TOKEN} in {text!r} falls past sequence_length")
         x = {

@@ -13,8 +13,6 @@ import dataclasses
 
 import numpy as np
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import SEP_ID
 
 
 @dataclasses.dataclass
@@ -66,7 +64,8 @@ def qa_features(encoder, examples, sequence_length=384, stride=128, max_question
             start += min(length, stride)
         for w_start, w_length in windows:
             offset = len(q_ids) + 2  # [CLS] question [SEP]
-            ids = [CLS_ID] + q_ids + [SEP_ID] + c_ids[w_start:w_start + w_length] + [SEP_ID]
+            cls, sep = encoder.special_ids["cls"], encoder.special_ids["sep"]
+            ids = [cls] + q_ids + [sep] + c_ids[w_start:w_start + w_length] + [sep]
             positions = {}
             max_context = {}
             for j in range(w_length):

@@ -9,8 +9,6 @@ import dataclasses
 
 import numpy as np
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import SEP_ID
 
 
 @dataclasses.dataclass
@@ -58,7 +56,7 @@ def tag_features(encoder, sentences, sequence_length, tags=None, tag_index=None)
     labels = np.zeros((n, sequence_length), np.int32)
     weights = np.zeros((n, sequence_length), np.float32)
     for r, ids in enumerate(rows_ids):
-        row = [CLS_ID] + ids + [SEP_ID]
+        row = [encoder.special_ids["cls"]] + ids + [encoder.special_ids["sep"]]
         token_ids[r, :len(row)] = row
         mask[r, :len(row)] = 1
         for position, label in rows_labels[r]:

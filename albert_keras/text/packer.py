@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.config import CLS_ID, PAD_ID, SEP_ID, SINGLE_TEXT_TRUNCATIONS, TRUNCATE_MODES
+from albert_keras.config import ALBERT_SPECIAL_IDS, SINGLE_TEXT_TRUNCATIONS, TRUNCATE_MODES
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 
 
@@ -24,7 +24,10 @@ class AlbertPacker(PreprocessingLayer):
 
     Args:
         sequence_length: the output length S.
-        truncate: ``longest_first`` or ``waterfall``.
+        truncate: ``longest_first`` or ``waterfall`` (pairs), or ``head``,
+            ``tail`` or ``head+tail`` (single texts).
+        special_ids: ``{"pad", "cls", "sep"}`` ids of the tokenizer
+            (``Tokenizer.special_ids``; default: ALBERT's 0, 2, 3).
 
     Call:
         ``first`` and optional ``second``: int token ids, ragged ``[B, None]``
@@ -39,7 +42,7 @@ class AlbertPacker(PreprocessingLayer):
     [[2, 10, 11, 3, 12, 3, 0, 0]]
     """
 
-    def __init__(self, sequence_length, truncate="longest_first", **kwargs):
+    def __init__(self, sequence_length, truncate="longest_first", special_ids=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -49,6 +52,9 @@ class AlbertPacker(PreprocessingLayer):
             raise ValueError(f"sequence_length must be at least 3, got {sequence_length}")
         self.sequence_length = int(sequence_length)
         self.truncate = truncate
+        ids = {k: ALBERT_SPECIAL_IDS[k] for k in ("pad", "cls", "sep")}
+        ids.update({k: int(v) for k, v in (special_ids or {}).items() if k in ids})
+        self.special_ids = ids
         self.built = True
 
     @staticmethod
@@ -79,10 +85,11 @@ class AlbertPacker(PreprocessingLayer):
             )
             segments = trimmer_cls(max_seq_length=budget).trim(segments)
         ids, segment_ids = tf_text.combine_segments(
-            segments, start_of_sequence_id=CLS_ID, end_of_segment_id=SEP_ID
+            segments, start_of_sequence_id=self.special_ids["cls"],
+            end_of_segment_id=self.special_ids["sep"]
         )
         token_ids, mask = tf_text.pad_model_inputs(
-            ids, max_seq_length=self.sequence_length, pad_value=PAD_ID
+            ids, max_seq_length=self.sequence_length, pad_value=self.special_ids["pad"]
         )
         segment_ids, _ = tf_text.pad_model_inputs(
             segment_ids, max_seq_length=self.sequence_length, pad_value=0
@@ -106,7 +113,8 @@ class AlbertPacker(PreprocessingLayer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"sequence_length": self.sequence_length, "truncate": self.truncate}
+            {"sequence_length": self.sequence_length, "truncate": self.truncate,
+             "special_ids": self.special_ids}
         )
         return config
 
@@ -135,7 +143,8 @@ def _ragged(id_lists):
 
 def pack_texts(encoder, texts, pairs, sequence_length, truncate="longest_first", batch=4096):
     """Tokenizes and packs texts (and pairs) into numpy encoder inputs."""
-    packer = AlbertPacker(sequence_length, truncate=truncate)
+    packer = AlbertPacker(sequence_length, truncate=truncate,
+                          special_ids=getattr(encoder, "special_ids", None))
     parts = {k: [] for k in ("token_ids", "segment_ids", "padding_mask")}
     for start in range(0, len(texts), batch):
         first = _ragged(encoder.encode(texts[start:start + batch]))

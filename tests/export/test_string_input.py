@@ -24,3 +24,17 @@ def test_pack_one_matches_albert_packer(truncate):
         assert ids.numpy().tolist() == expected["token_ids"].numpy().tolist(), (la, lb)
         assert mask.numpy().tolist() == expected["padding_mask"].numpy().tolist(), (la, lb)
         assert segments.numpy().tolist() == expected["segment_ids"].numpy().tolist(), (la, lb)
+
+
+@pytest.mark.parametrize("truncate", ["head", "tail", "head+tail"])
+def test_pack_one_matches_albert_packer_for_single_text_cuts_and_bert_ids(truncate):
+    S = 11
+    bert = {"pad": 7, "cls": 101, "sep": 102}
+    packer = AlbertPacker(S, truncate=truncate, special_ids=bert)
+    for la in range(0, 20):
+        a = np.arange(10, 10 + la, dtype=np.int32)
+        expected = packer(tf.ragged.constant([a.tolist()], dtype=tf.int32))
+        ids, mask, segments = pack_one(tf.constant(a), None, S, truncate, special_ids=bert)
+        assert ids.numpy().tolist() == expected["token_ids"].numpy().tolist(), la
+        assert mask.numpy().tolist() == expected["padding_mask"].numpy().tolist(), la
+        assert ids.numpy()[0, 0] == 101 and 102 in ids.numpy()[0]
