@@ -11,6 +11,7 @@ through these functions, so the file names are written down once.
 """
 
 import json
+import logging
 import os
 
 from albert_keras.files import read_json
@@ -37,6 +38,7 @@ LOGS = "logs"
 # Which model file ``--part`` picks (``auto``: the task model, else the encoder).
 PARTS = {"encoder": ENCODER_FILE, "mlm": PRETRAINER_FILE, "model": TASK_MODEL_FILE}
 _LEGACY_TOKENIZER = "spm.model"
+logger = logging.getLogger(__name__)
 
 
 def folder_of(path):
@@ -103,6 +105,42 @@ def write_tokenizer(folder, tokenizer):
     write_json(os.path.join(folder, TOKENIZER_FILE), record)
 
 
+# -- published checkpoints -----------------------------------------------------------------
+
+
+def is_checkpoint_folder(path):
+    """True for an HF folder or a TF1 checkpoint that is not one of our folders."""
+    from albert_keras.convert import is_hf_folder, is_tf1_checkpoint
+
+    if os.path.isdir(path) and any(os.path.isfile(os.path.join(path, name))
+                                   for name in (ENCODER_FILE, PRETRAINER_FILE, TASK_MODEL_FILE)):
+        return False
+    return is_hf_folder(path) or is_tf1_checkpoint(path)
+
+
+_CHECKPOINTS = {}
+
+
+def load_checkpoint_folder(path):
+    """Our model from a published checkpoint folder, converted on the fly.
+
+    A fine-tuned checkpoint's task head is not ours to read: its tensors are
+    logged and left out. One conversion per folder and process.
+    """
+    from albert_keras.convert import load_checkpoint
+
+    key = os.path.abspath(path)
+    if key not in _CHECKPOINTS:
+        model, report = load_checkpoint(path, strict=False)
+        logger.info(f"{path}: converted {type(model).__name__} "
+                    f"(loaded {', '.join(report['loaded'])})")
+        if report["unused"]:
+            logger.info(f"{path}: left out {len(report['unused'])} tensors that are not "
+                        f"ours, e.g. {report['unused'][0]}")
+        _CHECKPOINTS[key] = model
+    return _CHECKPOINTS[key]
+
+
 # -- models ---------------------------------------------------------------------------------
 
 
@@ -135,7 +173,10 @@ def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=Fals
     encoder is rebuilt from its config with ``dtype`` and the weights are
     copied, unless ``from_scratch`` (same architecture, new weights).
     """
-    model = load_model(model_file(init, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)))
+    if is_checkpoint_folder(init):
+        model = load_checkpoint_folder(init)
+    else:
+        model = load_model(model_file(init, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)))
     encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
     if not isinstance(encoder, AlbertEncoder):
         raise ValueError(f"{init}: {type(model).__name__} has no AlbertEncoder")
@@ -151,7 +192,10 @@ def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=Fals
 
 
 def load_pretrainer(init):
-    """The model with the masked-LM head: a folder's ``pretrainer.keras``."""
+    """The model with the masked-LM head: a folder's ``pretrainer.keras``, or a
+    published checkpoint with its MLM head."""
+    if is_checkpoint_folder(init):
+        return load_checkpoint_folder(init), init
     path = os.path.join(init, PRETRAINER_FILE) if os.path.isdir(init) else init
     return load_model(path), path
 

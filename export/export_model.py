@@ -31,6 +31,8 @@ from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import TASK_MODEL_FILE
 from albert_keras.model_folder import data_file
 from albert_keras.model_folder import folder_of
+from albert_keras.model_folder import is_checkpoint_folder
+from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import part_file
 from albert_keras.model_folder import read_task_spec
 from albert_keras.model_folder import read_tokenizer
@@ -56,6 +58,18 @@ def load_source(source, part="auto", tokenizer=None):
     ``tokenizer`` is the host-side tokenizer, or None when there is none.
     """
     folder = folder_of(source)
+    if is_checkpoint_folder(source):
+        # A published checkpoint: its encoder, or with --part mlm its MLM model.
+        model = load_checkpoint_folder(source)
+        if part != "mlm":
+            model = getattr(model, "encoder", model)
+        elif not hasattr(model, "mlm_head"):
+            raise ExportError(f"{source}: the checkpoint has no masked-LM head")
+        try:
+            pieces = read_tokenizer(source, tokenizer)
+        except FileNotFoundError:
+            pieces = None
+        return model, None, pieces, source
     try:
         path = part_file(source, part)
     except ValueError as e:

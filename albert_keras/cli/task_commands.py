@@ -141,7 +141,9 @@ def add_parsers(sub, add_backend_flag):
                     "JSONL for choice. Labels are discovered on --train and saved.",
     )
     p.add_argument("--init", required=True,
-                   help="a pretraining model folder (or a .keras file with --tokenizer)")
+                   help="a pretraining model folder, a published HF/TF1 checkpoint folder "
+                   "(its spiece.model or vocab.txt comes along), or a .keras file with "
+                   "--tokenizer")
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer file (default: the one in --init)")
     p.add_argument("--train", required=True, help="the training file")
@@ -170,14 +172,16 @@ def add_parsers(sub, add_backend_flag):
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("fill-mask", help="top-k pieces for each [MASK] (pretraining folder)")
-    p.add_argument("model", help="a pretraining model folder or pretrainer .keras")
+    p.add_argument("model", help="a pretraining folder, a pretrainer .keras, or a published "
+                   "HF/TF1 checkpoint folder with an MLM head")
     p.add_argument("text", nargs="*", help="texts with [MASK] (default: stdin lines)")
     p.add_argument("--top-k", type=int, default=5, help="(default: %(default)s)")
     p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
     p.set_defaults(func=cmd_fill_mask)
 
     p = sub.add_parser("embed", help="text embeddings from any layer(s)")
-    p.add_argument("model", help="any of our model folders")
+    p.add_argument("model", help="any of our model folders, or a published HF/TF1 checkpoint "
+                   "folder")
     p.add_argument("--input", default="-", help="one text per line (default: stdin)")
     p.add_argument("--out", default="-", help=".npy or JSONL file (default: JSONL on stdout)")
     p.add_argument("--layers", default="-1",

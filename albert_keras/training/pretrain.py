@@ -32,6 +32,8 @@ from albert_keras.model_folder import METRICS_FILE
 from albert_keras.model_folder import PRETRAINER_FILE
 from albert_keras.model_folder import ENCODER_FILE
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
+from albert_keras.model_folder import is_checkpoint_folder
+from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
@@ -69,8 +71,11 @@ def _init_source(init, vocab_size):
     ``model`` is a pretrainer (its heads are kept) or an encoder; a folder's
     ``pretrainer.keras`` is preferred to its ``encoder.keras``.
     """
-    path = model_file(init, (PRETRAINER_FILE, ENCODER_FILE))
-    model = load_model(path)
+    if is_checkpoint_folder(init):
+        path, model = init, load_checkpoint_folder(init)
+    else:
+        path = model_file(init, (PRETRAINER_FILE, ENCODER_FILE))
+        model = load_model(path)
     encoder = getattr(model, "encoder", model)
     if not isinstance(encoder, AlbertEncoder):
         raise ValueError(f"{path}: {type(model).__name__} has no AlbertEncoder")

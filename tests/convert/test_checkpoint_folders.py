@@ -1,0 +1,81 @@
+"""A published checkpoint folder (HF, WordPiece vocabulary) goes straight
+into every command: finetune -> evaluate -> predict -> export
+--with-tokenizer, fill-mask and embed, with no convert step."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from albert_keras.cli import main
+from albert_keras.export.runtime import TFLiteRunner
+from tests.helpers import make_hf_model, make_wordpiece_vocab
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bert-published")
+    vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
+    size = sum(1 for _ in open(vocab, encoding="utf-8"))
+    make_hf_model("BertForPreTraining", folder, vocab_size=size, max_position_embeddings=64)
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
+    return str(folder)
+
+
+def test_a_published_bert_folder_goes_through_every_command(bert_folder, task_files, tmp_path,
+                                                           capsys):
+    out = str(tmp_path / "cls")
+    assert main(["finetune", "--init", bert_folder, "--task", "classify",
+                 "--train", task_files["cls_train"], "--eval", task_files["cls_eval"],
+                 "--out", out, "--epochs", "2", "--batch-size", "8",
+                 "--seq-length", "32", "--learning-rate", "1e-3"]) == 0
+    # The fine-tuned folder keeps the checkpoint's own vocabulary and ids.
+    record = json.load(open(os.path.join(out, "tokenizer_kind.json")))
+    assert record["kind"] == "wordpiece" and record["options"]["lowercase"] is True
+    assert main(["evaluate", out, task_files["cls_eval"]]) == 0
+    predictions_path = str(tmp_path / "p.jsonl")
+    assert main(["predict", out, "--input", task_files["cls_eval"],
+                 "--out", predictions_path]) == 0
+    predicted = [json.loads(line) for line in open(predictions_path, encoding="utf-8")]
+    tflite = str(tmp_path / "cls.tflite")
+    assert main(["export", out, "--out", tflite, "--with-tokenizer", "--examples", "16"]) == 0
+    runner = TFLiteRunner(tflite)
+    texts = [line.split(",")[0] for line in open(task_files["cls_eval"], encoding="utf-8")][1:]
+    for text, row in zip(texts, predicted):
+        logits = runner({"text": text})["logits"][0]
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        expected = np.array([row["probabilities"][label] for label in sorted(row["probabilities"])])
+        np.testing.assert_allclose(probabilities, expected, atol=1e-4)
+
+    capsys.readouterr()
+    assert main(["fill-mask", bert_folder, "the quick brown [MASK] jumps", "--top-k", "3"]) == 0
+    assert "[MASK] 1: " in capsys.readouterr().out
+    embeddings = str(tmp_path / "e.npy")
+    texts_file = tmp_path / "texts.txt"
+    texts_file.write_text("the fox\nnaïve café\n", encoding="utf-8")
+    assert main(["embed", bert_folder, "--input", str(texts_file), "--out", embeddings]) == 0
+    assert np.load(embeddings).shape == (2, 32)
+
+
+def test_fill_mask_and_embed_equal_transformers(bert_folder):
+    """The folder's own model, converted on the fly, scores as HF's does."""
+    import torch
+    import transformers
+
+    from albert_keras.tasks import inference
+
+    text = "the quick brown [MASK] jumps"
+    ours = inference.fill_mask(bert_folder, [text], top_k=3)[0][0]
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(bert_folder)
+    model = transformers.BertForMaskedLM.from_pretrained(bert_folder).eval()
+    batch = hf_tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**batch).logits[0]
+    position = int((batch["input_ids"][0] == hf_tokenizer.mask_token_id).nonzero()[0, 0])
+    probabilities = torch.softmax(logits[position], -1).numpy()
+    best = np.argsort(probabilities)[::-1][:3]
+    assert [r["id"] for r in ours] == best.tolist()
+    np.testing.assert_allclose([r["probability"] for r in ours], probabilities[best], atol=1e-5)
