@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "AlbertClassifier": "albert_keras.models.albert_classifier",
     "AlbertConfig": "albert_keras.config",
+    "AlbertDiscriminator": "albert_keras.models.albert_discriminator",
     "AlbertEmbedder": "albert_keras.models.albert_embedder",
     "AlbertEncoder": "albert_keras.models.albert_encoder",
     "AlbertMultipleChoice": "albert_keras.models.albert_multiple_choice",

@@ -188,14 +188,19 @@ BERT = dict(
 )
 
 
+# ELECTRA-small's shape in miniature: E != H (embeddings_project).
+ELECTRA = dict(BERT, embedding_size=16)
+
+
 def make_hf_model(cls_name, folder, seed=0, **config):
     """Builds ``transformers.<cls_name>``, perturbs every weight, saves it."""
     import torch
     import transformers
 
     torch.manual_seed(seed)
-    base = transformers.AlbertConfig if cls_name.startswith("Albert") else transformers.BertConfig
-    defaults = ALBERT if cls_name.startswith("Albert") else BERT
+    family = next(f for f in ("Albert", "Bert", "Electra") if cls_name.startswith(f))
+    base = getattr(transformers, f"{family}Config")
+    defaults = {"Albert": ALBERT, "Bert": BERT, "Electra": ELECTRA}[family]
     model = getattr(transformers, cls_name)(base(**{**defaults, **config})).eval()
     with torch.no_grad():
         # Random LayerNorms and biases too, so a swapped tensor cannot hide.

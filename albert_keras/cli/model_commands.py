@@ -50,7 +50,8 @@ def cmd_convert(args):
         if not args.src.endswith(".keras"):
             raise CliError(f"{args.src}: --to hf takes a .keras model file")
         model = load_model(args.src)
-        save_hf(model, args.out, overwrite=args.overwrite)
+        save_hf(model, args.out, overwrite=args.overwrite,
+                model_type=None if args.model_type == "auto" else args.model_type)
         print(f"wrote HF folder {args.out}")
         return 0
 
@@ -78,12 +79,16 @@ def add_parsers(sub):
 
     p = sub.add_parser("convert",
                        help="HF folder or TF1 checkpoint -> .keras, or .keras -> HF folder")
-    p.add_argument("src", help="HF folder, TF1 checkpoint (prefix or folder), or .keras")
+    p.add_argument("src", help="HF folder (ALBERT, BERT or ELECTRA), TF1 checkpoint (prefix "
+                   "or folder), or .keras")
     p.add_argument("--out", required=True, help=".keras file, or folder with --to hf")
     p.add_argument("--from", dest="source_format", default="auto",
                    choices=("auto", "hf", "tf1"), help="the source's format (default: auto)")
     p.add_argument("--to", default="keras", choices=("keras", "hf"),
                    help="the output's format (default: keras)")
+    p.add_argument("--model-type", default="auto", choices=("auto", "albert", "bert", "electra"),
+                   help="--to hf: the HF model family (default: auto: bert for an unshared "
+                        "E = H layout, electra for a discriminator, else albert)")
     p.add_argument("--config", default=None,
                    help="TF1: albert_config.json (default: next to the checkpoint)")
     p.add_argument("--allow-unused", action="store_true",

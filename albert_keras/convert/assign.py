@@ -39,6 +39,9 @@ def assign_tensors(model, tensors, names, source, ignored=(), strict=True):
     targets = model_variables(model)
     planned, missing = [], {}
     for canonical, variable in targets.items():
+        if canonical not in names:  # a part the format has no place for (ELECTRA's pooler)
+            missing.setdefault(group_of(canonical), []).append(canonical)
+            continue
         src, transform = names[canonical]
         if src not in tensors:
             missing.setdefault(group_of(canonical), []).append(src)

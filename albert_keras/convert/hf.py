@@ -1,8 +1,10 @@
 """HF transformers folders (``config.json`` + safetensors) in and out.
 
 Reads ``AlbertModel``, ``AlbertForPreTraining``, ``AlbertForMaskedLM``,
-``BertModel`` and ``BertForPreTraining`` folders (prefix ``albert.`` /
-``bert.`` optional) and writes a folder that ``transformers`` loads.
+``BertModel``, ``BertForPreTraining``, ``ElectraModel``,
+``ElectraForPreTraining`` (the discriminator) and ``ElectraForMaskedLM``
+(the generator) folders (prefix ``albert.`` / ``bert.`` / ``electra.``
+optional) and writes a folder that ``transformers`` loads.
 """
 
 import json
@@ -16,18 +18,28 @@ from albert_keras.convert.hf_config import to_hf_dict
 from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.weight_layout import hf_albert_names
 from albert_keras.convert.weight_layout import hf_bert_names
+from albert_keras.convert.weight_layout import hf_electra_names
 from albert_keras.convert.weight_layout import model_variables
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
 
-_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.")
+_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.", "generator_predictions.",
+                  "generator_lm_head.", "discriminator_predictions.")
+_NAMES = {"albert": hf_albert_names, "bert": hf_bert_names, "electra": hf_electra_names}
 # Present in HF files, never loaded: position-id buffers and the decoder,
 # which is tied to the word embeddings (checked for equality below).
 _TIED = {
     "albert": ("predictions.decoder.weight", "predictions.decoder.bias"),
     "bert": ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
+    "electra": ("generator_lm_head.weight", None),
 }
-_OUTPUT_BIAS = {"albert": "predictions.bias", "bert": "cls.predictions.bias"}
+_OUTPUT_BIAS = {"albert": "predictions.bias", "bert": "cls.predictions.bias",
+                "electra": "generator_lm_head.bias"}
+_ARCHITECTURES = {  # (encoder, with the MLM head, discriminator)
+    "albert": ("AlbertModel", "AlbertForPreTraining", None),
+    "bert": ("BertModel", "BertForPreTraining", None),
+    "electra": ("ElectraModel", "ElectraForMaskedLM", "ElectraForPreTraining"),
+}
 
 
 def is_hf_folder(path):
@@ -120,12 +132,15 @@ def load_hf(folder, strict=True, dtype=None):
 
     Returns:
         ``(model, report)``: an ``AlbertPretrainer`` when the folder has an
-        MLM or SOP head, else an ``AlbertEncoder``; the report says which
-        tensor groups were loaded and which were left at initial values.
+        MLM or SOP head (an ELECTRA generator), an ``AlbertDiscriminator``
+        for an ELECTRA discriminator, else an ``AlbertEncoder``; the report
+        says which tensor groups were loaded and which were left at initial
+        values.
 
     Example:
     >>> model, report = load_hf("albert-base-v2/")  # doctest: +SKIP
     """
+    from albert_keras.models.albert_discriminator import AlbertDiscriminator
     from albert_keras.models.albert_encoder import AlbertEncoder
     from albert_keras.models.albert_pretrainer import AlbertPretrainer
 
@@ -134,11 +149,16 @@ def load_hf(folder, strict=True, dtype=None):
     with open(config_path, encoding="utf-8") as f:
         model_type = json.load(f)["model_type"]
     tensors = _strip_prefix(read_hf_tensors(folder), f"{model_type}.")
-    names = (hf_albert_names if model_type == "albert" else hf_bert_names)(config)
+    names = _NAMES[model_type](config)
 
     has_heads = any(k.startswith(_HEAD_PREFIXES) for k in tensors)
     encoder = AlbertEncoder(config, dtype=dtype)
-    model = AlbertPretrainer(encoder, dtype=dtype) if has_heads else encoder
+    if any(k.startswith("discriminator_predictions.") for k in tensors):
+        model = AlbertDiscriminator(encoder, dtype=dtype)
+    elif has_heads:
+        model = AlbertPretrainer(encoder, dtype=dtype)
+    else:
+        model = encoder
 
     tied_weight, tied_bias = _TIED[model_type]
     word = tensors.get("embeddings.word_embeddings.weight")
@@ -149,10 +169,11 @@ def load_hf(folder, strict=True, dtype=None):
                 "an untied decoder cannot be represented"
             )
     bias = tensors.get(_OUTPUT_BIAS[model_type])
-    if tied_bias in tensors and bias is not None:
+    if tied_bias and tied_bias in tensors and bias is not None:
         if not np.array_equal(tensors[tied_bias], bias):
             raise ConversionError(f"{folder}: {tied_bias} differs from the output bias")
-    ignored = {"embeddings.position_ids", tied_weight, tied_bias}
+    ignored = {"embeddings.position_ids", "embeddings.token_type_ids", tied_weight,
+               tied_bias} - {None}
     report = assign_tensors(
         model, tensors, names, folder, ignored=ignored, strict=strict
     )
@@ -162,31 +183,41 @@ def load_hf(folder, strict=True, dtype=None):
 # -- writing -----------------------------------------------------------------------
 
 
-def save_hf(model, folder, overwrite=False):
+def save_hf(model, folder, overwrite=False, model_type=None):
     """Writes ``model`` as an HF folder (``config.json`` + ``model.safetensors``).
 
     ALBERT layouts become ``AlbertForPreTraining`` (or ``AlbertModel`` for an
     encoder); a BERT layout (no sharing, E = H) becomes ``BertForPreTraining``
-    / ``BertModel``. ``attention``/``ffn`` sharing has no HF equivalent and
-    is refused. The folder is written under a temporary name and renamed.
+    / ``BertModel``; ``model_type="electra"`` (the default for an
+    ``AlbertDiscriminator``) gives ``ElectraModel``, ``ElectraForMaskedLM``
+    (with the MLM head; the SOP head has no place there) or
+    ``ElectraForPreTraining``. ``attention``/``ffn`` sharing has no HF
+    equivalent and is refused. The folder is written under a temporary name
+    and renamed.
     """
     from safetensors.numpy import save_file
 
     config = model.config
-    hf_config = to_hf_dict(config)  # raises for layouts HF cannot hold
+    if model_type is None and hasattr(model, "rtd_head"):
+        model_type = "electra"
+    hf_config = to_hf_dict(config, model_type)  # raises for layouts HF cannot hold
     model_type = hf_config["model_type"]
-    is_pretrainer = hasattr(model, "mlm_head")
-    prefix = f"{model_type}."
-    if is_pretrainer:
-        arch = "AlbertForPreTraining" if model_type == "albert" else "BertForPreTraining"
+    plain, with_mlm, discriminator = _ARCHITECTURES[model_type]
+    if hasattr(model, "rtd_head"):
+        if discriminator is None:
+            raise ConversionError(f"a discriminator exports to ELECTRA, not {model_type}")
+        arch, prefix = discriminator, f"{model_type}."
+    elif hasattr(model, "mlm_head"):
+        arch, prefix = with_mlm, f"{model_type}."
     else:
-        arch = "AlbertModel" if model_type == "albert" else "BertModel"
-        prefix = ""
+        arch, prefix = plain, ""
     hf_config["architectures"] = [arch]
-    names = (hf_albert_names if model_type == "albert" else hf_bert_names)(config)
+    names = _NAMES[model_type](config)
 
     tensors = {}
     for canonical, variable in model_variables(model).items():
+        if canonical not in names:  # ELECTRA has no pooler and no SOP head
+            continue
         src, transform = names[canonical]
         array = np.asarray(variable.numpy(), dtype=np.float32)
         if transform == "T":

@@ -20,6 +20,10 @@ _HF_MODEL_FIELDS = {f.name for f in dataclasses.fields(AlbertConfig)} - {"sharin
 # Model-specific HF keys that do not change the encoder's computation.
 _HF_ALBERT_KEYS = {"classifier_dropout_prob"}
 _HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_attention"}
+# ELECTRA's sequence-summary keys configure HF's classification head only.
+_HF_ELECTRA_KEYS = _HF_BERT_KEYS | {"summary_type", "summary_use_proj", "summary_activation",
+                                    "summary_last_dropout", "embedding_size"}
+MODEL_TYPES = ("albert", "bert", "electra")
 # Keys PretrainedConfig writes for every model (labels, generation, bookkeeping).
 _HF_GENERIC_KEYS = {
     "_name_or_path",
@@ -63,15 +67,16 @@ _HF_GENERIC_KEYS = {
 
 
 def from_hf_dict(data, source="config.json"):
-    """Reads a HF transformers ``config.json`` (ALBERT or BERT)."""
+    """Reads a HF transformers ``config.json`` (ALBERT, BERT or ELECTRA)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
     model_type = data.get("model_type")
-    if model_type not in ("albert", "bert"):
+    if model_type not in MODEL_TYPES:
         raise ConfigError(
-            f"{source}: model_type must be 'albert' or 'bert', got {model_type!r}"
+            f"{source}: model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type!r}"
         )
-    known = _HF_ALBERT_KEYS if model_type == "albert" else _HF_BERT_KEYS
+    known = {"albert": _HF_ALBERT_KEYS, "bert": _HF_BERT_KEYS,
+             "electra": _HF_ELECTRA_KEYS}[model_type]
     out = {}
     for key, value in data.items():
         if key in _HF_MODEL_FIELDS:
@@ -98,6 +103,20 @@ def from_hf_dict(data, source="config.json"):
                 "original code does); it cannot be loaded exactly"
             )
         out["sharing"] = "all"
+    elif model_type == "electra":
+        # BERT's blocks; E may differ from H (HF then adds embeddings_project,
+        # our E -> H projection). The defaults are ElectraConfig's.
+        out.setdefault("embedding_size", 128)
+        out.setdefault("hidden_size", 256)
+        out.setdefault("num_hidden_layers", 12)
+        out.setdefault("num_attention_heads", 4)
+        out.setdefault("intermediate_size", 1024)
+        out["num_hidden_groups"] = out["num_hidden_layers"]
+        out["sharing"] = "none"
+        out.setdefault("hidden_act", "gelu")
+        out.setdefault("hidden_dropout_prob", 0.1)
+        out.setdefault("attention_probs_dropout_prob", 0.1)
+        out.setdefault("vocab_size", 30522)
     else:
         for key in ("embedding_size", "num_hidden_groups", "inner_group_num"):
             if key in out:
@@ -113,8 +132,15 @@ def from_hf_dict(data, source="config.json"):
         out.setdefault("vocab_size", 30522)
     return AlbertConfig.from_dict(out, source)
 
-def to_hf_dict(config):
-    """Writes a HF ``config.json`` (``BertConfig`` when the layout is BERT's)."""
+def to_hf_dict(config, model_type=None):
+    """Writes a HF ``config.json``.
+
+    Args:
+        config: our ``AlbertConfig``.
+        model_type: ``bert``, ``albert`` or ``electra`` (default: ``bert``
+            when the layout is BERT's, else ``albert``). ELECTRA takes any
+            unshared layout, with or without an E -> H projection.
+    """
     common = {
         "vocab_size": config.vocab_size,
         "hidden_size": config.hidden_size,
@@ -130,7 +156,18 @@ def to_hf_dict(config):
         "layer_norm_eps": config.layer_norm_eps,
         "pad_token_id": PAD_ID,
     }
-    if config.is_bert_layout:
+    if model_type not in (None,) + MODEL_TYPES:
+        raise ConfigError(f"model_type must be one of {', '.join(MODEL_TYPES)}")
+    if model_type == "electra":
+        if config.sharing != "none" or config.inner_group_num != 1:
+            raise ConfigError("ELECTRA shares no weights across layers; this model does "
+                              f"(sharing={config.sharing!r})")
+        return {"architectures": ["ElectraModel"], "model_type": "electra", **common,
+                "embedding_size": config.embedding_size}
+    if model_type == "bert" and not config.is_bert_layout:
+        raise ConfigError("a BERT checkpoint needs no sharing and embedding_size == "
+                          "hidden_size")
+    if config.is_bert_layout and model_type != "albert":
         return {
             "architectures": ["BertForPreTraining"],
             "model_type": "bert",

@@ -13,7 +13,7 @@ REQUIRED_GROUP = "encoder"
 
 def group_of(name):
     head = name.split("/")[0]
-    if head in ("pooler", "mlm", "sop"):
+    if head in ("pooler", "mlm", "sop", "rtd"):
         return head
     return REQUIRED_GROUP
 
@@ -54,12 +54,15 @@ def model_variables(model):
     """Canonical name -> variable for an ``AlbertEncoder`` or ``AlbertPretrainer``."""
     encoder = getattr(model, "encoder", model)
     out = encoder_variables(encoder)
-    if encoder is not model:
+    if hasattr(model, "mlm_head"):
         mlm = model.mlm_head
         out.update(_dense("mlm/dense", mlm.dense))
         out.update(_norm("mlm/layer_norm", mlm.layer_norm))
         out["mlm/output_bias"] = mlm.output_bias
         out.update(_dense("sop", model.sop_head.classifier))
+    if hasattr(model, "rtd_head"):
+        out.update(_dense("rtd/dense", model.rtd_head.dense))
+        out.update(_dense("rtd/output", model.rtd_head.output_dense))
     return out
 
 
@@ -132,6 +135,23 @@ def hf_bert_names(config):
     out.update(_hf_norm("cls.predictions.transform.LayerNorm", "mlm/layer_norm"))
     out["mlm/output_bias"] = ("cls.predictions.bias", None)
     out.update(_hf_linear("cls.seq_relationship", "sop"))
+    return out
+
+
+def hf_electra_names(config):
+    """Canonical name -> (HF ELECTRA tensor name, transform); prefix ``electra.``
+    omitted. ELECTRA is BERT's encoder with an E -> H projection when E != H
+    (``embeddings_project``), no pooler, a generator head (ours is the
+    same: dense to E, activation, LayerNorm, tied decoder) and a
+    discriminator head."""
+    out = {k: v for k, v in hf_bert_names(config).items()
+           if not k.startswith(("pooler", "mlm", "sop"))}
+    out.update(_hf_linear("embeddings_project", "projection"))
+    out.update(_hf_linear("generator_predictions.dense", "mlm/dense"))
+    out.update(_hf_norm("generator_predictions.LayerNorm", "mlm/layer_norm"))
+    out["mlm/output_bias"] = ("generator_lm_head.bias", None)
+    out.update(_hf_linear("discriminator_predictions.dense", "rtd/dense"))
+    out.update(_hf_linear("discriminator_predictions.dense_prediction", "rtd/output"))
     return out
 
 

@@ -49,3 +49,14 @@ def test_sentence_order_head():
         lambda b, s: (np.random.default_rng(s).normal(size=(b, H)).astype("float32"),),
         lambda b, s: (b, 2),
     )
+
+
+def test_replaced_token_head():
+    from albert_keras.heads.replaced_token_head import ReplacedTokenHead
+
+    run_layer_test(
+        ReplacedTokenHead,
+        dict(hidden_size=H),
+        lambda b, s: (np.random.default_rng(s).normal(size=(b, s, H)).astype("float32"),),
+        lambda b, s: (b, s),
+    )

@@ -175,3 +175,13 @@ def test_multiple_choice_overfits():
     h = _fit(model, pairs, {"logits": y}, {"logits": _ce()})
     assert h["loss"][-1] < 0.2 * h["loss"][0]
     assert np.all(np.argmax(model.predict(pairs, verbose=0)["logits"], -1) == y)
+
+
+def test_discriminator():
+    from albert_keras.models.albert_discriminator import AlbertDiscriminator
+
+    run_model_test(
+        lambda dtype: AlbertDiscriminator(_encoder(dtype)),
+        encoder_inputs,
+        lambda b, s: {"rtd_logits": (b, s)},
+    )
