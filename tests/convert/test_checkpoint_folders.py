@@ -13,15 +13,37 @@ from albert_keras.export.runtime import TFLiteRunner
 from tests.helpers import make_hf_model, make_wordpiece_vocab
 
 
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("bert-published")
+def _published(folder, cls_name):
     vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
     size = sum(1 for _ in open(vocab, encoding="utf-8"))
-    make_hf_model("BertForPreTraining", folder, vocab_size=size, max_position_embeddings=64)
+    make_hf_model(cls_name, folder, vocab_size=size, max_position_embeddings=64)
     (folder / "tokenizer_config.json").write_text(json.dumps(
         {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
     return str(folder)
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    return _published(tmp_path_factory.mktemp("bert-published"), "BertForPreTraining")
+
+
+@pytest.fixture(scope="module")
+def electra_folder(tmp_path_factory):
+    return _published(tmp_path_factory.mktemp("electra-published"), "ElectraForPreTraining")
+
+
+def test_a_published_electra_discriminator_fine_tunes_and_exports(electra_folder, task_files,
+                                                                  tmp_path, capsys):
+    out = str(tmp_path / "cls")
+    assert main(["finetune", "--init", electra_folder, "--task", "classify",
+                 "--train", task_files["cls_train"], "--out", out, "--epochs", "1",
+                 "--batch-size", "8", "--seq-length", "32"]) == 0
+    assert main(["export", out, "--out", str(tmp_path / "e.tflite"), "--with-tokenizer",
+                 "--examples", "8", "--validation-data", task_files["cls_eval"]]) == 0
+    capsys.readouterr()
+    # A discriminator has no masked-LM head: one line, exit 1.
+    assert main(["fill-mask", electra_folder, "a [MASK]"]) != 0
+    assert "has no masked-LM head" in capsys.readouterr().err
 
 
 def test_a_published_bert_folder_goes_through_every_command(bert_folder, task_files, tmp_path,
