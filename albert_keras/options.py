@@ -8,7 +8,7 @@ and choices), so the library's defaults and ``--help`` cannot drift apart.
 import dataclasses
 
 
-def option(default, help, choices=None, flag=None, factory=None, nargs=None):
+def option(default, help, choices=None, flag=None, factory=None, nargs=None, auto=None):
     """A dataclass field with a help text (and optional choices or flag name).
 
     Args:
@@ -18,13 +18,15 @@ def option(default, help, choices=None, flag=None, factory=None, nargs=None):
         flag: the flag's name when it is not the field's (``--seq-len``).
         factory: a default factory for mutable defaults (``dict``).
         nargs: ``"+"`` for a flag that takes a list.
+        auto: for a ``None`` default chosen at run time, what decides it
+            (shown in ``--help`` as the default).
 
     Example:
     >>> @dataclasses.dataclass
     ... class Config:
     ...     steps: int = option(100, "optimizer steps")
     """
-    metadata = {"help": help, "choices": choices, "flag": flag, "nargs": nargs}
+    metadata = {"help": help, "choices": choices, "flag": flag, "nargs": nargs, "auto": auto}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)

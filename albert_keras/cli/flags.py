@@ -39,8 +39,9 @@ def add_flags(parser, cls, only=None, exclude=(), defaults=None):
             default = None
         else:
             default = field.default
+        shown = meta["auto"] if default is None and meta.get("auto") else "%(default)s"
         kwargs = {"default": default, "dest": field.name,
-                  "help": f"{meta['help']} (default: %(default)s)"}
+                  "help": f"{meta['help']} (default: {shown})"}
         hint = typing.get_type_hints(cls).get(field.name)
         if hint is bool:
             kwargs["action"] = argparse.BooleanOptionalAction

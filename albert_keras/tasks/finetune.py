@@ -24,6 +24,7 @@ from albert_keras.model_folder import write_task_folder
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.tasks.best_epoch import BestEpoch
 from albert_keras.tasks.finetune_config import FinetuneConfig
+from albert_keras.tasks.finetune_config import size_defaults
 from albert_keras.tasks.registry import get_task
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
@@ -92,10 +93,16 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
 
     # -- model -----------------------------------------------------------------------
     strategy = make_strategy(cfg.strategy)
-    steps_per_epoch = max(1, len(train) // cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs
     with strategy.scope():
         encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch)
+        chosen = {k: v for k, v in size_defaults(encoder.config.hidden_size).items()
+                  if getattr(cfg, k) is None}
+        if chosen:
+            cfg = dataclasses.replace(cfg, **chosen)
+            logger.info(f"hidden size {encoder.config.hidden_size}: "
+                        + ", ".join(f"{k} {v}" for k, v in chosen.items()))
+        steps_per_epoch = max(1, len(train) // cfg.batch_size)
+        total = steps_per_epoch * cfg.epochs
         if pieces.vocabulary_size > encoder.config.vocab_size:
             raise ValueError(
                 f"{pieces.source}: {pieces.vocabulary_size} pieces, but the model's vocabulary "

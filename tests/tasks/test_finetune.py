@@ -179,3 +179,15 @@ def test_choice_count_must_match_the_model(init_folder, task_files, out_dir, tmp
     with pytest.raises(TaskDataError, match=r"three\.jsonl: 3 choices per question, but the "
                                             r"model was trained with 2"):
         inference.evaluate(out_dir, str(three))
+
+
+def test_epochs_and_learning_rate_default_by_model_width(init_folder, task_files, tmp_path):
+    from albert_keras.tasks.finetune_config import size_defaults
+
+    assert size_defaults(256) == {"epochs": 10, "learning_rate": 3e-4}
+    assert size_defaults(768) == {"epochs": 3, "learning_rate": 3e-5}
+    cfg = FinetuneConfig(task="classify", batch_size=8, sequence_length=32, epochs=1)
+    finetune(init_folder, task_files["cls_train"], None, str(tmp_path / "run"), cfg)
+    saved = json.load(open(tmp_path / "run" / "train_config.json"))
+    # the tiny test model is narrow: the measured narrow rate; epochs as given
+    assert saved["learning_rate"] == 3e-4 and saved["epochs"] == 1
