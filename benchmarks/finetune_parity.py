@@ -10,11 +10,22 @@ float32, evaluation after every epoch with the best epoch kept. Each is
 run with ``--seeds``; the table gives mean and standard deviation, and
 seconds per epoch (training only, same machine, runs interleaved). A
 TF-IDF + logistic regression (scikit-learn) on the same split shows where
-a small model stands. Not part of the test run.
+a small model stands. Not part of the test run; needs scikit-learn and
+accelerate (HF's Trainer).
+
+``--kind tag`` runs the tagging comparison on a task derived from the same
+paragraphs (there is no labelled tagging corpus here): every word that
+starts with a capital letter and does not open a sentence is ``B-NAME``,
+the rest ``O``, written as CoNLL. With a lower-casing tokenizer the model
+cannot see the capitals and must find names from context. Both sides read
+the features our ``tag`` task makes (first piece of each word labelled)
+and are scored by that task's own entity F1.
 
     albert-keras data sotu-task --out runs/sotu_century --max-train 1000
     python benchmarks/finetune_parity.py --init runs/pretrain --task runs/sotu_century \\
         --max-eval 1000 --epochs 3 --seeds 0 1 2
+    python benchmarks/finetune_parity.py --kind tag --init runs/pretrain \
+        --task runs/sotu_century --max-train 1000 --max-eval 500 --epochs 3
 """
 
 import argparse
@@ -26,6 +37,8 @@ import tempfile
 import time
 
 import numpy as np
+
+MAIN = {"classify": "accuracy", "tag": "entity_f1"}
 
 
 def read_csv(path, limit=None):
@@ -53,6 +66,23 @@ def tfidf(train, evaluation):
     return float(np.mean([p == t for p, t in zip(predicted, evaluation[1])]))
 
 
+def write_conll(path, texts):
+    """The derived name-tagging task (see the module docstring)."""
+    lines = []
+    for text in texts:
+        words = text.split()
+        if not words:
+            continue
+        opens = True
+        for word in words:
+            name = word[:1].isupper() and not opens
+            lines.append(f"{word} {'B-NAME' if name else 'O'}")
+            opens = word[-1:] in ".!?"
+        lines.append("")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 # -- ours ------------------------------------------------------------------------------------
 
 
@@ -60,7 +90,7 @@ def run_ours(init, train_csv, eval_csv, args, seed):
     from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
-    cfg = FinetuneConfig(task="classify", epochs=args.epochs, batch_size=args.batch_size,
+    cfg = FinetuneConfig(task=args.kind, epochs=args.epochs, batch_size=args.batch_size,
                          sequence_length=args.seq_length, learning_rate=args.learning_rate,
                          seed=seed, precision="float32")
     with tempfile.TemporaryDirectory() as folder:
@@ -69,42 +99,49 @@ def run_ours(init, train_csv, eval_csv, args, seed):
         total = time.perf_counter() - start
         rows = list(csv.DictReader(open(os.path.join(folder, "run", "metrics.csv"))))
     # metrics.csv has no times; the per-epoch eval is part of the run on both sides.
-    return metrics["accuracy"], total / args.epochs, len(rows)
+    return metrics[MAIN[args.kind]], total / args.epochs, len(rows)
 
 
 # -- HF transformers -------------------------------------------------------------------------
 
 
-def run_hf(hf_folder, packed_train, y_train, packed_eval, y_eval, num_labels, args, seed):
+def run_hf(hf_folder, train, evaluation, task, spec, args, seed):
+    """HF's Trainer on our features (``TaskData``), scored by our task."""
     import torch
     import transformers
 
     torch.set_num_threads(args.threads)
 
+    def labels_of(data):
+        y = np.asarray(data.y["logits"] if isinstance(data.y, dict) else data.y)
+        if data.sample_weight is not None:  # tagging: pieces that are not word starts
+            y = np.where(np.asarray(data.sample_weight["logits"]) > 0, y, -100)
+        return y
+
     class Rows(torch.utils.data.Dataset):
-        def __init__(self, packed, labels):
-            self.packed, self.labels = packed, labels
+        def __init__(self, data):
+            self.x, self.labels = data.x, labels_of(data)
 
         def __len__(self):
             return len(self.labels)
 
         def __getitem__(self, i):
-            return {"input_ids": torch.tensor(self.packed["token_ids"][i], dtype=torch.long),
-                    "token_type_ids": torch.tensor(self.packed["segment_ids"][i],
-                                                   dtype=torch.long),
-                    "attention_mask": torch.tensor(self.packed["padding_mask"][i],
-                                                   dtype=torch.long),
+            return {"input_ids": torch.tensor(self.x["token_ids"][i], dtype=torch.long),
+                    "token_type_ids": torch.tensor(self.x["segment_ids"][i], dtype=torch.long),
+                    "attention_mask": torch.tensor(self.x["padding_mask"][i], dtype=torch.long),
                     "labels": torch.tensor(self.labels[i], dtype=torch.long)}
 
     transformers.set_seed(seed)
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        hf_folder, num_labels=num_labels, classifier_dropout_prob=0.1)
+    auto = (transformers.AutoModelForSequenceClassification if args.kind == "classify"
+            else transformers.AutoModelForTokenClassification)
+    model = auto.from_pretrained(hf_folder, num_labels=len(spec.labels),
+                                 classifier_dropout_prob=0.1)
 
-    def accuracy(prediction):
-        return {"accuracy": float(np.mean(prediction.predictions.argmax(-1) ==
-                                          prediction.label_ids))}
+    def score(prediction):
+        logits = prediction.predictions
+        return {"main": float(task.score(spec, evaluation, {"logits": logits})[MAIN[args.kind]])}
 
-    steps = (len(y_train) // args.batch_size) * args.epochs
+    steps = (len(train) // args.batch_size) * args.epochs
     with tempfile.TemporaryDirectory() as folder:
         training_args = transformers.TrainingArguments(
             output_dir=folder, num_train_epochs=args.epochs,
@@ -112,23 +149,23 @@ def run_hf(hf_folder, packed_train, y_train, packed_eval, y_eval, num_labels, ar
             learning_rate=args.learning_rate, weight_decay=0.01, warmup_steps=int(0.1 * steps),
             lr_scheduler_type="linear", max_grad_norm=1.0, eval_strategy="epoch",
             save_strategy="epoch", load_best_model_at_end=True,
-            metric_for_best_model="accuracy", save_total_limit=1, seed=seed,
-            dataloader_drop_last=True, report_to=[], use_cpu=True, logging_strategy="no",
+            metric_for_best_model="main", save_total_limit=1, seed=seed,
+            report_to=[], use_cpu=True, logging_strategy="no",
             disable_tqdm=True,
         )
         trainer = transformers.Trainer(model=model, args=training_args,
-                                       train_dataset=Rows(packed_train, y_train),
-                                       eval_dataset=Rows(packed_eval, y_eval),
-                                       compute_metrics=accuracy)
+                                       train_dataset=Rows(train), eval_dataset=Rows(evaluation),
+                                       compute_metrics=score)
         start = time.perf_counter()
         trainer.train()
         total = time.perf_counter() - start
         result = trainer.evaluate()
-    return result["eval_accuracy"], total / args.epochs
+    return result["eval_main"], total / args.epochs
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", default="classify", choices=tuple(MAIN))
     parser.add_argument("--init", required=True)
     parser.add_argument("--task", required=True, help="a folder with train.csv and eval.csv")
     parser.add_argument("--max-train", type=int, default=None)
@@ -144,21 +181,40 @@ def main():
 
     from albert_keras.convert import save_hf
     from albert_keras.model_folder import load_encoder, read_tokenizer
-    from albert_keras.text.packer import pack_texts
+    from albert_keras.tasks.finetune import task_spec
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+    from albert_keras.tasks.registry import get_task
 
     train = read_csv(os.path.join(args.task, "train.csv"), args.max_train)
     evaluation = read_csv(os.path.join(args.task, "eval.csv"), args.max_eval)
-    labels = sorted(set(train[1]))
-    y_train = [labels.index(y) for y in train[1]]
-    y_eval = [labels.index(y) for y in evaluation[1]]
+    work = tempfile.mkdtemp()
+    if args.kind == "classify":
+        # Whole batches only: our fit drops a last partial batch, HF's would not.
+        keep = len(train[0]) // args.batch_size * args.batch_size
+        train = (train[0][:keep], train[1][:keep])
+        files = [os.path.join(work, "train.csv"), os.path.join(work, "eval.csv")]
+        write_csv(files[0], *train)
+        write_csv(files[1], *evaluation)
+    else:
+        files = [os.path.join(work, "train.conll"), os.path.join(work, "eval.conll")]
+        write_conll(files[0], train[0])
+        write_conll(files[1], evaluation[0])
     tokenizer = read_tokenizer(args.init)
-    packed_train = pack_texts(tokenizer, train[0], None, args.seq_length)
-    packed_eval = pack_texts(tokenizer, evaluation[0], None, args.seq_length)
-    results = {"task": args.task, "train_rows": len(y_train), "eval_rows": len(y_eval),
+    task = get_task(args.kind)
+    cfg = FinetuneConfig(task=args.kind, sequence_length=args.seq_length)
+    train_data, spec = task.read(files[0], task_spec(cfg), tokenizer)
+    eval_data = task.read(files[1], spec, tokenizer)[0]
+    results = {"kind": args.kind, "metric": MAIN[args.kind], "task": args.task,
+               "train_rows": len(train_data), "eval_rows": len(eval_data),
                "settings": {k: v for k, v in vars(args).items() if k != "out"},
-               "tfidf_logreg": tfidf(train, evaluation),
-               "majority": float(np.mean(np.array(y_eval) == np.bincount(y_train).argmax())),
                "ours": [], "hf_trainer": []}
+    if args.kind == "classify":
+        y_train = np.asarray(train_data.y["logits"] if isinstance(train_data.y, dict)
+                             else train_data.y)
+        y_eval = np.asarray(eval_data.y["logits"] if isinstance(eval_data.y, dict)
+                            else eval_data.y)
+        results["tfidf_logreg"] = tfidf(train, evaluation)
+        results["majority"] = float(np.mean(y_eval == np.bincount(y_train).argmax()))
 
     def write():
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
@@ -166,25 +222,19 @@ def main():
             json.dump(results, f, indent=2)
         os.replace(args.out + ".tmp", args.out)
 
-    with tempfile.TemporaryDirectory() as work:
-        hf_folder = os.path.join(work, "hf")
-        save_hf(load_encoder(args.init, dtype="float32"), hf_folder)
-        write_csv(os.path.join(work, "train.csv"), *train)
-        write_csv(os.path.join(work, "eval.csv"), *evaluation)
-        for seed in args.seeds:  # interleaved: each seed runs both stacks
-            accuracy, per_epoch, _ = run_ours(args.init, os.path.join(work, "train.csv"),
-                                              os.path.join(work, "eval.csv"), args, seed)
-            results["ours"].append({"seed": seed, "accuracy": accuracy, "s_per_epoch": per_epoch})
-            print(f"ours seed {seed}: {accuracy:.4f}, {per_epoch:.1f} s/epoch", flush=True)
-            write()
-            accuracy, per_epoch = run_hf(hf_folder, packed_train, y_train, packed_eval, y_eval,
-                                         len(labels), args, seed)
-            results["hf_trainer"].append({"seed": seed, "accuracy": accuracy,
-                                          "s_per_epoch": per_epoch})
-            print(f"HF Trainer seed {seed}: {accuracy:.4f}, {per_epoch:.1f} s/epoch", flush=True)
-            write()
+    hf_folder = os.path.join(work, "hf")
+    save_hf(load_encoder(args.init, dtype="float32"), hf_folder)
+    for seed in args.seeds:  # interleaved: each seed runs both stacks
+        score, per_epoch, _ = run_ours(args.init, files[0], files[1], args, seed)
+        results["ours"].append({"seed": seed, "score": score, "s_per_epoch": per_epoch})
+        print(f"ours seed {seed}: {score:.4f}, {per_epoch:.1f} s/epoch", flush=True)
+        write()
+        score, per_epoch = run_hf(hf_folder, train_data, eval_data, task, spec, args, seed)
+        results["hf_trainer"].append({"seed": seed, "score": score, "s_per_epoch": per_epoch})
+        print(f"HF Trainer seed {seed}: {score:.4f}, {per_epoch:.1f} s/epoch", flush=True)
+        write()
     for name in ("ours", "hf_trainer"):
-        accuracies = [r["accuracy"] for r in results[name]]
+        accuracies = [r["score"] for r in results[name]]
         results[f"{name}_mean"] = statistics.mean(accuracies)
         results[f"{name}_std"] = statistics.pstdev(accuracies)
         results[f"{name}_s_per_epoch_median"] = statistics.median(
