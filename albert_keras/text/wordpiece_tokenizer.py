@@ -45,6 +45,8 @@ class WordPieceTokenizer(PreprocessingLayer):
         lowercase: lower-case the text and strip accents, as uncased BERT does.
         strip_accents: drop accents (None: as ``lowercase``).
         unknown_token: the piece for words the vocabulary cannot spell.
+        max_word: longer words become ``unknown_token`` (HF counts
+            characters, the tf-text op bytes: equal for ASCII).
 
     Call:
         A string tensor of rank 0 or 1. Returns int32 ids: a 1-D tensor for
@@ -57,7 +59,7 @@ class WordPieceTokenizer(PreprocessingLayer):
     """
 
     def __init__(self, vocabulary, lowercase=True, strip_accents=None, unknown_token="[UNK]",
-                 **kwargs):
+                 max_word=MAX_WORD, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -67,11 +69,12 @@ class WordPieceTokenizer(PreprocessingLayer):
         self.lowercase = bool(lowercase)
         self.strip_accents = strip_accents
         self.unknown_token = unknown_token
+        self.max_word = int(max_word)
         self.vocabulary_size = len(self.vocabulary)
         self._tokenizer = tf_text.FastBertTokenizer(
             vocab=self.vocabulary,
             suffix_indicator=SUFFIX,
-            max_bytes_per_word=MAX_WORD,
+            max_bytes_per_word=self.max_word,
             token_out_type=tf.int32,
             unknown_token=unknown_token,
             fast_bert_normalizer_model_buffer=bert_normalizer_model(
@@ -100,6 +103,7 @@ class WordPieceTokenizer(PreprocessingLayer):
             "lowercase": self.lowercase,
             "strip_accents": self.strip_accents,
             "unknown_token": self.unknown_token,
+            "max_word": self.max_word,
         })
         return config
 
@@ -145,12 +149,20 @@ def _read_hf_tokenizer_json(path):
         if not 0 <= index < len(pieces) or pieces[index] is not None:
             raise ValueError(f"{path}: vocabulary ids are not 0..{len(vocab) - 1} once each")
         pieces[index] = piece
-    options = {"unknown_token": model.get("unk_token", "[UNK]")}
+    options = {"unknown_token": model.get("unk_token", "[UNK]"),
+               "max_word": int(model.get("max_input_chars_per_word", MAX_WORD))}
     normalizer = spec.get("normalizer") or {}
     if normalizer.get("type") == "BertNormalizer":
         options["lowercase"] = normalizer.get("lowercase", True)
         options["strip_accents"] = normalizer.get("strip_accents")
+        _check_chinese_chars(normalizer.get("handle_chinese_chars", True), path)
     return pieces, options
+
+
+def _check_chinese_chars(split, path):
+    if split is False:
+        raise ValueError(f"{path}: tokenize_chinese_chars=false is not supported (the "
+                         "in-graph tokenizer always splits Chinese characters)")
 
 
 def _read_config(folder):
@@ -164,6 +176,7 @@ def _read_config(folder):
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
     options = {}
+    _check_chinese_chars(config.get("tokenize_chinese_chars", True), path)
     if "do_lower_case" in config:
         options["lowercase"] = bool(config["do_lower_case"])
     if "strip_accents" in config:
@@ -194,8 +207,8 @@ class WordPiece(Tokenizer):
     Args:
         path: a ``vocab.txt`` or an HF ``tokenizer.json``; a
             ``tokenizer_config.json`` beside it gives the options.
-        **options: ``lowercase``, ``strip_accents``, ``unknown_token``
-            (they override the files).
+        **options: ``lowercase``, ``strip_accents``, ``unknown_token``,
+            ``max_word`` (they override the files).
 
     Example:
     >>> tokenizer = WordPiece("bert-base-uncased/vocab.txt")  # doctest: +SKIP
@@ -218,7 +231,7 @@ class WordPiece(Tokenizer):
             file_options = {**json_options, **file_options}
         else:
             pieces = read_vocabulary(path)
-        merged = {"unknown_token": "[UNK]", "strip_accents": None}
+        merged = {"unknown_token": "[UNK]", "strip_accents": None, "max_word": MAX_WORD}
         merged.update(file_options)
         merged.update({k: v for k, v in options.items() if v is not None})
         if "lowercase" not in merged:
@@ -233,7 +246,7 @@ class WordPiece(Tokenizer):
         self._special_ids = {name: index[token] for name, token in tokens.items()}
         self._index = index
         hf = HFTokenizer(models.WordPiece(index, unk_token=merged["unknown_token"],
-                                          max_input_chars_per_word=MAX_WORD))
+                                          max_input_chars_per_word=merged["max_word"]))
         hf.normalizer = normalizers.BertNormalizer(
             clean_text=True, handle_chinese_chars=True,
             strip_accents=merged["strip_accents"], lowercase=merged["lowercase"])
@@ -296,7 +309,8 @@ class WordPiece(Tokenizer):
     def keras_layer(self):
         return WordPieceTokenizer(self.pieces, lowercase=self.options["lowercase"],
                                   strip_accents=self.options["strip_accents"],
-                                  unknown_token=self.options["unknown_token"])
+                                  unknown_token=self.options["unknown_token"],
+                                  max_word=self.options["max_word"])
 
     def save(self, folder):
         """Writes ``vocab.txt`` and an HF ``tokenizer_config.json`` (options and

@@ -198,3 +198,28 @@ def test_can_read_tells_the_kinds_apart(vocab, spm_path, tmp_path):
     with pytest.raises(ValueError, match="words.txt: not a tokenizer file"):
         load_tokenizer(str(other))
     assert os.path.basename(WordPiece(path).source) == "vocab.txt"
+
+
+def test_checkpoint_options_that_cannot_be_honoured_are_refused(vocab, tmp_path):
+    path, _ = vocab
+    (tmp_path / "vocab.txt").write_text(open(path, encoding="utf-8").read(), encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenize_chinese_chars": false}')
+    with pytest.raises(ValueError, match="tokenizer_config.json: tokenize_chinese_chars=false"):
+        WordPiece(str(tmp_path / "vocab.txt"))
+    (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": true')
+    with pytest.raises(ValueError, match=r"tokenizer_config.json:1: not JSON"):
+        WordPiece(str(tmp_path / "vocab.txt"))
+
+
+def test_max_word_length_comes_from_tokenizer_json(vocab, tmp_path):
+    path, lowercase = vocab
+    hf = hf_bert_tokenizer(path, lowercase)
+    hf.save_pretrained(str(tmp_path))
+    spec = json.loads((tmp_path / "tokenizer.json").read_text())
+    spec["model"]["max_input_chars_per_word"] = 8
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    tokenizer = load_tokenizer(str(tmp_path / "tokenizer.json"))
+    unknown = tokenizer.special_ids["unk"]
+    text = "internationalization is long"
+    assert tokenizer.encode([text])[0][0] == unknown
+    assert tokenizer.keras_layer()(tf.constant([text])).to_list()[0] == tokenizer.encode([text])[0]
