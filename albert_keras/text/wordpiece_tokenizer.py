@@ -130,31 +130,54 @@ def read_vocabulary(path):
     return pieces
 
 
+def _read_json_object(path):
+    """A JSON object from ``path``, or a one-line ValueError naming it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
 def _read_hf_tokenizer_json(path):
     """``(pieces, options)`` of an HF ``tokenizer.json`` holding a WordPiece model."""
-    with open(path, encoding="utf-8") as f:
-        try:
-            spec = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
-    model = spec.get("model") or {}
+    spec = _read_json_object(path)
+    model = spec.get("model")
+    if not isinstance(model, dict):
+        model = {}
     if model.get("type") != "WordPiece":
         raise ValueError(f"{path}: a {model.get('type') or 'unknown'} tokenizer, not WordPiece")
     if model.get("continuing_subword_prefix", SUFFIX) != SUFFIX:
         raise ValueError(f"{path}: sub-word prefix {model['continuing_subword_prefix']!r} "
                          f"(only {SUFFIX!r} is supported)")
-    vocab = model.get("vocab") or {}
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise ValueError(f"{path}: model.vocab must be a non-empty object of piece -> id")
     pieces = [None] * len(vocab)
     for piece, index in vocab.items():
-        if not 0 <= index < len(pieces) or pieces[index] is not None:
+        if not isinstance(index, int) or not 0 <= index < len(pieces) or \
+                pieces[index] is not None:
             raise ValueError(f"{path}: vocabulary ids are not 0..{len(vocab) - 1} once each")
         pieces[index] = piece
-    options = {"unknown_token": model.get("unk_token", "[UNK]"),
-               "max_word": int(model.get("max_input_chars_per_word", MAX_WORD))}
-    normalizer = spec.get("normalizer") or {}
-    if normalizer.get("type") == "BertNormalizer":
+    unknown = model.get("unk_token", "[UNK]")
+    max_word = model.get("max_input_chars_per_word", MAX_WORD)
+    if not isinstance(unknown, str) or not isinstance(max_word, int) or max_word < 1:
+        raise ValueError(f"{path}: model.unk_token must be text and "
+                         "model.max_input_chars_per_word a positive integer")
+    options = {"unknown_token": unknown, "max_word": max_word}
+    normalizer = spec.get("normalizer")
+    if isinstance(normalizer, dict) and normalizer.get("type") == "BertNormalizer":
         options["lowercase"] = normalizer.get("lowercase", True)
         options["strip_accents"] = normalizer.get("strip_accents")
+        if not isinstance(options["lowercase"], bool) or \
+                options["strip_accents"] not in (None, True, False):
+            raise ValueError(f"{path}: normalizer.lowercase and strip_accents must be "
+                             "true or false")
         _check_chinese_chars(normalizer.get("handle_chinese_chars", True), path)
     return pieces, options
 
@@ -170,17 +193,16 @@ def _read_config(folder):
     path = os.path.join(folder, CONFIG_FILE)
     if not os.path.isfile(path):
         return {}, {}
-    with open(path, encoding="utf-8") as f:
-        try:
-            config = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
+    config = _read_json_object(path)
     options = {}
     _check_chinese_chars(config.get("tokenize_chinese_chars", True), path)
     if "do_lower_case" in config:
-        options["lowercase"] = bool(config["do_lower_case"])
+        options["lowercase"] = config["do_lower_case"]
     if "strip_accents" in config:
         options["strip_accents"] = config["strip_accents"]
+    if options.get("lowercase", True) not in (True, False) or \
+            options.get("strip_accents") not in (None, True, False):
+        raise ValueError(f"{path}: do_lower_case and strip_accents must be true or false")
     tokens = {}
     for name in SPECIAL_TOKENS:
         token = config.get(f"{name}_token")

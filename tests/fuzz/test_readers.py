@@ -207,3 +207,32 @@ def test_manifest(tmp_path_factory, corpus_file, spm_path):
             shutil.rmtree(folder)
 
     run()
+
+
+_VOCAB = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n##s\nfox\ncafé\n".encode()
+
+
+@pytest.mark.parametrize("name", ["vocab.txt", "tokenizer.json"])
+def test_wordpiece_vocabulary_readers(name):
+    """A damaged vocab.txt or HF tokenizer.json loads or fails in one line
+    that names it (a ValueError, as every tokenizer reader raises)."""
+    from albert_keras.text.wordpiece_tokenizer import WordPiece
+
+    vocab = [line for line in _VOCAB.decode().splitlines()]
+    seed = _VOCAB if name == "vocab.txt" else json.dumps({
+        "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                  "vocab": {p: i for i, p in enumerate(vocab)}},
+        "normalizer": {"type": "BertNormalizer", "lowercase": True}}).encode()
+
+    def load(path):
+        try:
+            WordPiece(path).encode(["the foxes café"])
+        except ValueError as e:
+            assert "\n" not in str(e) and name in str(e), str(e)
+
+    @FUZZ
+    @given(mutated(seed))
+    def run(data):
+        _check(load, data, name)
+
+    run()
