@@ -191,3 +191,42 @@ def test_tf1_missing_and_misshapen_tensors(tmp_path):
 def test_no_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(ConversionError, match="neither an HF folder"):
         load_checkpoint(str(tmp_path))
+
+
+def test_a_tf1_bert_folder_with_vocab_goes_straight_into_the_commands(tmp_path):
+    """The original release layout (bert_config.json, vocab.txt, model.ckpt-*)
+    works in fill-mask and embed with no convert step, and scores as HF."""
+    import torch
+
+    from albert_keras.tasks import inference
+    from tests.helpers import make_wordpiece_vocab
+
+    ckpt = tmp_path / "tf1"
+    vocab = make_wordpiece_vocab(ckpt, lowercase=True, vocab_size=300)
+    size = sum(1 for _ in open(vocab, encoding="utf-8"))
+    hf_model = make_hf_model("BertForPreTraining", tmp_path / "hf", hidden_act="gelu_new",
+                             vocab_size=size)
+    c = hf_model.config
+    config = {
+        "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+        "hidden_size": c.hidden_size, "initializer_range": 0.02,
+        "intermediate_size": c.intermediate_size,
+        "max_position_embeddings": c.max_position_embeddings,
+        "num_attention_heads": c.num_attention_heads, "num_hidden_layers": c.num_hidden_layers,
+        "type_vocab_size": c.type_vocab_size, "vocab_size": c.vocab_size,
+    }
+    tensors = to_tf1(hf_model.state_dict(), BERT_RULES, "cls.seq_relationship")
+    write_tf1_checkpoint(ckpt, tensors, config, "bert_config.json", slots=False)
+    text = "the quick brown [MASK] jumps"
+    ours = inference.fill_mask(str(ckpt), [text], top_k=3)[0][0]
+    from tests.helpers import hf_bert_tokenizer
+
+    hf_tokenizer = hf_bert_tokenizer(vocab, True)
+    batch = hf_tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        logits = hf_model(**batch).prediction_logits[0]
+    position = int((batch["input_ids"][0] == hf_tokenizer.mask_token_id).nonzero()[0, 0])
+    best = torch.softmax(logits[position], -1).argsort(descending=True)[:3].tolist()
+    assert [r["id"] for r in ours] == best
+    vectors = inference.embed(str(ckpt), ["the fox", "naïve café"])
+    assert vectors.shape == (2, c.hidden_size)
