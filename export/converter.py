@@ -21,6 +21,7 @@ from albert_keras.models.albert_classifier import AlbertClassifier
 from albert_keras.models.albert_embedder import AlbertEmbedder
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_keras.models.albert_discriminator import AlbertDiscriminator
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
 from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
@@ -38,6 +39,7 @@ KINDS = {
     AlbertMultipleChoice: ("choice", ("logits",)),
     AlbertEmbedder: ("embedder", ("embeddings",)),
     AlbertPretrainer: ("mlm", ("mlm_logits", "sop_logits")),
+    AlbertDiscriminator: ("discriminator", ("rtd_logits",)),
 }
 
 # Our encoder inputs under the TFLite Task Library's names.

@@ -24,8 +24,10 @@ class ExportConfig:
         representative, validation_data: calibration and validation files
             (default: the folder's training and eval files).
         examples, calibration_examples: how many of each.
-        tolerance, min_cosine, min_agreement: the agreement the export must
-            reach with Keras to be written.
+        tolerance, min_cosine, min_agreement, max_probability_diff,
+            max_accuracy_drop: the agreement the export must reach with
+            Keras to be written, each judged on the outputs it fits
+            (``albert_keras.export.validation``).
         mask_value: the additive attention mask in the exported graph.
         part: which model of a folder.
         tokenizer: a tokenizer file (default: the folder's).
@@ -46,13 +48,17 @@ class ExportConfig:
                                        "training file)")
     validation_data: str = option(None, "examples to validate on (default: the folder's "
                                         "eval file, else its training file, else random ids)")
-    examples: int = option(32, "validation examples")
+    examples: int = option(200, "validation examples (all of a smaller file)")
     calibration_examples: int = option(100, "int8 calibration examples")
     tolerance: float = option(None, "max |diff| for none/float16 (default 1e-4 / 1e-2)")
-    min_cosine: float = option(None, "quantized modes: least cosine with Keras per output "
-                                     "(default 0.98)")
-    min_agreement: float = option(None, "quantized modes: least top-1 agreement on logits "
-                                        "(default 0.9)")
+    min_cosine: float = option(0.98, "quantized modes: least mean cosine with Keras of "
+                                     "vector outputs (hidden states, embeddings)")
+    min_agreement: float = option(0.9, "quantized modes: least agreement with Keras of the "
+                                       "top-1 class, QA span or replaced-token call")
+    max_probability_diff: float = option(0.1, "quantized classifiers: largest mean change "
+                                              "of the top class's probability")
+    max_accuracy_drop: float = option(0.03, "quantized modes with labelled data: largest "
+                                            "accuracy drop against Keras")
     mask_value: float = option(-120.0, "additive attention mask in the export (bounded "
                                        "for int8)")
     part: str = option("auto", "which model of a folder (pretraining folder: encoder or mlm)",

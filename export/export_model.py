@@ -60,10 +60,12 @@ def load_source(source, part="auto", tokenizer=None):
     folder = folder_of(source)
     if is_checkpoint_folder(source):
         # A published checkpoint: its encoder, or with --part mlm its MLM model.
+        # auto/encoder: its encoder; mlm: the model with the MLM head; model:
+        # the whole converted model (an ELECTRA discriminator, say).
         model = load_checkpoint_folder(source)
-        if part != "mlm":
+        if part in ("auto", "encoder"):
             model = getattr(model, "encoder", model)
-        elif not hasattr(model, "mlm_head"):
+        elif part == "mlm" and not hasattr(model, "mlm_head"):
             raise ExportError(f"{source}: the checkpoint has no masked-LM head")
         try:
             pieces = read_tokenizer(source, tokenizer)
@@ -213,7 +215,7 @@ def export_tflite(source, out, config=None):
     if kind == "choice":
         num_choices = num_choices or (spec.num_choices if spec else None)
     if c.with_tokenizer and tokenizer is None:
-        raise ExportError("--with-tokenizer needs the SentencePiece model: pass --tokenizer")
+        raise ExportError("--with-tokenizer needs the tokenizer file: pass --tokenizer")
 
     # -- examples ----------------------------------------------------------------------------
     validation_path = c.validation_data or data_file(folder, "eval") or data_file(folder, "train")
@@ -264,7 +266,8 @@ def export_tflite(source, out, config=None):
         blob, checks.feeds, expected, quantize, tolerance=c.tolerance,
         min_cosine=v.DEFAULT_MIN_COSINE if c.min_cosine is None else c.min_cosine,
         min_agreement=v.DEFAULT_MIN_AGREEMENT if c.min_agreement is None else c.min_agreement,
-        labels=checks.labels,
+        labels=checks.labels, kind=kind,
+        max_probability_diff=c.max_probability_diff, max_accuracy_drop=c.max_accuracy_drop,
     )
     report["data"] = checks.source
     if quantize in ("int8", "qat"):

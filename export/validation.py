@@ -1,22 +1,48 @@
 """Validation: the converted model must agree with Keras before it is written.
 
-Float modes are held to a max absolute difference; quantized modes to the
-cosine similarity of each output with Keras' and to the agreement of the
-top-1 class (for logits). With labels, the task accuracy of both is
-reported as well.
+Float modes are held to a max absolute difference on every output.
+Quantized modes are judged by what a user of each output sees:
+
+* class logits (classifier, multiple choice, SOP): the top-1 class agrees,
+  the probabilities move little, and with labels the accuracy drops by
+  little. Not cosine: the cosine of a 2-class logit vector near the origin
+  swings between -1 and 1 while the prediction holds.
+* per-token class logits (tagger, MLM): the top-1 class per position agrees.
+* QA start/end logits: the (start, end) span agrees, example by example.
+* replaced-token logits: the replaced/original call per token agrees.
+* vectors (hidden states, pooled output, embeddings): cosine with Keras.
+
+NaN or inf anywhere is refused in every mode.
 """
 
 import numpy as np
 
 from albert_keras.export.runtime import TFLiteRunner
 
-# Defaults (each has a CLI flag): float32 and float16 bound max |diff|;
-# quantized modes need this mean cosine (over examples) and this top-1
-# agreement on every output. The mean, not the minimum: a few-class logit
-# vector near a tie has a low cosine while its argmax still agrees.
+# Defaults (each has a CLI flag).
 DEFAULT_TOLERANCE = {"none": 1e-4, "float16": 1e-2}
-DEFAULT_MIN_COSINE = 0.98
-DEFAULT_MIN_AGREEMENT = 0.9
+DEFAULT_MIN_COSINE = 0.98  # vectors: mean cosine over examples
+DEFAULT_MIN_AGREEMENT = 0.9  # top-1 class, span or replaced-token agreement
+DEFAULT_MAX_PROBABILITY_DIFF = 0.1  # class logits: mean |p_tflite - p_keras| of the top class
+DEFAULT_MAX_ACCURACY_DROP = 0.03  # with labels: Keras accuracy minus TFLite accuracy
+DEFAULT_EXAMPLES = 200  # one disagreement moves the agreement by half a point
+
+# How each model kind's outputs are judged.
+MEASURES = {
+    ("classifier", "logits"): "classes",
+    ("choice", "logits"): "classes",
+    ("mlm", "sop_logits"): "classes",
+    ("tagger", "logits"): "token_classes",
+    ("mlm", "mlm_logits"): "token_classes",
+    ("qa", "start_logits"): "span",
+    ("qa", "end_logits"): "span",
+    ("discriminator", "rtd_logits"): "binary",
+}
+
+
+def measure_of(kind, name):
+    """How the output ``name`` of a ``kind`` model is judged."""
+    return MEASURES.get((kind, name), "vectors")
 
 
 class ValidationError(ValueError):
@@ -33,8 +59,16 @@ def _cosine(a, b):
     return float(a @ b / denominator) if denominator else float(np.allclose(a, b))
 
 
+def _softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(-1, keepdims=True)
+
+
 def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT_MIN_COSINE,
-             min_agreement=DEFAULT_MIN_AGREEMENT, labels=None, label_output="logits"):
+             min_agreement=DEFAULT_MIN_AGREEMENT, labels=None, label_output="logits",
+             kind=None, max_probability_diff=DEFAULT_MAX_PROBABILITY_DIFF,
+             max_accuracy_drop=DEFAULT_MAX_ACCURACY_DROP):
     """Runs ``blob`` on ``feeds`` and compares with Keras' ``expected``.
 
     Args:
@@ -43,9 +77,16 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
         expected: list of dicts (output name -> Keras' output), same order.
         quantize: the mode, which picks the test.
         tolerance: max |diff| for float modes (default 1e-4 / 1e-2).
-        min_cosine, min_agreement: bounds for quantized modes.
+        min_cosine: vectors, quantized modes: least mean cosine.
+        min_agreement: class, span and replaced-token outputs, quantized
+            modes: least agreement with Keras.
         labels: optional gold class per example, for task accuracy.
         label_output: the output whose argmax is the prediction.
+        kind: the model kind (``export.converter.model_kind``), which picks
+            each output's measure (default: every output is a vector).
+        max_probability_diff: class logits: largest mean change of the top
+            class's probability.
+        max_accuracy_drop: with labels: largest drop in accuracy.
 
     Returns:
         The report dict (``passed`` True), or raises ``ValidationError``.
@@ -56,40 +97,77 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
     failures = []
     float_mode = quantize in ("none", "float16")
     limit = tolerance if tolerance is not None else DEFAULT_TOLERANCE.get(quantize)
+    spans = []
     for name in expected[0]:
         if name not in got[0]:
             failures.append(f"output {name} is missing from the TFLite model")
             continue
-        diffs = [float(np.max(np.abs(g[name] - e[name]))) for g, e in zip(got, expected)]
-        cosines = [_cosine(g[name], e[name]) for g, e in zip(got, expected)]
-        entry = {"max_abs_diff": max(diffs), "min_cosine": min(cosines),
-                 "mean_cosine": float(np.mean(cosines))}
-        if "logits" in name:
-            agree = [np.array_equal(np.argmax(g[name], -1), np.argmax(e[name], -1))
-                     for g, e in zip(got, expected)]
-            entry["top1_agreement"] = float(np.mean(agree))
+        measure = measure_of(kind, name)
+        pairs = [(np.asarray(g[name], np.float64), np.asarray(e[name], np.float64))
+                 for g, e in zip(got, expected)]
+        entry = {"measure": measure,
+                 "max_abs_diff": max(float(np.max(np.abs(g - e))) for g, e in pairs)}
         report["outputs"][name] = entry
-        finite = all(np.all(np.isfinite(g[name])) for g in got)
+        finite = all(np.all(np.isfinite(g)) for g, _ in pairs)
         entry["finite"] = bool(finite)
         if not finite:
             # NaN compares false with every bound, so it is checked first:
             # this is what an unsafe conversion path produces (trap 2).
             failures.append(f"{name}: the TFLite model outputs NaN or inf")
-        elif float_mode:
+            continue
+        if measure == "vectors" or not float_mode:
+            cosines = [_cosine(g, e) for g, e in pairs]
+            entry.update(min_cosine=min(cosines), mean_cosine=float(np.mean(cosines)))
+        if measure in ("classes", "token_classes", "span"):
+            agree = [np.mean(np.argmax(g, -1) == np.argmax(e, -1)) for g, e in pairs]
+            entry["top1_agreement"] = float(np.mean(agree))
+        if measure in ("classes", "token_classes"):
+            # the change of the probability Keras gives its own top class
+            moved = []
+            for g, e in pairs:
+                top = np.argmax(e, -1)[..., None]
+                moved.append(np.abs(np.take_along_axis(_softmax(g), top, -1) -
+                                    np.take_along_axis(_softmax(e), top, -1)).ravel())
+            moved = np.concatenate(moved)
+            entry.update(mean_probability_diff=float(moved.mean()),
+                         max_probability_diff=float(moved.max()))
+        if measure == "binary":
+            entry["top1_agreement"] = float(np.mean([np.mean((g > 0) == (e > 0))
+                                                     for g, e in pairs]))
+        if measure == "span":
+            spans.append([np.argmax(g, -1) for g, _ in pairs])
+            spans.append([np.argmax(e, -1) for _, e in pairs])
+        if float_mode:
             if entry["max_abs_diff"] > limit:
                 failures.append(f"{name}: max |diff| {entry['max_abs_diff']:.3g} > {limit:g}")
-        else:
-            if entry["mean_cosine"] < min_cosine:
-                failures.append(f"{name}: mean cosine {entry['mean_cosine']:.4f} < {min_cosine}")
-            if entry.get("top1_agreement", 1.0) < min_agreement:
-                failures.append(
-                    f"{name}: top-1 agreement {entry['top1_agreement']:.3f} < {min_agreement}")
+            continue
+        if measure == "vectors" and entry["mean_cosine"] < min_cosine:
+            failures.append(f"{name}: mean cosine {entry['mean_cosine']:.4f} < {min_cosine}")
+        if measure in ("classes", "token_classes", "binary") and \
+                entry["top1_agreement"] < min_agreement:
+            failures.append(
+                f"{name}: top-1 agreement {entry['top1_agreement']:.3f} < {min_agreement}")
+        if measure == "classes" and entry["mean_probability_diff"] > max_probability_diff:
+            failures.append(f"{name}: mean probability change "
+                            f"{entry['mean_probability_diff']:.3f} > {max_probability_diff}")
+    if len(spans) == 4:  # start and end, TFLite and Keras
+        same = [np.array_equal(gs, es) and np.array_equal(ge, ee)
+                for gs, es, ge, ee in zip(spans[0], spans[1], spans[2], spans[3])]
+        report["span_agreement"] = float(np.mean(same))
+        if not float_mode and report["span_agreement"] < min_agreement:
+            failures.append(f"answer spans: agreement {report['span_agreement']:.3f} "
+                            f"< {min_agreement}")
     if labels is not None and label_output in expected[0]:
         labels = np.asarray(labels)
         keras_pred = np.array([np.argmax(e[label_output], -1).ravel()[0] for e in expected])
         lite_pred = np.array([np.argmax(g[label_output], -1).ravel()[0] for g in got])
         report["keras_accuracy"] = float(np.mean(keras_pred == labels))
         report["tflite_accuracy"] = float(np.mean(lite_pred == labels))
+        drop = report["keras_accuracy"] - report["tflite_accuracy"]
+        if not float_mode and drop > max_accuracy_drop:
+            failures.append(f"accuracy drops by {drop:.3f} > {max_accuracy_drop} "
+                            f"({report['keras_accuracy']:.3f} -> "
+                            f"{report['tflite_accuracy']:.3f})")
     report["passed"] = not failures
     report["failures"] = failures
     if failures:

@@ -19,8 +19,11 @@ def cmd_export(args):
         raise
     report = sidecar["validation"]
     for name, entry in report["outputs"].items():
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in entry.items())
+        shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                          for k, v in entry.items())
         print(f"  {name}: {shown}")
+    if "span_agreement" in report:
+        print(f"  answer spans: agreement {report['span_agreement']:.4f}")
     if "tflite_accuracy" in report:
         print(f"  accuracy: keras {report['keras_accuracy']:.4f}, "
               f"tflite {report['tflite_accuracy']:.4f}")

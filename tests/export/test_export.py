@@ -114,8 +114,9 @@ def test_unsafe_conversion_path_is_caught(classifier_folder):
 def test_a_failed_validation_writes_nothing(classifier_folder, tmp_path):
     out = str(tmp_path / "bad.tflite")
     with pytest.raises(ValidationError) as info:
-        export_tflite(classifier_folder, out, ExportConfig(quantize="dynamic", min_cosine=1.5, **QUIET))
-    assert "mean cosine" in str(info.value)
+        export_tflite(classifier_folder, out,
+                      ExportConfig(quantize="dynamic", min_agreement=1.5, **QUIET))
+    assert "top-1 agreement" in str(info.value)
     assert not info.value.report["passed"]
     assert os.listdir(tmp_path) == []
 
