@@ -31,15 +31,36 @@ _MAX_OFFSET = (1 << (32 - 2 - _LENGTH_BITS)) - 1
 _MAX_UNITS = 1 << 21
 
 
-def _changed_codepoints(lowercase, strip_accents):
-    """``{codepoint: normalized string}`` where HF's normalizer changes it."""
+def _bert_normalizer(lowercase, strip_accents):
     from tokenizers import normalizers
 
     # Chinese characters are split by the word-piece op's own pre-tokenizer.
-    normalizer = normalizers.BertNormalizer(
+    return normalizers.BertNormalizer(
         clean_text=True, handle_chinese_chars=False, strip_accents=strip_accents,
         lowercase=lowercase,
     )
+
+
+def albert_normalizer(lowercase, keep_accents):
+    """HF ``AlbertTokenizer``'s per-character steps before SentencePiece's own
+    normalization: NFKD and accent stripping (unless ``keep_accents``), then
+    lower-casing. None when there is nothing to do."""
+    from tokenizers import normalizers
+
+    steps = ([] if keep_accents else [normalizers.NFKD(), normalizers.StripAccents()]) + \
+        ([normalizers.Lowercase()] if lowercase else [])
+    return normalizers.Sequence(steps) if steps else None
+
+
+@functools.lru_cache(maxsize=8)
+def changed_codepoints(kind, first, second):
+    """``{codepoint: normalized string}`` where HF's normalizer changes it.
+
+    Args:
+        kind: ``bert`` (``first``, ``second``: lowercase, strip_accents) or
+            ``albert`` (lowercase, keep_accents).
+    """
+    normalizer = (_bert_normalizer if kind == "bert" else albert_normalizer)(first, second)
     changed = {}
     for codepoint in range(0x110000):
         if 0xD800 <= codepoint <= 0xDFFF:  # surrogates have no UTF-8 form
@@ -204,5 +225,14 @@ def bert_normalizer_model(lowercase, strip_accents):
     >>> normalizer = tf_text.FastBertNormalizer(
     ...     model_buffer=bert_normalizer_model(True, None))  # doctest: +SKIP
     """
-    keys, values, pool, zero = _encode(_changed_codepoints(lowercase, strip_accents))
+    keys, values, pool, zero = _encode(changed_codepoints("bert", lowercase, strip_accents))
+    return _flatbuffer(lowercase, build_double_array(keys, values), pool, zero)
+
+
+@functools.lru_cache(maxsize=4)
+def albert_normalizer_model(lowercase, keep_accents):
+    """The ``FastBertNormalizer`` model bytes for HF ``AlbertTokenizer``'s
+    lower-casing and accent stripping (see ``albert_normalizer``); it runs
+    before the SentencePiece op, which applies the model's own rules."""
+    keys, values, pool, zero = _encode(changed_codepoints("albert", lowercase, keep_accents))
     return _flatbuffer(lowercase, build_double_array(keys, values), pool, zero)

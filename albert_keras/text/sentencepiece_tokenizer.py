@@ -21,8 +21,11 @@ from albert_keras.config import MASK_ID
 from albert_keras.config import PAD_ID
 from albert_keras.config import SEP_ID
 from albert_keras.config import UNK_ID
+from albert_keras.text.normalizer_table import albert_normalizer_model
+from albert_keras.text.normalizer_table import changed_codepoints
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 from albert_keras.text.tokenizer import Tokenizer
+from albert_keras.text.spm_model import TokenizerError
 from albert_keras.text.spm_model import (
     check_albert_model,
     read_model_proto,
@@ -43,6 +46,11 @@ class SentencePieceTokenizer(PreprocessingLayer):
 
     Args:
         proto: a ``.model`` path or the serialized model bytes.
+        lowercase, keep_accents: HF ``AlbertTokenizer``'s steps before the
+            model (published ALBERT checkpoints: lower-case, strip accents),
+            run by tf-text's ``FastBertNormalizer`` with a table built from
+            HF's own normalizers. Default: none (our models normalize inside
+            the SentencePiece model).
 
     Call:
         A string tensor of rank 0 or 1. Returns int32 ids: a 1-D tensor for
@@ -53,7 +61,7 @@ class SentencePieceTokenizer(PreprocessingLayer):
     >>> tokenizer(["hello world"])  # doctest: +SKIP
     """
 
-    def __init__(self, proto, **kwargs):
+    def __init__(self, proto, lowercase=False, keep_accents=True, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -65,10 +73,20 @@ class SentencePieceTokenizer(PreprocessingLayer):
         self.pieces = [p.piece for p in model.pieces]
         self.word_starts = word_start_table(model)
         self._tokenizer = tf_text.FastSentencepieceTokenizer(self.proto_bytes)
+        self.lowercase, self.keep_accents = bool(lowercase), bool(keep_accents)
+        self._normalizer = None
+        if self.lowercase or not self.keep_accents:
+            self._normalizer = tf_text.FastBertNormalizer(
+                model_buffer=albert_normalizer_model(self.lowercase, self.keep_accents))
         self.built = True
 
     def call(self, inputs):
         inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        if self._normalizer is not None:
+            if inputs.shape.rank == 0:  # tf-text 2.21's normalizer fails on a scalar
+                inputs = self._normalizer.normalize(inputs[None])[0]
+            else:
+                inputs = self._normalizer.normalize(inputs)
         return tf.cast(self._tokenizer.tokenize(inputs), tf.int32)
 
     def detokenize(self, ids):
@@ -84,7 +102,8 @@ class SentencePieceTokenizer(PreprocessingLayer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"proto": "base64:" + base64.b64encode(self.proto_bytes).decode("ascii")}
+            {"proto": "base64:" + base64.b64encode(self.proto_bytes).decode("ascii"),
+             "lowercase": self.lowercase, "keep_accents": self.keep_accents}
         )
         return config
 
@@ -94,6 +113,12 @@ class SentencePiece(Tokenizer):
 
     Args:
         proto: a ``.model`` path or the model bytes.
+        lowercase, keep_accents: HF ``AlbertTokenizer``'s steps before the
+            model, applied one character at a time (as in the graph). Read
+            from a ``tokenizer_config.json`` beside the file (``do_lower_case``,
+            ``keep_accents``); a checkpoint's ``spiece.model`` or
+            ``30k-clean.model`` without one takes HF's defaults (lower-case,
+            strip accents); other files (ours) take none.
 
     Example:
     >>> tokenizer = SentencePiece("spm.model")  # doctest: +SKIP
@@ -103,9 +128,19 @@ class SentencePiece(Tokenizer):
     kind = "sentencepiece"
     file_name = "spm.model"
 
-    def __init__(self, proto):
+    def __init__(self, proto, lowercase=None, keep_accents=None):
         self.proto_bytes, self._facts, self._source = read_model_proto(proto)
         self.processor = spm.SentencePieceProcessor(model_proto=self.proto_bytes)
+        options = _checkpoint_options(self._source)
+        if lowercase is not None:
+            options["lowercase"] = bool(lowercase)
+        if keep_accents is not None:
+            options["keep_accents"] = bool(keep_accents)
+        self.options = options
+        self._map = None
+        if options["lowercase"] or not options["keep_accents"]:
+            self._map = changed_codepoints("albert", options["lowercase"],
+                                           options["keep_accents"])
 
     @classmethod
     def can_read(cls, path):
@@ -142,13 +177,29 @@ class SentencePiece(Tokenizer):
     def decode(self, ids):
         return self.processor.decode([int(i) for i in ids])
 
+    def _prepare(self, text):
+        """``(text, origin)``: the text as the model sees it, and for each of
+        its characters the index of the character it came from."""
+        if self._map is None:
+            return text, None
+        out, origin = [], []
+        for index, ch in enumerate(text):
+            mapped = self._map.get(ord(ch), ch)
+            out.append(mapped)
+            origin.extend([index] * len(mapped))
+        return "".join(out), origin
+
     def encode(self, texts):
-        return self.processor.encode(list(texts))
+        if self._map is None:
+            return self.processor.encode(list(texts))
+        return self.processor.encode([self._prepare(t)[0] for t in texts])
 
     def encode_with_offsets(self, text):
         """``(ids, char_starts, char_ends)``: piece ``i`` covers
         ``text[char_starts[i]:char_ends[i]]`` with its leading whitespace
         left out (the ``▁`` of a piece stands for that whitespace)."""
+        original = text
+        text, origin = self._prepare(text)
         proto = self.processor.encode(text, return_type="proto")
         # Piece offsets are UTF-8 byte offsets into the original text; map
         # them to character offsets (so non-ASCII text slices correctly).
@@ -168,10 +219,14 @@ class SentencePiece(Tokenizer):
             ids.append(piece.id)
             starts.append(start)
             ends.append(end)
+        if origin is not None:  # back to the characters of the text as given
+            origin = origin + [len(original)]
+            starts = [origin[s] for s in starts]
+            ends = [origin[e - 1] + 1 if e > 0 else 0 for e in ends]
         return ids, starts, ends
 
     def keras_layer(self):
-        return SentencePieceTokenizer(self.proto_bytes)
+        return SentencePieceTokenizer(self.proto_bytes, **self.options)
 
     def save(self, folder):
         path = os.path.join(folder, self.file_name)
@@ -181,3 +236,28 @@ class SentencePiece(Tokenizer):
             with open(path, "wb") as f:
                 f.write(self.proto_bytes)
         return self.file_name
+
+
+# The names published ALBERT checkpoints give their SentencePiece model.
+CHECKPOINT_NAMES = ("spiece.model", "30k-clean.model")
+
+
+def _checkpoint_options(source):
+    """``{"lowercase", "keep_accents"}`` for the model file ``source``."""
+    folder = os.path.dirname(os.path.abspath(source)) if isinstance(source, str) else ""
+    config_path = os.path.join(folder, "tokenizer_config.json")
+    if isinstance(source, str) and os.path.isfile(config_path):
+        import json
+
+        try:
+            with open(config_path, encoding="utf-8") as f:
+                config = json.load(f)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise TokenizerError(f"{config_path}: not a JSON file ({e})") from None
+        if isinstance(config, dict) and ("do_lower_case" in config or
+                                         "keep_accents" in config):
+            return {"lowercase": bool(config.get("do_lower_case", True)),
+                    "keep_accents": bool(config.get("keep_accents", False))}
+    if isinstance(source, str) and os.path.basename(source) in CHECKPOINT_NAMES:
+        return {"lowercase": True, "keep_accents": False}  # HF AlbertTokenizer's defaults
+    return {"lowercase": False, "keep_accents": True}
