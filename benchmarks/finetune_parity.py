@@ -41,10 +41,14 @@ import numpy as np
 MAIN = {"classify": "accuracy", "tag": "entity_f1"}
 
 
-def read_csv(path, limit=None):
+def read_csv(path, limit=None, seed=0):
+    """``(texts, labels)``; with ``limit``, a seeded random sample (the sotu
+    files are in speech order, so their first rows are one century)."""
     with open(path, encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
-    rows = rows[:limit] if limit else rows
+    if limit and limit < len(rows):
+        keep = np.random.default_rng(seed).choice(len(rows), limit, replace=False)
+        rows = [rows[i] for i in sorted(keep)]
     return [r["text"] for r in rows], [r["label"] for r in rows]
 
 
