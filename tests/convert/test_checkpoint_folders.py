@@ -101,3 +101,37 @@ def test_fill_mask_and_embed_equal_transformers(bert_folder):
     best = np.argsort(probabilities)[::-1][:3]
     assert [r["id"] for r in ours] == best.tolist()
     np.testing.assert_allclose([r["probability"] for r in ours], probabilities[best], atol=1e-5)
+
+
+def test_a_published_albert_folder_goes_through_every_command(task_files, tmp_path, capsys):
+    """HF AlbertForPreTraining + spiece.model (HF's tokenizer defaults:
+    lower-case, strip accents): finetune, predict and a string-in export
+    that predicts as `predict` does."""
+    from albert_keras.text.spm_trainer import train_sentencepiece
+    from tests.helpers import make_sentences
+
+    folder = tmp_path / "albert-published"
+    folder.mkdir()
+    texts = [t.lower() for t in make_sentences(2000)] + ["cafe naive"] * 20
+    train_sentencepiece(texts, str(folder / "spiece.model"), vocab_size=99, lowercase=False)
+    make_hf_model("AlbertForPreTraining", folder, vocab_size=99)
+    out = str(tmp_path / "cls")
+    assert main(["finetune", "--init", str(folder), "--task", "classify",
+                 "--train", task_files["cls_train"], "--eval", task_files["cls_eval"],
+                 "--out", out, "--epochs", "1", "--batch-size", "8", "--seq-length", "32"]) == 0
+    record = json.load(open(os.path.join(out, "tokenizer_kind.json")))
+    assert record["kind"] == "sentencepiece" and record["options"]["lowercase"] is True
+    predictions_path = str(tmp_path / "p.jsonl")
+    assert main(["predict", out, "--input", task_files["cls_eval"],
+                 "--out", predictions_path]) == 0
+    predicted = [json.loads(line) for line in open(predictions_path, encoding="utf-8")]
+    tflite = str(tmp_path / "cls.tflite")
+    assert main(["export", out, "--out", tflite, "--with-tokenizer", "--examples", "16"]) == 0
+    runner = TFLiteRunner(tflite)
+    texts = [line.split(",")[0] for line in open(task_files["cls_eval"], encoding="utf-8")][1:]
+    for text, row in zip(texts, predicted):
+        logits = runner({"text": text.upper()})["logits"][0]  # upper case: lower-cased inside
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        expected = np.array([row["probabilities"][label] for label in sorted(row["probabilities"])])
+        np.testing.assert_allclose(probabilities, expected, atol=1e-4)
