@@ -62,17 +62,21 @@ def make_dataset(data, batch_size, shuffle, seed):
     return ds.batch(batch_size, drop_remainder=shuffle and len(data) >= batch_size).prefetch(2)
 
 
-def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False):
+def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False,
+             callbacks=()):
     """Fine-tunes the encoder of ``init`` on a task; returns the eval metrics.
 
     Args:
-        init: a pretraining (or fine-tuned) model folder, or a ``.keras``
-            file with ``tokenizer`` given.
+        init: a pretraining (or fine-tuned) model folder, a published HF
+            or TF1 checkpoint folder, or a ``.keras`` file with ``tokenizer``
+            given.
         train_path, eval_path: task files (``eval_path`` may be None).
         out_dir: the model folder to write.
         cfg: a ``FinetuneConfig``.
-        tokenizer: a SentencePiece ``.model`` (default: the one in ``init``).
+        tokenizer: a tokenizer file (default: the one in ``init``).
         overwrite: replace an existing ``out_dir``.
+        callbacks: more Keras callbacks for ``fit`` (after ours, so they see
+            the epoch's evaluation).
 
     Example:
     >>> finetune("runs/pretrain", "train.csv", "eval.csv", "runs/cls")  # doctest: +SKIP
@@ -127,7 +131,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         # -- fit -------------------------------------------------------------------
         guard = NanGuard()
         callbacks = [guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
-                     ProgressLog(total, every=50)]
+                     ProgressLog(total, every=50), *callbacks]
         labelled = evaluation is not None and evaluation.y is not None
         best = None
         if labelled:
