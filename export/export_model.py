@@ -267,7 +267,10 @@ def export_tflite(source, out, config=None):
         min_cosine=v.DEFAULT_MIN_COSINE if c.min_cosine is None else c.min_cosine,
         min_agreement=v.DEFAULT_MIN_AGREEMENT if c.min_agreement is None else c.min_agreement,
         labels=checks.labels, kind=kind,
-        max_probability_diff=c.max_probability_diff, max_accuracy_drop=c.max_accuracy_drop,
+        max_probability_diff=(v.DEFAULT_MAX_PROBABILITY_DIFF if c.max_probability_diff is None
+                              else c.max_probability_diff),
+        max_accuracy_drop=(v.DEFAULT_MAX_ACCURACY_DROP if c.max_accuracy_drop is None
+                           else c.max_accuracy_drop),
     )
     report["data"] = checks.source
     if quantize in ("int8", "qat"):
