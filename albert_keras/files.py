@@ -137,7 +137,11 @@ def read_json(path):
             return json.load(f)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
         raise ValueError(f"{path}: cannot read JSON: {e}") from None
 
 

@@ -39,6 +39,7 @@ import tempfile
 import time
 
 import numpy as np
+from finetune_recipe import tfidf_baseline  # the same baseline as the recipe table
 
 MAIN = {"classify": "accuracy", "tag": "entity_f1"}
 
@@ -59,17 +60,6 @@ def write_csv(path, texts, labels):
         writer = csv.writer(f)
         writer.writerow(["text", "label"])
         writer.writerows(zip(texts, labels))
-
-
-def tfidf(train, evaluation):
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2)
-    model = LogisticRegression(max_iter=2000, C=10.0)
-    model.fit(vectorizer.fit_transform(train[0]), train[1])
-    predicted = model.predict(vectorizer.transform(evaluation[0]))
-    return float(np.mean([p == t for p, t in zip(predicted, evaluation[1])]))
 
 
 def epoch_seconds(marks):
@@ -249,7 +239,7 @@ def main():
                              else train_data.y)
         y_eval = np.asarray(eval_data.y["logits"] if isinstance(eval_data.y, dict)
                             else eval_data.y)
-        results["tfidf_logreg"] = tfidf(train, evaluation)
+        results["tfidf_logreg"] = tfidf_baseline(files[0], files[1])[0]
         results["majority"] = float(np.mean(y_eval == np.bincount(y_train).argmax()))
 
     def write():

@@ -21,11 +21,11 @@ from albert_keras.config import MASK_ID
 from albert_keras.config import PAD_ID
 from albert_keras.config import SEP_ID
 from albert_keras.config import UNK_ID
+from albert_keras.files import read_json
 from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.normalizer_table import changed_codepoints
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 from albert_keras.text.tokenizer import Tokenizer
-from albert_keras.text.spm_model import TokenizerError
 from albert_keras.text.spm_model import (
     check_albert_model,
     read_model_proto,
@@ -247,13 +247,7 @@ def _checkpoint_options(source):
     folder = os.path.dirname(os.path.abspath(source)) if isinstance(source, str) else ""
     config_path = os.path.join(folder, "tokenizer_config.json")
     if isinstance(source, str) and os.path.isfile(config_path):
-        import json
-
-        try:
-            with open(config_path, encoding="utf-8") as f:
-                config = json.load(f)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise TokenizerError(f"{config_path}: not a JSON file ({e})") from None
+        config = read_json(config_path)
         if isinstance(config, dict) and ("do_lower_case" in config or
                                          "keep_accents" in config):
             return {"lowercase": bool(config.get("do_lower_case", True)),

@@ -16,13 +16,13 @@ A checkpoint's options come from its ``tokenizer_config.json`` or HF
 is lower-cased when no piece holds an upper-case letter.
 """
 
-import json
 import os
 
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_keras.files import read_json
 from albert_keras.text.normalizer_table import bert_normalizer_model
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 from albert_keras.text.tokenizer import Tokenizer
@@ -132,13 +132,7 @@ def read_vocabulary(path):
 
 def _read_json_object(path):
     """A JSON object from ``path``, or a one-line ValueError naming it."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data

@@ -13,6 +13,24 @@ from albert_keras.export.runtime import TFLiteRunner
 from tests.helpers import make_hf_model, make_wordpiece_vocab
 
 
+def _string_in_tflite_predicts_as_predict(out, eval_csv, tmp_path, transform=None):
+    """`predict` on the folder, then `export --with-tokenizer`: the .tflite fed
+    the raw texts (through ``transform``) gives the same probabilities."""
+    predictions_path = str(tmp_path / "p.jsonl")
+    assert main(["predict", out, "--input", eval_csv, "--out", predictions_path]) == 0
+    predicted = [json.loads(line) for line in open(predictions_path, encoding="utf-8")]
+    tflite = str(tmp_path / "cls.tflite")
+    assert main(["export", out, "--out", tflite, "--with-tokenizer", "--examples", "16"]) == 0
+    runner = TFLiteRunner(tflite)
+    texts = [line.split(",")[0] for line in open(eval_csv, encoding="utf-8")][1:]
+    for text, row in zip(texts, predicted):
+        logits = runner({"text": transform(text) if transform else text})["logits"][0]
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        expected = np.array([row["probabilities"][label] for label in sorted(row["probabilities"])])
+        np.testing.assert_allclose(probabilities, expected, atol=1e-4)
+
+
 def _published(folder, cls_name):
     vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
     size = sum(1 for _ in open(vocab, encoding="utf-8"))
@@ -57,20 +75,7 @@ def test_a_published_bert_folder_goes_through_every_command(bert_folder, task_fi
     record = json.load(open(os.path.join(out, "tokenizer_kind.json")))
     assert record["kind"] == "wordpiece" and record["options"]["lowercase"] is True
     assert main(["evaluate", out, task_files["cls_eval"]]) == 0
-    predictions_path = str(tmp_path / "p.jsonl")
-    assert main(["predict", out, "--input", task_files["cls_eval"],
-                 "--out", predictions_path]) == 0
-    predicted = [json.loads(line) for line in open(predictions_path, encoding="utf-8")]
-    tflite = str(tmp_path / "cls.tflite")
-    assert main(["export", out, "--out", tflite, "--with-tokenizer", "--examples", "16"]) == 0
-    runner = TFLiteRunner(tflite)
-    texts = [line.split(",")[0] for line in open(task_files["cls_eval"], encoding="utf-8")][1:]
-    for text, row in zip(texts, predicted):
-        logits = runner({"text": text})["logits"][0]
-        probabilities = np.exp(logits - logits.max())
-        probabilities /= probabilities.sum()
-        expected = np.array([row["probabilities"][label] for label in sorted(row["probabilities"])])
-        np.testing.assert_allclose(probabilities, expected, atol=1e-4)
+    _string_in_tflite_predicts_as_predict(out, task_files["cls_eval"], tmp_path)
 
     capsys.readouterr()
     assert main(["fill-mask", bert_folder, "the quick brown [MASK] jumps", "--top-k", "3"]) == 0
@@ -121,17 +126,5 @@ def test_a_published_albert_folder_goes_through_every_command(task_files, tmp_pa
                  "--out", out, "--epochs", "1", "--batch-size", "8", "--seq-length", "32"]) == 0
     record = json.load(open(os.path.join(out, "tokenizer_kind.json")))
     assert record["kind"] == "sentencepiece" and record["options"]["lowercase"] is True
-    predictions_path = str(tmp_path / "p.jsonl")
-    assert main(["predict", out, "--input", task_files["cls_eval"],
-                 "--out", predictions_path]) == 0
-    predicted = [json.loads(line) for line in open(predictions_path, encoding="utf-8")]
-    tflite = str(tmp_path / "cls.tflite")
-    assert main(["export", out, "--out", tflite, "--with-tokenizer", "--examples", "16"]) == 0
-    runner = TFLiteRunner(tflite)
-    texts = [line.split(",")[0] for line in open(task_files["cls_eval"], encoding="utf-8")][1:]
-    for text, row in zip(texts, predicted):
-        logits = runner({"text": text.upper()})["logits"][0]  # upper case: lower-cased inside
-        probabilities = np.exp(logits - logits.max())
-        probabilities /= probabilities.sum()
-        expected = np.array([row["probabilities"][label] for label in sorted(row["probabilities"])])
-        np.testing.assert_allclose(probabilities, expected, atol=1e-4)
+    # upper case in: the tokenizer lower-cases inside the .tflite
+    _string_in_tflite_predicts_as_predict(out, task_files["cls_eval"], tmp_path, str.upper)

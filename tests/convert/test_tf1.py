@@ -148,14 +148,9 @@ def test_albert_tf1_checkpoint_all_groups(tmp_path, prefix, capsys):
     assert max(diffs.values()) <= 1e-5, diffs
 
 
-def test_bert_tf1_checkpoint(tmp_path):
-    # TF1 BERT's gelu is the tanh form too, so the HF oracle uses gelu_new.
-    hf_model = make_hf_model("BertForPreTraining", tmp_path / "hf", hidden_act="gelu_new")
-    tensors = to_tf1(hf_model.state_dict(), BERT_RULES, "cls.seq_relationship")
-    ckpt = tmp_path / "tf1"
-    ckpt.mkdir()
-    c = hf_model.config
-    config = {
+def bert_original_config(c):
+    """google-research/bert's bert_config.json for an HF BertConfig."""
+    return {
         "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
         "hidden_size": c.hidden_size, "initializer_range": 0.02,
         "intermediate_size": c.intermediate_size,
@@ -163,6 +158,15 @@ def test_bert_tf1_checkpoint(tmp_path):
         "num_attention_heads": c.num_attention_heads, "num_hidden_layers": c.num_hidden_layers,
         "type_vocab_size": c.type_vocab_size, "vocab_size": c.vocab_size,
     }
+
+
+def test_bert_tf1_checkpoint(tmp_path):
+    # TF1 BERT's gelu is the tanh form too, so the HF oracle uses gelu_new.
+    hf_model = make_hf_model("BertForPreTraining", tmp_path / "hf", hidden_act="gelu_new")
+    tensors = to_tf1(hf_model.state_dict(), BERT_RULES, "cls.seq_relationship")
+    ckpt = tmp_path / "tf1"
+    ckpt.mkdir()
+    config = bert_original_config(hf_model.config)
     prefix = write_tf1_checkpoint(ckpt, tensors, config, "bert_config.json", slots=False)
     ours, _ = load_tf1(prefix)
     assert ours.config.sharing == "none"
@@ -206,15 +210,7 @@ def test_a_tf1_bert_folder_with_vocab_goes_straight_into_the_commands(tmp_path):
     size = sum(1 for _ in open(vocab, encoding="utf-8"))
     hf_model = make_hf_model("BertForPreTraining", tmp_path / "hf", hidden_act="gelu_new",
                              vocab_size=size)
-    c = hf_model.config
-    config = {
-        "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-        "hidden_size": c.hidden_size, "initializer_range": 0.02,
-        "intermediate_size": c.intermediate_size,
-        "max_position_embeddings": c.max_position_embeddings,
-        "num_attention_heads": c.num_attention_heads, "num_hidden_layers": c.num_hidden_layers,
-        "type_vocab_size": c.type_vocab_size, "vocab_size": c.vocab_size,
-    }
+    config = bert_original_config(hf_model.config)
     tensors = to_tf1(hf_model.state_dict(), BERT_RULES, "cls.seq_relationship")
     write_tf1_checkpoint(ckpt, tensors, config, "bert_config.json", slots=False)
     text = "the quick brown [MASK] jumps"
@@ -229,4 +225,4 @@ def test_a_tf1_bert_folder_with_vocab_goes_straight_into_the_commands(tmp_path):
     best = torch.softmax(logits[position], -1).argsort(descending=True)[:3].tolist()
     assert [r["id"] for r in ours] == best
     vectors = inference.embed(str(ckpt), ["the fox", "naïve café"])
-    assert vectors.shape == (2, c.hidden_size)
+    assert vectors.shape == (2, hf_model.config.hidden_size)
