@@ -70,3 +70,39 @@ def test_optimizer_config_round_trip():
     assert clone.get_config()["global_clipnorm"] == 1.0
     with pytest.raises(ValueError, match="optimizer"):
         make_optimizer("sgd")
+
+
+def test_adamw_steps_equal_torch_adamw():
+    """Our AdamW against torch's on the same gradients: epsilon after the
+    bias correction, decoupled decay, a weight excluded from decay."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    start = {"kernel": rng.normal(size=(4, 3)).astype("float32"),
+             "bias": rng.normal(size=(3,)).astype("float32")}
+    # gradients of the order of epsilon, where the two Adam forms part
+    grads = [{k: (1e-6 * rng.normal(size=v.shape)).astype("float32") for k, v in start.items()}
+             for _ in range(20)]
+    lr, wd, eps = 1e-3, 0.01, 1e-6
+
+    ours = {k: keras.Variable(v, name=k) for k, v in start.items()}
+    opt = make_optimizer("adamw", learning_rate=lr, total_steps=10**9, warmup_steps=0,
+                         weight_decay=wd, clip_norm=None, epsilon=eps)
+    variables = [ours["kernel"], ours["bias"]]
+    for g in grads:
+        opt.apply_gradients([(keras.ops.convert_to_tensor(g["kernel"]), variables[0]),
+                             (keras.ops.convert_to_tensor(g["bias"]), variables[1])])
+
+    theirs = {k: torch.nn.Parameter(torch.tensor(v)) for k, v in start.items()}
+    torch_opt = torch.optim.AdamW(
+        [{"params": [theirs["kernel"]], "weight_decay": wd},
+         {"params": [theirs["bias"]], "weight_decay": 0.0}],
+        lr=lr, betas=(0.9, 0.999), eps=eps)
+    for g in grads:
+        for k, p in theirs.items():
+            p.grad = torch.tensor(g[k])
+        torch_opt.step()
+    for k in start:
+        moved = np.abs(theirs[k].detach().numpy() - start[k]).max()
+        assert moved > 1e-4  # the steps are not swallowed by epsilon
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(ours[k]),
+                                   theirs[k].detach().numpy(), rtol=0, atol=moved * 1e-3)

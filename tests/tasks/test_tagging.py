@@ -1,6 +1,7 @@
 """Word -> piece alignment for tagging, and decoding back to words."""
 
 import numpy as np
+import pytest
 
 from albert_keras.config import CLS_ID
 from albert_keras.config import SEP_ID
@@ -39,3 +40,24 @@ def test_long_sentences_are_cut_at_word_boundaries_and_decoded_back(spm_path):
     logits = np.zeros(features.labels.shape + (2,), np.float32)
     np.put_along_axis(logits, features.labels[..., None], 1.0, axis=-1)
     assert decode_tags(features, logits, [words, ["dog"]], names) == [tags, ["O"]]
+
+
+def test_tag_loss_is_the_mean_over_labelled_pieces():
+    """As torch's cross-entropy with ignore_index (HF's token classifiers):
+    the padding and the later pieces of a word neither count nor dilute."""
+    import keras
+
+    from albert_keras.tasks.tag import Tag
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 10, 4)).astype("float32")
+    labels = rng.integers(0, 4, size=(3, 10))
+    weights = (rng.random((3, 10)) < 0.3).astype("float32")
+    weights[0, 0] = 1.0
+    loss = Tag().compile_args(None)["loss"]["logits"]
+    ours = float(loss(labels, logits, sample_weight=weights))
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    expected = -(picked * weights).sum() / weights.sum()
+    assert ours == pytest.approx(expected, rel=1e-5)
+    assert isinstance(loss, keras.losses.Loss)
