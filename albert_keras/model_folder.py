@@ -230,9 +230,17 @@ def data_file(folder, key):
 
 
 def write_pretraining_folder(folder, pretrainer, tokenizer):
-    """``pretrainer.keras``, ``encoder.keras``, the tokenizer and ``config.json``."""
+    """``pretrainer.keras``, ``encoder.keras``, the tokenizer and ``config.json``.
+
+    ``encoder.keras`` is what fine-tuning and export read: for ELECTRA's
+    objective the discriminator, its word table folded in
+    (``standalone_encoder``); ``pretrainer.keras`` keeps the generator too,
+    for continued pretraining.
+    """
     save_model(pretrainer, os.path.join(folder, PRETRAINER_FILE), overwrite=True)
-    save_model(pretrainer.encoder, os.path.join(folder, ENCODER_FILE), overwrite=True)
+    standalone = getattr(pretrainer, "standalone_encoder", None)
+    encoder = standalone() if standalone else pretrainer.encoder
+    save_model(encoder, os.path.join(folder, ENCODER_FILE), overwrite=True)
     write_tokenizer(folder, tokenizer)
     pretrainer.config.to_json_file(os.path.join(folder, CONFIG_FILE))
 

@@ -33,6 +33,8 @@ def save_model(model, path, overwrite=False):
 # class by its registered name only once its module has been imported.
 _SAVED_CLASSES = (
     "albert_keras.models.albert_classifier",
+    "albert_keras.models.albert_discriminator",
+    "albert_keras.models.albert_electra_pretrainer",
     "albert_keras.models.albert_embedder",
     "albert_keras.models.albert_encoder",
     "albert_keras.models.albert_multiple_choice",

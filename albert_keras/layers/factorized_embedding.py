@@ -136,11 +136,19 @@ class FactorizedEmbedding(keras.layers.Layer):
         ):
             return tf.identity(token_ids)
 
-    def call(self, token_ids, segment_ids, training=False):
+    def call(self, token_ids, segment_ids, training=False, token_table=None):
+        """Embeds ``token_ids``; ``token_table`` (V x E) replaces the layer's
+        own word table, for models that share one between two encoders
+        (ELECTRA's generator and discriminator)."""
         token_ids = self._check_length(token_ids)
         seq_len = ops.shape(token_ids)[1]
         positions = self.position_embedding.embeddings[:seq_len]
-        x = self.token_embedding(token_ids) + self.segment_embedding(segment_ids)
+        if token_table is None:
+            words = self.token_embedding(token_ids)
+        else:
+            words = ops.take(ops.cast(token_table, self.compute_dtype),
+                             ops.cast(token_ids, "int32"), axis=0)
+        x = words + self.segment_embedding(segment_ids)
         x = x + ops.cast(positions, x.dtype)[None, :, :]
         x = self.layer_norm(x)
         x = self.dropout_layer(x, training=training)

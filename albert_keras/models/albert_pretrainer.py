@@ -31,6 +31,8 @@ class AlbertPretrainer(TaskModel):
         encoder: an ``AlbertEncoder``.
         sop_dropout: dropout before the SOP classifier.
         dtype: a dtype policy; defaults to the encoder's.
+        sentence_order: with the SOP head and loss; ``False`` is
+            RoBERTa's MLM-only objective (no ``sop_logits``).
 
     Example:
     >>> from albert_keras.presets import get_preset
@@ -43,7 +45,7 @@ class AlbertPretrainer(TaskModel):
     (1, 2, 30000)
     """
 
-    def __init__(self, encoder, sop_dropout=0.1, dtype=None, **kwargs):
+    def __init__(self, encoder, sop_dropout=0.1, dtype=None, sentence_order=True, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         config = encoder.config
 
@@ -56,12 +58,14 @@ class AlbertPretrainer(TaskModel):
             dtype=dtype,
             name="mlm_head",
         )
-        sop_head = SentenceOrderHead(
-            dropout=sop_dropout,
-            initializer_range=config.initializer_range,
-            dtype=dtype,
-            name="sop_head",
-        )
+        sop_head = None
+        if sentence_order:
+            sop_head = SentenceOrderHead(
+                dropout=sop_dropout,
+                initializer_range=config.initializer_range,
+                dtype=dtype,
+                name="sop_head",
+            )
 
         # -- functional graph ----------------------------------------------------
         inputs = {
@@ -73,8 +77,9 @@ class AlbertPretrainer(TaskModel):
             "mlm_logits": mlm_head(
                 encoded["sequence_output"], inputs["masked_positions"]
             ),
-            "sop_logits": sop_head(encoded["pooled_output"]),
         }
+        if sop_head is not None:
+            outputs["sop_logits"] = sop_head(encoded["pooled_output"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = dtype
 
@@ -83,12 +88,16 @@ class AlbertPretrainer(TaskModel):
         self.mlm_head = mlm_head
         self.sop_head = sop_head
         self.sop_dropout = sop_dropout
+        self.sentence_order = bool(sentence_order)
         self._pretraining_metrics = [
             keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy"),
             keras.metrics.Mean(name="masked_lm_loss"),
-            keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy"),
-            keras.metrics.Mean(name="sop_loss"),
         ]
+        if self.sentence_order:
+            self._pretraining_metrics += [
+                keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy"),
+                keras.metrics.Mean(name="sop_loss"),
+            ]
 
     # -- forward pass ----------------------------------------------------------------
     def call(self, inputs, training=False):
@@ -113,15 +122,16 @@ class AlbertPretrainer(TaskModel):
         rows = encoder.transformer(
             x, inputs["padding_mask"], training=training, query_positions=cls_and_masked
         )[-1]
-        return {
-            "mlm_logits": self.mlm_head(rows[:, 1:]),
-            "sop_logits": self.sop_head(encoder.pooler(rows), training=training),
-        }
+        outputs = {"mlm_logits": self.mlm_head(rows[:, 1:])}
+        if self.sop_head is not None:
+            outputs["sop_logits"] = self.sop_head(encoder.pooler(rows), training=training)
+        return outputs
 
     # -- training ------------------------------------------------------------------
 
     def pretraining_losses(self, y, y_pred):
-        """Returns ``(masked_lm_loss, sop_loss)`` for one (per-replica) batch."""
+        """Returns ``(masked_lm_loss, sop_loss)`` for one (per-replica) batch
+        (``sop_loss`` is None without the sentence-order head)."""
         weights = ops.cast(y["masked_weights"], "float32")
         mlm = keras.losses.sparse_categorical_crossentropy(
             y["masked_ids"], y_pred["mlm_logits"], from_logits=True
@@ -130,6 +140,8 @@ class AlbertPretrainer(TaskModel):
         # replica), so that replicas with more masked tokens weigh more, as
         # one device would weigh them.
         mlm_loss = ops.sum(mlm * weights) / (_mean_over_replicas(ops.sum(weights)) + 1e-5)
+        if not self.sentence_order:
+            return mlm_loss, None
         sop_loss = ops.mean(
             keras.losses.sparse_categorical_crossentropy(
                 y["sop_label"], y_pred["sop_logits"], from_logits=True
@@ -140,8 +152,10 @@ class AlbertPretrainer(TaskModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         mlm_loss, sop_loss = self.pretraining_losses(y, y_pred)
         self._pretraining_metrics[1].update_state(mlm_loss)
-        self._pretraining_metrics[3].update_state(sop_loss)
-        total = mlm_loss + sop_loss
+        total = mlm_loss
+        if sop_loss is not None:
+            self._pretraining_metrics[3].update_state(sop_loss)
+            total = total + sop_loss
         if self.losses:  # regularizers, if a user adds any
             total = total + ops.sum(ops.stack(self.losses))
         return _scale_for_replicas(total)
@@ -150,7 +164,8 @@ class AlbertPretrainer(TaskModel):
         self._pretraining_metrics[0].update_state(
             y["masked_ids"], y_pred["mlm_logits"], sample_weight=y["masked_weights"]
         )
-        self._pretraining_metrics[2].update_state(y["sop_label"], y_pred["sop_logits"])
+        if self.sentence_order:
+            self._pretraining_metrics[2].update_state(y["sop_label"], y_pred["sop_logits"])
         return self.get_metrics_result()
 
     @property
@@ -158,7 +173,8 @@ class AlbertPretrainer(TaskModel):
         return super().metrics + self._pretraining_metrics
 
     def get_config(self):
-        return {**self._base_config(), "sop_dropout": self.sop_dropout}
+        return {**self._base_config(), "sop_dropout": self.sop_dropout,
+                "sentence_order": self.sentence_order}
 
 
 def _mean_over_replicas(value):

@@ -35,14 +35,16 @@ class MlmSop(Objective):
         return "val_masked_lm_accuracy" if has_eval else "masked_lm_accuracy"
 
     def build_model(self, encoder, optimizer, steps_per_execution):
-        model = AlbertPretrainer(encoder, sop_dropout=0.0)  # the original has none
+        model = AlbertPretrainer(encoder, sop_dropout=0.0,  # the original has none
+                                 sentence_order=self.sentence_task is not None)
         model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution)
         return model
 
     def continue_from(self, source, model):
         if isinstance(source, AlbertPretrainer):
             model.mlm_head.set_weights(source.mlm_head.get_weights())
-            model.sop_head.set_weights(source.sop_head.get_weights())
+            if model.sop_head is not None and source.sop_head is not None:
+                model.sop_head.set_weights(source.sop_head.get_weights())
 
     def evaluate(self, model, data_dir, split="eval", batch_size=64):
         ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,
@@ -66,31 +68,36 @@ class MlmSop(Objective):
             mlm_loss -= float((picked * w).sum())
             correct += float(((logits.argmax(-1) == labels) * w).sum())
             total += float(w.sum())
+            if "sop_logits" not in out:
+                continue
             sop = out["sop_logits"]
             sop_labels = y["sop_label"]
             sop_log = sop - _logsumexp(sop)
             sop_loss -= float(np.take_along_axis(sop_log, sop_labels[:, None], -1).sum())
             sop_correct += int((sop.argmax(-1) == sop_labels).sum())
             sop_total += len(sop_labels)
-        return {
+        metrics = {
             "masked_lm_accuracy": correct / max(total, 1),
             "masked_lm_loss": mlm_loss / max(total, 1),
-            "sop_accuracy": sop_correct / max(sop_total, 1),
-            "sop_loss": sop_loss / max(sop_total, 1),
             "masked_tokens": int(total),
-            "examples": sop_total,
         }
+        if sop_total:
+            metrics.update({"sop_accuracy": sop_correct / max(sop_total, 1),
+                            "sop_loss": sop_loss / max(sop_total, 1), "examples": sop_total})
+        return metrics
 
     def baselines(self, data_dir):
         return {"most_frequent_token_accuracy": most_frequent_token_baseline(data_dir)}
 
     def summary(self, metrics):
-        return (
+        line = (
             f"held-out masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} "
-            f"(most-frequent-token baseline {metrics['most_frequent_token_accuracy']:.4f}), "
-            f"{self.sentence_task}_accuracy {metrics['sop_accuracy']:.4f} on "
-            f"{metrics['examples']} examples"
+            f"(most-frequent-token baseline {metrics['most_frequent_token_accuracy']:.4f})"
         )
+        if "sop_accuracy" in metrics:
+            line += (f", {self.sentence_task}_accuracy {metrics['sop_accuracy']:.4f} on "
+                     f"{metrics['examples']} examples")
+        return line
 
 
 class MlmNsp(MlmSop):
@@ -98,6 +105,18 @@ class MlmNsp(MlmSop):
 
     name = "mlm_nsp"
     sentence_task = "nsp"
+
+
+class Mlm(MlmSop):
+    """RoBERTa's objective: masked-LM alone, no sentence task.
+
+    It reads the same data folders (the pair's two segments, with their
+    segment ids, are one stretch of a document); the sentence-order label is
+    not used.
+    """
+
+    name = "mlm"
+    sentence_task = None
 
 
 def most_frequent_token_baseline(data_dir):

@@ -14,6 +14,10 @@ class Objective:
 
     # The registry name, recorded in ``train_config.json``.
     name = None
+
+    def __init__(self, train_config=None):
+        # the run's ``PretrainConfig`` (objectives with knobs of their own read it)
+        self.train_config = train_config
     def split_features(self, features):
         """A data-folder feature dict -> ``(x, y)`` for ``fit``."""
         raise NotImplementedError

@@ -9,6 +9,8 @@ import importlib
 OBJECTIVES = {
     "mlm_sop": "albert_keras.training.mlm_sop:MlmSop",
     "mlm_nsp": "albert_keras.training.mlm_sop:MlmNsp",
+    "mlm": "albert_keras.training.mlm_sop:Mlm",
+    "rtd": "albert_keras.training.rtd:Rtd",
 }
 CHOICES = ("auto", *OBJECTIVES)
 
@@ -21,8 +23,8 @@ def objective_class(name):
     return getattr(importlib.import_module(module), cls)
 
 
-def get_objective(name, manifest):
+def get_objective(name, manifest, train_config=None):
     """The objective ``name``; ``auto`` follows the data (NSP data -> ``mlm_nsp``)."""
     if name == "auto":
         name = "mlm_nsp" if manifest["config"].get("random_next") else "mlm_sop"
-    return objective_class(name)()
+    return objective_class(name)(train_config)

@@ -76,7 +76,8 @@ def _init_source(init, vocab_size):
     else:
         path = model_file(init, (PRETRAINER_FILE, ENCODER_FILE))
         model = load_model(path)
-    encoder = getattr(model, "encoder", model)
+    standalone = getattr(model, "standalone_encoder", None)
+    encoder = standalone() if standalone else getattr(model, "encoder", model)
     if not isinstance(encoder, AlbertEncoder):
         raise ValueError(f"{path}: {type(model).__name__} has no AlbertEncoder")
     if encoder.config.vocab_size != vocab_size:
@@ -121,7 +122,7 @@ def _pretrain(data_dir, out_dir, train_config):
     if "eval" in manifest["splits"]:
         verify_shards(data_dir, "eval")
     seq_len = manifest["config"]["max_seq_length"]
-    objective = get_objective(train_config.objective, manifest)
+    objective = get_objective(train_config.objective, manifest, train_config)
     # (data folder, its sequence length, first epoch, end epoch) of each phase
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
     phases = [(data_dir, seq_len, 0, epochs)]

@@ -25,8 +25,9 @@ class PretrainConfig:
 
     Args:
         preset: architecture preset (``vocab_size`` comes from the data).
-        objective: ``mlm_sop`` (ALBERT), ``mlm_nsp`` (the NSP ablation) or
-            ``auto`` (whichever the data was made for).
+        objective: ``mlm_sop`` (ALBERT), ``mlm_nsp`` (the NSP ablation),
+            ``mlm`` (RoBERTa: no sentence task), ``rtd`` (ELECTRA) or ``auto``
+            (``mlm_sop``, or ``mlm_nsp`` for NSP data).
         model_overrides: ``AlbertConfig`` fields to change.
         batch_size: global batch size (split over replicas).
         total_steps: optimizer steps.
@@ -51,6 +52,8 @@ class PretrainConfig:
             length so every position embedding is trained). Attention cost
             grows with the square of the length, so short steps are cheaper,
             and each step still carries one SOP pair per example.
+        generator_size, embedding_sharing, rtd_weight, rtd_sop: the ``rtd``
+            objective's (see ``AlbertElectraPretrainer``).
         short_seq_steps: steps on ``short_seq_data`` (a multiple of
             ``steps_per_epoch``, less than ``total_steps``); one learning-rate
             schedule and one optimizer state run through both phases.
@@ -88,6 +91,14 @@ class PretrainConfig:
     short_seq_data: str = option("", "a data folder of shorter sequences for the first "
                                      "short_seq_steps steps")
     short_seq_steps: int = option(0, "steps on short_seq_data")
+    generator_size: float = option(0.25, "rtd: the generator's width, heads and FFN as a "
+                                         "fraction of the discriminator's (ELECTRA: 1/4)")
+    embedding_sharing: str = option("tied", "rtd: the word table of generator and "
+                                            "discriminator: tied (ELECTRA), gdes (DeBERTaV3's "
+                                            "gradient-disentangled sharing) or none",
+                                    choices=("tied", "gdes", "none"))
+    rtd_weight: float = option(50.0, "rtd: weight of the discriminator loss (ELECTRA: 50)")
+    rtd_sop: bool = option(False, "rtd: add sentence-order prediction on the discriminator")
 
     def validate(self):
         if self.precision not in PRECISIONS:
@@ -100,6 +111,11 @@ class PretrainConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.warmup_steps > self.total_steps:
             raise ValueError("warmup_steps must not exceed total_steps")
+        if not 0 < self.generator_size <= 1:
+            raise ValueError(f"generator_size must be in (0, 1], got {self.generator_size}")
+        if self.embedding_sharing not in ("tied", "gdes", "none"):
+            raise ValueError("embedding_sharing must be tied, gdes or none, "
+                             f"got {self.embedding_sharing!r}")
         if bool(self.short_seq_data) != bool(self.short_seq_steps):
             raise ValueError("short_seq_data and short_seq_steps go together")
         if self.short_seq_steps and (

@@ -16,6 +16,7 @@ from albert_keras import AlbertPretrainer
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.training.mlm_sop import split_features
 from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.saving import load_model
 from albert_keras.training.pretrain import PretrainConfig
 from albert_keras.training.pretrain import TrainingError
 from albert_keras.training.pretrain import pretrain
@@ -103,7 +104,7 @@ def _run(args, **kwargs):
                             **kwargs)
 
 
-def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0):
+def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0, extra=()):
     short = []
     if short_steps:
         short = ["--short-data", short_data, "--short-seq-length", "16",
@@ -113,18 +114,22 @@ def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0):
             "--model-overrides", json.dumps(SMALL), "--batch-size", "8",
             "--steps", str(steps), "--steps-per-epoch", "2", "--warmup-steps", "2",
             "--eval-steps", "0", "--steps-per-execution", "1", "--deterministic",
-            "--precision", "float32", "--seed", "3"]
+            "--precision", "float32", "--seed", "3", *extra]
 
 
-@pytest.mark.parametrize("short_steps", [0, 6], ids=["one_phase", "two_phases"])
+@pytest.mark.parametrize("short_steps, extra", [
+    (0, ()), (6, ()),
+    # ELECTRA: the generator's sampling state travels in the checkpoint
+    (0, ("--objective", "rtd", "--embedding-sharing", "gdes")),
+], ids=["one_phase", "two_phases", "rtd_gdes"])
 def test_resume_after_kill_matches_an_uninterrupted_run(
-    data_dir, short_data_dir, tmp_path, short_steps
+    data_dir, short_data_dir, tmp_path, short_steps, extra
 ):
     # Two phases: the kill lands after step 4, inside the short-sequence
     # phase, so the rerun must skip into the short data and then switch.
     steps = 8
     args = functools.partial(_pretrain_args, data_dir, steps=steps,
-                             short_data=short_data_dir, short_steps=short_steps)
+                             short_data=short_data_dir, short_steps=short_steps, extra=extra)
     whole = _run(args(str(tmp_path / "whole")))
     output, _ = whole.communicate(timeout=600)
     assert whole.returncode == 0, output
@@ -145,8 +150,8 @@ def test_resume_after_kill_matches_an_uninterrupted_run(
     assert again.returncode == 0, output
     assert "resuming from" in output
 
-    a = keras.saving.load_model(str(tmp_path / "whole" / "pretrainer.keras"))
-    b = keras.saving.load_model(os.path.join(interrupted, "pretrainer.keras"))
+    a = load_model(str(tmp_path / "whole" / "pretrainer.keras"))
+    b = load_model(os.path.join(interrupted, "pretrainer.keras"))
     assert int(a.optimizer.iterations.numpy()) == int(b.optimizer.iterations.numpy()) == steps
     for va, vb in zip(a.weights, b.weights):
         np.testing.assert_allclose(va.numpy(), vb.numpy(), atol=1e-6, err_msg=va.path)

@@ -1,0 +1,289 @@
+"""AlbertElectraPretrainer: ELECTRA's generator and discriminator on our encoder."""
+
+import keras
+from keras import ops
+
+from albert_keras.config import AlbertConfig
+from albert_keras.heads.masked_lm_head import MaskedLMHead
+from albert_keras.heads.replaced_token_head import ReplacedTokenHead
+from albert_keras.heads.sentence_order_head import SentenceOrderHead
+from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.albert_pretrainer import _mean_over_replicas
+from albert_keras.models.albert_pretrainer import _scale_for_replicas
+
+SHARING = ("tied", "gdes", "none")
+
+
+def generator_config(config, fraction=0.25):
+    """The generator's ``AlbertConfig``: ``config`` narrowed by ``fraction``.
+
+    ELECTRA scales the hidden size, the FFN size and the number of heads by
+    one multiplier and keeps the depth; its paper found generators 1/4 to
+    1/2 the discriminator's size best and used 1/4 for ELECTRA-Small and
+    -Large. The embedding width stays the discriminator's, so the two can
+    share the word table.
+    """
+    heads = max(1, round(config.num_attention_heads * fraction))
+    hidden = max(heads, round(config.hidden_size * fraction / heads) * heads)
+    return AlbertConfig.from_dict({
+        **config.to_dict(),
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "intermediate_size": max(1, round(config.intermediate_size * fraction)),
+    })
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class AlbertElectraPretrainer(keras.Model):
+    """Replaced-token detection (ELECTRA) with a small MLM generator.
+
+    The generator fills the masked positions of the input with tokens
+    sampled from its own MLM distribution (not its argmax); the
+    discriminator reads the filled-in sequence and says, for every token,
+    whether it was replaced. A sampled token equal to the original counts as
+    original. The loss is ``generator MLM + rtd_weight * discriminator
+    loss`` (plus SOP on the discriminator's ``[CLS]`` when ``sop``); the
+    generator's samples carry no gradient, as in ELECTRA.
+
+    Word-table sharing (``embedding_sharing``):
+
+    * ``tied``: one table, trained by both losses (ELECTRA). The
+      discriminator owns it; the generator reads it.
+    * ``gdes``: DeBERTaV3's gradient-disentangled sharing. The generator
+      owns the table ``E_G``; the discriminator reads
+      ``stop_gradient(E_G) + E_delta``, where ``E_delta`` (its own table,
+      zero at the start) is trained by the discriminator's loss alone, so
+      the MLM and RTD gradients do not pull one table two ways.
+    * ``none``: two tables.
+
+    Inputs: the encoder's three, ``masked_positions`` ``[B, P]`` and
+    ``masked_ids`` (the originals there) and ``masked_weights``. Outputs:
+    ``mlm_logits`` ``[B, P, V]`` (generator), ``rtd_logits`` and
+    ``rtd_labels`` ``[B, S]`` (1: replaced), the discriminator's input
+    ``replaced_ids`` and, with ``sop``, ``sop_logits``.
+
+    ``standalone_encoder()`` gives the discriminator as a plain
+    ``AlbertEncoder`` (its word table folded in): what fine-tuning uses.
+
+    Args:
+        encoder: the discriminator's ``AlbertEncoder``.
+        generator: the generator's ``AlbertEncoder`` (same vocabulary and
+            embedding width; see ``generator_config``).
+        embedding_sharing: ``tied``, ``gdes`` or ``none``.
+        rtd_weight: lambda, the discriminator loss weight (ELECTRA: 50).
+        sop: add sentence-order prediction on the discriminator.
+        temperature: of the generator's sampling distribution.
+        seed: the sampling seed.
+
+    Example:
+    >>> from albert_keras.presets import get_preset
+    >>> config = get_preset("albert_tiny", vocab_size=100)
+    >>> model = AlbertElectraPretrainer(
+    ...     AlbertEncoder(config), AlbertEncoder(generator_config(config)))
+    >>> ids = keras.ops.ones((1, 16), "int32")
+    >>> pos = keras.ops.ones((1, 2), "int32")
+    >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids,
+    ...              "masked_positions": pos, "masked_ids": pos,
+    ...              "masked_weights": keras.ops.ones((1, 2))})
+    >>> tuple(out["rtd_logits"].shape)
+    (1, 16)
+    """
+
+    def __init__(self, encoder, generator, embedding_sharing="tied", rtd_weight=50.0,
+                 sop=False, temperature=1.0, seed=0, **kwargs):
+        if isinstance(encoder, dict):
+            encoder = keras.saving.deserialize_keras_object(encoder)
+        if isinstance(generator, dict):
+            generator = keras.saving.deserialize_keras_object(generator)
+        if embedding_sharing not in SHARING:
+            raise ValueError(f"embedding_sharing must be one of {SHARING}, "
+                             f"got {embedding_sharing!r}")
+        d, g = encoder.config, generator.config
+        if (d.vocab_size, d.embedding_size) != (g.vocab_size, g.embedding_size):
+            raise ValueError(
+                f"the generator's vocabulary and embedding width ({g.vocab_size}, "
+                f"{g.embedding_size}) must equal the discriminator's "
+                f"({d.vocab_size}, {d.embedding_size})")
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.generator = generator
+        self.embedding_sharing = embedding_sharing
+        self.rtd_weight = float(rtd_weight)
+        self.sop = bool(sop)
+        self.temperature = float(temperature)
+        self.seed = int(seed)
+        if embedding_sharing == "tied":
+            # the generator's own table is never read (nor trained)
+            generator.token_embedding.trainable = False
+        # -- heads ------------------------------------------------------------------
+        self.mlm_head = MaskedLMHead(
+            self._generator_table_layer(), activation=g.hidden_act,
+            layer_norm_eps=g.layer_norm_eps, initializer_range=g.initializer_range,
+            dtype=encoder.dtype_policy, name="mlm_head")
+        self.rtd_head = ReplacedTokenHead(
+            d.hidden_size, activation=d.hidden_act, initializer_range=d.initializer_range,
+            dtype=encoder.dtype_policy, name="rtd_head")
+        self.sop_head = None
+        if self.sop:
+            self.sop_head = SentenceOrderHead(
+                dropout=0.0, initializer_range=d.initializer_range,
+                dtype=encoder.dtype_policy, name="sop_head")
+        self.seed_generator = keras.random.SeedGenerator(self.seed, name="sampling_seed")
+        # Tracked as a weight, so checkpoints carry the sampling state and a
+        # resumed run draws what an uninterrupted one would (Keras saves no
+        # SeedGenerator state by itself).
+        self.sampling_state = self.seed_generator.state
+        self.mlm_head.build((None, None, g.hidden_size))
+        self.rtd_head.build((None, None, d.hidden_size))
+        if self.sop_head is not None:
+            self.sop_head.build((None, d.hidden_size))
+        self.built = True
+        self._pretraining_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy"),
+            keras.metrics.Mean(name="masked_lm_loss"),
+            keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0),
+            keras.metrics.Mean(name="rtd_loss"),
+        ]
+        if self.sop:
+            self._pretraining_metrics += [
+                keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy"),
+                keras.metrics.Mean(name="sop_loss"),
+            ]
+
+    @property
+    def config(self):
+        """The discriminator's ``AlbertConfig`` (the model fine-tuning uses)."""
+        return self.encoder.config
+
+    # -- word tables -----------------------------------------------------------------
+    def _generator_table_layer(self):
+        if self.embedding_sharing == "tied":
+            return self.encoder.token_embedding
+        return self.generator.token_embedding
+
+    def _generator_table(self):
+        return self._generator_table_layer().embeddings
+
+    def _discriminator_table(self):
+        own = self.encoder.token_embedding.embeddings
+        if self.embedding_sharing == "gdes":
+            return ops.stop_gradient(self.generator.token_embedding.embeddings) + own
+        return own
+
+    def standalone_encoder(self):
+        """The discriminator as a plain ``AlbertEncoder`` with its own table."""
+        if self.embedding_sharing != "gdes":
+            return self.encoder
+        encoder = AlbertEncoder(self.encoder.config, mask_value=self.encoder.mask_value,
+                                dtype=self.encoder.dtype_policy)
+        encoder.set_weights(self.encoder.get_weights())
+        encoder.token_embedding.embeddings.assign(
+            ops.convert_to_numpy(self._discriminator_table()))
+        return encoder
+
+    # -- forward pass ----------------------------------------------------------------
+    def call(self, inputs, training=False):
+        token_ids = ops.cast(inputs["token_ids"], "int32")
+        segment_ids = ops.cast(inputs["segment_ids"], "int32")
+        padding_mask = ops.cast(inputs["padding_mask"], "int32")
+        positions = ops.cast(inputs["masked_positions"], "int32")
+        weights = ops.cast(inputs["masked_weights"] > 0, "int32")
+        originals = ops.cast(inputs["masked_ids"], "int32")
+
+        # generator: MLM at the masked positions (the last block on those rows only)
+        gen = self.generator
+        x = gen.embeddings(token_ids, segment_ids, training=training,
+                           token_table=(self._generator_table()
+                                        if self.embedding_sharing == "tied" else None))
+        rows = gen.transformer(x, padding_mask, training=training,
+                               query_positions=positions)[-1]
+        mlm_logits = self.mlm_head(rows)
+
+        # samples from the generator's distribution, without gradient
+        batch, predictions = ops.shape(positions)[0], ops.shape(positions)[1]
+        flat = ops.reshape(ops.stop_gradient(mlm_logits), (-1, ops.shape(mlm_logits)[-1]))
+        sampled = keras.random.categorical(flat / self.temperature, 1,
+                                           seed=self.seed_generator, dtype="int32")
+        sampled = ops.reshape(sampled, (batch, predictions))
+        sampled = ops.where(weights > 0, sampled, originals)
+
+        # the original sequence with the samples put in at the masked positions
+        # (a one-hot scatter: the same on every backend, and P x S is small)
+        length = ops.shape(token_ids)[1]
+        at = ops.one_hot(positions, length, dtype="int32") * weights[:, :, None]  # [B, P, S]
+        hit = ops.minimum(ops.sum(at, axis=1), 1)  # [B, S]
+        original_ids = token_ids * (1 - hit) + ops.sum(at * originals[:, :, None], axis=1)
+        replaced_ids = token_ids * (1 - hit) + ops.sum(at * sampled[:, :, None], axis=1)
+        rtd_labels = ops.cast(ops.not_equal(replaced_ids, original_ids), "int32") * padding_mask
+
+        # discriminator: every token
+        enc = self.encoder
+        x = enc.embeddings(replaced_ids, segment_ids, training=training,
+                           token_table=self._discriminator_table())
+        sequence = enc.transformer(x, padding_mask, training=training)[-1]
+        outputs = {
+            "mlm_logits": mlm_logits,
+            "rtd_logits": self.rtd_head(sequence),
+            "rtd_labels": rtd_labels,
+            "replaced_ids": replaced_ids,
+        }
+        if self.sop_head is not None:
+            outputs["sop_logits"] = self.sop_head(enc.pooler(sequence), training=training)
+        return outputs
+
+    # -- training ------------------------------------------------------------------
+    def pretraining_losses(self, x, y, y_pred):
+        """``{"masked_lm_loss", "rtd_loss"[, "sop_loss"]}`` for one batch."""
+        weights = ops.cast(y["masked_weights"], "float32")
+        mlm = keras.losses.sparse_categorical_crossentropy(
+            y["masked_ids"], y_pred["mlm_logits"], from_logits=True)
+        mlm_loss = ops.sum(mlm * weights) / (_mean_over_replicas(ops.sum(weights)) + 1e-5)
+        mask = ops.cast(x["padding_mask"], "float32")
+        labels = ops.cast(y_pred["rtd_labels"], "float32")
+        rtd = keras.losses.binary_crossentropy(
+            labels[..., None], y_pred["rtd_logits"][..., None], from_logits=True)
+        rtd_loss = ops.sum(rtd * mask) / (_mean_over_replicas(ops.sum(mask)) + 1e-5)
+        losses = {"masked_lm_loss": mlm_loss, "rtd_loss": rtd_loss}
+        if self.sop:
+            losses["sop_loss"] = ops.mean(keras.losses.sparse_categorical_crossentropy(
+                y["sop_label"], y_pred["sop_logits"], from_logits=True))
+        return losses
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        losses = self.pretraining_losses(x, y, y_pred)
+        self._pretraining_metrics[1].update_state(losses["masked_lm_loss"])
+        self._pretraining_metrics[3].update_state(losses["rtd_loss"])
+        total = losses["masked_lm_loss"] + self.rtd_weight * losses["rtd_loss"]
+        if self.sop:
+            self._pretraining_metrics[5].update_state(losses["sop_loss"])
+            total = total + losses["sop_loss"]
+        if self.losses:
+            total = total + ops.sum(ops.stack(self.losses))
+        return _scale_for_replicas(total)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        m = self._pretraining_metrics
+        m[0].update_state(y["masked_ids"], y_pred["mlm_logits"],
+                          sample_weight=y["masked_weights"])
+        m[2].update_state(ops.cast(y_pred["rtd_labels"], "float32"), y_pred["rtd_logits"],
+                          sample_weight=ops.cast(x["padding_mask"], "float32"))
+        if self.sop:
+            m[4].update_state(y["sop_label"], y_pred["sop_logits"])
+        return self.get_metrics_result()
+
+    @property
+    def metrics(self):
+        return super().metrics + self._pretraining_metrics
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "generator": keras.saving.serialize_keras_object(self.generator),
+            "embedding_sharing": self.embedding_sharing,
+            "rtd_weight": self.rtd_weight,
+            "sop": self.sop,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }

@@ -1,0 +1,131 @@
+"""ELECTRA's objective: replaced-token detection with a small MLM generator.
+
+The discriminator learns from every token of the sequence, not the 15%
+that are masked, which is why ELECTRA gains most at small compute. The data
+folders are the MLM ones: the stored (or dynamic) masks say where the
+generator fills in.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_keras.data.reader import pretraining_dataset
+from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
+from albert_keras.models.albert_electra_pretrainer import generator_config
+from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.training.mlm_sop import most_frequent_token_baseline
+from albert_keras.training.objective import Objective
+
+X_KEYS = ("token_ids", "segment_ids", "padding_mask", "masked_positions", "masked_ids",
+          "masked_weights")
+Y_KEYS = ("masked_ids", "masked_weights", "sop_label")
+
+
+def split_features(features):
+    """A pretraining feature dict -> ``(x, y)``: the generator's targets are
+    also inputs, because the discriminator's labels are made from them."""
+    return {k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS}
+
+
+class Rtd(Objective):
+    """Generator MLM + ``rtd_weight`` x replaced-token detection (+ SOP)."""
+
+    name = "rtd"
+
+    def _option(self, name, default):
+        return getattr(self.train_config, name, default) if self.train_config else default
+
+    def split_features(self, features):
+        return split_features(features)
+
+    def monitor_for(self, has_eval):
+        # The generator's MLM accuracy measures what the run has learned;
+        # RTD accuracy rises as the generator gets better too, so it is no
+        # fixed yardstick across epochs.
+        return "val_masked_lm_accuracy" if has_eval else "masked_lm_accuracy"
+
+    def build_model(self, encoder, optimizer, steps_per_execution):
+        sharing = self._option("embedding_sharing", "tied")
+        generator = AlbertEncoder(
+            generator_config(encoder.config, self._option("generator_size", 0.25)),
+            mask_value=encoder.mask_value)
+        if sharing == "gdes":
+            # The generator owns the word table (the discriminator's as it is,
+            # for a run continued from a trained encoder); the discriminator
+            # keeps a residual that starts at zero.
+            table = encoder.token_embedding.embeddings
+            generator.token_embedding.embeddings.assign(table)
+            table.assign(keras.ops.zeros_like(table))
+        model = AlbertElectraPretrainer(
+            encoder, generator, embedding_sharing=sharing,
+            rtd_weight=self._option("rtd_weight", 50.0), sop=self._option("rtd_sop", False),
+            seed=self._option("seed", 0))
+        model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution)
+        return model
+
+    def continue_from(self, source, model):
+        if not isinstance(source, AlbertElectraPretrainer):
+            return
+        try:  # the same generator and heads: keep them all
+            model.set_weights(source.get_weights())
+        except ValueError:
+            model.mlm_head.set_weights(source.mlm_head.get_weights())
+
+    def evaluate(self, model, data_dir, split="eval", batch_size=64):
+        ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,
+                                 repeat=False, drop_remainder=False, verify=False)
+        if keras.backend.backend() == "tensorflow":
+            forward = tf.function(lambda x: model(x, training=False))
+        else:
+            def forward(x):
+                return model.predict_on_batch(keras.tree.map_structure(np.asarray, x))
+        auc = keras.metrics.AUC(from_logits=True, num_thresholds=1000)
+        correct = total = rtd_correct = tokens = replaced = 0.0
+        mlm_loss = rtd_loss = 0.0
+        for batch in ds:
+            x, y = split_features(batch)
+            out = keras.tree.map_structure(np.asarray, forward(x))
+            w = np.asarray(y["masked_weights"])
+            labels = np.asarray(y["masked_ids"])
+            logits = out["mlm_logits"]
+            log_probs = logits - _logsumexp(logits)
+            picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+            mlm_loss -= float((picked * w).sum())
+            correct += float(((logits.argmax(-1) == labels) * w).sum())
+            total += float(w.sum())
+            mask = np.asarray(x["padding_mask"]).astype(bool)
+            rtd_logits, rtd_labels = out["rtd_logits"][mask], out["rtd_labels"][mask]
+            rtd_correct += float(((rtd_logits > 0) == (rtd_labels > 0)).sum())
+            # log(1 + exp(-z)) for the true class, stably
+            signed = np.where(rtd_labels > 0, rtd_logits, -rtd_logits)
+            rtd_loss += float(np.logaddexp(0.0, -signed).sum())
+            tokens += mask.sum()
+            replaced += float(rtd_labels.sum())
+            auc.update_state(rtd_labels, rtd_logits)
+        return {
+            "masked_lm_accuracy": correct / max(total, 1),
+            "masked_lm_loss": mlm_loss / max(total, 1),
+            "rtd_accuracy": rtd_correct / max(tokens, 1),
+            "rtd_loss": rtd_loss / max(tokens, 1),
+            "rtd_auc": float(auc.result()),
+            "replaced_fraction": replaced / max(tokens, 1),
+            "masked_tokens": int(total),
+            "tokens": int(tokens),
+        }
+
+    def baselines(self, data_dir):
+        return {"most_frequent_token_accuracy": most_frequent_token_baseline(data_dir)}
+
+    def summary(self, metrics):
+        return (
+            f"held-out rtd_accuracy {metrics['rtd_accuracy']:.4f} (all-original baseline "
+            f"{1 - metrics['replaced_fraction']:.4f}), rtd_auc {metrics['rtd_auc']:.4f}, "
+            f"generator masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} "
+            f"(most-frequent-token baseline {metrics['most_frequent_token_accuracy']:.4f})"
+        )
+
+
+def _logsumexp(x):
+    m = x.max(-1, keepdims=True)
+    return m + np.log(np.exp(x - m).sum(-1, keepdims=True))

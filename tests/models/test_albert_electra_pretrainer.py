@@ -1,0 +1,191 @@
+"""ELECTRA's generator + discriminator: shapes, saving, the loss by hand, sharing."""
+
+import keras
+import numpy as np
+import pytest
+
+from albert_keras import AlbertConfig
+from albert_keras import AlbertEncoder
+from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
+from albert_keras.models.albert_electra_pretrainer import generator_config
+from tests.helpers import run_model_test
+from tests.models.test_albert_encoder import TINY
+from tests.models.test_albert_encoder import encoder_inputs
+
+CONFIG = AlbertConfig(**{**TINY, "hidden_size": 32, "num_attention_heads": 4,
+                         "intermediate_size": 48})
+
+
+def electra_inputs(batch, seq):
+    inputs = encoder_inputs(batch, seq)
+    rng = np.random.default_rng(seq + 1)
+    positions = np.stack([rng.choice(np.arange(1, seq - seq // 3), 3, replace=False)
+                          for _ in range(batch)])
+    weights = np.ones((batch, 3), "float32")
+    # one unused prediction slot, as the data pads them: position 0, id 0
+    weights[0, -1] = 0.0
+    positions[0, -1] = 0
+    inputs["masked_positions"] = positions.astype("int32")
+    inputs["masked_ids"] = (np.take_along_axis(inputs["token_ids"], positions, 1)
+                            * weights).astype("int32")
+    inputs["masked_weights"] = weights
+    inputs["token_ids"] = inputs["token_ids"].copy()
+    for b in range(batch):  # [MASK] (3) where weighed
+        inputs["token_ids"][b, positions[b][weights[b] > 0]] = 3
+    return inputs
+
+
+def make(sharing="tied", dtype=None, sop=False, seed=0):
+    return AlbertElectraPretrainer(
+        AlbertEncoder(CONFIG, dtype=dtype),
+        AlbertEncoder(generator_config(CONFIG, 0.25), dtype=dtype),
+        embedding_sharing=sharing, sop=sop, seed=seed)
+
+
+def test_generator_config_scales_width_heads_and_ffn():
+    g = generator_config(AlbertConfig(**{**TINY, "hidden_size": 768, "num_attention_heads": 12,
+                                         "intermediate_size": 3072}), 1 / 3)
+    assert (g.hidden_size, g.num_attention_heads, g.intermediate_size) == (256, 4, 1024)
+    assert g.num_hidden_layers == TINY["num_hidden_layers"]
+    assert g.embedding_size == TINY["embedding_size"]
+
+
+@pytest.mark.parametrize("sharing", ["tied", "gdes", "none"])
+def test_electra_pretrainer_model(sharing):
+    run_model_test(
+        lambda dtype: make(sharing, dtype, sop=True),
+        electra_inputs,
+        lambda b, s: {"mlm_logits": (b, 3, 60), "rtd_logits": (b, s), "rtd_labels": (b, s),
+                      "replaced_ids": (b, s), "sop_logits": (b, 2)},
+    )
+
+
+def test_discriminator_input_and_labels_by_hand():
+    model = make()
+    x = electra_inputs(2, 12)
+    out = keras.tree.map_structure(keras.ops.convert_to_numpy, model(x))
+    original = x["token_ids"].copy()
+    for b in range(2):
+        w = x["masked_weights"][b] > 0
+        original[b, x["masked_positions"][b][w]] = x["masked_ids"][b][w]
+    for b in range(2):
+        expected = original[b].copy()
+        for p in range(3):
+            if x["masked_weights"][b, p] > 0:
+                expected[x["masked_positions"][b, p]] = out["replaced_ids"][b, x[
+                    "masked_positions"][b, p]]
+        # only weighed masked positions change, and they hold vocabulary ids
+        np.testing.assert_array_equal(out["replaced_ids"][b], expected)
+    labels = (out["replaced_ids"] != original) & (x["padding_mask"] > 0)
+    np.testing.assert_array_equal(out["rtd_labels"], labels.astype("int32"))
+
+
+def test_rtd_loss_equals_numpy_reference():
+    """The objective's loss against a hand computation on the same outputs:
+    generator CE over weighed masked slots, sigmoid CE over real tokens,
+    ``mlm + 50 * rtd``."""
+    model = make(seed=3)
+    x = electra_inputs(3, 10)
+    y = {k: x[k] for k in ("masked_ids", "masked_weights")}
+    y["sop_label"] = np.zeros((3,), "int32")
+    y_pred = model(x)
+    loss = float(model.compute_loss(x=x, y=y, y_pred=y_pred))
+    out = keras.tree.map_structure(keras.ops.convert_to_numpy, y_pred)
+
+    logits = out["mlm_logits"].astype("float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, x["masked_ids"][..., None], -1)[..., 0]
+    w = x["masked_weights"]
+    mlm = -(picked * w).sum() / (w.sum() + 1e-5)
+    original = x["token_ids"].copy()
+    for b in range(3):
+        keep = w[b] > 0
+        original[b, x["masked_positions"][b][keep]] = x["masked_ids"][b][keep]
+    labels = (out["replaced_ids"] != original).astype("float64")
+    z = out["rtd_logits"].astype("float64")
+    p = 1 / (1 + np.exp(-z))
+    ce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+    mask = x["padding_mask"]
+    rtd = (ce * mask).sum() / (mask.sum() + 1e-5)
+    assert loss == pytest.approx(mlm + 50.0 * rtd, rel=1e-5)
+    assert rtd > 0 and mlm > 0
+
+
+def test_sampling_follows_the_generator_distribution():
+    """Samples, not argmax: with a flat generator many tokens are drawn and
+    some equal the original (labelled original)."""
+    model = make(seed=1)
+    x = electra_inputs(2, 12)
+    drawn = set()
+    for _ in range(20):
+        out = model(x)
+        drawn |= set(keras.ops.convert_to_numpy(out["replaced_ids"])[
+            0, x["masked_positions"][0, :2]].tolist())
+    assert len(drawn) > 10
+
+
+@pytest.mark.parametrize("sharing", ["tied", "gdes", "none"])
+def test_word_table_sharing(sharing):
+    model = make(sharing)
+    x = electra_inputs(2, 12)
+    y = {"masked_ids": x["masked_ids"], "masked_weights": x["masked_weights"],
+         "sop_label": np.zeros((2,), "int32")}
+    gen_table = model.generator.token_embedding.embeddings
+    disc_table = model.encoder.token_embedding.embeddings
+    trainable = {id(v) for v in model.trainable_variables}
+    if sharing == "tied":
+        assert model.mlm_head.token_embedding is model.encoder.token_embedding
+        assert id(gen_table) not in trainable  # never read
+    else:
+        assert id(gen_table) in trainable and id(disc_table) in trainable
+
+    import tensorflow as tf
+
+    def grads(loss_part):
+        with tf.GradientTape() as tape:
+            y_pred = model(x, training=True)
+            losses = model.pretraining_losses(x, y, y_pred)
+            loss = losses[loss_part]
+        g = tape.gradient(loss, [gen_table.value, disc_table.value])
+        return [0.0 if t is None else float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(t))))
+                for t in g]
+
+    gen_from_mlm, disc_from_mlm = grads("masked_lm_loss")
+    gen_from_rtd, disc_from_rtd = grads("rtd_loss")
+    if sharing == "gdes":
+        # DeBERTaV3: the generator's table hears only the MLM loss, the
+        # discriminator's residual only the RTD loss
+        assert gen_from_mlm > 0 and gen_from_rtd == 0.0
+        assert disc_from_rtd > 0 and disc_from_mlm == 0.0
+    elif sharing == "tied":
+        assert disc_from_mlm > 0 and disc_from_rtd > 0
+    else:
+        assert gen_from_mlm > 0 and gen_from_rtd == 0.0
+        assert disc_from_rtd > 0 and disc_from_mlm == 0.0
+
+
+def test_gdes_standalone_encoder_folds_in_the_table():
+    model = make("gdes")
+    model.encoder.token_embedding.embeddings.assign(
+        np.full(model.encoder.token_embedding.embeddings.shape, 0.5, "float32"))
+    standalone = model.standalone_encoder()
+    assert isinstance(standalone, AlbertEncoder) and standalone is not model.encoder
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(standalone.token_embedding.embeddings),
+        keras.ops.convert_to_numpy(model.generator.token_embedding.embeddings) + 0.5,
+        rtol=1e-6)
+    x = electra_inputs(2, 12)
+    # the discriminator's own forward pass, with the folded table
+    emb = model.encoder.embeddings(x["token_ids"], x["segment_ids"],
+                                   token_table=model._discriminator_table())
+    ours = model.encoder.transformer(emb, x["padding_mask"])[-1]
+    theirs = standalone({k: x[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(ours),
+                               keras.ops.convert_to_numpy(theirs["sequence_output"]),
+                               atol=1e-5)
+
+
+def test_mismatched_generator_is_refused():
+    other = AlbertConfig(**{**TINY, "embedding_size": 12})
+    with pytest.raises(ValueError, match="embedding width"):
+        AlbertElectraPretrainer(AlbertEncoder(CONFIG), AlbertEncoder(other))

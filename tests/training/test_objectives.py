@@ -1,0 +1,65 @@
+"""The MLM-only (RoBERTa) and replaced-token-detection (ELECTRA) objectives,
+end to end: pretrain -> model folder -> fine-tuning's encoder."""
+
+import keras
+import numpy as np
+import pytest
+
+from albert_keras.model_folder import load_encoder
+from albert_keras.saving import load_model
+from albert_keras.training.pretrain import PretrainConfig
+from albert_keras.training.pretrain import pretrain
+from tests.helpers import SMALL
+
+
+@pytest.fixture(autouse=True)
+def _float32_policy():
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def _config(**fields):
+    return PretrainConfig(model_overrides=SMALL, batch_size=8, total_steps=4, steps_per_epoch=2,
+                          warmup_steps=1, eval_steps=1, steps_per_execution=2,
+                          precision="float32", **fields)
+
+
+def test_mlm_objective_has_no_sentence_task(data_dir, tmp_path):
+    out = tmp_path / "mlm"
+    metrics = pretrain(data_dir, str(out), _config(objective="mlm"))
+    assert metrics["objective"] == "mlm"
+    assert 0 <= metrics["masked_lm_accuracy"] <= 1 and "sop_accuracy" not in metrics
+    model = load_model(str(out / "pretrainer.keras"))
+    assert model.sop_head is None and "sop_logits" not in model.output
+    assert "sop" not in (out / "metrics.csv").read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize("sharing", ["tied", "gdes"])
+def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_path, sharing):
+    out = tmp_path / sharing
+    metrics = pretrain(data_dir, str(out), _config(
+        objective="rtd", embedding_sharing=sharing, rtd_sop=True, learning_rate=1e-2))
+    assert metrics["objective"] == "rtd"
+    for key in ("rtd_accuracy", "rtd_auc", "masked_lm_accuracy", "replaced_fraction"):
+        assert 0 <= metrics[key] <= 1, key
+    # most masked tokens are replaced by an untrained generator's samples
+    assert metrics["replaced_fraction"] > 0.05
+    header = (out / "metrics.csv").read_text().splitlines()[0]
+    for name in ("rtd_accuracy", "rtd_loss", "masked_lm_accuracy", "sop_accuracy"):
+        assert name in header
+    pretrainer = load_model(str(out / "pretrainer.keras"))
+    assert type(pretrainer).__name__ == "AlbertElectraPretrainer"
+    assert pretrainer.generator.config.hidden_size == SMALL["hidden_size"] // 4
+    encoder = load_encoder(str(out))
+    assert encoder.config.hidden_size == SMALL["hidden_size"]
+    table = keras.ops.convert_to_numpy(encoder.token_embedding.embeddings)
+    expected = keras.ops.convert_to_numpy(pretrainer._discriminator_table())
+    np.testing.assert_allclose(table, expected, atol=1e-6)
+    if sharing == "gdes":  # the folded table is not the stored residual
+        residual = keras.ops.convert_to_numpy(pretrainer.encoder.token_embedding.embeddings)
+        assert np.abs(table - residual).max() > 1e-3
+
+    # continued pretraining from the folder keeps generator and heads
+    again = pretrain(data_dir, str(tmp_path / "again"), _config(
+        objective="rtd", embedding_sharing=sharing, rtd_sop=True, init=str(out)))
+    assert again["steps"] == 4
