@@ -182,6 +182,21 @@ class AlbertElectraPretrainer(keras.Model):
         return encoder
 
     # -- forward pass ----------------------------------------------------------------
+    def generator_logits(self, inputs, training=False):
+        """The generator's MLM logits ``[B, P, V]`` at ``masked_positions``
+        (the encoder's three inputs and ``masked_positions``): what
+        ``fill-mask`` shows for an ``rtd`` model."""
+        gen = self.generator
+        x = gen.embeddings(ops.cast(inputs["token_ids"], "int32"),
+                           ops.cast(inputs["segment_ids"], "int32"), training=training,
+                           token_table=(self._generator_table()
+                                        if self.embedding_sharing == "tied" else None))
+        # the last block on the masked rows only
+        rows = gen.transformer(x, ops.cast(inputs["padding_mask"], "int32"),
+                               training=training,
+                               query_positions=ops.cast(inputs["masked_positions"], "int32"))[-1]
+        return self.mlm_head(rows)
+
     def call(self, inputs, training=False):
         token_ids = ops.cast(inputs["token_ids"], "int32")
         segment_ids = ops.cast(inputs["segment_ids"], "int32")
@@ -190,14 +205,7 @@ class AlbertElectraPretrainer(keras.Model):
         weights = ops.cast(inputs["masked_weights"] > 0, "int32")
         originals = ops.cast(inputs["masked_ids"], "int32")
 
-        # generator: MLM at the masked positions (the last block on those rows only)
-        gen = self.generator
-        x = gen.embeddings(token_ids, segment_ids, training=training,
-                           token_table=(self._generator_table()
-                                        if self.embedding_sharing == "tied" else None))
-        rows = gen.transformer(x, padding_mask, training=training,
-                               query_positions=positions)[-1]
-        mlm_logits = self.mlm_head(rows)
+        mlm_logits = self.generator_logits(inputs, training=training)
 
         # samples from the generator's distribution, without gradient
         batch, predictions = ops.shape(positions)[0], ops.shape(positions)[1]

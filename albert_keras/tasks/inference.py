@@ -90,7 +90,10 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
             "padding_mask": tf.ones((1, len(ids)), tf.int32),
             "masked_positions": tf.constant([positions], tf.int32),
         }
-        logits = np.asarray(model(x, training=False)["mlm_logits"], np.float32)[0]
+        if hasattr(model, "generator_logits"):  # rtd: the generator is the MLM
+            logits = np.asarray(model.generator_logits(x), np.float32)[0]
+        else:
+            logits = np.asarray(model(x, training=False)["mlm_logits"], np.float32)[0]
         probs = softmax(logits)
         per_mask = []
         for p in probs:

@@ -59,6 +59,12 @@ def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_pat
         residual = keras.ops.convert_to_numpy(pretrainer.encoder.token_embedding.embeddings)
         assert np.abs(table - residual).max() > 1e-3
 
+    # fill-mask reads the generator
+    from albert_keras.tasks.inference import fill_mask
+    top = fill_mask(str(out), ["the [MASK] of"], top_k=3)
+    assert len(top) == 1 and len(top[0][0]) == 3
+    assert abs(sum(c["probability"] for c in top[0][0])) <= 1.0
+
     # continued pretraining from the folder keeps generator and heads
     again = pretrain(data_dir, str(tmp_path / "again"), _config(
         objective="rtd", embedding_sharing=sharing, rtd_sop=True, init=str(out)))

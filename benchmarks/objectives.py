@@ -1,0 +1,180 @@
+"""Pretraining objectives compared: step cost, and what each model is worth.
+
+``--step-cost``: seconds per training step of ``mlm_sop``, ``mlm`` and
+``rtd`` (generator + discriminator) on the same discriminator, the same data
+folder and batch, the objectives interleaved round by round; medians. The
+issue's bound: an ``rtd`` step costs at most 1.4x an ``mlm_sop`` step.
+
+``--compare``: at equal wall-clock (``--minutes`` per objective), pretrain
+with each objective on one data folder, then fine-tune every model, and the
+same architecture from scratch, on the sotu tasks with several seeds; mean
+and standard deviation of the eval accuracy, with the held-out pretraining
+metrics of each objective. Results go to ``--out`` as they come.
+
+    python benchmarks/objectives.py --step-cost --data runs/pretrain/data \\
+        --out benchmarks/results/objectives_step_cost.json
+    python benchmarks/objectives.py --compare --data runs/pretrain/data \\
+        --tasks runs/sotu_party runs/sotu_century --seeds 0 1 2
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import tempfile
+import time
+
+OBJECTIVES = ("mlm_sop", "mlm", "rtd")
+
+
+def write(path, results):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(results, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+# -- step cost -------------------------------------------------------------------------------
+
+
+def step_cost(args):
+    import keras
+
+    from albert_keras.data.reader import pretraining_dataset
+    from albert_keras.data.reader import read_manifest
+    from albert_keras.models.albert_encoder import AlbertEncoder
+    from albert_keras.optimizers.optimizer import make_optimizer
+    from albert_keras.presets import get_preset
+    from albert_keras.training.objectives import get_objective
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    keras.mixed_precision.set_global_policy(args.precision)
+    manifest = read_manifest(args.data)
+    config = get_preset(args.preset, vocab_size=manifest["vocab_size"])
+    models, data = {}, {}
+    for name in args.objectives:
+        cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing)
+        objective = get_objective(name, manifest, cfg)
+        keras.utils.set_random_seed(0)
+        optimizer = make_optimizer("lamb", learning_rate=1e-3, total_steps=10**6,
+                                   warmup_steps=10)
+        models[name] = objective.build_model(AlbertEncoder(config), optimizer,
+                                             args.steps_per_execution)
+        # no shuffle buffer: every timed fit() makes a new iterator, and
+        # refilling a 10,000-example buffer each time would dilute the ratios
+        data[name] = pretraining_dataset(args.data, batch_size=args.batch_size, shuffle=False,
+                                         dynamic_masking=True).map(objective.split_features)
+        models[name].fit(data[name], steps_per_epoch=args.steps_per_execution * 2, verbose=0)
+    times = {name: [] for name in args.objectives}
+    for _ in range(args.rounds):  # interleaved: every round times each objective once
+        for name in args.objectives:
+            start = time.perf_counter()
+            models[name].fit(data[name], steps_per_epoch=args.steps, verbose=0)
+            times[name].append((time.perf_counter() - start) / args.steps)
+    results = {"settings": vars(args), "seconds_per_step": times,
+               "median_seconds_per_step": {k: statistics.median(v) for k, v in times.items()}}
+    base = results["median_seconds_per_step"].get("mlm_sop")
+    if base:
+        results["ratio_to_mlm_sop"] = {k: v / base for k, v in
+                                       results["median_seconds_per_step"].items()}
+    write(args.out, results)
+    print(json.dumps({k: v for k, v in results.items() if k != "seconds_per_step"}, indent=2))
+
+
+# -- equal wall-clock comparison ------------------------------------------------------------------
+
+
+def compare(args):
+    from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+    from albert_keras.training.pretrain import pretrain
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    results = {"settings": vars(args), "pretraining": {}, "finetuning": {}}
+    if os.path.isfile(args.out):  # a killed run keeps what it measured
+        with open(args.out) as f:
+            results = json.load(f)
+    work = args.work or tempfile.mkdtemp()
+    ratios = {}
+    if os.path.isfile(args.step_cost_file):
+        with open(args.step_cost_file) as f:
+            ratios = json.load(f).get("ratio_to_mlm_sop", {})
+    models = {}
+    for name in args.objectives:
+        folder = os.path.join(work, name)
+        models[name] = folder
+        if name in results["pretraining"]:
+            continue
+        # Equal wall-clock: the main job's steps for mlm_sop, fewer for an
+        # objective whose step costs more (the --step-cost medians), so each
+        # run's learning-rate schedule ends within the budget.
+        steps = int(args.base_steps / ratios.get(name, 1.0)) // 100 * 100
+        cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
+                             total_steps=steps, max_minutes=args.minutes,
+                             learning_rate=args.learning_rate, seed=0)
+        start = time.perf_counter()
+        metrics = pretrain(args.data, folder, cfg)
+        metrics["benchmark_wall_seconds"] = time.perf_counter() - start
+        results["pretraining"][name] = metrics
+        write(args.out, results)
+        print(name, json.dumps(metrics), flush=True)
+    models["from_scratch"] = models[args.objectives[0]]
+    for task in args.tasks:
+        task_name = os.path.basename(os.path.normpath(task))
+        scores = results["finetuning"].setdefault(task_name, {})
+        for name, folder in models.items():
+            runs = scores.setdefault(name, [])
+            for seed in args.seeds:
+                if any(r["seed"] == seed for r in runs):
+                    continue
+                cfg = FinetuneConfig(task="classify", seed=seed,
+                                     from_scratch=name == "from_scratch")
+                if args.finetune_epochs:
+                    cfg = dataclasses.replace(cfg, epochs=args.finetune_epochs)
+                with tempfile.TemporaryDirectory() as out:
+                    m = finetune(folder, os.path.join(task, "train.csv"),
+                                 os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg)
+                runs.append({"seed": seed, "accuracy": m["accuracy"]})
+                write(args.out, results)
+                print(task_name, name, seed, m["accuracy"], flush=True)
+        for name, runs in scores.items():
+            accuracies = [r["accuracy"] for r in runs]
+            results.setdefault("summary", {}).setdefault(task_name, {})[name] = {
+                "mean": statistics.mean(accuracies), "std": statistics.pstdev(accuracies)}
+        write(args.out, results)
+    print(json.dumps(results.get("summary"), indent=2))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--step-cost", action="store_true")
+    parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--data", required=True, help="a pretraining data folder")
+    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES))
+    parser.add_argument("--embedding-sharing", default="tied")
+    parser.add_argument("--preset", default="albert_tiny")
+    parser.add_argument("--precision", default="mixed_bfloat16")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps-per-execution", type=int, default=10)
+    parser.add_argument("--tasks", nargs="*", default=[])
+    parser.add_argument("--minutes", type=float, default=15.0, help="a cap per objective")
+    parser.add_argument("--base-steps", type=int, default=800,
+                        help="mlm_sop's steps (the main job's); others scaled by step cost")
+    parser.add_argument("--step-cost-file", default="benchmarks/results/objectives_step_cost.json")
+    parser.add_argument("--learning-rate", type=float, default=8e-3)
+    parser.add_argument("--finetune-epochs", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--work", default="", help="folder for the pretrained models")
+    parser.add_argument("--out", default="benchmarks/results/objectives.json")
+    args = parser.parse_args()
+    if args.step_cost:
+        step_cost(args)
+    if args.compare:
+        compare(args)
+
+
+if __name__ == "__main__":
+    main()
