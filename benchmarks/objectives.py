@@ -109,9 +109,9 @@ def compare(args):
         # Equal wall-clock: the main job's steps for mlm_sop, fewer for an
         # objective whose step costs more (the --step-cost medians), so each
         # run's learning-rate schedule ends within the budget.
-        steps = int(args.base_steps / ratios.get(name, 1.0)) // 100 * 100
+        steps = max(50, int(args.base_steps / ratios.get(name, 1.0)) // 50 * 50)
         cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
-                             total_steps=steps, max_minutes=args.minutes,
+                             total_steps=steps, steps_per_epoch=50, max_minutes=args.minutes,
                              learning_rate=args.learning_rate, seed=0)
         start = time.perf_counter()
         metrics = pretrain(args.data, folder, cfg)
@@ -119,9 +119,12 @@ def compare(args):
         results["pretraining"][name] = metrics
         write(args.out, results)
         print(name, json.dumps(metrics), flush=True)
-    models["from_scratch"] = models[args.objectives[0]]
+    # the baseline first, so a cut-short run still has it
+    models = {"from_scratch": models[args.objectives[0]], **models}
     for task in args.tasks:
         task_name = os.path.basename(os.path.normpath(task))
+        task = sample_task(task, os.path.join(work, "tasks", task_name), args.max_train,
+                           args.max_eval)
         scores = results["finetuning"].setdefault(task_name, {})
         for name, folder in models.items():
             runs = scores.setdefault(name, [])
@@ -146,6 +149,27 @@ def compare(args):
     print(json.dumps(results.get("summary"), indent=2))
 
 
+def sample_task(task, out, max_train, max_eval):
+    """The task folder, or a seeded random sample of its rows (header kept)."""
+    import csv
+
+    import numpy as np
+
+    if not (max_train or max_eval):
+        return task
+    os.makedirs(out, exist_ok=True)
+    for split, limit in (("train", max_train), ("eval", max_eval)):
+        with open(os.path.join(task, f"{split}.csv"), newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        header, rows = rows[0], rows[1:]
+        if limit and limit < len(rows):
+            keep = np.sort(np.random.default_rng(0).choice(len(rows), limit, replace=False))
+            rows = [rows[i] for i in keep]
+        with open(os.path.join(out, f"{split}.csv"), "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([header, *rows])
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step-cost", action="store_true")
@@ -166,6 +190,8 @@ def main():
     parser.add_argument("--step-cost-file", default="benchmarks/results/objectives_step_cost.json")
     parser.add_argument("--learning-rate", type=float, default=8e-3)
     parser.add_argument("--finetune-epochs", type=int, default=0)
+    parser.add_argument("--max-train", type=int, default=0, help="sample the tasks' rows")
+    parser.add_argument("--max-eval", type=int, default=0)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--work", default="", help="folder for the pretrained models")
     parser.add_argument("--out", default="benchmarks/results/objectives.json")
