@@ -34,6 +34,7 @@ from albert_keras.data.corpus import CorpusStats
 from albert_keras.data.corpus import list_files
 from albert_keras.data.corpus import read_documents
 from albert_keras.data.data_config import DataConfig
+from albert_keras.data.create import longest_ngram
 from albert_keras.data.create import document_examples
 from albert_keras.data.create import held_out_documents
 from albert_keras.data.create import num_shards_for
@@ -145,7 +146,7 @@ def _beam_steps(beam):
             if self.config.random_next:
                 all_documents = _SplitDocuments(all_tokenized, eval_set, split,
                                                 plan["num_documents"])
-            counts = [0] * self.config.max_ngram
+            counts = [0] * longest_ngram(self.config)
             examples = document_examples(tokenized, index, self.config, self.word_starts,
                                          self.vocab_size, all_documents, counts,
                                          self.special_ids)

@@ -28,6 +28,7 @@ from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import CorpusStats
 from albert_keras.data.corpus import read_documents
 from albert_keras.data.masking import mask_sequence
+from albert_keras.data.masking import masking_scheme
 from albert_keras.data.sop_pairs import document_pairs
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
@@ -80,6 +81,11 @@ def example_key(seed, dupe, index, pair):
     return int.from_bytes(digest.digest(), "little")
 
 
+def longest_ngram(config):
+    """How many n-gram lengths a data config's masking draws from."""
+    return len(masking_scheme(config.masking, config.max_ngram, config.whole_word)[0])
+
+
 def document_examples(tokenized, index, config, word_starts, vocab_size,
                       all_documents=None, masked_counts=None, special_ids=None):
     """The examples of one tokenized document, for every dupe.
@@ -88,6 +94,8 @@ def document_examples(tokenized, index, config, word_starts, vocab_size,
         A list of ``(key, tokens, segments, positions, labels, sop_label)``.
     """
     out = []
+    scheme = masking_scheme(getattr(config, "masking", "ngram"), config.max_ngram,
+                            config.whole_word)
     for dupe in range(config.dupe_factor):
         seed = np.random.SeedSequence([config.seed, dupe, index]).generate_state(1)[0]
         rng = random.Random(int(seed))
@@ -102,10 +110,10 @@ def document_examples(tokenized, index, config, word_starts, vocab_size,
                 tokens, word_starts, rng, vocab_size,
                 masked_lm_prob=config.masked_lm_prob,
                 max_predictions=config.max_predictions,
-                max_ngram=config.max_ngram,
-                whole_word=config.whole_word,
+                whole_word=scheme[1],
                 masked_counts=masked_counts,
                 special_ids=special_ids,
+                ngram_probs=scheme[0],
             )
             out.append((example_key(config.seed, dupe, index, j), masked, segments,
                         positions, labels, pair.label))
@@ -160,7 +168,7 @@ def _examples(task):
     tokenized = _WORKER["tokenized"]
     all_documents = _split_documents(split) if c.random_next else None
     out = []
-    masked_counts = [0] * c.max_ngram
+    masked_counts = [0] * longest_ngram(c)
     for index in indices:
         out += document_examples(tokenized[index], index, c, _WORKER["word_starts"],
                                  _WORKER["vocab_size"], all_documents, masked_counts,
@@ -296,7 +304,7 @@ def create_pretraining_data(
 
     parts = _parallel(_examples, tasks, state, workers, example_progress)
     results = {split: [] for split in splits}
-    ngrams = {split: [0] * config.max_ngram for split in splits}
+    ngrams = {split: [0] * longest_ngram(config) for split in splits}
     for (split, _), (examples, counts) in zip(tasks, parts):
         results[split].extend(examples)
         ngrams[split] = [a + b for a, b in zip(ngrams[split], counts)]

@@ -19,6 +19,10 @@ class DataConfig:
     dupe_factor: int = option(5, "passes over the corpus, each with fresh pairs and masks")
     max_ngram: int = option(3, "longest masked n-gram (words)", flag="--ngram")
     whole_word: bool = option(True, "mask whole words")
+    masking: str = option("ngram", "ngram: ALBERT's whole-word n-grams up to --ngram; span: "
+                                   "SpanBERT's geometric spans of whole words (p 0.2, at most "
+                                   "10); token: single pieces (BERT's first release)",
+                          choices=("ngram", "span", "token"))
     short_seq_prob: float = option(0.1, "share of examples cut shorter than the maximum")
     random_next: bool = option(False, "next-sentence prediction instead of SOP (ablations)",
                                flag="--nsp")
@@ -41,6 +45,8 @@ class DataConfig:
             raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
         if self.dupe_factor < 1:
             raise ValueError(f"dupe_factor must be positive, got {self.dupe_factor}")
+        if self.masking not in ("ngram", "span", "token"):
+            raise ValueError(f"masking must be ngram, span or token, got {self.masking!r}")
         if self.max_ngram < 1:
             raise ValueError(f"max_ngram must be positive, got {self.max_ngram}")
         if not 0 <= self.eval_fraction < 1:

@@ -38,6 +38,7 @@ def mask_batch(
     max_ngram=3,
     whole_word=True,
     special_ids=None,
+    ngram_probs=None,
 ):
     """Masks a batch of packed, unmasked sequences.
 
@@ -51,11 +52,15 @@ def mask_batch(
             ``masking.mask_sequence``.
         special_ids: the tokenizer's ``{"cls", "sep", "mask"}`` ids
             (default: ALBERT's).
+        ngram_probs: as ``masking.mask_sequence`` (SpanBERT's spans, single
+            tokens); its length replaces ``max_ngram``.
 
     Returns:
         A dict of ``token_ids`` (masked), ``masked_positions``,
         ``masked_ids`` (int32 ``[B, P]``) and ``masked_weights`` (float32).
     """
+    if ngram_probs:
+        max_ngram = len(ngram_probs)
     token_ids = tf.cast(token_ids, tf.int32)
     padding_mask = tf.cast(padding_mask, tf.int32)
     batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
@@ -93,7 +98,8 @@ def mask_batch(
     keys = tf.random.stateless_uniform([batch, length], seeds[0])
     keys = tf.where(valid_word, keys, 2.0)
     order = tf.argsort(keys, axis=1, stable=True)  # [B, S] word indices
-    weights = tf.constant(ngram_weights(max_ngram), tf.float32)
+    weights = tf.constant(list(ngram_probs) if ngram_probs else ngram_weights(max_ngram),
+                          tf.float32)
     max_n = tf.clip_by_value(num_words[:, None] - word_index, 1, max_ngram)  # [B, S]
     allowed = tf.range(1, max_ngram + 1)[None, None, :] <= max_n[:, :, None]
     probs = tf.where(allowed, weights[None, None, :], 0.0)

@@ -30,6 +30,35 @@ def ngram_weights(max_ngram):
     return [w / total for w in weights]
 
 
+# SpanBERT: span lengths in words are geometric, p = 0.2, clipped at 10.
+SPAN_P = 0.2
+SPAN_MAX = 10
+MASKINGS = ("ngram", "span", "token")
+
+
+def span_weights(p=SPAN_P, max_len=SPAN_MAX):
+    """SpanBERT's ``p(n) ~ p (1 - p)^(n - 1)`` for n in 1..max_len (mean ~3.8)."""
+    weights = [p * (1 - p) ** (n - 1) for n in range(1, max_len + 1)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def masking_scheme(masking="ngram", max_ngram=3, whole_word=True):
+    """``(length probabilities, whole_word)`` of a ``--masking`` choice.
+
+    ``ngram``: ALBERT's whole-word n-grams, ``p ~ 1/n`` up to ``max_ngram``;
+    ``span``: SpanBERT's geometric spans of whole words; ``token``: BERT's
+    original single pieces.
+    """
+    if masking == "ngram":
+        return ngram_weights(max_ngram), whole_word
+    if masking == "span":
+        return span_weights(), True
+    if masking == "token":
+        return [1.0], False
+    raise ValueError(f"masking must be one of {MASKINGS}, got {masking!r}")
+
+
 def candidate_words(tokens, word_starts, whole_word=True, special_ids=None):
     """Groups candidate positions into words: a list of lists of indices."""
     special = {**ALBERT_IDS, **(special_ids or {})}
@@ -60,6 +89,7 @@ def mask_sequence(
     drawn_counts=None,
     masked_counts=None,
     special_ids=None,
+    ngram_probs=None,
 ):
     """Masks one packed sequence.
 
@@ -77,6 +107,8 @@ def mask_sequence(
             the original).
         special_ids: the tokenizer's ``{"pad", "cls", "sep", "mask"}`` ids
             (default: ALBERT's).
+        ngram_probs: the length distribution (``masking_scheme``); replaces
+            ``ngram_weights(max_ngram)``, and its length is the longest n.
 
     Returns:
         ``(masked_tokens, positions, labels)``, positions ascending.
@@ -84,7 +116,8 @@ def mask_sequence(
     special = {**ALBERT_IDS, **(special_ids or {})}
     words = candidate_words(tokens, word_starts, whole_word, special)
     num_to_predict = min(max_predictions, max(1, int(round(len(tokens) * masked_lm_prob))))
-    weights = ngram_weights(max_ngram)
+    weights = list(ngram_probs) if ngram_probs else ngram_weights(max_ngram)
+    max_ngram = len(weights)
     order = list(range(len(words)))
     rng.shuffle(order)
     covered = set()

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.dynamic_masking import unmask
+from albert_keras.data.masking import masking_scheme
 from albert_keras.data.record_check import check_records
 from albert_keras.data.record_check import check_tokenizer
 from albert_keras.data.tfrecords import FORMAT
@@ -199,6 +200,9 @@ def pretraining_dataset(
         tokenizer = load_tokenizer(os.path.join(data_dir, manifest["tokenizer"]))
         word_starts = tf.constant(tokenizer.word_starts(), tf.bool)
 
+        probs, whole_word = masking_scheme(config.get("masking", "ngram"),
+                                           config["max_ngram"], config["whole_word"])
+
         def remask(step, features):
             original = unmask(features)
             masked = mask_batch(
@@ -209,9 +213,9 @@ def pretraining_dataset(
                 manifest["vocab_size"],
                 masked_lm_prob=config["masked_lm_prob"],
                 max_predictions=p,
-                max_ngram=config["max_ngram"],
-                whole_word=config["whole_word"],
+                whole_word=whole_word,
                 special_ids=tokenizer.special_ids,
+                ngram_probs=probs,
             )
             return {**features, **masked}
 

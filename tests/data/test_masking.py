@@ -10,6 +10,7 @@ from albert_keras.config import SEP_ID
 from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.masking import candidate_words
 from albert_keras.data.masking import mask_sequence
+from albert_keras.data.masking import masking_scheme
 
 V = 200
 WORD_STARTS = [True] * 5 + [random.Random(7).random() < 0.55 for _ in range(V - 5)]
@@ -140,3 +141,67 @@ def test_dynamic_masking_in_a_graph_without_py_function():
     ops = {op.type for op in graph.get_operations()}
     assert not ops & {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
     fn(ids, mask, tf.constant([0, 1], tf.int64))
+
+
+def _runs(positions, tokens):
+    """Lengths (in words) of the contiguous masked stretches of one row."""
+    words = candidate_words(tokens, WORD_STARTS)
+    masked = [all(i in positions for i in w) for w in words]
+    runs, current = [], 0
+    for m in masked + [False]:
+        if m:
+            current += 1
+        elif current:
+            runs.append(current)
+            current = 0
+    return runs
+
+
+def test_span_masking_draws_geometric_whole_word_spans():
+    """SpanBERT: lengths ~ Geometric(0.2) clipped at 10, whole words, 15%."""
+    sequences = random_sequences(3000, seed=2)
+    probs, whole_word = masking_scheme("span")
+    assert whole_word and len(probs) == 10 and sum(probs) == pytest.approx(1.0)
+    geometric = np.array([0.2 * 0.8 ** (n - 1) for n in range(1, 11)])
+    np.testing.assert_allclose(probs, geometric / geometric.sum(), rtol=1e-12)
+    rng = random.Random(0)
+    drawn, outs, positions, runs = [0] * 10, [], [], {"span": [], "ngram": []}
+    for tokens in sequences:
+        out, pos, _ = mask_sequence(tokens, WORD_STARTS, rng, V, ngram_probs=probs,
+                                    drawn_counts=drawn)
+        outs.append(out)
+        positions.append(pos)
+        runs["span"] += _runs(set(pos), tokens)
+        _, pos3, _ = mask_sequence(tokens, WORD_STARTS, rng, V)
+        runs["ngram"] += _runs(set(pos3), tokens)
+    check_statistics(sequences, outs, positions)
+    # A word near the end of a sequence allows only the lengths that fit, so
+    # short spans are drawn a little more often than the clipped geometric.
+    fractions = np.array(drawn) / sum(drawn)
+    np.testing.assert_allclose(fractions, probs, atol=0.03)
+    assert fractions[0] > probs[0] and fractions[9] > 0.01
+    assert max(runs["span"]) > 3  # spans longer than ALBERT's n-grams reach
+    assert np.mean(runs["span"]) > np.mean(runs["ngram"])
+
+
+def test_dynamic_span_and_token_masking():
+    sequences = random_sequences(1024, seed=4)
+    ids, mask = _pad(sequences)
+    for masking in ("span", "token"):
+        probs, whole_word = masking_scheme(masking)
+        result = mask_batch(ids, mask, tf.constant(WORD_STARTS), [5, 0], V,
+                            whole_word=whole_word, ngram_probs=probs)
+        outs, positions, runs = [], [], []
+        for row in range(len(sequences)):
+            w = result["masked_weights"][row].numpy() > 0
+            positions.append(result["masked_positions"][row].numpy()[w].tolist())
+            outs.append(result["token_ids"][row].numpy()[:len(sequences[row])].tolist())
+            runs += _runs(set(positions[-1]), sequences[row])
+        if masking == "span":
+            check_statistics(sequences, outs, positions)
+            assert max(runs) > 3
+        else:
+            total = sum(len(s) for s in sequences)
+            assert abs(sum(len(p) for p in positions) / total - 0.15) < 0.01
+    with pytest.raises(ValueError, match="masking must be one of"):
+        masking_scheme("words")

@@ -69,3 +69,23 @@ def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_pat
     again = pretrain(data_dir, str(tmp_path / "again"), _config(
         objective="rtd", embedding_sharing=sharing, rtd_sop=True, init=str(out)))
     assert again["steps"] == 4
+
+
+def test_span_masked_data_trains_with_dynamic_masking(corpus_file, spm_path, tmp_path):
+    """``--masking span`` is recorded in the manifest and the dynamic masks
+    of training follow it (SpanBERT + RoBERTa's MLM-only objective)."""
+    import json
+
+    from albert_keras.data.create import create_pretraining_data
+    from albert_keras.data.data_config import DataConfig
+    from albert_keras.data.reader import pretraining_dataset
+
+    data = tmp_path / "span"
+    create_pretraining_data([corpus_file], spm_path, str(data), DataConfig(
+        max_seq_length=32, max_predictions=8, dupe_factor=1, eval_fraction=0.1,
+        masking="span"))
+    assert json.load(open(data / "manifest.json"))["config"]["masking"] == "span"
+    batch = next(iter(pretraining_dataset(str(data), batch_size=16, dynamic_masking=True)))
+    assert float(batch["masked_weights"].numpy().sum()) > 0
+    metrics = pretrain(str(data), str(tmp_path / "run"), _config(objective="mlm"))
+    assert metrics["steps"] == 4
