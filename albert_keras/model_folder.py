@@ -23,6 +23,8 @@ from albert_keras.text.registry import TOKENIZERS
 from albert_keras.text.registry import load_tokenizer
 
 PRETRAINER_FILE = "pretrainer.keras"
+DISCRIMINATOR_FILE = "discriminator.keras"  # rtd runs: encoder + RTD head
+GENERATOR_FILE = "generator.keras"  # rtd runs: the MLM generator
 ENCODER_FILE = "encoder.keras"
 TASK_MODEL_FILE = "model.keras"
 TASK_FILE = "task.json"
@@ -235,12 +237,20 @@ def write_pretraining_folder(folder, pretrainer, tokenizer):
     ``encoder.keras`` is what fine-tuning and export read: for ELECTRA's
     objective the discriminator, its word table folded in
     (``standalone_encoder``); ``pretrainer.keras`` keeps the generator too,
-    for continued pretraining.
+    for continued pretraining, and ``discriminator.keras`` and
+    ``generator.keras`` hold each half alone (they convert to HF
+    ``ElectraForPreTraining`` and ``ElectraForMaskedLM``).
     """
     save_model(pretrainer, os.path.join(folder, PRETRAINER_FILE), overwrite=True)
     standalone = getattr(pretrainer, "standalone_encoder", None)
     encoder = standalone() if standalone else pretrainer.encoder
     save_model(encoder, os.path.join(folder, ENCODER_FILE), overwrite=True)
+    if hasattr(pretrainer, "standalone_generator"):  # ELECTRA: each half on its own,
+        # for `convert` to HF ElectraForPreTraining and ElectraForMaskedLM
+        save_model(pretrainer.standalone_discriminator(),
+                   os.path.join(folder, DISCRIMINATOR_FILE), overwrite=True)
+        save_model(pretrainer.standalone_generator(),
+                   os.path.join(folder, GENERATOR_FILE), overwrite=True)
     write_tokenizer(folder, tokenizer)
     pretrainer.config.to_json_file(os.path.join(folder, CONFIG_FILE))
 

@@ -59,7 +59,8 @@ def model_variables(model):
         out.update(_dense("mlm/dense", mlm.dense))
         out.update(_norm("mlm/layer_norm", mlm.layer_norm))
         out["mlm/output_bias"] = mlm.output_bias
-        out.update(_dense("sop", model.sop_head.classifier))
+        if getattr(model, "sop_head", None) is not None:  # none under RoBERTa's MLM-only
+            out.update(_dense("sop", model.sop_head.classifier))
     if hasattr(model, "rtd_head"):
         out.update(_dense("rtd/dense", model.rtd_head.dense))
         out.update(_dense("rtd/output", model.rtd_head.output_dense))

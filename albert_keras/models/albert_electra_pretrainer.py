@@ -181,6 +181,33 @@ class AlbertElectraPretrainer(keras.Model):
             ops.convert_to_numpy(self._discriminator_table()))
         return encoder
 
+    def standalone_discriminator(self):
+        """An ``AlbertDiscriminator`` (encoder with the table folded in, and
+        the RTD head): what exports to HF ``ElectraForPreTraining``."""
+        from albert_keras.models.albert_discriminator import AlbertDiscriminator
+
+        model = AlbertDiscriminator(self.standalone_encoder())
+        model.rtd_head.set_weights(self.rtd_head.get_weights())
+        return model
+
+    def standalone_generator(self):
+        """The generator as an MLM-only ``AlbertPretrainer`` with its own word
+        table: what exports to HF ``ElectraForMaskedLM``."""
+        from albert_keras.models.albert_pretrainer import AlbertPretrainer
+
+        source = self.generator
+        encoder = AlbertEncoder(source.config, mask_value=source.mask_value,
+                                dtype=source.dtype_policy)
+        encoder.set_weights(source.get_weights())
+        encoder.token_embedding.embeddings.assign(
+            ops.convert_to_numpy(self._generator_table()))
+        model = AlbertPretrainer(encoder, sentence_order=False)
+        head, own = model.mlm_head, self.mlm_head
+        head.dense.set_weights(own.dense.get_weights())
+        head.layer_norm.set_weights(own.layer_norm.get_weights())
+        head.output_bias.assign(own.output_bias)
+        return model
+
     # -- forward pass ----------------------------------------------------------------
     def generator_logits(self, inputs, training=False):
         """The generator's MLM logits ``[B, P, V]`` at ``masked_positions``

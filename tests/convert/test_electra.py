@@ -76,3 +76,43 @@ def test_shared_layers_do_not_export_as_electra(tmp_path):
     encoder = AlbertEncoder(get_preset("albert_tiny", vocab_size=99))
     with pytest.raises(ConfigError, match="ELECTRA shares no weights"):
         save_hf(encoder, str(tmp_path / "x"), model_type="electra")
+
+
+@pytest.mark.parametrize("sharing", ["none", "tied", "gdes"])
+def test_rtd_pretrainer_halves_export_to_hf_electra(tmp_path, sharing):
+    """An ELECTRA pair from HF folders, put into our RTD pretrainer, comes
+    back out as ElectraForPreTraining and ElectraForMaskedLM that transformers
+    loads and that give the original models' logits."""
+    from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
+
+    hf_disc = make_hf_model("ElectraForPreTraining", tmp_path / "d", seed=1)
+    hf_gen = make_hf_model("ElectraForMaskedLM", tmp_path / "g", seed=2,
+                           hidden_size=16, num_attention_heads=2, intermediate_size=24)
+    disc, _ = load_hf(str(tmp_path / "d"))
+    gen, _ = load_hf(str(tmp_path / "g"))
+    gen_table = gen.encoder.token_embedding.embeddings.numpy()
+    disc_table = disc.encoder.token_embedding.embeddings.numpy()
+    model = AlbertElectraPretrainer(disc.encoder, gen.encoder, embedding_sharing=sharing)
+    model.mlm_head.dense.set_weights(gen.mlm_head.dense.get_weights())
+    model.mlm_head.layer_norm.set_weights(gen.mlm_head.layer_norm.get_weights())
+    model.mlm_head.output_bias.assign(gen.mlm_head.output_bias)
+    model.rtd_head.set_weights(disc.rtd_head.get_weights())
+    expected_gen, expected_disc = hf_gen, hf_disc
+    if sharing == "tied":  # one table, the discriminator's: the generator reads it
+        hf_gen.electra.embeddings.word_embeddings.weight.data[:] = \
+            hf_gen.electra.embeddings.word_embeddings.weight.data.new_tensor(disc_table)
+    if sharing == "gdes":  # generator owns its table; discriminator = it + residual
+        model.encoder.token_embedding.embeddings.assign(disc_table - gen_table)
+    inputs = sample_inputs()
+    mask = inputs["padding_mask"]
+    save_hf(model.standalone_discriminator(), str(tmp_path / "d_back"))
+    save_hf(model.standalone_generator(), str(tmp_path / "g_back"), model_type="electra")
+    d_back = transformers.ElectraForPreTraining.from_pretrained(str(tmp_path / "d_back")).eval()
+    g_back = transformers.ElectraForMaskedLM.from_pretrained(str(tmp_path / "g_back")).eval()
+    assert max_diff(run_hf(d_back, inputs).logits, run_hf(expected_disc, inputs).logits,
+                    mask) < TOL
+    assert max_diff(run_hf(g_back, inputs).logits, run_hf(expected_gen, inputs).logits,
+                    mask) < TOL
+    # and our generator's own logits at every position are those
+    logits = model.generator_logits({**inputs, "masked_positions": all_positions(inputs)})
+    assert max_diff(logits, run_hf(g_back, inputs).logits, mask) < TOL

@@ -49,6 +49,9 @@ def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_pat
         assert name in header
     pretrainer = load_model(str(out / "pretrainer.keras"))
     assert type(pretrainer).__name__ == "AlbertElectraPretrainer"
+    assert type(load_model(str(out / "discriminator.keras"))).__name__ == "AlbertDiscriminator"
+    generator = load_model(str(out / "generator.keras"))
+    assert generator.sop_head is None and generator.config.hidden_size == SMALL["hidden_size"] // 4
     assert pretrainer.generator.config.hidden_size == SMALL["hidden_size"] // 4
     encoder = load_encoder(str(out))
     assert encoder.config.hidden_size == SMALL["hidden_size"]
