@@ -34,7 +34,9 @@ def test_mlm_objective_has_no_sentence_task(data_dir, tmp_path):
     assert "sop" not in (out / "metrics.csv").read_text().splitlines()[0]
 
 
-@pytest.mark.parametrize("sharing", ["tied", "gdes"])
+# gdes is the path with the most to get wrong (the folded table); tied and
+# none are covered by the model tests and the HF export test.
+@pytest.mark.parametrize("sharing", ["gdes"])
 def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_path, sharing):
     out = tmp_path / sharing
     metrics = pretrain(data_dir, str(out), _config(
