@@ -10,6 +10,7 @@ from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_pretrainer import _mean_over_replicas
 from albert_keras.models.albert_pretrainer import _scale_for_replicas
+from albert_keras.replicas import tf_replica_context
 
 SHARING = ("tied", "gdes", "none")
 
@@ -237,9 +238,7 @@ class AlbertElectraPretrainer(keras.Model):
         # samples from the generator's distribution, without gradient
         batch, predictions = ops.shape(positions)[0], ops.shape(positions)[1]
         flat = ops.reshape(ops.stop_gradient(mlm_logits), (-1, ops.shape(mlm_logits)[-1]))
-        sampled = keras.random.categorical(flat / self.temperature, 1,
-                                           seed=self.seed_generator, dtype="int32")
-        sampled = ops.reshape(sampled, (batch, predictions))
+        sampled = ops.reshape(self._sample(flat / self.temperature), (batch, predictions))
         sampled = ops.where(weights > 0, sampled, originals)
 
         # the original sequence with the samples put in at the masked positions
@@ -265,6 +264,19 @@ class AlbertElectraPretrainer(keras.Model):
         if self.sop_head is not None:
             outputs["sop_logits"] = self.sop_head(enc.pooler(sequence), training=training)
         return outputs
+
+    def _sample(self, logits):
+        """One id per row of ``logits`` ``[N, V]``, from its softmax."""
+        replica = tf_replica_context()
+        if replica is None:
+            return keras.random.categorical(logits, 1, seed=self.seed_generator, dtype="int32")
+        # Under tf.distribute every replica reads the one seed state: fold the
+        # replica's id into it, or all replicas would draw the same noise.
+        import tensorflow as tf
+
+        seed = tf.cast(self.seed_generator.next(), tf.int64)
+        seed = seed + tf.cast(tf.stack([0, replica.replica_id_in_sync_group + 1]), tf.int64)
+        return tf.random.stateless_categorical(logits, 1, seed=seed, dtype=tf.int32)
 
     # -- training ------------------------------------------------------------------
     def pretraining_losses(self, x, y, y_pred):

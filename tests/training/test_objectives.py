@@ -94,3 +94,33 @@ def test_span_masked_data_trains_with_dynamic_masking(corpus_file, spm_path, tmp
     assert float(batch["masked_weights"].numpy().sum()) > 0
     metrics = pretrain(str(data), str(tmp_path / "run"), _config(objective="mlm"))
     assert metrics["steps"] == 4
+
+
+MIRRORED_RTD = """
+import sys
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from albert_keras.training.pretrain import PretrainConfig, pretrain
+m = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
+    objective="rtd", model_overrides={"hidden_size": 32, "num_attention_heads": 4,
+    "intermediate_size": 64, "num_hidden_layers": 2, "embedding_size": 16,
+    "max_position_embeddings": 64}, batch_size=8, total_steps=4, steps_per_epoch=2,
+    warmup_steps=1, eval_steps=1, precision="float32", strategy="mirrored"))
+print("STEPS", m["steps"], "REPLACED", m["replaced_fraction"])
+"""
+
+
+def test_rtd_under_mirrored_strategy_on_two_logical_cpus(data_dir, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CI": "true", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-c", MIRRORED_RTD, data_dir,
+                             str(tmp_path / "run")],
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "STEPS 4" in result.stdout
+    assert float(result.stdout.split("REPLACED")[1].split()[0]) > 0.01
