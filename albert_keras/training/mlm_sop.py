@@ -51,23 +51,15 @@ class MlmSop(Objective):
                                  repeat=False, drop_remainder=False, verify=False)
         correct = total = sop_correct = sop_total = 0
         mlm_loss = sop_loss = 0.0
-        if keras.backend.backend() == "tensorflow":
-            forward = tf.function(lambda x: model(x, training=False))
-        else:  # a compiled forward pass on JAX/torch, from numpy
-            def forward(x):
-                return model.predict_on_batch(keras.tree.map_structure(np.asarray, x))
+        forward = eval_forward(model)
         for batch in ds:
             x, y = split_features(batch)
             y = keras.tree.map_structure(np.asarray, y)
             out = keras.tree.map_structure(np.asarray, forward(x))
-            w = y["masked_weights"]
-            logits = out["mlm_logits"]
-            labels = y["masked_ids"]
-            log_probs = logits - _logsumexp(logits)
-            picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
-            mlm_loss -= float((picked * w).sum())
-            correct += float(((logits.argmax(-1) == labels) * w).sum())
-            total += float(w.sum())
+            sums = masked_lm_sums(out["mlm_logits"], y["masked_ids"], y["masked_weights"])
+            mlm_loss += sums[0]
+            correct += sums[1]
+            total += sums[2]
             if "sop_logits" not in out:
                 continue
             sop = out["sop_logits"]
@@ -117,6 +109,26 @@ class Mlm(MlmSop):
 
     name = "mlm"
     sentence_task = None
+
+
+def eval_forward(model):
+    """``x -> outputs`` of ``model`` in inference mode, compiled once."""
+    if keras.backend.backend() == "tensorflow":
+        return tf.function(lambda x: model(x, training=False))
+
+    def forward(x):  # a compiled forward pass on JAX/torch, from numpy
+        return model.predict_on_batch(keras.tree.map_structure(np.asarray, x))
+
+    return forward
+
+
+def masked_lm_sums(logits, labels, weights):
+    """``(summed CE, correct, weighed count)`` of one batch's MLM predictions."""
+    logits, labels, weights = np.asarray(logits), np.asarray(labels), np.asarray(weights)
+    log_probs = logits - _logsumexp(logits)
+    picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    return (-float((picked * weights).sum()),
+            float(((logits.argmax(-1) == labels) * weights).sum()), float(weights.sum()))
 
 
 def most_frequent_token_baseline(data_dir):

@@ -8,12 +8,13 @@ generator fills in.
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
 from albert_keras.models.albert_electra_pretrainer import generator_config
 from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.training.mlm_sop import eval_forward
+from albert_keras.training.mlm_sop import masked_lm_sums
 from albert_keras.training.mlm_sop import most_frequent_token_baseline
 from albert_keras.training.objective import Objective
 
@@ -75,25 +76,17 @@ class Rtd(Objective):
     def evaluate(self, model, data_dir, split="eval", batch_size=64):
         ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,
                                  repeat=False, drop_remainder=False, verify=False)
-        if keras.backend.backend() == "tensorflow":
-            forward = tf.function(lambda x: model(x, training=False))
-        else:
-            def forward(x):
-                return model.predict_on_batch(keras.tree.map_structure(np.asarray, x))
+        forward = eval_forward(model)
         auc = keras.metrics.AUC(from_logits=True, num_thresholds=1000)
         correct = total = rtd_correct = tokens = replaced = 0.0
         mlm_loss = rtd_loss = 0.0
         for batch in ds:
             x, y = split_features(batch)
             out = keras.tree.map_structure(np.asarray, forward(x))
-            w = np.asarray(y["masked_weights"])
-            labels = np.asarray(y["masked_ids"])
-            logits = out["mlm_logits"]
-            log_probs = logits - _logsumexp(logits)
-            picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
-            mlm_loss -= float((picked * w).sum())
-            correct += float(((logits.argmax(-1) == labels) * w).sum())
-            total += float(w.sum())
+            sums = masked_lm_sums(out["mlm_logits"], y["masked_ids"], y["masked_weights"])
+            mlm_loss += sums[0]
+            correct += sums[1]
+            total += sums[2]
             mask = np.asarray(x["padding_mask"]).astype(bool)
             rtd_logits, rtd_labels = out["rtd_logits"][mask], out["rtd_labels"][mask]
             rtd_correct += float(((rtd_logits > 0) == (rtd_labels > 0)).sum())
@@ -124,8 +117,3 @@ class Rtd(Objective):
             f"generator masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} "
             f"(most-frequent-token baseline {metrics['most_frequent_token_accuracy']:.4f})"
         )
-
-
-def _logsumexp(x):
-    m = x.max(-1, keepdims=True)
-    return m + np.log(np.exp(x - m).sum(-1, keepdims=True))
