@@ -15,6 +15,7 @@ _EXPORTS = {
     "AlbertClassifier": "albert_keras.models.albert_classifier",
     "AlbertConfig": "albert_keras.config",
     "AlbertDiscriminator": "albert_keras.models.albert_discriminator",
+    "AlbertDistiller": "albert_keras.models.albert_distiller",
     "AlbertElectraPretrainer": "albert_keras.models.albert_electra_pretrainer",
     "AlbertEmbedder": "albert_keras.models.albert_embedder",
     "AlbertEncoder": "albert_keras.models.albert_encoder",

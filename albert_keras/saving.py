@@ -34,6 +34,7 @@ def save_model(model, path, overwrite=False):
 _SAVED_CLASSES = (
     "albert_keras.models.albert_classifier",
     "albert_keras.models.albert_discriminator",
+    "albert_keras.models.albert_distiller",
     "albert_keras.models.albert_electra_pretrainer",
     "albert_keras.models.albert_embedder",
     "albert_keras.models.albert_encoder",

@@ -30,6 +30,18 @@ def cmd_finetune(args):
     return 0
 
 
+def cmd_distill(args):
+    from albert_keras.tasks.distill import distill
+    from albert_keras.tasks.distill_config import DistillConfig
+
+    metrics = distill(args.teacher, args.train, args.eval, args.out,
+                      config_from_args(DistillConfig, args), unlabeled=args.unlabeled,
+                      overwrite=args.overwrite)
+    _print_metrics(metrics)
+    print(f"model folder: {args.out}")
+    return 0
+
+
 def cmd_evaluate(args):
     from albert_keras.tasks.inference import evaluate
 
@@ -154,6 +166,27 @@ def add_parsers(sub, add_backend_flag):
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing output folder (default: refuse)")
     p.set_defaults(func=cmd_finetune)
+
+    from albert_keras.tasks.distill_config import DistillConfig
+
+    p = sub.add_parser(
+        "distill", help="teach a fine-tuned model's task to a smaller student",
+        description="The student learns the teacher's softened outputs on the training rows "
+                    "and on unlabelled rows, plus the labels where there are any. Its folder "
+                    "is an ordinary fine-tuned one: evaluate, predict and export take it.",
+    )
+    p.add_argument("--teacher", required=True, help="a fine-tuned model folder")
+    p.add_argument("--train", required=True, help="the labelled training file")
+    p.add_argument("--eval", default=None, help="a labelled file scored every epoch")
+    p.add_argument("--unlabeled", default=None,
+                   help="a file in the task's format for the teacher to label, or 'corpus' "
+                   "(the embedded speeches; classify and tag)")
+    p.add_argument("--out", required=True, help="the student's model folder")
+    add_flags(p, DistillConfig)
+    add_backend_flag(p)
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output folder (default: refuse)")
+    p.set_defaults(func=cmd_distill)
 
     p = sub.add_parser("evaluate", help="task metrics of a fine-tuned folder on a labelled file")
     p.add_argument("model", help="a fine-tuned model folder")

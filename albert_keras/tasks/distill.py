@@ -1,0 +1,255 @@
+"""Distillation: a fine-tuned teacher's task, taught to a smaller student.
+
+Phases: read the teacher's folder (model, task spec, tokenizer) -> features
+of the labelled training file and of the unlabelled rows (a file in the
+task's format, or paragraphs of the embedded corpus) -> the teacher's
+outputs for all of them, once -> a student (a preset, or a pretrained
+folder with the same tokenizer) with the task's head -> ``fit`` on the soft
+targets and, for labelled rows, the labels -> an ordinary fine-tuned model
+folder, which ``evaluate``, ``predict`` and ``export`` take.
+"""
+
+import dataclasses
+import logging
+import os
+import random
+import tempfile
+
+import keras
+import numpy as np
+
+from albert_keras.data.corpus import sotu_files
+from albert_keras.data.sentence_split import split_sentences
+from albert_keras.files import check_output
+from albert_keras.files import writing_folder
+from albert_keras.model_folder import METRICS_CSV
+from albert_keras.model_folder import load_encoder
+from albert_keras.model_folder import load_task_model
+from albert_keras.model_folder import read_tokenizer
+from albert_keras.model_folder import write_task_folder
+from albert_keras.models.albert_distiller import AlbertDistiller
+from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.presets import get_preset
+from albert_keras.tasks.best_epoch import BestEpoch
+from albert_keras.tasks.distill_config import DistillConfig
+from albert_keras.tasks.finetune import predict_outputs
+from albert_keras.tasks.finetune_config import size_defaults
+from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task import TaskSpec
+from albert_keras.training.callbacks import NanGuard
+from albert_keras.training.callbacks import ProgressLog
+
+logger = logging.getLogger(__name__)
+
+CORPUS = "corpus"
+
+
+# -- unlabelled rows ---------------------------------------------------------------------
+
+
+def _corpus_file(spec, folder, limit, seed):
+    """The embedded corpus as an unlabelled file of the task's format:
+    paragraphs for single-text classification, sentences for tagging."""
+    if spec.task == "classify" and not spec.text_pair_column:
+        import csv
+
+        rows = []
+        for path in sotu_files():
+            with open(path, encoding="utf-8") as f:
+                rows += [" ".join(p.split()) for p in f.read().split("\n\n") if p.split()]
+        random.Random(seed).shuffle(rows)
+        path = os.path.join(folder, "corpus.csv")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow([spec.text_column])
+            writer.writerows([r] for r in rows[:limit])
+        return path
+    if spec.task == "tag":
+        sentences = []
+        for path in sotu_files():
+            with open(path, encoding="utf-8") as f:
+                for paragraph in f.read().split("\n\n"):
+                    sentences += [s.split() for s in split_sentences(" ".join(paragraph.split()))]
+        random.Random(seed).shuffle(sentences)
+        path = os.path.join(folder, "corpus.conll")
+        with open(path, "w", encoding="utf-8") as f:
+            for words in sentences[:limit]:
+                if words:
+                    f.write("\n".join(words) + "\n\n")
+        return path
+    raise ValueError(f"--unlabeled {CORPUS} makes single texts and sentences: it works for "
+                     f"classify without text pairs and for tag, not for {spec.task}; give a "
+                     "file in the task's format")
+
+
+def _take(data, count, seed):
+    """At most ``count`` rows of ``data.x``, chosen at random."""
+    n = len(data)
+    if n <= count:
+        return data.x
+    keep = np.sort(np.random.default_rng(seed).choice(n, count, replace=False))
+    return {k: v[keep] for k, v in data.x.items()}
+
+
+# -- targets -----------------------------------------------------------------------------
+
+
+def _targets(labelled, unlabelled_count, output_keys):
+    """``labels`` and ``label_weight`` for the labelled rows followed by
+    ``unlabelled_count`` rows of zeros (weight 0: no hard loss there)."""
+    labels, weights = {}, {}
+    for key in output_keys:
+        y = np.asarray(labelled.y[key])
+        w = (np.asarray(labelled.sample_weight[key], np.float32)
+             if labelled.sample_weight else np.ones(y.shape[:1], np.float32))
+        labels[key] = np.concatenate([y, np.zeros((unlabelled_count, *y.shape[1:]), y.dtype)])
+        weights[key] = np.concatenate(
+            [w, np.zeros((unlabelled_count, *w.shape[1:]), np.float32)])
+    return labels, weights
+
+
+def _same_tokenizer(a, b):
+    if a.vocabulary_size != b.vocabulary_size:
+        return False
+    return all(a.id_to_piece(i) == b.id_to_piece(i) for i in range(a.vocabulary_size))
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
+            overwrite=False, callbacks=()):
+    """Distils a fine-tuned ``teacher`` folder into a new student folder.
+
+    Args:
+        teacher: a fine-tuned model folder (``albert-keras finetune``'s, or a
+            student of an earlier run).
+        train_path: the labelled training file, in the teacher's task format.
+        eval_path: a labelled file scored every epoch (the best epoch is
+            kept), or None.
+        out_dir: the student's model folder.
+        cfg: a ``DistillConfig``.
+        unlabeled: a file in the task's format whose rows the teacher labels
+            (labels in it are ignored), ``"corpus"`` for the embedded
+            speeches, or None.
+        overwrite: replace an existing ``out_dir``.
+        callbacks: more Keras callbacks for ``fit``.
+
+    Returns:
+        The student's eval metrics (and ``teacher_<metric>`` on the same file).
+
+    Example:
+    >>> distill("runs/cls", "train.csv", "eval.csv", "runs/student",  # doctest: +SKIP
+    ...         DistillConfig(student="albert_tiny"), unlabeled="corpus")
+    """
+    cfg = cfg or DistillConfig()
+    cfg.validate()
+    unlabeled_file = unlabeled if unlabeled not in (None, CORPUS) else None
+    check_output(out_dir, [teacher, train_path, eval_path, unlabeled_file, cfg.student_init],
+                 overwrite)
+    keras.utils.set_random_seed(cfg.seed)
+
+    # -- teacher and data -----------------------------------------------------------------
+    teacher_model, spec_json = load_task_model(teacher)
+    spec = TaskSpec.from_json(spec_json, os.path.join(teacher, "task.json"))
+    task = get_task(spec.task)
+    pieces = read_tokenizer(teacher)
+    train = task.read(train_path, spec, pieces)[0]
+    evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
+    extra_x = None
+    if unlabeled is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = (_corpus_file(spec, tmp, cfg.max_unlabeled, cfg.seed)
+                    if unlabeled == CORPUS else unlabeled)
+            extra = task.read(path, spec, pieces, require_labels=False)[0]
+        extra_x = _take(extra, cfg.max_unlabeled, cfg.seed)
+    x = train.x if extra_x is None else {
+        k: np.concatenate([train.x[k], extra_x[k]]) for k in train.x}
+    rows = len(next(iter(x.values())))
+    logger.info(f"distill {spec.task}: {len(train)} labelled rows, {rows - len(train)} "
+                "unlabelled; the teacher scores them")
+    teacher_out = teacher_model.predict(x, batch_size=64, verbose=0)
+    teacher_out = {k: np.asarray(v, np.float32) for k, v in teacher_out.items()}
+    labels, label_weight = _targets(train, rows - len(train), teacher_out.keys())
+    teacher_scores = (task.score(spec, evaluation, predict_outputs(teacher_model, evaluation))
+                      if evaluation is not None and evaluation.y is not None else {})
+    vocab_size = teacher_model.encoder.config.vocab_size
+    del teacher_model
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(cfg.seed)
+
+    # -- student ---------------------------------------------------------------------------
+    if cfg.student_init:
+        if not _same_tokenizer(read_tokenizer(cfg.student_init), pieces):
+            raise ValueError(f"{cfg.student_init}: its tokenizer is not the teacher's "
+                             f"({pieces.source}); the student must read the same pieces")
+        encoder = load_encoder(cfg.student_init, dtype=cfg.precision)
+    else:
+        config = get_preset(cfg.student, vocab_size=vocab_size, **(cfg.student_overrides or {}))
+        encoder = AlbertEncoder(config, dtype=cfg.precision)
+    if encoder.config.vocab_size != vocab_size:
+        raise ValueError(f"{cfg.student_init}: vocabulary of {encoder.config.vocab_size}, the "
+                         f"teacher's has {vocab_size}")
+    if spec.sequence_length > encoder.config.max_position_embeddings:
+        raise ValueError(f"the task's sequence length {spec.sequence_length} exceeds the "
+                         f"student's max_position_embeddings "
+                         f"{encoder.config.max_position_embeddings}")
+    chosen = {k: v for k, v in size_defaults(encoder.config.hidden_size).items()
+              if getattr(cfg, k) is None}
+    cfg = dataclasses.replace(cfg, **chosen)
+    steps_per_epoch = max(1, rows // cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    student = task.build_model(spec, encoder, cfg.dropout)
+    optimizer = make_optimizer(
+        "adamw", learning_rate=cfg.learning_rate, total_steps=total,
+        warmup_steps=int(cfg.warmup_fraction * total), weight_decay=cfg.weight_decay,
+        clip_norm=1.0)
+    # One optimizer for both: the distiller steps it, and the student's
+    # saved file carries it as a fine-tuned folder's does.
+    student.compile(optimizer=optimizer, **task.compile_args(spec))
+    model = AlbertDistiller(student, temperature=cfg.temperature, alpha=cfg.alpha,
+                            regression=bool(spec.regression))
+    model.compile(optimizer=optimizer)
+
+    with writing_folder(out_dir) as tmp:
+        # -- fit -------------------------------------------------------------------------
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.from_tensor_slices(
+            (x, {"teacher": teacher_out, "labels": labels, "label_weight": label_weight}))
+        ds = ds.shuffle(rows, seed=cfg.seed, reshuffle_each_iteration=True)
+        ds = ds.batch(cfg.batch_size, drop_remainder=rows >= cfg.batch_size).prefetch(2)
+        guard = NanGuard()
+        callbacks = [guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
+                     ProgressLog(total, every=50), *callbacks]
+        labelled = evaluation is not None and evaluation.y is not None
+        best = None
+        if labelled:
+            best = BestEpoch(task, spec, evaluation, cfg.select_metric or task.main_metric(spec),
+                             cfg.patience)
+            callbacks.insert(1, best)
+        elif cfg.select_metric or cfg.patience:
+            raise ValueError("--select-metric and --patience need a labelled --eval file")
+        history = model.fit(ds, epochs=cfg.epochs, callbacks=callbacks, verbose=2)
+        if guard.bad_step is not None:
+            raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
+
+        # -- evaluate and write ------------------------------------------------------------
+        result = {"train_loss": float(history.history["loss"][-1]),
+                  "soft_loss": float(history.history["soft_loss"][-1]),
+                  "labelled_rows": len(train), "unlabelled_rows": rows - len(train)}
+        if labelled:
+            result.update(task.score(spec, evaluation, predict_outputs(student, evaluation)))
+            result.update({"best_epoch": best.best_epoch, "select_metric": best.metric,
+                           "eval_history": best.history})
+            result.update({f"teacher_{k}": v for k, v in teacher_scores.items()
+                           if isinstance(v, (int, float))})
+        write_task_folder(
+            tmp, student, pieces, spec.to_json(), result,
+            {**dataclasses.asdict(cfg), "teacher": os.path.abspath(teacher),
+             "train": os.path.abspath(train_path),
+             "eval": os.path.abspath(eval_path) if eval_path else None,
+             "unlabeled": (unlabeled if unlabeled in (None, CORPUS)
+                           else os.path.abspath(unlabeled))})
+    return result
