@@ -12,6 +12,8 @@ garbage without an error (measured with TF 2.21), so they are not used; and ever
 converted model is validated against Keras before it is written anyway.
 """
 
+import contextlib
+import io
 import tempfile
 
 import keras
@@ -91,6 +93,53 @@ def prepare_for_export(model, mask_value=-120.0):
     return rebuild(model, mask_value=float(mask_value))
 
 
+def quantize_word_table(model):
+    """Stores the token embedding of ``model``'s encoder as int8 with one
+    scale per row (Keras' own ``Embedding.quantize``), in place.
+
+    For ``int4``: the LiteRT quantizer quantizes the dense layers' weights
+    but not a GATHER's table ("Unsupported op for ComputePrecision.FLOAT:
+    GATHER"), and the word table is most of a small ALBERT's file. Only the
+    token table: the position and segment tables are read as ``.embeddings``
+    directly, which a quantized Embedding no longer holds in float.
+    """
+    if isinstance(model, AlbertPretrainer):
+        # its MLM decoder reads the tied table as a matrix: it stays float
+        return model
+    encoder = model if isinstance(model, AlbertEncoder) else model.encoder
+    encoder.embeddings.token_embedding.quantize("int8")
+    return model
+
+
+def _int4_dense_weights(blob):
+    """``blob`` with every FULLY_CONNECTED weight in 4 bits by the LiteRT
+    quantizer (dynamic: activations are quantized on the fly where the
+    kernel supports it): one scale per block of 32 inputs, or one per
+    output channel when some layer's input width is not a multiple of 32
+    (the quantizer refuses such blocks)."""
+    from litert_quantizer import Quantizer
+    from litert_quantizer import qtyping
+    from litert_quantizer import recipe_manager
+    from litert_quantizer.recipe import QuantGranularity
+
+    def run(granularity):
+        recipe = recipe_manager.RecipeManager()
+        recipe.add_dynamic_config(
+            regex=".*", operation_name=qtyping.TFLOperationName.FULLY_CONNECTED, num_bits=4,
+            granularity=granularity)
+        quiet = io.StringIO()  # it prints a size summary and progress bars
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            result = Quantizer(blob, recipe.get_quantization_recipe()).quantize()
+        return bytes(result.quantized_model)
+
+    try:
+        return run(QuantGranularity.BLOCKWISE_32)
+    except Exception as e:  # the quantizer raises several types
+        if "not divisible by block size" not in str(e):
+            raise
+        return run(QuantGranularity.CHANNELWISE)
+
+
 def _int_spec(shape, name):
     return tf.TensorSpec(shape, tf.int32, name=name)
 
@@ -156,9 +205,11 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None):
     Args:
         model: the Keras model ``serve`` calls (its variables are tracked).
         serve: the serving ``tf.function``.
-        quantize: ``none``, ``float16``, ``dynamic``, ``int8`` or ``qat``
-            (a model with fake-quant ops, converted to int8 from its own
-            ranges).
+        quantize: ``none``, ``float16``, ``dynamic``, ``int8``, ``int4``
+            (the dense layers' weights in 4 bits by the LiteRT quantizer;
+            pass a model whose word table went through
+            ``quantize_word_table``) or ``qat`` (a model with fake-quant
+            ops, converted to int8 from its own ranges).
         representative: for ``int8``: a list of feed dicts (input name ->
             array) drawn from real data.
         tokenizer: the in-graph tokenizer layer (string-in), if any.
@@ -204,6 +255,12 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None):
                     f"delegate), which LiteRT's Python runtime lacks: {message[:300]}"
                 ) from None
             raise ExportError(f"TFLite conversion failed: {message[:300]}") from None
+    if quantize == "int4":
+        try:
+            blob = _int4_dense_weights(blob)
+        except Exception as e:  # the quantizer raises several types
+            message = " ".join(str(e).split())
+            raise ExportError(f"int4 quantization failed: {message[:300]}") from None
     if tokenizer is None:
         _refuse_custom_ops(blob)
     return blob

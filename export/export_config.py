@@ -6,7 +6,7 @@ from albert_keras.options import option
 
 # What ``converter.convert`` can write; here, away from TensorFlow, so the
 # command line can offer them without importing it.
-QUANTIZE_MODES = ("none", "float16", "dynamic", "int8", "qat")
+QUANTIZE_MODES = ("none", "float16", "dynamic", "int8", "int4", "qat")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,8 +15,9 @@ class ExportConfig:
 
     Args:
         quantize: ``none``, ``float16``, ``dynamic`` (int8 weights), ``int8``
-            (full integer, calibrated) or ``qat`` (quantization-aware
-            fine-tune first).
+            (full integer, calibrated), ``int4`` (4-bit blockwise weights in
+            the dense layers, an int8 word table, float activations) or
+            ``qat`` (quantization-aware fine-tune first).
         sequence_length: S (default: the task's, else 128).
         with_tokenizer: string in (tokenizer and packer inside the graph).
         pair: a string-in model that takes ``text`` and ``text_pair``
