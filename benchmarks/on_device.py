@@ -1,0 +1,208 @@
+"""Teacher and students on a device: accuracy, file size and latency per
+export mode, with a plot.
+
+Phases (each skipped when its result is already in ``--out``):
+
+1. the teacher: ``finetune`` of ``--teacher-init`` on the task (or
+   ``--teacher``, an existing fine-tuned folder);
+2. each student (``--students``, presets with overrides): ``distill`` from
+   the teacher on the training file plus unlabelled paragraphs of the
+   embedded corpus that are not in the eval file (the student never sees
+   the eval texts), and the same architecture fine-tuned on the labels
+   alone, to show what the teacher adds;
+3. every model exported in each ``--modes`` (validated, on the whole eval
+   file, so each export's accuracy is measured there);
+4. latency of every ``.tflite``, all of them invoked in turn in one process
+   (batch 1, ``--threads``), medians.
+
+    python benchmarks/on_device.py --task runs/sotu_century \\
+        --teacher-init runs/pretrain --work /tmp/on_device \\
+        --out benchmarks/results/on_device.json
+"""
+
+import argparse
+import csv
+import json
+import os
+import random
+
+# name -> (DistillConfig/FinetuneConfig student fields)
+STUDENTS = {
+    # a quarter of albert_tiny's width: 1/16 of its dense FLOPs
+    "h64_l4": {"embedding_size": 64, "hidden_size": 64, "num_attention_heads": 1,
+               "intermediate_size": 256},
+    # half the width, half the depth
+    "h128_l2": {"hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512,
+                "num_hidden_layers": 2},
+}
+
+
+def write(path, results):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(results, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def unlabelled_file(task, path, limit, seed=0):
+    """Corpus paragraphs that are not in the task's eval file, as a CSV."""
+    from albert_keras.data.corpus import sotu_files
+
+    with open(os.path.join(task, "eval.csv"), encoding="utf-8", newline="") as f:
+        held_out = {" ".join(r["text"].split()) for r in csv.DictReader(f)}
+    rows = []
+    for source in sotu_files():
+        with open(source, encoding="utf-8") as f:
+            for block in f.read().split("\n\n"):
+                text = " ".join(block.split())
+                if len(text.split()) >= 20 and text not in held_out:
+                    rows.append(text)
+    random.Random(seed).shuffle(rows)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text"])
+        writer.writerows([r] for r in rows[:limit])
+    return path, len(rows[:limit]), len(held_out)
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, model in results["exports"].items():
+        xs = [e["latency_ms"] for e in model.values() if "latency_ms" in e]
+        ys = [e["accuracy"] for e in model.values() if "latency_ms" in e]
+        ax.plot(xs, ys, "o-", label=name)
+        for mode, e in model.items():
+            if "latency_ms" in e:
+                ax.annotate(f"{mode} {e['size_mb']:.1f}MB", (e["latency_ms"], e["accuracy"]),
+                            fontsize=7)
+    ax.set_xlabel("median latency, ms (batch 1, sequence 128)")
+    ax.set_ylabel("eval accuracy")
+    ax.set_xscale("log")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", required=True, help="a task folder (train.csv, eval.csv)")
+    parser.add_argument("--teacher", default="", help="a fine-tuned teacher folder")
+    parser.add_argument("--teacher-init", default="", help="or: fine-tune this model first")
+    parser.add_argument("--teacher-epochs", type=int, default=10)
+    parser.add_argument("--students", nargs="*", default=list(STUDENTS), choices=list(STUDENTS))
+    parser.add_argument("--student-init", action="append", default=[],
+                        help="NAME=FOLDER: start that student from a pretrained folder")
+    parser.add_argument("--unlabeled", type=int, default=20000, help="corpus paragraphs")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--temperature", type=float, default=2.0)
+    parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--modes", nargs="+", default=["none", "dynamic", "int8", "int4"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--out", default="benchmarks/results/on_device.json")
+    args = parser.parse_args()
+
+    from albert_keras.export import ExportConfig
+    from albert_keras.export import export_tflite
+    from albert_keras.export.bench import measure_interleaved
+    from albert_keras.tasks.distill import distill
+    from albert_keras.tasks.distill_config import DistillConfig
+    from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+
+    results = {"settings": vars(args), "models": {}, "exports": {}}
+    if os.path.isfile(args.out):
+        with open(args.out) as f:
+            results = json.load(f)
+    os.makedirs(args.work, exist_ok=True)
+    train, evaluation = (os.path.join(args.task, f"{s}.csv") for s in ("train", "eval"))
+    inits = dict(spec.split("=", 1) for spec in args.student_init)
+
+    # -- teacher and students ------------------------------------------------------------
+    folders = {"teacher": args.teacher or os.path.join(args.work, "teacher")}
+    if "teacher" not in results["models"]:
+        if not args.teacher:
+            finetune(args.teacher_init, train, evaluation, folders["teacher"],
+                     FinetuneConfig(epochs=args.teacher_epochs), overwrite=True)
+        with open(os.path.join(folders["teacher"], "metrics.json")) as f:
+            results["models"]["teacher"] = {"accuracy": json.load(f)["accuracy"]}
+        write(args.out, results)
+    unlabeled, count, held_out = unlabelled_file(
+        args.task, os.path.join(args.work, "unlabeled.csv"), args.unlabeled)
+    results["settings"]["unlabeled_rows"] = count
+    results["settings"]["eval_texts_excluded"] = held_out
+    for student in args.students:
+        fields = ({"student_init": inits[student]} if student in inits
+                  else {"student_overrides": STUDENTS[student]})
+        for how in ("distilled", "labels_only"):
+            name = f"{student}_{how}"
+            folders[name] = os.path.join(args.work, name)
+            if name in results["models"]:
+                continue
+            if how == "distilled":
+                cfg = DistillConfig(epochs=args.epochs, temperature=args.temperature,
+                                    alpha=args.alpha, **fields)
+                metrics = distill(folders["teacher"], train, evaluation, folders[name], cfg,
+                                  unlabeled=unlabeled, overwrite=True)
+            else:  # the same student, its labels only: pretrained or scratch alike
+                init = inits.get(student) or folders[f"{student}_distilled"]
+                metrics = finetune(init, train, evaluation, folders[name],
+                                   FinetuneConfig(epochs=args.epochs * 2,
+                                                  from_scratch=student not in inits),
+                                   overwrite=True)
+            results["models"][name] = {"accuracy": metrics["accuracy"], **fields}
+            write(args.out, results)
+            print(name, metrics["accuracy"], flush=True)
+
+    # -- exports ----------------------------------------------------------------------------
+    paths = {}
+    for name, folder in folders.items():
+        for mode in args.modes:
+            path = os.path.join(args.work, f"{name}_{mode}.tflite")
+            entry = results["exports"].setdefault(name, {}).get(mode)
+            if entry is None:
+                try:
+                    sidecar = export_tflite(folder, path, ExportConfig(
+                        quantize=mode, validation_data=evaluation, examples=100000,
+                        overwrite=True))
+                except Exception as e:  # a refused export is a result too
+                    results["exports"][name][mode] = {"refused": " ".join(str(e).split())[:300]}
+                    write(args.out, results)
+                    continue
+                report = sidecar["validation"]
+                entry = {"size_mb": os.path.getsize(path) / 1e6,
+                         "accuracy": report.get("tflite_accuracy"),
+                         "keras_accuracy": report.get("keras_accuracy"),
+                         "top1_agreement": report["outputs"]["logits"].get("top1_agreement")}
+                results["exports"][name][mode] = entry
+                write(args.out, results)
+            if "refused" not in entry and os.path.isfile(path):
+                paths[(name, mode)] = path
+
+    # -- latency, every model in turn ------------------------------------------------------
+    keys = sorted(paths)
+    medians = measure_interleaved([paths[k] for k in keys], runs=args.runs, threads=args.threads)
+    for (name, mode), ms in zip(keys, medians):
+        results["exports"][name][mode]["latency_ms"] = ms
+    teacher = results["exports"].get("teacher", {})
+    for name, model in results["exports"].items():
+        for mode, entry in model.items():
+            base = teacher.get(mode, {})
+            if "latency_ms" in entry and "latency_ms" in base:
+                entry["latency_vs_teacher"] = entry["latency_ms"] / base["latency_ms"]
+                if base.get("accuracy"):
+                    entry["accuracy_vs_teacher"] = entry["accuracy"] / base["accuracy"]
+    write(args.out, results)
+    plot(results, os.path.splitext(args.out)[0] + ".png")
+    print(json.dumps(results["exports"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
