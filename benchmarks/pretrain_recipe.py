@@ -1,16 +1,17 @@
 """The main job's recipe, measured: held-out MLM and SOP at equal wall-clock.
 
 Each recipe is a set of ``PretrainConfig`` fields (plus, optionally, other
-data folders, e.g. made with a higher ``--masked-lm-prob``). For a fair
-budget, every recipe's step time is measured first on this machine (at both
-sequence lengths, after compilation), and its step count is set so that the
-two phases fill ``--minutes``: 7/8 of the steps at the short length, as the
-main job does. Then it is pretrained, and scored on one reference held-out
-split (``--eval-data``) whatever data it trained on, so that a recipe that
-masks more is not judged on harder examples.
+data folders, e.g. made with a higher ``--masked-lm-prob``). Equal
+wall-clock without trusting a shared machine's clock: every recipe's step
+time is first measured at both sequence lengths, all recipes interleaved
+round by round (medians), and each recipe gets the main job's 800 steps
+scaled by how much faster or slower its steps are than the default's; 7/8
+of them at the short length, as the main job. Each model is then scored on
+one reference held-out split (``--eval-data``) whatever data it trained on,
+so that a recipe that masks more is not judged on harder examples.
 
     python benchmarks/pretrain_recipe.py --data runs/pretrain/data \\
-        --short-data runs/pretrain/data_64 --minutes 10 --recipes default batch16 \\
+        --short-data runs/pretrain/data_64 --recipes default batch16 \\
         --work /tmp/recipes --out benchmarks/results/pretrain_recipe.json
 
 Results go to ``--out`` as each recipe finishes; a recipe already there is
@@ -58,8 +59,8 @@ def write(path, results):
     os.replace(path + ".tmp", path)
 
 
-def seconds_per_step(cfg, data, rounds=3, steps=10):
-    """Median seconds per training step of ``cfg`` on ``data``, compiled."""
+def _timed_model(cfg, data):
+    """A compiled pretraining model of ``cfg`` and its dataset, warmed up."""
     import keras
 
     from albert_keras.data.reader import pretraining_dataset
@@ -80,14 +81,21 @@ def seconds_per_step(cfg, data, rounds=3, steps=10):
     model = objective.build_model(AlbertEncoder(config), optimizer, 10)
     ds = pretraining_dataset(data, batch_size=cfg.batch_size, shuffle=False,
                              dynamic_masking=True).map(objective.split_features)
-    model.fit(ds, steps_per_epoch=steps, verbose=0)
-    times = []
+    model.fit(ds, steps_per_epoch=10, verbose=0)
+    return model, ds
+
+
+def step_times(cfgs, rounds=3, steps=10):
+    """``{(name, which): median seconds per step}`` for every recipe and
+    data folder in ``cfgs`` (``{(name, which): (cfg, data)}``), interleaved."""
+    built = {key: _timed_model(cfg, data) for key, (cfg, data) in cfgs.items()}
+    times = {key: [] for key in built}
     for _ in range(rounds):
-        start = time.perf_counter()
-        model.fit(ds, steps_per_epoch=steps, verbose=0)
-        times.append((time.perf_counter() - start) / steps)
-    keras.backend.clear_session()
-    return statistics.median(times)
+        for key, (model, ds) in built.items():
+            start = time.perf_counter()
+            model.fit(ds, steps_per_epoch=steps, verbose=0)
+            times[key].append((time.perf_counter() - start) / steps)
+    return {key: statistics.median(v) for key, v in times.items()}
 
 
 def held_out(folder, eval_data):
@@ -116,7 +124,8 @@ def main():
                         help="NAME=LONG,SHORT: other data folders a recipe may name")
     parser.add_argument("--eval-data", default="", help="scored on (default: --data)")
     parser.add_argument("--recipes", nargs="+", default=["default"], choices=sorted(RECIPES))
-    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--base-steps", type=int, default=800,
+                        help="the default recipe's steps (the main job's)")
     parser.add_argument("--short-fraction", type=float, default=0.875)
     parser.add_argument("--work", required=True)
     parser.add_argument("--out", default="benchmarks/results/pretrain_recipe.json")
@@ -134,20 +143,33 @@ def main():
     if os.path.isfile(args.out):
         with open(args.out) as f:
             results = json.load(f)
-    for name in args.recipes:
-        if name in results["recipes"]:
-            continue
+    todo = [name for name in args.recipes if name not in results["recipes"]]
+    if "default" not in todo and todo:
+        todo_timed = ["default", *todo]
+    else:
+        todo_timed = todo
+    timed = {}
+    for name in todo_timed:
+        fields, variant = RECIPES[name]
+        for which, data in zip(("long", "short"), variants[variant]):
+            timed[(name, which)] = (PretrainConfig(**fields), data)
+    times = step_times(timed) if todo else {}
+
+    def per_step(name):
+        return (args.short_fraction * times[(name, "short")]
+                + (1 - args.short_fraction) * times[(name, "long")])
+
+    for name in todo:
         fields, variant = RECIPES[name]
         long_data, short_data = variants[variant]
-        cfg = PretrainConfig(**fields)
-        t_short = seconds_per_step(cfg, short_data)
-        t_long = seconds_per_step(cfg, long_data)
-        per_step = args.short_fraction * t_short + (1 - args.short_fraction) * t_long
-        # whole epochs of 8 per run at most 100 steps each, 7 of them short
-        epoch = max(10, min(100, int(args.minutes * 60 / per_step / 8) // 10 * 10))
-        epochs = max(8, int(args.minutes * 60 / per_step / epoch))
+        # the main job's steps, scaled by this recipe's step cost against
+        # the default's (whole epochs; 7 of 8 at the short length)
+        budget = args.base_steps * per_step("default") / per_step(name)
+        epoch = max(10, min(100, int(budget / 8) // 10 * 10))
+        epochs = max(8, round(budget / epoch))
         steps = epochs * epoch
         short_steps = int(epochs * args.short_fraction) * epoch
+        t_short, t_long = times[(name, "short")], times[(name, "long")]
         cfg = PretrainConfig(**fields)
         cfg = dataclasses.replace(cfg, total_steps=steps, short_seq_data=short_data,
                                   short_seq_steps=short_steps,
