@@ -93,40 +93,77 @@ def prepare_for_export(model, mask_value=-120.0):
     return rebuild(model, mask_value=float(mask_value))
 
 
-def quantize_word_table(model):
-    """Stores the token embedding of ``model``'s encoder as int8 with one
-    scale per row (Keras' own ``Embedding.quantize``), in place.
+def _word_tables_as_embedding_lookups(blob):
+    """``blob`` with each GATHER that reads a constant 2-D table by a 1-D
+    index rewritten as the equivalent EMBEDDING_LOOKUP (same output).
 
-    For ``int4``: the LiteRT quantizer quantizes the dense layers' weights
-    but not a GATHER's table ("Unsupported op for ComputePrecision.FLOAT:
-    GATHER"), and the word table is most of a small ALBERT's file. Only the
-    token table: the position and segment tables are read as ``.embeddings``
-    directly, which a quantized Embedding no longer holds in float.
+    The LiteRT quantizer stores an EMBEDDING_LOOKUP's table in 4 bits but
+    refuses a GATHER's ("Unsupported op ... GATHER"), and TensorFlow's
+    converter only ever writes GATHER; no library does this rewrite, so it
+    is done here on the flatbuffer. A table that another op also reads (the
+    MLM decoder's tied word table) is left as it is: the quantizer cannot
+    give one tensor two encodings.
     """
-    if isinstance(model, AlbertPretrainer):
-        # its MLM decoder reads the tied table as a matrix: it stays float
-        return model
-    encoder = model if isinstance(model, AlbertEncoder) else model.encoder
-    encoder.embeddings.token_embedding.quantize("int8")
-    return model
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(blob, 0))
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
+    lookup_code = None
+    rewritten = 0
+    for graph in model.subgraphs:
+        readers = {}
+        for op in graph.operators:
+            for t in op.inputs:
+                readers[int(t)] = readers.get(int(t), 0) + 1
+        for op in graph.operators:
+            if codes[op.opcodeIndex] != schema.BuiltinOperator.GATHER or len(op.inputs) != 2:
+                continue
+            table, index = (int(t) for t in op.inputs)
+            options = op.builtinOptions
+            if (len(graph.tensors[table].shape) != 2 or len(graph.tensors[index].shape) != 1
+                    or model.buffers[graph.tensors[table].buffer].data is None
+                    or readers[table] != 1
+                    or (options is not None and (options.axis != 0 or options.batchDims != 0))):
+                continue
+            if lookup_code is None:
+                code = schema.OperatorCodeT()
+                code.builtinCode = code.deprecatedBuiltinCode = (
+                    schema.BuiltinOperator.EMBEDDING_LOOKUP)
+                code.version = 1
+                model.operatorCodes.append(code)
+                lookup_code = len(model.operatorCodes) - 1
+            op.opcodeIndex = lookup_code
+            op.inputs = [index, table]  # EMBEDDING_LOOKUP takes (ids, table)
+            op.builtinOptionsType = schema.BuiltinOptions.NONE
+            op.builtinOptions = None
+            rewritten += 1
+    if not rewritten:
+        return blob
+    builder = flatbuffers.Builder(len(blob) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
 
 
-def _int4_dense_weights(blob):
-    """``blob`` with every FULLY_CONNECTED weight in 4 bits by the LiteRT
-    quantizer (dynamic: activations are quantized on the fly where the
-    kernel supports it): one scale per block of 32 inputs, or one per
-    output channel when some layer's input width is not a multiple of 32
-    (the quantizer refuses such blocks)."""
+def _int4_weights(blob):
+    """``blob`` with every FULLY_CONNECTED weight and the word table in 4
+    bits by the LiteRT quantizer (dynamic: activations are quantized on the
+    fly where the kernel supports it): one scale per block of 32 inputs, or
+    one per output channel (per row, for the word table) when a width is
+    not a multiple of 32 (the quantizer refuses such blocks)."""
     from litert_quantizer import Quantizer
     from litert_quantizer import qtyping
     from litert_quantizer import recipe_manager
     from litert_quantizer.recipe import QuantGranularity
 
+    blob = _word_tables_as_embedding_lookups(blob)
+
     def run(granularity):
         recipe = recipe_manager.RecipeManager()
-        recipe.add_dynamic_config(
-            regex=".*", operation_name=qtyping.TFLOperationName.FULLY_CONNECTED, num_bits=4,
-            granularity=granularity)
+        for op in (qtyping.TFLOperationName.FULLY_CONNECTED,
+                   qtyping.TFLOperationName.EMBEDDING_LOOKUP):
+            recipe.add_dynamic_config(regex=".*", operation_name=op, num_bits=4,
+                                      granularity=granularity)
         quiet = io.StringIO()  # it prints a size summary and progress bars
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
             result = Quantizer(blob, recipe.get_quantization_recipe()).quantize()
@@ -206,9 +243,8 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None):
         model: the Keras model ``serve`` calls (its variables are tracked).
         serve: the serving ``tf.function``.
         quantize: ``none``, ``float16``, ``dynamic``, ``int8``, ``int4``
-            (the dense layers' weights in 4 bits by the LiteRT quantizer;
-            pass a model whose word table went through
-            ``quantize_word_table``) or ``qat`` (a model with fake-quant
+            (the dense layers' weights and the word table in 4 bits by the
+            LiteRT quantizer) or ``qat`` (a model with fake-quant
             ops, converted to int8 from its own ranges).
         representative: for ``int8``: a list of feed dicts (input name ->
             array) drawn from real data.
@@ -257,7 +293,7 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None):
             raise ExportError(f"TFLite conversion failed: {message[:300]}") from None
     if quantize == "int4":
         try:
-            blob = _int4_dense_weights(blob)
+            blob = _int4_weights(blob)
         except Exception as e:  # the quantizer raises several types
             message = " ".join(str(e).split())
             raise ExportError(f"int4 quantization failed: {message[:300]}") from None

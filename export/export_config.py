@@ -16,7 +16,7 @@ class ExportConfig:
     Args:
         quantize: ``none``, ``float16``, ``dynamic`` (int8 weights), ``int8``
             (full integer, calibrated), ``int4`` (4-bit blockwise weights in
-            the dense layers, an int8 word table, float activations) or
+            the dense layers and the word table, float activations) or
             ``qat`` (quantization-aware fine-tune first).
         sequence_length: S (default: the task's, else 128).
         with_tokenizer: string in (tokenizer and packer inside the graph).

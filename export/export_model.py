@@ -20,7 +20,6 @@ from albert_keras.export.converter import ExportError
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
-from albert_keras.export.converter import quantize_word_table
 from albert_keras.export.converter import serving_function
 from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.validation import validate
@@ -242,8 +241,6 @@ def export_tflite(source, out, config=None):
 
     # -- convert ---------------------------------------------------------------------------------
     exported = prepare_for_export(model, c.mask_value)
-    if quantize == "int4":
-        quantize_word_table(exported)
     # Keras' own numbers: the same weights in float32, with the mask it was
     # trained with.
     reference = prepare_for_export(model, _encoder(model).mask_value)

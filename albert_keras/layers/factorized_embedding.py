@@ -144,7 +144,11 @@ class FactorizedEmbedding(keras.layers.Layer):
         seq_len = ops.shape(token_ids)[1]
         positions = self.position_embedding.embeddings[:seq_len]
         if token_table is None:
-            words = self.token_embedding(token_ids)
+            # Looked up with 1-D ids and reshaped back: TFLite then has a
+            # GATHER with a 1-D index, which the int4 export turns into an
+            # EMBEDDING_LOOKUP (the op the LiteRT quantizer stores in 4 bits).
+            words = self.token_embedding(ops.reshape(token_ids, (-1,)))
+            words = ops.reshape(words, tuple(ops.shape(token_ids)) + (self.embedding_size,))
         else:
             words = ops.take(ops.cast(token_table, self.compute_dtype),
                              ops.cast(token_ids, "int32"), axis=0)

@@ -49,13 +49,13 @@ def test_each_mode_validates(classifier_folder, tmp_path, quantize):
     assert runner.output_names == ["logits"]
 
 
-def test_int4_stores_dense_weights_in_four_bits(tmp_path):
-    """int4: every dense kernel is an INT4 tensor in the file, the word table
-    int8, and the file is smaller than dynamic int8's."""
+def test_int4_stores_dense_weights_and_word_table_in_four_bits(tmp_path):
+    """int4: every dense kernel and the word table are INT4 tensors in the
+    file (the table read by an EMBEDDING_LOOKUP), and the file is at most
+    60% of dynamic int8's."""
     from albert_keras import AlbertClassifier
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
-    from albert_keras.export.converter import quantize_word_table
 
     keras.utils.set_random_seed(0)
     config = AlbertConfig(vocab_size=2000, embedding_size=64, hidden_size=128,
@@ -66,9 +66,8 @@ def test_int4_stores_dense_weights_in_four_bits(tmp_path):
     feed = {"ids": np.arange(5, 21, dtype=np.int32)[None], "mask": np.ones((1, 16), np.int32),
             "segment_ids": np.zeros((1, 16), np.int32)}
     expected = serving_function(model, 16)(**feed)["logits"].numpy()
-    quantize_word_table(model)
     blob = convert(model, serving_function(model, 16), "int4")
-    assert len(blob) < 0.85 * len(dynamic)
+    assert len(blob) <= 0.6 * len(dynamic)
     # The interpreter reports 4-bit tensors as int8: read the types from the
     # flatbuffer itself.
     from ai_edge_litert import schema_py_generated as schema
@@ -80,11 +79,36 @@ def test_int4_stores_dense_weights_in_four_bits(tmp_path):
     fc = [tensors[op.inputs[1]] for op in ops
           if codes[op.opcodeIndex] == schema.BuiltinOperator.FULLY_CONNECTED]
     assert len(fc) >= 6 and all(t.type == schema.TensorType.INT4 for t in fc)
-    tables = [tensors[op.inputs[0]] for op in ops
-              if codes[op.opcodeIndex] == schema.BuiltinOperator.GATHER]
-    assert [t.type for t in tables if list(t.shape) == [2000, 64]] == [schema.TensorType.INT8]
+    tables = [tensors[op.inputs[1]] for op in ops
+              if codes[op.opcodeIndex] == schema.BuiltinOperator.EMBEDDING_LOOKUP]
+    assert [(list(t.shape), t.type) for t in tables] == [([2000, 64], schema.TensorType.INT4)]
     got = TFLiteRunner(blob)(feed)["logits"]
     np.testing.assert_allclose(got, expected, atol=0.05)
+
+
+def test_int4_keeps_a_tied_word_table_whole(tmp_path):
+    """The MLM model's word table is also its decoder's matrix: the rewrite
+    leaves that GATHER alone (one tensor cannot take two encodings), and the
+    export still matches Keras."""
+    from albert_keras import AlbertConfig
+    from albert_keras import AlbertEncoder
+    from albert_keras import AlbertPretrainer
+    from albert_keras.export.converter import _word_tables_as_embedding_lookups
+
+    keras.utils.set_random_seed(0)
+    config = AlbertConfig(vocab_size=300, embedding_size=32, hidden_size=64,
+                          num_hidden_layers=1, num_attention_heads=2, intermediate_size=128,
+                          max_position_embeddings=32)
+    model = prepare_for_export(AlbertPretrainer(AlbertEncoder(config)))
+    serve = serving_function(model, 16, max_predictions=4)
+    blob = convert(model, serve, "none")
+    assert _word_tables_as_embedding_lookups(blob) == blob
+    feed = {"ids": np.arange(5, 21, dtype=np.int32)[None], "mask": np.ones((1, 16), np.int32),
+            "segment_ids": np.zeros((1, 16), np.int32),
+            "masked_positions": np.array([[1, 2, 3, 4]], np.int32)}
+    expected = serve(**feed)["mlm_logits"].numpy()
+    got = TFLiteRunner(convert(model, serve, "int4"))(feed)["mlm_logits"]
+    np.testing.assert_allclose(got, expected, atol=0.1)
 
 
 def test_shared_weights_are_stored_once(tmp_path):
