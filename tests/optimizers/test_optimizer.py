@@ -38,29 +38,49 @@ def test_lamb_skips_layer_norm_and_bias():
     assert any("output_bias" in p for p in skipped)
 
 
-def reference_lamb_step(w, g, lr, wd, b1=0.9, b2=0.999, eps=1e-6, decay=True):
-    """One step of LAMB from the paper / google-research/albert lamb_optimizer.py."""
-    m = (1 - b1) * g
-    v = (1 - b2) * g * g
-    m_hat, v_hat = m / (1 - b1), v / (1 - b2)
-    update = m_hat / (np.sqrt(v_hat) + eps)
-    if decay:
-        update = update + wd * w
-    w_norm, u_norm = np.linalg.norm(w), np.linalg.norm(update)
-    ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
-    return w - ratio * lr * update
+def reference_lamb(w, grads, lr, wd, b1=0.9, b2=0.999, eps=1e-6, excluded=False):
+    """Steps of google-research/albert's ``lamb_optimizer.py``, transcribed
+    in numpy: no bias correction; decay inside the trust ratio; a variable
+    excluded from weight decay is also excluded from the ratio (its
+    ``exclude_from_layer_adaptation`` defaults to the decay exclusions)."""
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for g in grads:
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        update = m / (np.sqrt(v) + eps)
+        ratio = 1.0
+        if not excluded:
+            update = update + wd * w
+            w_norm, u_norm = np.linalg.norm(w), np.linalg.norm(update)
+            ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+        w = w - ratio * lr * update
+    return w
 
 
 @pytest.mark.parametrize("name", ["kernel", "bias"])
-def test_lamb_step_matches_the_original_formula(name):
+def test_lamb_steps_match_the_original(name):
     rng = np.random.default_rng(0)
     w0 = rng.normal(size=(4, 3)).astype("float32")
-    g = rng.normal(size=(4, 3)).astype("float32")
+    grads = [rng.normal(size=(4, 3)).astype("float32") for _ in range(4)]
     var = keras.Variable(w0, name=name)
     opt = AlbertLamb(learning_rate=0.01, weight_decay=0.1)
-    opt.apply_gradients([(g, var)])
-    expected = reference_lamb_step(w0, g, 0.01, 0.1, decay=name != "bias")
-    np.testing.assert_allclose(var.numpy(), expected, rtol=1e-5, atol=1e-6)
+    for g in grads:
+        opt.apply_gradients([(g, var)])
+    expected = reference_lamb(w0.astype("float64"), grads, 0.01, 0.1, excluded=name == "bias")
+    # float32 moments, updated in Keras' form m += (g - m) * (1 - b1)
+    np.testing.assert_allclose(var.numpy(), expected, rtol=1e-4, atol=2e-5)
+
+
+def test_lamb_moves_a_zero_bias_like_adam():
+    """A bias that starts at zero takes full steps: with a trust ratio it
+    would stay within lr * ||w|| of zero."""
+    var = keras.Variable(np.zeros(8, "float32"), name="bias")
+    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.01)
+    for _ in range(20):
+        opt.apply_gradients([(np.ones(8, "float32"), var)])
+    # m / sqrt(v) without bias correction is above 1 early on
+    assert np.all(var.numpy() < -0.2)
 
 
 def test_optimizer_config_round_trip():
