@@ -38,17 +38,22 @@ def test_lamb_skips_layer_norm_and_bias():
     assert any("output_bias" in p for p in skipped)
 
 
-def reference_lamb(w, grads, lr, wd, b1=0.9, b2=0.999, eps=1e-6, excluded=False):
+def reference_lamb(w, grads, lr, wd, b1=0.9, b2=0.999, eps=1e-6, excluded=False,
+                   bias_correction=False):
     """Steps of google-research/albert's ``lamb_optimizer.py``, transcribed
     in numpy: no bias correction; decay inside the trust ratio; a variable
     excluded from weight decay is also excluded from the ratio (its
-    ``exclude_from_layer_adaptation`` defaults to the decay exclusions)."""
+    ``exclude_from_layer_adaptation`` defaults to the decay exclusions).
+    ``bias_correction`` adds the LAMB paper's ``1 - beta**t`` division."""
     m = np.zeros_like(w)
     v = np.zeros_like(w)
-    for g in grads:
+    for t, g in enumerate(grads, start=1):
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        update = m / (np.sqrt(v) + eps)
+        m_hat, v_hat = m, v
+        if bias_correction:
+            m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
+        update = m_hat / (np.sqrt(v_hat) + eps)
         ratio = 1.0
         if not excluded:
             update = update + wd * w
@@ -58,16 +63,18 @@ def reference_lamb(w, grads, lr, wd, b1=0.9, b2=0.999, eps=1e-6, excluded=False)
     return w
 
 
+@pytest.mark.parametrize("bias_correction", [False, True])
 @pytest.mark.parametrize("name", ["kernel", "bias"])
-def test_lamb_steps_match_the_original(name):
+def test_lamb_steps_match_the_original(name, bias_correction):
     rng = np.random.default_rng(0)
     w0 = rng.normal(size=(4, 3)).astype("float32")
     grads = [rng.normal(size=(4, 3)).astype("float32") for _ in range(4)]
     var = keras.Variable(w0, name=name)
-    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.1)
+    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.1, bias_correction=bias_correction)
     for g in grads:
         opt.apply_gradients([(g, var)])
-    expected = reference_lamb(w0.astype("float64"), grads, 0.01, 0.1, excluded=name == "bias")
+    expected = reference_lamb(w0.astype("float64"), grads, 0.01, 0.1, excluded=name == "bias",
+                              bias_correction=bias_correction)
     # float32 moments, updated in Keras' form m += (g - m) * (1 - b1)
     np.testing.assert_allclose(var.numpy(), expected, rtol=1e-4, atol=2e-5)
 
@@ -79,14 +86,27 @@ def test_lamb_moves_a_zero_bias_like_adam():
     opt = AlbertLamb(learning_rate=0.01, weight_decay=0.01)
     for _ in range(20):
         opt.apply_gradients([(np.ones(8, "float32"), var)])
-    # m / sqrt(v) without bias correction is above 1 early on
-    assert np.all(var.numpy() < -0.2)
+    # 20 steps of lr * 1 (bias-corrected Adam on a constant gradient); with
+    # the trust ratio it would sit near -0.012
+    np.testing.assert_allclose(var.numpy(), -0.2, rtol=1e-4)
+
+
+def test_lamb_without_bias_correction_takes_the_originals_larger_early_steps():
+    var = keras.Variable(np.zeros(8, "float32"), name="bias")
+    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.01, bias_correction=False)
+    for _ in range(20):
+        opt.apply_gradients([(np.ones(8, "float32"), var)])
+    # each step is lr * (1 - 0.9**t) / sqrt(1 - 0.999**t), 3.2 to 6.5 times lr
+    expected = -0.01 * sum((1 - 0.9**t) / np.sqrt(1 - 0.999**t) for t in range(1, 21))
+    np.testing.assert_allclose(var.numpy(), expected, rtol=1e-3)
 
 
 def test_optimizer_config_round_trip():
     opt = make_optimizer("lamb", learning_rate=1e-3, total_steps=100, warmup_steps=10)
     clone = AlbertLamb.from_config(opt.get_config())
     assert clone.no_decay_names == ["gamma", "beta", "bias"]
+    assert clone.bias_correction is True
+    assert AlbertLamb.from_config(AlbertLamb(bias_correction=False).get_config()).bias_correction is False
     assert clone.get_config()["global_clipnorm"] == 1.0
     with pytest.raises(ValueError, match="optimizer"):
         make_optimizer("sgd")
