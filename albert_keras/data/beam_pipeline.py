@@ -224,7 +224,14 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     """
     beam = _import_beam()
     config = config or DataConfig()
+    if config.packing == "auto":
+        config = dataclasses.replace(config, packing="pairs")
     config.validate()
+    if config.packing == "full_sentences":
+        # packing reads the documents of a split in one order, a sequential
+        # step the per-document Beam transforms here do not have
+        raise ValueError("--packing full_sentences is made by the in-process runner only "
+                         "(drop --beam)")
     out_dir = os.path.abspath(os.fspath(out_dir))
     inputs = [os.fspath(i) for i in inputs]
     # an empty folder (made beforehand) is not an output to protect

@@ -27,6 +27,7 @@ import numpy as np
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import CorpusStats
 from albert_keras.data.corpus import read_documents
+from albert_keras.data.full_sentences import pack_full_sentences
 from albert_keras.data.masking import mask_sequence
 from albert_keras.data.masking import masking_scheme
 from albert_keras.data.sop_pairs import document_pairs
@@ -176,6 +177,50 @@ def _examples(task):
     return out, masked_counts
 
 
+def packed_inputs(tokenized, indices, split, config, sep_id):
+    """RoBERTa-style inputs of one split: ``[(dupe, number, ids), ...]``.
+
+    Each dupe reads the split's documents in its own seeded order, so the
+    document boundaries fall in other places of the packed inputs.
+    """
+    out = []
+    for dupe in range(config.dupe_factor):
+        order = list(indices)
+        seed = np.random.SeedSequence([config.seed, dupe, _SPLIT_CODE[split]])
+        random.Random(int(seed.generate_state(1)[0])).shuffle(order)
+        packed = pack_full_sentences((tokenized[i] for i in order), config.max_seq_length,
+                                     sep_id)
+        out += [(dupe, j, ids) for j, ids in enumerate(packed)]
+    return out
+
+
+# a packed input's seeds and keys name its split, since the inputs of both
+# splits are numbered from 0 (a document's index is unique across splits)
+_SPLIT_CODE = {"train": 0, "eval": 1}
+
+
+def _packed_examples(task):
+    """Masks the packed inputs of one task: ``[CLS] ids [SEP]``, one segment."""
+    split, items = task
+    c, special = _WORKER["config"], _WORKER["special_ids"]
+    scheme = masking_scheme(c.masking, c.max_ngram, c.whole_word)
+    out = []
+    masked_counts = [0] * longest_ngram(c)
+    for dupe, j, ids in items:
+        seed = np.random.SeedSequence([c.seed, dupe, j, _SPLIT_CODE[split], 1])
+        rng = random.Random(int(seed.generate_state(1)[0]))
+        tokens = [special["cls"], *ids, special["sep"]]
+        masked, positions, labels = mask_sequence(
+            tokens, _WORKER["word_starts"], rng, _WORKER["vocab_size"],
+            masked_lm_prob=c.masked_lm_prob, max_predictions=c.max_predictions,
+            whole_word=scheme[1], masked_counts=masked_counts, special_ids=special,
+            ngram_probs=scheme[0],
+        )
+        out.append((example_key(c.seed, dupe, f"{split}-packed", j), masked,
+                    [0] * len(tokens), positions, labels, 0))
+    return out, masked_counts
+
+
 def _chunks(items, size):
     return [items[i : i + size] for i in range(0, len(items), size)]
 
@@ -247,6 +292,8 @@ def create_pretraining_data(
     ...                         DataConfig(dupe_factor=2))  # doctest: +SKIP
     """
     config = config or DataConfig()
+    if config.packing == "auto":  # the pretraining pipeline picks by objective
+        config = dataclasses.replace(config, packing="pairs")
     config.validate()
     out_dir = os.path.abspath(os.fspath(out_dir))
     inputs = [os.fspath(i) for i in inputs]
@@ -293,16 +340,25 @@ def create_pretraining_data(
              "word_starts": word_starts, "vocab_size": vocab_size,
              "special_ids": tokenizer.special_ids}
     splits = {"train": [i for i in all_indices if i not in eval_set], "eval": eval_docs}
-    tasks = [(split, chunk) for split, indices in splits.items()
-             for chunk in _chunks(indices, 8)]
-    show, made = _Progress("making examples", len(documents)), [0, 0]
+    if config.packing == "full_sentences":
+        special = {**tokenizer.special_ids}
+        tasks = [(split, chunk) for split, indices in splits.items()
+                 for chunk in _chunks(packed_inputs(tokenized, indices, split, config,
+                                                    special["sep"]), 256)]
+        state["tokenized"] = None  # the tasks carry their ids
+        unit, work, count = "inputs", _packed_examples, sum(len(t[1]) for t in tasks)
+    else:
+        tasks = [(split, chunk) for split, indices in splits.items()
+                 for chunk in _chunks(indices, 8)]
+        unit, work, count = "documents", _examples, len(documents)
+    show, made = _Progress("making examples", count), [0, 0]
 
     def example_progress(done, part):
         made[0] += len(tasks[done - 1][1])
         made[1] += len(part[0])
         show(made[0], made[1], "examples")
 
-    parts = _parallel(_examples, tasks, state, workers, example_progress)
+    parts = _parallel(work, tasks, state, workers, example_progress)
     results = {split: [] for split in splits}
     ngrams = {split: [0] * longest_ngram(config) for split in splits}
     for (split, _), (examples, counts) in zip(tasks, parts):

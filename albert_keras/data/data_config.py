@@ -23,6 +23,11 @@ class DataConfig:
                                    "SpanBERT's geometric spans of whole words (p 0.2, at most "
                                    "10); token: single pieces (BERT's first release)",
                           choices=("ngram", "span", "token"))
+    packing: str = option("auto", "pairs: ALBERT's sentence pairs within one document, with a "
+                                  "sentence-order label; full_sentences: RoBERTa's whole "
+                                  "sentences packed across documents, one segment, no label; "
+                                  "auto: full_sentences for --objective mlm, pairs otherwise",
+                          choices=("auto", "pairs", "full_sentences"))
     short_seq_prob: float = option(0.1, "share of examples cut shorter than the maximum")
     random_next: bool = option(False, "next-sentence prediction instead of SOP (ablations)",
                                flag="--nsp")
@@ -47,6 +52,12 @@ class DataConfig:
             raise ValueError(f"dupe_factor must be positive, got {self.dupe_factor}")
         if self.masking not in ("ngram", "span", "token"):
             raise ValueError(f"masking must be ngram, span or token, got {self.masking!r}")
+        if self.packing not in ("auto", "pairs", "full_sentences"):
+            raise ValueError(f"packing must be auto, pairs or full_sentences, got "
+                             f"{self.packing!r}")
+        if self.packing == "full_sentences" and self.random_next:
+            raise ValueError("--nsp needs sentence pairs; it cannot go with "
+                             "--packing full_sentences")
         if self.max_ngram < 1:
             raise ValueError(f"max_ngram must be positive, got {self.max_ngram}")
         if not 0 <= self.eval_fraction < 1:

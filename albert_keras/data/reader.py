@@ -48,6 +48,9 @@ def _check_manifest(manifest, path):
     need(config.get("max_seq_length"), int, "config.max_seq_length", positive=True)
     need(config.get("max_predictions"), int, "config.max_predictions", positive=True)
     need(config.get("random_next", False), bool, "config.random_next")
+    if need(config.get("packing", "pairs"), str, "config.packing") not in (
+            "pairs", "full_sentences"):
+        raise DataError(f"{path}: config.packing must be pairs or full_sentences")
     name = need(manifest.get("tokenizer"), str, "'tokenizer'")
     if os.path.basename(name) != name or name in ("", ".", ".."):
         raise DataError(f"{path}: 'tokenizer' must be a file name in the folder")

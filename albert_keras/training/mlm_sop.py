@@ -28,6 +28,10 @@ class MlmSop(Objective):
     name = "mlm_sop"
     sentence_task = "sop"
 
+    @property
+    def needs_sentence_labels(self):
+        return self.sentence_task is not None
+
     def split_features(self, features):
         return split_features(features)
 
@@ -102,9 +106,10 @@ class MlmNsp(MlmSop):
 class Mlm(MlmSop):
     """RoBERTa's objective: masked-LM alone, no sentence task.
 
-    It reads the same data folders (the pair's two segments, with their
-    segment ids, are one stretch of a document); the sentence-order label is
-    not used.
+    Its own inputs are RoBERTa's (``--packing full_sentences``: whole
+    sentences packed across documents); it also reads pair data (the two
+    segments, with their segment ids, are one stretch of a document), and
+    leaves the sentence-order label unused.
     """
 
     name = "mlm"

@@ -18,6 +18,12 @@ class Objective:
     def __init__(self, train_config=None):
         # the run's ``PretrainConfig`` (objectives with knobs of their own read it)
         self.train_config = train_config
+
+    @property
+    def needs_sentence_labels(self):
+        """Does it train on the pairs' sentence-order (or NSP) labels?"""
+        return False
+
     def split_features(self, features):
         """A data-folder feature dict -> ``(x, y)`` for ``fit``."""
         raise NotImplementedError

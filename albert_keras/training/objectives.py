@@ -27,4 +27,11 @@ def get_objective(name, manifest, train_config=None):
     """The objective ``name``; ``auto`` follows the data (NSP data -> ``mlm_nsp``)."""
     if name == "auto":
         name = "mlm_nsp" if manifest["config"].get("random_next") else "mlm_sop"
-    return objective_class(name)(train_config)
+    objective = objective_class(name)(train_config)
+    if objective.needs_sentence_labels and \
+            manifest["config"].get("packing") == "full_sentences":
+        raise ValueError(
+            f"objective {name} trains on sentence-order labels, which data made with "
+            "--packing full_sentences does not have; use --objective mlm or rtd (without "
+            "--rtd-sop), or data made with --packing pairs")
+    return objective

@@ -52,8 +52,7 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     t = train_config or PretrainConfig()
     tokenizer_config = dataclasses.replace(
         tokenizer_config or TokenizerConfig(vocab_size=8000), seed=t.seed)
-    data_config = dataclasses.replace(
-        data_config or DataConfig(dupe_factor=4, eval_fraction=0.05), seed=t.seed)
+    data_config = resolved_data_config(data_config, t)
     t.validate()
     out = p.out
     if os.path.isfile(os.path.join(out, METRICS_FILE)) and not p.overwrite:
@@ -67,6 +66,21 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     ckpt_dir = os.path.join(out, CHECKPOINTS)
     with removed_on_failure(out, keep=lambda: latest_checkpoint(ckpt_dir)[0] is not None):
         return _run_stages(p, t, tokenizer_config, data_config, out)
+
+
+def resolved_data_config(data_config, train_config):
+    """The data settings of a run: its seed, and ``packing`` by objective.
+
+    ``auto`` packing gives RoBERTa's inputs (whole sentences across
+    documents) to RoBERTa's objective, and sentence pairs to the others.
+    """
+    data_config = dataclasses.replace(
+        data_config or DataConfig(dupe_factor=4, eval_fraction=0.05), seed=train_config.seed)
+    if data_config.packing == "auto":
+        data_config = dataclasses.replace(
+            data_config,
+            packing="full_sentences" if train_config.objective == "mlm" else "pairs")
+    return data_config
 
 
 def _run_stages(p, t, tokenizer_config, data_config, out):

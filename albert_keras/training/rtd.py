@@ -37,6 +37,10 @@ class Rtd(Objective):
     def _option(self, name, default):
         return getattr(self.train_config, name, default) if self.train_config else default
 
+    @property
+    def needs_sentence_labels(self):
+        return bool(self._option("rtd_sop", False))
+
     def split_features(self, features):
         return split_features(features)
 
