@@ -18,6 +18,8 @@ class ExportConfig:
             (full integer, calibrated), ``int4`` (4-bit blockwise weights in
             the dense layers and the word table, float activations) or
             ``qat`` (quantization-aware fine-tune first).
+        int8_scope: ``int8``: ``dense`` (the dense layers' matmuls in int8,
+            the rest in float) or ``all`` (every op with an int8 kernel).
         sequence_length: S (default: the task's, else 128).
         with_tokenizer: string in (tokenizer and packer inside the graph).
         pair: a string-in model that takes ``text`` and ``text_pair``
@@ -40,6 +42,11 @@ class ExportConfig:
 
     quantize: str = option("none", "weights and activations in the .tflite",
                            choices=QUANTIZE_MODES)
+    int8_scope: str = option("dense", "int8: dense: only the dense layers' matmuls in int8, "
+                                      "LayerNorm, softmax, attention products and GELU in "
+                                      "float (faster on CPUs); all: every op with an int8 "
+                                      "kernel (integer-only accelerators)",
+                             choices=("dense", "all"))
     sequence_length: int = option(None, "sequence length (default: the task's, else 128)",
                                   flag="--seq-len")
     with_tokenizer: bool = option(False, "string in: tokenizer and packer inside the model")

@@ -252,7 +252,8 @@ def export_tflite(source, out, config=None):
     logger.info(f"converting the {kind} ({quantize}, sequence {S}"
         + (", string-in" if c.with_tokenizer else "") + ") ...")
     blob = convert(exported, serve, quantize,
-                   representative=calibration.feeds if calibration else None, tokenizer=layer)
+                   representative=calibration.feeds if calibration else None, tokenizer=layer,
+                   int8_scope=c.int8_scope)
 
     # -- validate ------------------------------------------------------------------------------
     logger.info(f"validating {len(checks)} examples in LiteRT against Keras ...")

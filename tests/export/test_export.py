@@ -222,6 +222,33 @@ def test_encoder_from_a_pretraining_folder_and_bench(init_folder, tmp_path):
     assert result["size_mb"] > 0 and result["median_ms"] > 0 and result["peak_rss_mb"] > 0
 
 
+@pytest.mark.parametrize("scope", ["dense", "all"])
+def test_int8_scope_picks_the_ops_that_stay_float(classifier_folder, tmp_path, scope):
+    """``dense``: only the matmuls of the dense layers in int8; ``all``: the
+    converter's full int8. Both validate, string in included."""
+    out = str(tmp_path / f"{scope}.tflite")
+    sidecar = export_tflite(classifier_folder, out, ExportConfig(
+        quantize="int8", int8_scope=scope, with_tokenizer=True, **QUIET))
+    report = sidecar["validation"]
+    assert report["passed"]
+    float_ops = report["float_ops"]
+    assert "FULLY_CONNECTED" not in float_ops  # int8 in both scopes
+    if scope == "dense":
+        for op in ("SOFTMAX", "BATCH_MATMUL", "RSQRT", "GELU"):
+            assert float_ops.get(op, 0) > 0, (op, float_ops)
+    else:
+        for op in ("SOFTMAX", "BATCH_MATMUL"):
+            assert op not in float_ops, (op, float_ops)
+    # string in: the tokenizer runs inside the quantized graph
+    runner = TFLiteRunner(out)
+    assert runner.input_names == ["text"]
+
+
+def test_int8_scope_is_checked(classifier_folder, tmp_path):
+    with pytest.raises(ExportError, match="int8_scope"):
+        convert(None, None, "int8", representative=[{}], int8_scope="most")
+
+
 def test_qat_validates_and_matches_post_training_int8(classifier_folder, tmp_path):
     ptq = export_tflite(classifier_folder, str(tmp_path / "ptq.tflite"), ExportConfig(quantize="int8", **QUIET))
     qat = export_tflite(classifier_folder, str(tmp_path / "qat.tflite"), ExportConfig(quantize="qat", qat_epochs=2, qat_learning_rate=1e-4, **QUIET))
