@@ -253,8 +253,8 @@ def _parallel(fn, tasks, state, workers, progress=None):
 class _Progress:
     """A plain progress line at most every ``seconds``, and one at the end."""
 
-    def __init__(self, what, total, seconds=10.0):
-        self.what, self.total, self.seconds = what, total, seconds
+    def __init__(self, what, total, seconds=10.0, of="documents"):
+        self.what, self.total, self.seconds, self.of = what, total, seconds, of
         self.started = self.shown = time.time()
 
     def __call__(self, done, count, unit):
@@ -263,7 +263,7 @@ class _Progress:
             return
         self.shown = now
         rate = count / max(now - self.started, 1e-9)
-        logger.info(f"{self.what}: {done}/{self.total} documents, {count} {unit} "
+        logger.info(f"{self.what}: {done}/{self.total} {self.of}, {count} {unit} "
                     f"({rate:,.0f} {unit}/s)")
 
 
@@ -351,7 +351,7 @@ def create_pretraining_data(
         tasks = [(split, chunk) for split, indices in splits.items()
                  for chunk in _chunks(indices, 8)]
         unit, work, count = "documents", _examples, len(documents)
-    show, made = _Progress("making examples", count), [0, 0]
+    show, made = _Progress("making examples", count, of=unit), [0, 0]
 
     def example_progress(done, part):
         made[0] += len(tasks[done - 1][1])
