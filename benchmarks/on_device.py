@@ -102,6 +102,9 @@ def main():
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--temperature", type=float, default=2.0)
     parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--layer-epochs", type=int, default=0,
+                        help="also distil each student with this many epochs of layer "
+                             "transfer first (<student>_layers)")
     parser.add_argument("--modes", nargs="+", default=["none", "dynamic", "int8", "int4"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=50)
@@ -141,14 +144,18 @@ def main():
     for student in args.students:
         fields = ({"student_init": inits[student]} if student in inits
                   else {"student_overrides": STUDENTS[student]})
-        for how in ("distilled", "labels_only"):
+        hows = ("distilled", "layers", "labels_only") if args.layer_epochs else (
+            "distilled", "labels_only")
+        for how in hows:
             name = f"{student}_{how}"
             folders[name] = os.path.join(args.work, name)
             if name in results["models"]:
                 continue
-            if how == "distilled":
+            if how in ("distilled", "layers"):
                 cfg = DistillConfig(epochs=args.epochs, temperature=args.temperature,
-                                    alpha=args.alpha, **fields)
+                                    alpha=args.alpha,
+                                    layer_epochs=args.layer_epochs if how == "layers" else 0,
+                                    **fields)
                 metrics = distill(folders["teacher"], train, evaluation, folders[name], cfg,
                                   unlabeled=unlabeled, overwrite=True)
             else:  # the same student, its labels only: pretrained or scratch alike

@@ -114,7 +114,8 @@ class AttentionBlock(keras.layers.Layer):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
 
-    def call(self, x, padding_mask, training=False, query_positions=None):
+    def call(self, x, padding_mask, training=False, query_positions=None,
+             return_attention=False):
         """Attends from every position, or only from ``query_positions``.
 
         Args:
@@ -127,6 +128,10 @@ class AttentionBlock(keras.layers.Layer):
                 positions, computed without the others (keys and values
                 still come from all ``S``). Pretraining uses this in the
                 last block, whose other rows no head reads.
+            return_attention: also return the attention probabilities
+                ``[B, N, Q, S]`` (float32), as ``(output, probs)``; the
+                explicit path runs then, since the fused kernel keeps them
+                to itself. Distillation's attention transfer reads them.
         """
         if query_positions is not None:
             positions = ops.cast(query_positions, "int32")[:, :, None]
@@ -136,15 +141,17 @@ class AttentionBlock(keras.layers.Layer):
         q = self._split_heads(self.query(queries, training=training))
         k = self._split_heads(self.key(x, training=training))
         v = self._split_heads(self.value(x, training=training))
-        if self._use_fused(training):
+        probs = None
+        if self._use_fused(training) and not return_attention:
             context = self._fused_attention(q, k, v, padding_mask)
         else:
-            context = self._explicit_attention(q, k, v, padding_mask, training)
+            context, probs = self._explicit_attention(q, k, v, padding_mask, training)
         batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(context, (batch, seq, self.hidden_size))
         out = self.output_dropout(self.output_dense(context, training=training),
                                   training=training)
-        return self.layer_norm(out + queries)
+        out = self.layer_norm(out + queries)
+        return (out, probs) if return_attention else out
 
     # -- the two attention paths ---------------------------------------------------
     def _use_fused(self, training):
@@ -153,7 +160,8 @@ class AttentionBlock(keras.layers.Layer):
         return not (training and self.attention_dropout > 0)
 
     def _explicit_attention(self, q, k, v, padding_mask, training):
-        """``[B, T, N, D]`` context from ``[B, T|S, N, D]`` heads."""
+        """``[B, T, N, D]`` context from ``[B, T|S, N, D]`` heads, and the
+        float32 probabilities ``[B, N, T, S]`` before dropout."""
         scale = 1.0 / float(self.head_size) ** 0.5
         q, k, v = (ops.transpose(t, (0, 2, 1, 3)) for t in (q, k, v))
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
@@ -162,9 +170,9 @@ class AttentionBlock(keras.layers.Layer):
         # ``tensor * python_float`` comes back as a sparse tensor.
         bias = (1.0 - ops.cast(padding_mask, "float32")) * self.mask_value
         scores = scores + bias[:, None, None, :]
-        probs = ops.cast(ops.softmax(scores, axis=-1), v.dtype)
-        probs = self.probs_dropout(probs, training=training)
-        return ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
+        probs = ops.softmax(scores, axis=-1)
+        dropped = self.probs_dropout(ops.cast(probs, v.dtype), training=training)
+        return ops.transpose(ops.matmul(dropped, v), (0, 2, 1, 3)), probs
 
     def _fused_attention(self, q, k, v, padding_mask):
         queries = ops.shape(q)[1]

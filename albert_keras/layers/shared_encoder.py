@@ -122,7 +122,8 @@ class SharedEncoder(keras.layers.Layer):
             block.build(x_shape)
         self.built = True
 
-    def call(self, x, padding_mask, training=False, query_positions=None):
+    def call(self, x, padding_mask, training=False, query_positions=None,
+             return_attention=False):
         """Returns the input and the output of every block.
 
         That is ``L * inner_group_num + 1`` tensors, as the original code's
@@ -133,18 +134,26 @@ class SharedEncoder(keras.layers.Layer):
         the rows at those positions, so the last state is ``[B, Q, H]``: the
         same numbers as gathering the full last state, with the last block's
         query, output and FFN work cut from ``S`` rows to ``Q``.
+
+        With ``return_attention``, returns ``(states, probs)``: ``probs``
+        holds every block's attention probabilities ``[B, N, S, S]``
+        (float32), in block order.
         """
-        states = [x]
+        states, attention = [x], []
         steps = [pair for blocks in self.plan for pair in blocks]
         for step, (attention_index, ffn_index) in enumerate(steps):
             last = step == len(steps) - 1
             x = self.attention_blocks[attention_index](
                 x, padding_mask, training=training,
                 query_positions=query_positions if last else None,
+                return_attention=return_attention,
             )
+            if return_attention:
+                x, probs = x
+                attention.append(probs)
             x = self.ffn_blocks[ffn_index](x, training=training)
             states.append(x)
-        return states
+        return (states, attention) if return_attention else states
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None,
                              query_positions_shape=None):

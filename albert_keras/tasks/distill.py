@@ -4,9 +4,11 @@ Phases: read the teacher's folder (model, task spec, tokenizer) -> features
 of the labelled training file and of the unlabelled rows (a file in the
 task's format, or paragraphs of the embedded corpus) -> the teacher's
 outputs for all of them, once -> a student (a preset, or a pretrained
-folder with the same tokenizer) with the task's head -> ``fit`` on the soft
-targets and, for labelled rows, the labels -> an ordinary fine-tuned model
-folder, which ``evaluate``, ``predict`` and ``export`` take.
+folder with the same tokenizer) -> optionally, its encoder trained on the
+teacher encoder's hidden states and attention maps -> the task's head and
+``fit`` on the soft targets and, for labelled rows, the labels -> an
+ordinary fine-tuned model folder, which ``evaluate``, ``predict`` and
+``export`` take.
 """
 
 import dataclasses
@@ -29,6 +31,8 @@ from albert_keras.model_folder import read_tokenizer
 from albert_keras.model_folder import write_task_folder
 from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
+from albert_keras.tasks.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
 from albert_keras.tasks.best_epoch import BestEpoch
@@ -43,6 +47,8 @@ from albert_keras.training.callbacks import ProgressLog
 logger = logging.getLogger(__name__)
 
 CORPUS = "corpus"
+# the layer stage's history, next to the soft-target stage's metrics.csv
+LAYERS_CSV = "layers.csv"
 
 
 # -- unlabelled rows ---------------------------------------------------------------------
@@ -115,6 +121,60 @@ def _same_tokenizer(a, b):
     return all(a.id_to_piece(i) == b.id_to_piece(i) for i in range(a.vocabulary_size))
 
 
+# -- intermediate layers ---------------------------------------------------------------------
+
+
+def _transfer_layers(teacher_encoder, encoder, x, cfg, folder):
+    """TinyBERT's first stage: ``encoder`` learns ``teacher_encoder``'s hidden
+    states and attention maps on the rows ``x`` for ``cfg.layer_epochs``;
+    its history goes to ``layers.csv`` in ``folder``.
+
+    Returns:
+        The stage's first and last epoch losses.
+    """
+    import tensorflow as tf
+
+    # multiple choice reads [B, C, S]: the encoders see C rows per example
+    flat = {k: v.reshape(-1, v.shape[-1]) for k, v in x.items()}
+    rows = len(flat["token_ids"])
+    model = AlbertLayerDistiller(
+        teacher_encoder, encoder,
+        layer_map=parse_layer_map(cfg.layer_map, AlbertLayerDistiller._blocks(encoder),
+                                  AlbertLayerDistiller._blocks(teacher_encoder)),
+        hidden_weight=cfg.hidden_weight, attention_weight=cfg.attention_weight)
+    steps_per_epoch = max(1, rows // cfg.batch_size)
+    total = steps_per_epoch * cfg.layer_epochs
+    model.compile(optimizer=make_optimizer(
+        "adamw", learning_rate=cfg.learning_rate, total_steps=total,
+        warmup_steps=int(cfg.warmup_fraction * total), weight_decay=cfg.weight_decay,
+        clip_norm=1.0))
+    logger.info(f"distill: {cfg.layer_epochs} epochs of layer transfer, layer map "
+                f"{model.layer_map}")
+    ds = tf.data.Dataset.from_tensor_slices(flat)
+    ds = ds.shuffle(rows, seed=cfg.seed, reshuffle_each_iteration=True)
+    ds = ds.batch(cfg.batch_size, drop_remainder=rows >= cfg.batch_size).prefetch(2)
+    guard = NanGuard()
+    # No loss of this stage reads the pooler: frozen, it is not reported as
+    # a variable without gradients, and the task stage trains it.
+    encoder.pooler.trainable = False
+    try:
+        history = model.fit(ds, epochs=cfg.layer_epochs, verbose=2, callbacks=[
+            guard, keras.callbacks.CSVLogger(os.path.join(folder, LAYERS_CSV)),
+            ProgressLog(total, every=50)])
+    finally:
+        encoder.pooler.trainable = True
+    if guard.bad_step is not None:
+        raise RuntimeError(f"layer transfer: the loss became NaN at step {guard.bad_step}; "
+                           "lower --learning-rate")
+    result = {"layer_map": [list(p) for p in model.layer_map]}
+    for key in ("hidden_loss", "attention_loss"):
+        values = history.history.get(key)
+        if values:
+            result[f"layer_{key}_first"] = float(values[0])
+            result[f"layer_{key}_last"] = float(values[-1])
+    return result
+
+
 # -- the run -------------------------------------------------------------------------------
 
 
@@ -175,8 +235,12 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     teacher_scores = (task.score(spec, evaluation, predict_outputs(teacher_model, evaluation))
                       if evaluation is not None and evaluation.y is not None else {})
     vocab_size = teacher_model.encoder.config.vocab_size
+    # The layer stage runs the teacher's encoder in every step; without it
+    # the teacher is no longer needed.
+    teacher_encoder = teacher_model.encoder if cfg.layer_epochs else None
     del teacher_model
-    keras.backend.clear_session()
+    if teacher_encoder is None:
+        keras.backend.clear_session()
     keras.utils.set_random_seed(cfg.seed)
 
     # -- student ---------------------------------------------------------------------------
@@ -213,8 +277,15 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     model.compile(optimizer=optimizer)
 
     with writing_folder(out_dir) as tmp:
-        # -- fit -------------------------------------------------------------------------
         import tensorflow as tf
+
+        # -- intermediate layers (optional) ----------------------------------------------
+        layer_result = {}
+        if teacher_encoder is not None:
+            layer_result = _transfer_layers(teacher_encoder, encoder, x, cfg, tmp)
+            del teacher_encoder
+
+        # -- fit -------------------------------------------------------------------------
 
         ds = tf.data.Dataset.from_tensor_slices(
             (x, {"teacher": teacher_out, "labels": labels, "label_weight": label_weight}))
@@ -238,7 +309,8 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
         # -- evaluate and write ------------------------------------------------------------
         result = {"train_loss": float(history.history["loss"][-1]),
                   "soft_loss": float(history.history["soft_loss"][-1]),
-                  "labelled_rows": len(train), "unlabelled_rows": rows - len(train)}
+                  "labelled_rows": len(train), "unlabelled_rows": rows - len(train),
+                  **layer_result}
         if labelled:
             result.update(task.score(spec, evaluation, predict_outputs(student, evaluation)))
             result.update({"best_epoch": best.best_epoch, "select_metric": best.metric,

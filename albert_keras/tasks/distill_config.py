@@ -26,6 +26,15 @@ class DistillConfig:
             ``1 - alpha`` on labelled rows (unlabelled rows have only the
             soft loss).
         max_unlabeled: most rows taken from ``--unlabeled``.
+        layer_epochs: epochs of intermediate-layer transfer before the
+            soft targets (TinyBERT's two task-specific stages): the
+            student's hidden states and attention maps learn the
+            teacher's on the same rows. 0 turns it off.
+        layer_map: ``STUDENT:TEACHER`` layer pairs for that stage, e.g.
+            ``0:0,1:6,2:12`` (0: the embedding output); None for the
+            uniform map (student layer m from teacher layer m * N / M).
+        hidden_weight, attention_weight: the weights of the hidden-state
+            (mean squared error) and attention (KL) losses of that stage.
         epochs, batch_size, learning_rate, warmup_fraction, weight_decay,
             dropout, precision, seed, select_metric, patience: as in
             fine-tuning; ``epochs`` and ``learning_rate`` left None follow
@@ -43,6 +52,14 @@ class DistillConfig:
     temperature: float = option(2.0, "softmax temperature of the soft targets")
     alpha: float = option(0.5, "weight of the soft-target loss; the labels get 1 - alpha")
     max_unlabeled: int = option(20000, "most rows taken from --unlabeled")
+    layer_epochs: int = option(0, "epochs of hidden-state and attention transfer before the "
+                                  "soft targets (TinyBERT's first stage; 0: off)")
+    layer_map: str = option(None, "STUDENT:TEACHER layer pairs for --layer-epochs, e.g. "
+                                "0:0,1:6,2:12 (0: embeddings)",
+                            auto="uniform: student layer m from teacher layer m*N/M, "
+                                 "embeddings from embeddings")
+    hidden_weight: float = option(1.0, "weight of the hidden-state loss (mean squared error)")
+    attention_weight: float = option(1.0, "weight of the attention-map loss (KL)")
     epochs: int = option(None, "passes over the training rows",
                          auto="by student width: 10 below hidden size 512, else 3")
     batch_size: int = option(32, "examples per step")
@@ -64,6 +81,14 @@ class DistillConfig:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        if self.layer_epochs < 0:
+            raise ValueError(f"layer_epochs must be 0 or more, got {self.layer_epochs}")
+        if self.layer_map:  # its form now; the depths are checked against the models
+            from albert_keras.tasks.layer_map import parse_layer_map
+
+            parse_layer_map(self.layer_map, 10**6, 10**6)
+        if self.hidden_weight < 0 or self.attention_weight < 0:
+            raise ValueError("hidden_weight and attention_weight must be 0 or more")
         for name in ("epochs", "batch_size", "max_unlabeled"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")

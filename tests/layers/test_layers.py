@@ -148,7 +148,7 @@ def test_attention_block_fused_path_equals_explicit(rows):
     q = block._split_heads(block.query(queries))
     k, v = block._split_heads(block.key(x)), block._split_heads(block.value(x))
     fused = keras.ops.convert_to_numpy(block._fused_attention(q, k, v, mask))
-    explicit = keras.ops.convert_to_numpy(block._explicit_attention(q, k, v, mask, False))
+    explicit = keras.ops.convert_to_numpy(block._explicit_attention(q, k, v, mask, False)[0])
     assert fused.shape == explicit.shape == (2, queries.shape[1], 4, H // 4)
     np.testing.assert_allclose(fused, explicit, atol=1e-6)
 

@@ -164,3 +164,33 @@ def test_distill_command_and_its_errors(teachers, task_files, init_folder, tmp_p
     code = main(["distill", "--teacher", teachers["classify"], "--train",
                  task_files["cls_train"], "--out", str(tmp_path / "bad"), "--alpha", "1.5"])
     assert code == 2 and "alpha must be in [0, 1]" in capsys.readouterr().err
+    code = main(["distill", "--teacher", teachers["classify"], "--train",
+                 task_files["cls_train"], "--out", str(tmp_path / "bad"), "--layer-epochs",
+                 "1", "--layer-map", "1-2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "'1-2' is not STUDENT:TEACHER" in err
+    code = main(["distill", "--teacher", teachers["classify"], "--train",
+                 task_files["cls_train"], "--out", str(tmp_path / "bad"), "--layer-epochs",
+                 "1", "--layer-map", "5:1", "--student-overrides", json.dumps(STUDENT)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "outside the student's 0..1" in err
+    assert not os.path.exists(tmp_path / "bad")
+
+
+@pytest.mark.parametrize("task", ["classify", "choice"])
+def test_layer_transfer_stage(task, teachers, task_files, tmp_path):
+    """TinyBERT's first stage: the student's layers learn the teacher's (its
+    hidden-state and attention losses fall), then the soft targets; the
+    choice task's [B, C, S] rows are flattened for the encoders."""
+    prefix = FILES[task]
+    out = str(tmp_path / "student")
+    cfg = DistillConfig(layer_epochs=8, **{**QUICK_STUDENT, "epochs": 1})
+    metrics = distill(teachers[task], task_files[f"{prefix}_train"], task_files[f"{prefix}_eval"],
+                      out, cfg)
+    assert metrics["layer_map"][0] == [0, 0] and len(metrics["layer_map"]) == 2
+    assert metrics["layer_hidden_loss_last"] < 0.8 * metrics["layer_hidden_loss_first"]
+    assert metrics["layer_attention_loss_last"] < metrics["layer_attention_loss_first"]
+    with open(os.path.join(out, "layers.csv"), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8 and {"hidden_loss", "attention_loss"} <= set(rows[0])
+    assert inference.evaluate(out, task_files[f"{prefix}_eval"])
