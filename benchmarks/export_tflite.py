@@ -9,12 +9,18 @@ data). Latency: batch 1, sequence 128, median over ``--runs`` at
 (``albert_keras.export.bench``), then all models in turn in one process
 (``interleaved_ms``), which gives the ratios.
 
+``--heads``: ``encoder`` (ours against keras-hub's ``AlbertBackbone``) and
+``classifier`` (ours against keras-hub's ``AlbertTextClassifier``, two
+classes). Our classifier export computes only the ``[CLS]`` row in the last
+block (``prepare_for_export``); keras-hub's computes every row.
+
 ``int8`` is each library's default full-int8 export: ours with
 ``int8_scope="dense"`` (the dense layers' matmuls in int8, the rest float),
 keras-hub's backbone through the stock TFLite converter (every op with an
 int8 kernel). ``int8_all`` is ours the stock way too.
 
-    python benchmarks/export_tflite.py --modes none dynamic int8 int8_all --runs 30
+    python benchmarks/export_tflite.py --heads encoder classifier \
+        --modes none dynamic int8 int8_all --runs 30
 """
 
 import argparse
@@ -36,9 +42,12 @@ feeds = [{"ids": rng.integers(5, 30000, (1, S)).astype("int32"),
           "mask": np.ones((1, S), "int32"), "segment_ids": np.zeros((1, S), "int32")}
          for _ in range(args["calibration"])]
 if args["who"] == "ours":
-    from albert_keras import AlbertEncoder, get_preset
+    from albert_keras import AlbertClassifier, AlbertEncoder, get_preset
     from albert_keras.export.converter import convert, prepare_for_export, serving_function
-    model = prepare_for_export(AlbertEncoder(get_preset("albert_base")))
+    model = AlbertEncoder(get_preset("albert_base"))
+    if args["head"] == "classifier":
+        model = AlbertClassifier(model, 2)
+    model = prepare_for_export(model)
     blob = convert(model, serving_function(model, S), args["mode"],
                    representative=feeds if args["mode"] == "int8" else None,
                    int8_scope=args["scope"])
@@ -50,11 +59,16 @@ else:
         num_inner_repetitions=1, embedding_dim=128, hidden_dim=768,
         intermediate_dim=3072, max_sequence_length=512)
     spec = lambda name: tf.TensorSpec([1, S], tf.int32, name=name)
+    model = backbone
+    if args["head"] == "classifier":
+        model = keras_hub.models.AlbertTextClassifier(backbone, 2, preprocessor=None)
     @tf.function(input_signature=[spec("ids"), spec("mask"), spec("segment_ids")])
     def serve(ids, mask, segment_ids):
-        o = backbone({"token_ids": ids, "padding_mask": mask, "segment_ids": segment_ids})
+        o = model({"token_ids": ids, "padding_mask": mask, "segment_ids": segment_ids})
+        if args["head"] == "classifier":
+            return {"logits": o}
         return {"sequence_output": o["sequence_output"], "pooled_output": o["pooled_output"]}
-    blob = convert(backbone, serve, args["mode"],
+    blob = convert(model, serve, args["mode"],
                    representative=feeds if args["mode"] == "int8" else None,
                    int8_scope=args["scope"])
 open(out, "wb").write(blob)
@@ -62,10 +76,10 @@ print("SIZE", len(blob))
 """
 
 
-def export(who, mode, seq, folder, calibration):
-    out = os.path.join(folder, f"{who}_{mode}.tflite")
+def export(who, head, mode, seq, folder, calibration):
+    out = os.path.join(folder, f"{who}_{head}_{mode}.tflite")
     scope = "all" if mode == "int8_all" or who == "keras-hub" else "dense"
-    config = {"who": who, "mode": "int8" if mode.startswith("int8") else mode, "seq": seq,
+    config = {"who": who, "head": head, "mode": "int8" if mode.startswith("int8") else mode, "seq": seq,
               "out": out, "calibration": calibration, "scope": scope}
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(config)],
                           capture_output=True, text=True)
@@ -76,6 +90,8 @@ def export(who, mode, seq, folder, calibration):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heads", nargs="+", default=["encoder", "classifier"],
+                        choices=["encoder", "classifier"])
     parser.add_argument("--modes", nargs="+", default=["none", "dynamic", "int8", "int8_all"])
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--runs", type=int, default=30)
@@ -89,40 +105,41 @@ def main():
 
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for mode in args.modes:
-            for who in ("ours", "keras-hub"):
-                path, error = export(who, mode, args.seq, folder, args.calibration)
-                if error:
-                    rows.append({"who": who, "mode": mode, "error": error})
-                    print(f"{who} {mode}: {error}", flush=True)
-                    continue
-                result = bench(path, runs=args.runs, threads=args.threads)
-                rows.append({"who": who, "mode": mode, **result})
-                print(f"{who} {mode}: {result['size_mb']:.2f} MB, median "
-                      f"{result['median_ms']:.2f} ms", flush=True)
+        for head in args.heads:
+            for mode in args.modes:
+                for who in ("ours", "keras-hub"):
+                    path, error = export(who, head, mode, args.seq, folder, args.calibration)
+                    if error:
+                        rows.append({"who": who, "head": head, "mode": mode, "error": error})
+                        print(f"{who} {head} {mode}: {error}", flush=True)
+                        continue
+                    result = bench(path, runs=args.runs, threads=args.threads)
+                    rows.append({"who": who, "head": head, "mode": mode, **result})
+                    print(f"{who} {head} {mode}: {result['size_mb']:.2f} MB, median "
+                          f"{result['median_ms']:.2f} ms", flush=True)
         # The ratios come from alternating every model in one process.
         done = [r for r in rows if "path" in r]
         medians = measure_interleaved([r["path"] for r in done], runs=args.runs,
                                       threads=args.threads)
         for r, ms in zip(done, medians):
             r["interleaved_ms"] = ms
-            print(f"interleaved: {r['who']} {r['mode']} {ms:.2f} ms", flush=True)
+            print(f"interleaved: {r['who']} {r['head']} {r['mode']} {ms:.2f} ms", flush=True)
 
-    hub_dynamic = next((r for r in rows if r["who"] == "keras-hub" and r["mode"] == "dynamic"
-                        and "interleaved_ms" in r), None)
-    print("\n| mode | ours MB | keras-hub MB | ours ms | keras-hub ms | latency ratio | "
+    print("\n| head | mode | ours MB | keras-hub MB | ours ms | keras-hub ms | latency ratio | "
           "ours / keras-hub dynamic |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for mode in args.modes:
-        ours = next((r for r in rows if r["who"] == "ours" and r["mode"] == mode), {})
-        hub = next((r for r in rows if r["who"] == "keras-hub" and r["mode"] == mode), {})
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for head, mode in ((h, m) for h in args.heads for m in args.modes):
+        def find(who, mode=mode):
+            return next((r for r in rows if r["who"] == who and r["head"] == head
+                         and r["mode"] == mode), {})
+        ours, hub, hub_dynamic = find("ours"), find("keras-hub"), find("keras-hub", "dynamic")
         def cell(r, k, f="{:.2f}"):
             return f.format(r[k]) if k in r else r.get("error", "-")[:40]
         ratio = (f"{ours['interleaved_ms'] / hub['interleaved_ms']:.2f}"
                  if "interleaved_ms" in ours and "interleaved_ms" in hub else "-")
         to_dynamic = (f"{ours['interleaved_ms'] / hub_dynamic['interleaved_ms']:.2f}"
-                      if hub_dynamic and "interleaved_ms" in ours else "-")
-        print(f"| {mode} | {cell(ours, 'size_mb')} | {cell(hub, 'size_mb')} | "
+                      if "interleaved_ms" in hub_dynamic and "interleaved_ms" in ours else "-")
+        print(f"| {head} | {mode} | {cell(ours, 'size_mb')} | {cell(hub, 'size_mb')} | "
               f"{cell(ours, 'interleaved_ms')} | {cell(hub, 'interleaved_ms')} | {ratio} | "
               f"{to_dynamic} |")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
@@ -130,6 +147,10 @@ def main():
     try:
         with open("/proc/cpuinfo") as f:
             machine["cpu"] = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+        with open("/proc/cpuinfo") as f:
+            flags = next(line.split(":", 1)[1].split() for line in f if line.startswith("flags"))
+        # int8 matmuls gain from AVX512 (VNNI) and lose their edge on AVX2 alone
+        machine["simd"] = sorted(f for f in set(flags) if f.startswith(("avx512", "avx2", "amx")))
     except (OSError, StopIteration):
         pass
     tmp = args.out + ".tmp"

@@ -242,8 +242,8 @@ def export_tflite(source, out, config=None):
     # -- convert ---------------------------------------------------------------------------------
     exported = prepare_for_export(model, c.mask_value)
     # Keras' own numbers: the same weights in float32, with the mask it was
-    # trained with.
-    reference = prepare_for_export(model, _encoder(model).mask_value)
+    # trained with and every row of the last block computed.
+    reference = prepare_for_export(model, _encoder(model).mask_value, cls_only=False)
     layer = tokenizer.keras_layer() if c.with_tokenizer else None
     truncate = spec.truncate if spec else "longest_first"
     serve = serving_function(exported, S, tokenizer=layer, pair=pair, truncate=truncate,

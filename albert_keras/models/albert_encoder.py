@@ -93,6 +93,12 @@ class AlbertEncoder(keras.Model):
             the original; a bounded value like -120 suits int8 export).
         quantize_aware: fake-quantize every dense projection, for
             quantization-aware training (see ``QuantizedDense``).
+        cls_only: the last block computes only the first (``[CLS]``) row,
+            so ``sequence_output`` is ``[B, 1, H]``. The pooled output is
+            the same as without it, with the last block's query, output and
+            FFN work cut from ``S`` rows to one. The export turns it on for
+            the models that read only the pooled output (classifier,
+            multiple choice).
         dtype: a dtype policy such as ``"mixed_bfloat16"``.
 
     Example:
@@ -111,11 +117,15 @@ class AlbertEncoder(keras.Model):
         output_hidden_states=False,
         mask_value=-10000.0,
         quantize_aware=False,
+        cls_only=False,
         dtype=None,
         **kwargs,
     ):
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
+        if cls_only and output_hidden_states:
+            raise ValueError("cls_only and output_hidden_states cannot be combined: "
+                             "the last hidden state would hold only the [CLS] row")
         # -- layers ------------------------------------------------------------
         embeddings = FactorizedEmbedding(
             vocab_size=config.vocab_size,
@@ -162,7 +172,9 @@ class AlbertEncoder(keras.Model):
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
         x = embeddings(inputs["token_ids"], inputs["segment_ids"])
-        states = transformer(x, inputs["padding_mask"])
+        # cls_only: query position 0 in every row of the batch.
+        first = ops.zeros_like(inputs["token_ids"][:, :1]) if cls_only else None
+        states = transformer(x, inputs["padding_mask"], query_positions=first)
         sequence_output = states[-1]
         outputs = {
             "sequence_output": sequence_output,
@@ -183,6 +195,7 @@ class AlbertEncoder(keras.Model):
         self.output_hidden_states = output_hidden_states
         self.mask_value = float(mask_value)
         self.quantize_aware = bool(quantize_aware)
+        self.cls_only = bool(cls_only)
         self.embeddings = embeddings
         self.transformer = transformer
         self.pooler = pooler
@@ -200,6 +213,7 @@ class AlbertEncoder(keras.Model):
             "output_hidden_states": self.output_hidden_states,
             "mask_value": self.mask_value,
             "quantize_aware": self.quantize_aware,
+            "cls_only": self.cls_only,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
         }
 

@@ -51,8 +51,8 @@ def test_each_mode_validates(classifier_folder, tmp_path, quantize):
 
 def test_int4_stores_dense_weights_and_word_table_in_four_bits(tmp_path):
     """int4: every dense kernel and the word table are INT4 tensors in the
-    file (the table read by an EMBEDDING_LOOKUP), and the file is at most
-    60% of dynamic int8's."""
+    file (the table read by an EMBEDDING_LOOKUP, one block per row), and the
+    file is at most 60% of dynamic int8's."""
     from albert_keras import AlbertClassifier
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
@@ -82,6 +82,8 @@ def test_int4_stores_dense_weights_and_word_table_in_four_bits(tmp_path):
     tables = [tensors[op.inputs[1]] for op in ops
               if codes[op.opcodeIndex] == schema.BuiltinOperator.EMBEDDING_LOOKUP]
     assert [(list(t.shape), t.type) for t in tables] == [([2000, 64], schema.TensorType.INT4)]
+    assert tables[0].quantization.details.blockSize == 64  # one scale per row
+    assert all(t.quantization.details.blockSize == 32 for t in fc)
     got = TFLiteRunner(blob)(feed)["logits"]
     np.testing.assert_allclose(got, expected, atol=0.05)
 
@@ -293,3 +295,35 @@ def test_embedder_keras_file_string_in(init_folder, tmp_path):
     vector = TFLiteRunner(out)({"text": "the quick brown fox"})["embeddings"]
     assert vector.shape == (1, 64)
     np.testing.assert_allclose(np.linalg.norm(vector), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("head", ["classifier", "choice", "tagger"])
+def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
+    """Classifier and multiple-choice exports compute only the [CLS] row in
+    the last block (the tagger needs every row); the TFLite file still
+    equals the full Keras model."""
+    from albert_keras import AlbertClassifier
+    from albert_keras import AlbertConfig
+    from albert_keras import AlbertEncoder
+    from albert_keras import AlbertMultipleChoice
+    from albert_keras import AlbertTokenClassifier
+
+    keras.utils.set_random_seed(0)
+    config = AlbertConfig(vocab_size=300, embedding_size=32, hidden_size=64,
+                          num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                          max_position_embeddings=32)
+    model = {"classifier": lambda e: AlbertClassifier(e, 3),
+             "choice": AlbertMultipleChoice,
+             "tagger": lambda e: AlbertTokenClassifier(e, 5)}[head](AlbertEncoder(config))
+    exported = prepare_for_export(model)
+    assert exported.encoder.cls_only is (head != "tagger")
+    rng = np.random.default_rng(0)
+    shape = (1, 2, 16) if head == "choice" else (1, 16)
+    mask = np.ones(shape, np.int32)
+    mask[..., 11:] = 0
+    feed = {"ids": rng.integers(5, 300, shape).astype(np.int32) * mask, "mask": mask,
+            "segment_ids": np.zeros(shape, np.int32)}
+    expected = model({"token_ids": feed["ids"], "padding_mask": mask,
+                      "segment_ids": feed["segment_ids"]})["logits"].numpy()
+    blob = convert(exported, serving_function(exported, 16, num_choices=2), "none")
+    np.testing.assert_allclose(TFLiteRunner(blob)(feed)["logits"], expected, atol=1e-4)

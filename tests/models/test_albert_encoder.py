@@ -126,3 +126,23 @@ def test_config_accepts_dict_and_survives_save(tmp_path):
     encoder.save(path)
     loaded = keras.saving.load_model(path)
     assert loaded.config == encoder.config
+
+
+def test_cls_only_keeps_the_pooled_output():
+    """``cls_only``: the last block computes the [CLS] row alone; the pooled
+    output and that row equal the full encoder's (same weights, padding in
+    the batch), for every sharing mode's plan (two blocks per group here)."""
+    def make(dtype):
+        return AlbertEncoder(AlbertConfig(**TINY), cls_only=True, dtype=dtype)
+
+    cls_only = run_model_test(
+        make, encoder_inputs,
+        lambda b, s: {"sequence_output": (b, 1, 16), "pooled_output": (b, 16)})
+    full = AlbertEncoder(AlbertConfig(**TINY))
+    full.set_weights(cls_only.get_weights())
+    inputs = encoder_inputs(3, 11)
+    a, b = full(inputs), cls_only(inputs)
+    np.testing.assert_allclose(b["pooled_output"], a["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(b["sequence_output"], a["sequence_output"][:, :1], atol=1e-5)
+    with pytest.raises(ValueError, match="cls_only and output_hidden_states"):
+        AlbertEncoder(AlbertConfig(**TINY), cls_only=True, output_hidden_states=True)
