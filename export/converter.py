@@ -87,6 +87,13 @@ def rebuild(model, **encoder_options):
 CLS_ONLY_MODELS = (AlbertClassifier, AlbertMultipleChoice)
 
 
+def reads_only_cls(model):
+    """Whether ``model``'s output depends on the last block's ``[CLS]`` row
+    alone: classifiers, multiple choice, and embedders of the pooled output."""
+    return type(model) in CLS_ONLY_MODELS or (
+        type(model) is AlbertEmbedder and model.pooling == "pooled")
+
+
 def prepare_for_export(model, mask_value=-120.0, cls_only=None):
     """A float32 copy of ``model`` whose attention mask adds ``mask_value``.
 
@@ -101,13 +108,13 @@ def prepare_for_export(model, mask_value=-120.0, cls_only=None):
         mask_value: the additive attention bias at padded keys.
         cls_only: compute only the ``[CLS]`` row in the last block
             (``AlbertEncoder``'s ``cls_only``). ``None``: on for the models
-            that read only the pooled output (classifier, multiple choice),
-            where it cuts the last block's query, output and FFN work from
+            that read only the pooled output (classifier, multiple choice,
+            an embedder with ``pooling="pooled"``), where it cuts the last block's query, output and FFN work from
             ``S`` rows to one (about 1/L of the model's matmuls) and leaves
             the outputs as they are.
     """
     if cls_only is None:
-        cls_only = type(model) in CLS_ONLY_MODELS
+        cls_only = reads_only_cls(model)
     options = {"mask_value": float(mask_value)}
     if cls_only:
         options["cls_only"] = True

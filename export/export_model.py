@@ -297,6 +297,8 @@ def export_tflite(source, out, config=None):
         "special_ids": tokenizer.special_ids if tokenizer else DEFAULT_SPECIAL_IDS,
         "truncate": truncate,
         "mask_value": c.mask_value,
+        # the last block computed only the [CLS] row (pooled-output models)
+        "cls_only": bool(_encoder(exported).cls_only),
         "num_choices": num_choices,
         "size_bytes": len(blob),
         "validation": report,

@@ -35,6 +35,7 @@ def test_each_mode_validates(classifier_folder, tmp_path, quantize):
     assert sidecar["labels"] == ["dog", "fox"] and sidecar["sequence_length"] == 32
     assert sidecar["inputs"] == ["ids", "mask", "segment_ids"]
     assert sidecar["special_ids"] == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
+    assert sidecar["cls_only"] is True  # a classifier reads the [CLS] row alone
     report = sidecar["validation"]
     assert report["passed"] and report["data"].endswith("cls_eval.csv")
     logits = report["outputs"]["logits"]
@@ -297,12 +298,13 @@ def test_embedder_keras_file_string_in(init_folder, tmp_path):
     np.testing.assert_allclose(np.linalg.norm(vector), 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("head", ["classifier", "choice", "tagger"])
+@pytest.mark.parametrize("head", ["classifier", "choice", "pooled", "tagger", "mean"])
 def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
-    """Classifier and multiple-choice exports compute only the [CLS] row in
-    the last block (the tagger needs every row); the TFLite file still
-    equals the full Keras model."""
+    """Classifier, multiple-choice and pooled-embedding exports compute only
+    the [CLS] row in the last block (a tagger or a mean-pooled embedder needs
+    every row); the TFLite file still equals the full Keras model."""
     from albert_keras import AlbertClassifier
+    from albert_keras import AlbertEmbedder
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
     from albert_keras import AlbertMultipleChoice
@@ -314,9 +316,12 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
                           max_position_embeddings=32)
     model = {"classifier": lambda e: AlbertClassifier(e, 3),
              "choice": AlbertMultipleChoice,
-             "tagger": lambda e: AlbertTokenClassifier(e, 5)}[head](AlbertEncoder(config))
+             "tagger": lambda e: AlbertTokenClassifier(e, 5),
+             "pooled": lambda e: AlbertEmbedder(e, pooling="pooled"),
+             "mean": AlbertEmbedder}[head](AlbertEncoder(config))
+    output = "embeddings" if head in ("pooled", "mean") else "logits"
     exported = prepare_for_export(model)
-    assert exported.encoder.cls_only is (head != "tagger")
+    assert exported.encoder.cls_only is (head in ("classifier", "choice", "pooled"))
     rng = np.random.default_rng(0)
     shape = (1, 2, 16) if head == "choice" else (1, 16)
     mask = np.ones(shape, np.int32)
@@ -324,6 +329,6 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
     feed = {"ids": rng.integers(5, 300, shape).astype(np.int32) * mask, "mask": mask,
             "segment_ids": np.zeros(shape, np.int32)}
     expected = model({"token_ids": feed["ids"], "padding_mask": mask,
-                      "segment_ids": feed["segment_ids"]})["logits"].numpy()
+                      "segment_ids": feed["segment_ids"]})[output].numpy()
     blob = convert(exported, serving_function(exported, 16, num_choices=2), "none")
-    np.testing.assert_allclose(TFLiteRunner(blob)(feed)["logits"], expected, atol=1e-4)
+    np.testing.assert_allclose(TFLiteRunner(blob)(feed)[output], expected, atol=1e-4)
