@@ -146,9 +146,9 @@ def main():
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
     try:
         with open("/proc/cpuinfo") as f:
-            machine["cpu"] = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-        with open("/proc/cpuinfo") as f:
-            flags = next(line.split(":", 1)[1].split() for line in f if line.startswith("flags"))
+            lines = f.read().splitlines()
+        machine["cpu"] = next(line.split(":", 1)[1].strip() for line in lines if "model name" in line)
+        flags = next(line.split(":", 1)[1].split() for line in lines if line.startswith("flags"))
         # int8 matmuls gain from AVX512 (VNNI) and lose their edge on AVX2 alone
         machine["simd"] = sorted(f for f in set(flags) if f.startswith(("avx512", "avx2", "amx")))
     except (OSError, StopIteration):

@@ -82,15 +82,10 @@ def rebuild(model, **encoder_options):
     return copy
 
 
-# The models whose output depends on the [CLS] row alone: their export
-# computes only that row in the last block.
-CLS_ONLY_MODELS = (AlbertClassifier, AlbertMultipleChoice)
-
-
 def reads_only_cls(model):
     """Whether ``model``'s output depends on the last block's ``[CLS]`` row
     alone: classifiers, multiple choice, and embedders of the pooled output."""
-    return type(model) in CLS_ONLY_MODELS or (
+    return type(model) in (AlbertClassifier, AlbertMultipleChoice) or (
         type(model) is AlbertEmbedder and model.pooling == "pooled")
 
 
@@ -107,11 +102,10 @@ def prepare_for_export(model, mask_value=-120.0, cls_only=None):
         model: a Keras model of one of the exportable kinds.
         mask_value: the additive attention bias at padded keys.
         cls_only: compute only the ``[CLS]`` row in the last block
-            (``AlbertEncoder``'s ``cls_only``). ``None``: on for the models
-            that read only the pooled output (classifier, multiple choice,
-            an embedder with ``pooling="pooled"``), where it cuts the last block's query, output and FFN work from
-            ``S`` rows to one (about 1/L of the model's matmuls) and leaves
-            the outputs as they are.
+            (``AlbertEncoder``'s ``cls_only``). ``None``: on when
+            ``reads_only_cls(model)``, where it cuts the last block's query,
+            output and FFN work from ``S`` rows to one (about 1/L of the
+            model's matmuls) and leaves the outputs as they are.
     """
     if cls_only is None:
         cls_only = reads_only_cls(model)
@@ -122,8 +116,9 @@ def prepare_for_export(model, mask_value=-120.0, cls_only=None):
 
 
 def _word_tables_as_embedding_lookups(blob):
-    """``blob`` with each GATHER that reads a constant 2-D table by a 1-D
-    index rewritten as the equivalent EMBEDDING_LOOKUP (same output).
+    """``(blob, widths)``: ``blob`` with each GATHER that reads a constant 2-D
+    table by a 1-D index rewritten as the equivalent EMBEDDING_LOOKUP (same
+    output), and the row widths of the rewritten tables.
 
     The LiteRT quantizer stores an EMBEDDING_LOOKUP's table in 4 bits but
     refuses a GATHER's ("Unsupported op ... GATHER"), and TensorFlow's
@@ -138,7 +133,7 @@ def _word_tables_as_embedding_lookups(blob):
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(blob, 0))
     codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
     lookup_code = None
-    rewritten = 0
+    widths = set()
     for graph in model.subgraphs:
         readers = {}
         for op in graph.operators:
@@ -165,30 +160,12 @@ def _word_tables_as_embedding_lookups(blob):
             op.inputs = [index, table]  # EMBEDDING_LOOKUP takes (ids, table)
             op.builtinOptionsType = schema.BuiltinOptions.NONE
             op.builtinOptions = None
-            rewritten += 1
-    if not rewritten:
-        return blob
+            widths.add(int(graph.tensors[table].shape[1]))
+    if not widths:
+        return blob, widths
     builder = flatbuffers.Builder(len(blob) + 1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
-
-
-def _lookup_table_widths(blob):
-    """The row widths of the tables EMBEDDING_LOOKUPs read in ``blob``."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    model = schema.Model.GetRootAs(blob, 0)
-    codes = [max(model.OperatorCodes(i).BuiltinCode(),
-                 model.OperatorCodes(i).DeprecatedBuiltinCode())
-             for i in range(model.OperatorCodesLength())]
-    widths = set()
-    for g in range(model.SubgraphsLength()):
-        graph = model.Subgraphs(g)
-        for i in range(graph.OperatorsLength()):
-            op = graph.Operators(i)
-            if codes[op.OpcodeIndex()] == schema.BuiltinOperator.EMBEDDING_LOOKUP:
-                widths.add(int(graph.Tensors(op.Inputs(1)).Shape(1)))
-    return widths
+    return bytes(builder.Output()), widths
 
 
 def _int4_weights(blob):
@@ -210,8 +187,7 @@ def _int4_weights(blob):
     from litert_quantizer import recipe_manager
     from litert_quantizer.recipe import QuantGranularity
 
-    blob = _word_tables_as_embedding_lookups(blob)
-    widths = _lookup_table_widths(blob)
+    blob, widths = _word_tables_as_embedding_lookups(blob)
     table_granularity = QuantGranularity.CHANNELWISE
     for size in (256, 128, 64, 32):
         if widths and all(w % size == 0 for w in widths):

@@ -98,7 +98,7 @@ class AlbertEncoder(keras.Model):
             the same as without it, with the last block's query, output and
             FFN work cut from ``S`` rows to one. The export turns it on for
             the models that read only the pooled output (classifier,
-            multiple choice).
+            multiple choice, an embedder with ``pooling="pooled"``).
         dtype: a dtype policy such as ``"mixed_bfloat16"``.
 
     Example:
