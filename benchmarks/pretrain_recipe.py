@@ -67,10 +67,11 @@ def _timed_model(cfg, data):
     from albert_keras.data.reader import read_manifest
     from albert_keras.models.albert_encoder import AlbertEncoder
     from albert_keras.optimizers.optimizer import make_optimizer
+    from albert_keras.precision import resolve_precision
     from albert_keras.presets import get_preset
     from albert_keras.training.objectives import get_objective
 
-    keras.mixed_precision.set_global_policy(cfg.precision)
+    keras.mixed_precision.set_global_policy(resolve_precision(cfg.precision))
     manifest = read_manifest(data)
     config = get_preset(cfg.preset, vocab_size=manifest["vocab_size"],
                         **(cfg.model_overrides or {}))
@@ -100,15 +101,15 @@ def step_times(cfgs, rounds=3, steps=10):
 
 def held_out(folder, eval_data):
     """The pretrainer in ``folder`` scored on ``eval_data``'s held-out split."""
-    import keras
-
     from albert_keras.data.reader import read_manifest
+    from albert_keras.saving import load_model
     from albert_keras.training.objectives import get_objective
     from albert_keras.training.pretrain_config import PretrainConfig
 
     with open(os.path.join(folder, "train_config.json")) as f:
         name = json.load(f).get("objective", "mlm_sop")
-    model = keras.saving.load_model(os.path.join(folder, "pretrainer.keras"), compile=False)
+    # ours registers the model classes first (a bare keras load cannot find them)
+    model = load_model(os.path.join(folder, "pretrainer.keras"))
     objective = get_objective(name if name != "auto" else "mlm_sop", read_manifest(eval_data),
                               PretrainConfig())
     metrics = objective.evaluate(model, eval_data)

@@ -39,6 +39,7 @@ from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.options import flag_of
 from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.precision import resolve_precision
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
 from albert_keras.text.registry import load_tokenizer
@@ -136,7 +137,6 @@ def _pretrain(data_dir, out_dir, train_config):
         ]
 
     # -- precision, determinism, strategy ------------------------------------------
-    keras.mixed_precision.set_global_policy(train_config.precision)
     keras.utils.set_random_seed(train_config.seed)
     if train_config.deterministic and keras.backend.backend() == "tensorflow":
         # (JAX's CPU and GPU kernels are deterministic without a switch.)
@@ -157,6 +157,9 @@ def _pretrain(data_dir, out_dir, train_config):
         # keras-team/keras#19246, open). TPUStrategy is not affected.
         logger.info("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
         train_config = dataclasses.replace(train_config, steps_per_execution=1)
+    # After the strategy: a TPU's devices are listed only once it is connected.
+    precision = resolve_precision(train_config.precision)
+    keras.mixed_precision.set_global_policy(precision)
 
     # -- model: resumed, new, or continued from --init -------------------------------
     os.makedirs(out_dir, exist_ok=True)
@@ -294,7 +297,7 @@ def _pretrain(data_dir, out_dir, train_config):
         "train_tokens": run_tokens,
         "train_tokens_per_second": round(tokens / max(wall, 1e-9), 1),
         "stopped_by_time_budget": budget.stopped_early,
-        "precision": train_config.precision,
+        "precision": precision,
         "objective": objective.name,
     })
     write_pretraining_folder(

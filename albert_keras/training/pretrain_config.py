@@ -4,9 +4,9 @@ import dataclasses
 
 from albert_keras.options import flag_of
 from albert_keras.options import option
+from albert_keras.precision import PRECISION_CHOICES
 from albert_keras.training.objectives import CHOICES as OBJECTIVE_CHOICES
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # The names ``training.strategy.make_strategy`` accepts; listed here, away from
 # TensorFlow, so the command line can offer them without importing it.
 STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu", "data_parallel",
@@ -34,7 +34,8 @@ class PretrainConfig:
         steps_per_epoch: steps between checkpoints (and log lines).
         learning_rate, warmup_steps, optimizer, weight_decay, clip_norm:
             see ``make_optimizer``.
-        precision: ``float32``, ``mixed_bfloat16`` or ``mixed_float16``.
+        precision: ``auto`` (see ``resolve_precision``), ``float32``,
+            ``mixed_bfloat16`` or ``mixed_float16``.
         strategy: see ``make_strategy``.
         steps_per_execution: steps per ``tf.function`` call (TPUs want many).
         dynamic_masking: re-mask every batch instead of the stored masks.
@@ -72,7 +73,9 @@ class PretrainConfig:
     optimizer: str = option("lamb", "optimizer", choices=("lamb", "adamw"))
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
     clip_norm: float = option(1.0, "global gradient-norm clip")
-    precision: str = option("mixed_bfloat16", "Keras dtype policy", choices=PRECISIONS)
+    precision: str = option("auto", "Keras dtype policy (auto: mixed_bfloat16 on TPUs, recent "
+                                     "GPUs and CPUs with native bf16, else float32)",
+                             choices=PRECISION_CHOICES)
     strategy: str = option("auto", "how training spreads over devices: tpu, mirrored and "
                                    "multiworker are TensorFlow's tf.distribute; "
                                    "data_parallel and model_parallel are keras.distribution "
@@ -101,8 +104,9 @@ class PretrainConfig:
     rtd_sop: bool = option(False, "rtd: add sentence-order prediction on the discriminator")
 
     def validate(self):
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.precision not in PRECISION_CHOICES:
+            raise ValueError(f"precision must be one of {PRECISION_CHOICES}, "
+                             f"got {self.precision!r}")
         if self.objective not in OBJECTIVE_CHOICES:
             raise ValueError(f"objective must be one of {OBJECTIVE_CHOICES}, "
                              f"got {self.objective!r}")

@@ -1,0 +1,93 @@
+"""``--precision auto``: the Keras dtype policy that is fast on this machine.
+
+bfloat16 halves memory traffic on TPUs, on GPUs from Ampere on and on CPUs
+with native bf16 instructions (AVX512-BF16, AMX). A CPU without them runs
+bf16 matmuls through conversions to float32, so ``auto`` picks float32 there
+(``benchmarks/pretrain_throughput.py`` measures the two on a machine).
+"""
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+PRECISION_CHOICES = ("auto",) + PRECISIONS
+
+# /proc/cpuinfo flags of x86 CPUs that compute bf16 dot products natively.
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_has_native_bf16(cpuinfo="/proc/cpuinfo"):
+    """Whether the CPU lists a native bf16 instruction set (Linux x86 only).
+
+    Args:
+        cpuinfo: the file to read; elsewhere (macOS, Windows) it is missing
+            and the answer is False.
+
+    Example:
+    >>> cpu_has_native_bf16("/no/such/file")
+    False
+    """
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return any(flag in flags for flag in NATIVE_BF16_FLAGS)
+    except OSError:
+        pass
+    return False
+
+
+def _accelerator_precision():
+    """``mixed_bfloat16``/``mixed_float16`` for a TPU or GPU on the backend, else None."""
+    # Imported here: the command line reads PRECISION_CHOICES without a backend.
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if tf.config.list_logical_devices("TPU"):
+            return "mixed_bfloat16"
+        gpus = tf.config.list_physical_devices("GPU")
+        if gpus:
+            details = tf.config.experimental.get_device_details(gpus[0])
+            major = (details.get("compute_capability") or (8, 0))[0]
+            return "mixed_bfloat16" if major >= 8 else "mixed_float16"
+    elif backend == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        if device.platform == "tpu":
+            return "mixed_bfloat16"
+        if device.platform == "gpu":
+            major = int(str(getattr(device, "compute_capability", "8.0")).split(".")[0])
+            return "mixed_bfloat16" if major >= 8 else "mixed_float16"
+    elif backend == "torch":
+        import torch
+
+        if torch.cuda.is_available():
+            major = torch.cuda.get_device_capability()[0]
+            return "mixed_bfloat16" if major >= 8 else "mixed_float16"
+    return None
+
+
+def resolve_precision(precision, cpuinfo="/proc/cpuinfo"):
+    """The dtype policy name ``precision`` stands for on this machine.
+
+    Args:
+        precision: ``auto`` or one of ``PRECISIONS`` (returned as it is).
+            ``auto``: ``mixed_bfloat16`` on TPUs, on GPUs of compute
+            capability 8 or more and on CPUs with native bf16;
+            ``mixed_float16`` on older GPUs; float32 on other CPUs.
+        cpuinfo: where the CPU flags are read (for tests).
+
+    Example:
+    >>> resolve_precision("float32")
+    'float32'
+    """
+    if precision != "auto":
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISION_CHOICES}, got {precision!r}")
+        return precision
+    accelerator = _accelerator_precision()
+    if accelerator:
+        return accelerator
+    return "mixed_bfloat16" if cpu_has_native_bf16(cpuinfo) else "float32"
