@@ -24,7 +24,8 @@ def cmd_finetune(args):
 
     metrics = finetune(args.init, args.train, args.eval, args.out,
                        config_from_args(FinetuneConfig, args),
-                       tokenizer=args.tokenizer, overwrite=args.overwrite)
+                       tokenizer=args.tokenizer, overwrite=args.overwrite,
+                       validation_path=args.validation)
     _print_metrics(metrics)
     print(f"model folder: {args.out}")
     return 0
@@ -36,7 +37,7 @@ def cmd_distill(args):
 
     metrics = distill(args.teacher, args.train, args.eval, args.out,
                       config_from_args(DistillConfig, args), unlabeled=args.unlabeled,
-                      overwrite=args.overwrite)
+                      overwrite=args.overwrite, validation_path=args.validation)
     _print_metrics(metrics)
     print(f"model folder: {args.out}")
     return 0
@@ -159,7 +160,12 @@ def add_parsers(sub, add_backend_flag):
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer file (default: the one in --init)")
     p.add_argument("--train", required=True, help="the training file")
-    p.add_argument("--eval", default=None, help="a labelled file scored after training")
+    p.add_argument("--eval", default=None,
+                   help="a labelled file scored after training (and every epoch to keep the "
+                   "best one, unless --validation is given)")
+    p.add_argument("--validation", default=None,
+                   help="a labelled file the best epoch is chosen on; --eval is then scored "
+                   "once, with the chosen weights")
     p.add_argument("--out", required=True, help="the model folder to write")
     add_flags(p, FinetuneConfig)
     add_backend_flag(p)
@@ -177,7 +183,12 @@ def add_parsers(sub, add_backend_flag):
     )
     p.add_argument("--teacher", required=True, help="a fine-tuned model folder")
     p.add_argument("--train", required=True, help="the labelled training file")
-    p.add_argument("--eval", default=None, help="a labelled file scored every epoch")
+    p.add_argument("--eval", default=None,
+                   help="a labelled file scored every epoch (the best epoch is kept), unless "
+                   "--validation is given")
+    p.add_argument("--validation", default=None,
+                   help="a labelled file the best epoch is chosen on; --eval is then scored "
+                   "once, with the chosen weights")
     p.add_argument("--unlabeled", default=None,
                    help="a file in the task's format for the teacher to label, or 'corpus' "
                    "(the embedded speeches; classify and tag)")

@@ -8,7 +8,7 @@ logger = logging.getLogger(__name__)
 
 
 class BestEpoch(keras.callbacks.Callback):
-    """Scores the eval file after every epoch and keeps the best weights.
+    """Scores a labelled file after every epoch and keeps the best weights.
 
     The score is the task's own (entity F1, SQuAD F1, accuracy, ...), not a
     Keras metric, so the epoch kept is the one the final report would pick.
@@ -23,14 +23,17 @@ class BestEpoch(keras.callbacks.Callback):
         metric: a key of ``task.score`` (higher is better).
         patience: epochs without a better score before stopping.
         batch_size: for the predictions.
+        name: what the scored file is called in the log (``eval`` or
+            ``validation``).
 
     Example:
     >>> best = BestEpoch(task, spec, evaluation, "accuracy", patience=2)  # doctest: +SKIP
     >>> model.fit(ds, epochs=10, callbacks=[best])  # doctest: +SKIP
     """
 
-    def __init__(self, task, spec, evaluation, metric, patience=0, batch_size=64):
+    def __init__(self, task, spec, evaluation, metric, patience=0, batch_size=64, name="eval"):
         super().__init__()
+        self.name = name
         self.task, self.spec, self.evaluation = task, spec, evaluation
         self.metric, self.patience, self.batch_size = metric, patience, batch_size
         self.history, self.best, self.best_epoch, self._weights = [], None, None, None
@@ -47,7 +50,7 @@ class BestEpoch(keras.callbacks.Callback):
         # a tie goes to the later, longer-trained epoch (small eval files tie
         # often, and the earlier weights are the less settled ones)
         better = self.best is None or value >= self.best
-        logger.info(f"epoch {epoch + 1}: eval {self.metric} {value:.4f}"
+        logger.info(f"epoch {epoch + 1}: {self.name} {self.metric} {value:.4f}"
                     + (" (best so far)" if better else ""))
         if better:
             self.best, self.best_epoch = value, epoch + 1
@@ -59,3 +62,41 @@ class BestEpoch(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if self._weights is not None:
             self.model.set_weights(self._weights)
+
+
+def epoch_selector(task, spec, evaluation, validation, select_metric=None, patience=0):
+    """The ``BestEpoch`` of a fine-tuning or distillation run, or None.
+
+    Args:
+        task, spec: the ``Task`` and its ``TaskSpec``.
+        evaluation: the eval file's ``TaskData`` (or None).
+        validation: a labelled ``TaskData`` to select on instead (or None).
+        select_metric, patience: as ``BestEpoch``'s (metric default: the
+            task's main one).
+
+    Returns:
+        A ``BestEpoch`` scoring ``validation`` when given, else a labelled
+        ``evaluation``; None when neither is there.
+
+    Example:
+    >>> best = epoch_selector(task, spec, evaluation, None)  # doctest: +SKIP
+    """
+    if validation is not None:
+        chosen, name = validation, "validation"
+    elif evaluation is not None and evaluation.y is not None:
+        chosen, name = evaluation, "eval"
+    elif select_metric or patience:
+        raise ValueError("--select-metric and --patience need a labelled --eval or "
+                         "--validation file")
+    else:
+        return None
+    return BestEpoch(task, spec, chosen, select_metric or task.main_metric(spec), patience,
+                     name=name)
+
+
+def selection_report(best):
+    """What ``metrics.json`` records of the selection (empty without one)."""
+    if best is None:
+        return {}
+    return {"best_epoch": best.best_epoch, "select_metric": best.metric,
+            "selected_on": best.name, f"{best.name}_history": best.history}

@@ -35,7 +35,8 @@ from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
 from albert_keras.tasks.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
-from albert_keras.tasks.best_epoch import BestEpoch
+from albert_keras.tasks.best_epoch import epoch_selector
+from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.finetune import predict_outputs
 from albert_keras.tasks.finetune_config import size_defaults
@@ -179,7 +180,7 @@ def _transfer_layers(teacher_encoder, encoder, x, cfg, folder):
 
 
 def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
-            overwrite=False, callbacks=()):
+            overwrite=False, callbacks=(), validation_path=None):
     """Distils a fine-tuned ``teacher`` folder into a new student folder.
 
     Args:
@@ -188,6 +189,8 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
         train_path: the labelled training file, in the teacher's task format.
         eval_path: a labelled file scored every epoch (the best epoch is
             kept), or None.
+        validation_path: a labelled file the best epoch is chosen on
+            instead; ``eval_path`` is then scored once, with those weights.
         out_dir: the student's model folder.
         cfg: a ``DistillConfig``.
         unlabeled: a file in the task's format whose rows the teacher labels
@@ -206,8 +209,8 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     cfg = cfg or DistillConfig()
     cfg.validate()
     unlabeled_file = unlabeled if unlabeled not in (None, CORPUS) else None
-    check_output(out_dir, [teacher, train_path, eval_path, unlabeled_file, cfg.student_init],
-                 overwrite)
+    check_output(out_dir, [teacher, train_path, eval_path, unlabeled_file, cfg.student_init,
+                           validation_path], overwrite)
     keras.utils.set_random_seed(cfg.seed)
 
     # -- teacher and data -----------------------------------------------------------------
@@ -217,6 +220,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     pieces = read_tokenizer(teacher)
     train = task.read(train_path, spec, pieces)[0]
     evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
+    validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
     extra_x = None
     if unlabeled is not None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -295,13 +299,10 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
         callbacks = [guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
                      ProgressLog(total, every=50), *callbacks]
         labelled = evaluation is not None and evaluation.y is not None
-        best = None
-        if labelled:
-            best = BestEpoch(task, spec, evaluation, cfg.select_metric or task.main_metric(spec),
-                             cfg.patience)
+        best = epoch_selector(task, spec, evaluation, validation, cfg.select_metric,
+                              cfg.patience)
+        if best is not None:
             callbacks.insert(1, best)
-        elif cfg.select_metric or cfg.patience:
-            raise ValueError("--select-metric and --patience need a labelled --eval file")
         history = model.fit(ds, epochs=cfg.epochs, callbacks=callbacks, verbose=2)
         if guard.bad_step is not None:
             raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
@@ -313,15 +314,15 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
                   **layer_result}
         if labelled:
             result.update(task.score(spec, evaluation, predict_outputs(student, evaluation)))
-            result.update({"best_epoch": best.best_epoch, "select_metric": best.metric,
-                           "eval_history": best.history})
             result.update({f"teacher_{k}": v for k, v in teacher_scores.items()
                            if isinstance(v, (int, float))})
+        result.update(selection_report(best))
         write_task_folder(
             tmp, student, pieces, spec.to_json(), result,
             {**dataclasses.asdict(cfg), "teacher": os.path.abspath(teacher),
              "train": os.path.abspath(train_path),
              "eval": os.path.abspath(eval_path) if eval_path else None,
+             "validation": os.path.abspath(validation_path) if validation_path else None,
              "unlabeled": (unlabeled if unlabeled in (None, CORPUS)
                            else os.path.abspath(unlabeled))})
     return result

@@ -22,7 +22,8 @@ from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.model_folder import write_task_folder
 from albert_keras.optimizers.optimizer import make_optimizer
-from albert_keras.tasks.best_epoch import BestEpoch
+from albert_keras.tasks.best_epoch import epoch_selector
+from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import size_defaults
 from albert_keras.tasks.registry import get_task
@@ -63,7 +64,7 @@ def make_dataset(data, batch_size, shuffle, seed):
 
 
 def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False,
-             callbacks=()):
+             callbacks=(), validation_path=None):
     """Fine-tunes the encoder of ``init`` on a task; returns the eval metrics.
 
     Args:
@@ -71,27 +72,36 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
             or TF1 checkpoint folder, or a ``.keras`` file with ``tokenizer``
             given.
         train_path, eval_path: task files (``eval_path`` may be None).
+            With a labelled ``eval_path`` and no ``validation_path``, every
+            epoch is scored on the eval file and the best one is kept, so the
+            reported score is optimistic.
         out_dir: the model folder to write.
         cfg: a ``FinetuneConfig``.
         tokenizer: a tokenizer file (default: the one in ``init``).
         overwrite: replace an existing ``out_dir``.
         callbacks: more Keras callbacks for ``fit`` (after ours, so they see
             the epoch's evaluation).
+        validation_path: a labelled task file the best epoch is chosen on
+            instead of ``eval_path``, which is then scored once, with the
+            chosen weights (an unbiased estimate, as with a separate
+            validation set in HF's Trainer).
 
     Example:
     >>> finetune("runs/pretrain", "train.csv", "eval.csv", "runs/cls")  # doctest: +SKIP
     """
     cfg = cfg or FinetuneConfig()
     cfg.validate()
-    check_output(out_dir, [init, train_path, eval_path, tokenizer], overwrite)
+    check_output(out_dir, [init, train_path, eval_path, tokenizer, validation_path], overwrite)
     keras.utils.set_random_seed(cfg.seed)
     # -- data ------------------------------------------------------------------------
     pieces = read_tokenizer(init, tokenizer)
     task = get_task(cfg.task)
     train, spec = task.read(train_path, task_spec(cfg), pieces)
     evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
+    validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
     logger.info(f"{cfg.task}: {len(train)} training rows"
                 + (f", {len(evaluation)} eval rows" if evaluation else "")
+                + (f", {len(validation)} validation rows" if validation else "")
                 + (f", labels {list(spec.labels)}"
                    if spec.labels and len(spec.labels) <= 20 else ""))
 
@@ -132,14 +142,10 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         guard = NanGuard()
         callbacks = [guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
                      ProgressLog(total, every=50), *callbacks]
-        labelled = evaluation is not None and evaluation.y is not None
-        best = None
-        if labelled:
-            best = BestEpoch(task, spec, evaluation, cfg.select_metric or task.main_metric(spec),
-                             cfg.patience)
+        best = epoch_selector(task, spec, evaluation, validation, cfg.select_metric,
+                              cfg.patience)
+        if best is not None:
             callbacks.insert(1, best)
-        elif cfg.select_metric or cfg.patience:
-            raise ValueError("--select-metric and --patience need a labelled --eval file")
         history = model.fit(
             make_dataset(train, cfg.batch_size, True, cfg.seed),
             epochs=cfg.epochs,
@@ -152,13 +158,13 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
 
         # -- evaluate (the best epoch's weights) and write ----------------------------
         result = {"train_loss": float(history.history["loss"][-1])}
-        if labelled:
+        if evaluation is not None and evaluation.y is not None:
             result.update(task.score(spec, evaluation, predict_outputs(model, evaluation)))
-            result.update({"best_epoch": best.best_epoch, "select_metric": best.metric,
-                           "eval_history": best.history})
+        result.update(selection_report(best))
         write_task_folder(
             tmp, model, pieces, spec.to_json(), result,
             {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
              "train": os.path.abspath(train_path),
-             "eval": os.path.abspath(eval_path) if eval_path else None})
+             "eval": os.path.abspath(eval_path) if eval_path else None,
+             "validation": os.path.abspath(validation_path) if validation_path else None})
     return result

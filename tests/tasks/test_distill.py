@@ -96,9 +96,12 @@ def test_every_task_distils(task, teachers, task_files, tmp_path):
     out = str(tmp_path / "student")
     cfg = DistillConfig(alpha=1.0, temperature=1.0, **{**QUICK_STUDENT, "epochs": 5})
     metrics = distill(teachers[task], train, None, out, cfg,
-                      unlabeled=None if task == "regression" else task_files[f"{prefix}_eval"])
+                      unlabeled=None if task == "regression" else task_files[f"{prefix}_eval"],
+                      validation_path=train)
     losses = _soft_losses(out)
     assert all(loss == loss for loss in losses) and losses[-1] < losses[0]
+    # the epoch is chosen on the validation file, every task
+    assert metrics["selected_on"] == "validation" and len(metrics["validation_history"]) == 5
     assert metrics["unlabelled_rows"] >= (0 if task == "regression" else 1)
     spec = json.load(open(os.path.join(out, "task.json")))
     assert spec == json.load(open(os.path.join(teachers[task], "task.json")))

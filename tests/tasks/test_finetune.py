@@ -71,6 +71,30 @@ def test_the_best_epoch_is_kept_and_a_seed_repeats_the_run(init_folder, task_fil
     assert runs[1] == runs[0]
 
 
+def test_a_validation_file_chooses_the_epoch_and_eval_is_scored_once(
+        init_folder, task_files, tmp_path):
+    cfg = FinetuneConfig(task="classify", **{**QUICK, "epochs": 3})
+    out = str(tmp_path / "run")
+    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out, cfg,
+                       validation_path=task_files["cls_train"])
+    assert metrics["selected_on"] == "validation" and "eval_history" not in metrics
+    history = metrics["validation_history"]
+    assert len(history) == 3
+    assert metrics["best_epoch"] == len(history) - int(np.argmax(history[::-1]))
+    # the reported accuracy is the eval file's, with the chosen epoch's weights
+    again = inference.evaluate(out, task_files["cls_eval"])
+    assert metrics["accuracy"] == pytest.approx(again["accuracy"])
+    recorded = json.load(open(os.path.join(out, "train_config.json")))
+    assert recorded["validation"] == os.path.abspath(task_files["cls_train"])
+    # a validation file without labels cannot choose anything; the error names it
+    unlabelled = tmp_path / "unlabelled.csv"
+    unlabelled.write_text("text\nthe quick fox\nthe lazy dog\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unlabelled\.csv: no column 'label'"):
+        finetune(init_folder, task_files["cls_train"], None, str(tmp_path / "run2"), cfg,
+                 validation_path=str(unlabelled))
+    assert not os.path.exists(tmp_path / "run2")
+
+
 def test_best_epoch_stops_after_patience_and_restores_the_best_weights():
     import keras
 
