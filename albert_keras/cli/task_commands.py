@@ -13,6 +13,16 @@ from albert_keras.files import atomic_write
 from albert_keras.files import check_output
 
 
+def _add_selection_flags(p):
+    """``--eval`` and ``--validation``, as finetune and distill share them."""
+    p.add_argument("--eval", default=None,
+                   help="a labelled file scored after training; without --validation it is "
+                   "also scored every epoch and the best epoch is kept")
+    p.add_argument("--validation", default=None,
+                   help="a labelled file the best epoch is chosen on; --eval is then scored "
+                   "once, with the chosen weights")
+
+
 def _print_metrics(metrics):
     shown = {k: v for k, v in metrics.items() if k not in ("confusion_matrix", "per_type")}
     print(json.dumps(shown, indent=2, sort_keys=True))
@@ -160,12 +170,7 @@ def add_parsers(sub, add_backend_flag):
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer file (default: the one in --init)")
     p.add_argument("--train", required=True, help="the training file")
-    p.add_argument("--eval", default=None,
-                   help="a labelled file scored after training (and every epoch to keep the "
-                   "best one, unless --validation is given)")
-    p.add_argument("--validation", default=None,
-                   help="a labelled file the best epoch is chosen on; --eval is then scored "
-                   "once, with the chosen weights")
+    _add_selection_flags(p)
     p.add_argument("--out", required=True, help="the model folder to write")
     add_flags(p, FinetuneConfig)
     add_backend_flag(p)
@@ -183,12 +188,7 @@ def add_parsers(sub, add_backend_flag):
     )
     p.add_argument("--teacher", required=True, help="a fine-tuned model folder")
     p.add_argument("--train", required=True, help="the labelled training file")
-    p.add_argument("--eval", default=None,
-                   help="a labelled file scored every epoch (the best epoch is kept), unless "
-                   "--validation is given")
-    p.add_argument("--validation", default=None,
-                   help="a labelled file the best epoch is chosen on; --eval is then scored "
-                   "once, with the chosen weights")
+    _add_selection_flags(p)
     p.add_argument("--unlabeled", default=None,
                    help="a file in the task's format for the teacher to label, or 'corpus' "
                    "(the embedded speeches; classify and tag)")

@@ -159,7 +159,7 @@ def _transfer_layers(teacher_encoder, encoder, x, cfg, folder):
     # a variable without gradients, and the task stage trains it.
     encoder.pooler.trainable = False
     try:
-        history = model.fit(ds, epochs=cfg.layer_epochs, verbose=2, callbacks=[
+        history = model.fit(ds, epochs=cfg.layer_epochs, verbose=2, shuffle=False, callbacks=[
             guard, keras.callbacks.CSVLogger(os.path.join(folder, LAYERS_CSV)),
             ProgressLog(total, every=50)])
     finally:
@@ -303,7 +303,9 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
                               cfg.patience)
         if best is not None:
             callbacks.insert(1, best)
-        history = model.fit(ds, epochs=cfg.epochs, callbacks=callbacks, verbose=2)
+        # the dataset shuffles itself (and Keras warns on shuffle=True with one)
+        history = model.fit(ds, epochs=cfg.epochs, callbacks=callbacks, verbose=2,
+                            shuffle=False)
         if guard.bad_step is not None:
             raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
 
