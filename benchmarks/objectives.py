@@ -45,11 +45,12 @@ def step_cost(args):
     from albert_keras.data.reader import read_manifest
     from albert_keras.models.albert_encoder import AlbertEncoder
     from albert_keras.optimizers.optimizer import make_optimizer
+    from albert_keras.precision import resolve_precision
     from albert_keras.presets import get_preset
     from albert_keras.training.objectives import get_objective
     from albert_keras.training.pretrain_config import PretrainConfig
 
-    keras.mixed_precision.set_global_policy(args.precision)
+    keras.mixed_precision.set_global_policy(resolve_precision(args.precision))
     manifest = read_manifest(args.data)
     config = get_preset(args.preset, vocab_size=manifest["vocab_size"])
     models, data = {}, {}
@@ -178,7 +179,8 @@ def main():
     parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES))
     parser.add_argument("--embedding-sharing", default="tied")
     parser.add_argument("--preset", default="albert_tiny")
-    parser.add_argument("--precision", default="mixed_bfloat16")
+    parser.add_argument("--precision", default="auto",
+                        help="as pretrain's (auto: float32 on CPUs without native bf16)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=5)
