@@ -15,26 +15,37 @@ PRECISION_CHOICES = ("auto",) + PRECISIONS
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-def cpu_has_native_bf16(cpuinfo="/proc/cpuinfo"):
-    """Whether the CPU lists a native bf16 instruction set (Linux x86 only).
+def cpu_flags(cpuinfo="/proc/cpuinfo"):
+    """The instruction-set flags the CPU lists (Linux only; elsewhere empty).
 
     Args:
-        cpuinfo: the file to read; elsewhere (macOS, Windows) it is missing
-            and the answer is False.
+        cpuinfo: the file to read; on macOS and Windows it is missing.
 
     Example:
-    >>> cpu_has_native_bf16("/no/such/file")
-    False
+    >>> cpu_flags("/no/such/file")
+    set()
     """
     try:
         with open(cpuinfo) as f:
             for line in f:
                 if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return any(flag in flags for flag in NATIVE_BF16_FLAGS)
+                    return set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return False
+    return set()
+
+
+def cpu_has_native_bf16(cpuinfo="/proc/cpuinfo"):
+    """Whether the CPU lists a native bf16 instruction set (Linux x86 only).
+
+    Args:
+        cpuinfo: as ``cpu_flags``'s.
+
+    Example:
+    >>> cpu_has_native_bf16("/no/such/file")
+    False
+    """
+    return bool(cpu_flags(cpuinfo) & set(NATIVE_BF16_FLAGS))
 
 
 def _accelerator_precision():

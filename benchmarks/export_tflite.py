@@ -102,6 +102,7 @@ def main():
 
     from albert_keras.export.bench import bench
     from albert_keras.export.bench import measure_interleaved
+    from albert_keras.precision import cpu_flags
 
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -146,13 +147,12 @@ def main():
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
     try:
         with open("/proc/cpuinfo") as f:
-            lines = f.read().splitlines()
-        machine["cpu"] = next(line.split(":", 1)[1].strip() for line in lines if "model name" in line)
-        flags = next(line.split(":", 1)[1].split() for line in lines if line.startswith("flags"))
-        # int8 matmuls gain from AVX512 (VNNI) and lose their edge on AVX2 alone
-        machine["simd"] = sorted(f for f in set(flags) if f.startswith(("avx512", "avx2", "amx")))
+            machine["cpu"] = next(line.split(":", 1)[1].strip() for line in f
+                                  if "model name" in line)
     except (OSError, StopIteration):
         pass
+    # int8 matmuls gain from AVX512 (VNNI) and lose their edge on AVX2 alone
+    machine["simd"] = sorted(f for f in cpu_flags() if f.startswith(("avx512", "avx2", "amx")))
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         kept = [{k: v for k, v in r.items() if k != "path"} for r in rows]  # temp paths

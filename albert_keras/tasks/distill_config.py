@@ -7,6 +7,7 @@ its flags (and answer ``--help``) without importing it.
 import dataclasses
 
 from albert_keras.options import option
+from albert_keras.precision import PRECISIONS
 
 
 @dataclasses.dataclass
@@ -69,7 +70,7 @@ class DistillConfig:
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
     dropout: float = option(0.1, "dropout on the head's input")
     precision: str = option("float32", "Keras dtype policy",
-                            choices=("float32", "mixed_bfloat16", "mixed_float16"))
+                            choices=PRECISIONS)
     select_metric: str = option(None, "with --eval: keep the best epoch by this metric "
                                       "(default: the task's main one)")
     patience: int = option(0, "with --eval: stop after this many epochs without a better "

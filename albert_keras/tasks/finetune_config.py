@@ -9,6 +9,7 @@ import dataclasses
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
 from albert_keras.options import option
+from albert_keras.precision import PRECISIONS
 from albert_keras.tasks.registry import TASKS
 from albert_keras.training.pretrain_config import STRATEGIES
 
@@ -87,7 +88,7 @@ class FinetuneConfig:
     version_2: bool = option(False, "qa: questions may have no answer")
     dropout: float = option(0.1, "dropout on the head's input")
     precision: str = option("float32", "Keras dtype policy",
-                            choices=("float32", "mixed_bfloat16", "mixed_float16"))
+                            choices=PRECISIONS)
     strategy: str = option("auto", "how training spreads over devices", choices=STRATEGIES)
     select_metric: str = option(None, "with --eval: score every epoch and keep the best by "
                                       "this metric (default: the task's main one: accuracy, "
