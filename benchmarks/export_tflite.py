@@ -98,6 +98,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--calibration", type=int, default=20)
     parser.add_argument("--out", default=os.path.join(HERE, "results", "export_tflite.json"))
+    parser.add_argument("--profile", action="store_true",
+                        help="also time each model's ops one by one (albert-keras bench "
+                             "--profile) and keep the per-op-kind table")
     args = parser.parse_args()
 
     from albert_keras.export.bench import bench
@@ -125,6 +128,16 @@ def main():
         for r, ms in zip(done, medians):
             r["interleaved_ms"] = ms
             print(f"interleaved: {r['who']} {r['head']} {r['mode']} {ms:.2f} ms", flush=True)
+        if args.profile:
+            from albert_keras.export.op_profile import format_profile
+            from albert_keras.export.op_profile import profile_ops
+
+            for r in done:
+                profile = profile_ops(r["path"], threads=args.threads, runs=args.runs)
+                r["profile"] = {"sum_ms": profile["sum_ms"], "by_type": profile["by_type"]}
+                print(f"\nper op: {r['who']} {r['head']} {r['mode']}", flush=True)
+                print("\n".join(format_profile(profile, whole_ms=r["interleaved_ms"], top=3)),
+                      flush=True)
 
     print("\n| head | mode | ours MB | keras-hub MB | ours ms | keras-hub ms | latency ratio | "
           "ours / keras-hub dynamic |")

@@ -40,6 +40,14 @@ def cmd_bench(args):
           f"(p90 {result['p90_ms']:.2f}) over {result['runs']} runs at {result['threads']} "
           f"threads, peak memory {result['peak_rss_mb']:.0f} MB "
           f"({result['model_peak_mb']:.0f} MB above the runtime's imports)")
+    if args.profile:
+        from albert_keras.export.op_profile import format_profile
+        from albert_keras.export.op_profile import profile_ops
+
+        profile = profile_ops(args.model, threads=args.threads)
+        print(f"per op (each op timed alone at {args.threads} threads, median of "
+              f"{profile['runs']} runs):")
+        print("\n".join(format_profile(profile, whole_ms=result["median_ms"], top=args.top)))
     return 0
 
 
@@ -62,4 +70,10 @@ def add_parsers(sub):
     p.add_argument("--runs", type=int, default=50, help="timed runs (default: %(default)s)")
     p.add_argument("--threads", type=int, default=2,
                    help="interpreter threads (default: %(default)s)")
+    p.add_argument("--profile", action="store_true",
+                   help="also time every op on its own and print where the time goes, "
+                        "per op kind and the slowest ops")
+    p.add_argument("--top", type=int, default=10,
+                   help="with --profile, how many of the slowest ops to list "
+                        "(default: %(default)s)")
     p.set_defaults(func=cmd_bench)

@@ -1,0 +1,96 @@
+"""``bench --profile``: every op cut out on its own computes what it computes
+inside the whole model, and the profile covers every op of the graph."""
+
+import numpy as np
+import pytest
+
+from albert_keras import AlbertConfig
+from albert_keras import AlbertEncoder
+from albert_keras.export.converter import convert
+from albert_keras.export.converter import prepare_for_export
+from albert_keras.export.converter import serving_function
+from albert_keras.export.op_profile import _whole_model_values
+from albert_keras.export.op_profile import cut_op
+from albert_keras.export.op_profile import format_profile
+from albert_keras.export.op_profile import profile_ops
+from albert_keras.export.runtime import make_interpreter
+
+SEQ = 16
+
+
+@pytest.fixture(scope="module")
+def tflite_files(tmp_path_factory):
+    config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+                          num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                          max_position_embeddings=SEQ)
+    encoder = prepare_for_export(AlbertEncoder(config))
+    folder = tmp_path_factory.mktemp("profile")
+    paths = {}
+    for mode in ("none", "dynamic"):
+        paths[mode] = str(folder / f"{mode}.tflite")
+        with open(paths[mode], "wb") as f:
+            f.write(convert(encoder, serving_function(encoder, SEQ), mode))
+    return paths
+
+
+def _feed():
+    rng = np.random.default_rng(0)
+    return {"ids": rng.integers(5, 100, (1, SEQ)).astype(np.int32),
+            "mask": np.concatenate([np.ones((1, 12)), np.zeros((1, 4))], 1).astype(np.int32),
+            "segment_ids": np.zeros((1, SEQ), np.int32)}
+
+
+def _ops(path):
+    return [op["op_name"] for op in make_interpreter(path)._get_ops_details()]
+
+
+@pytest.mark.parametrize("mode", ["none", "dynamic"])
+def test_each_cut_op_computes_what_it_computes_in_the_whole_model(tflite_files, mode):
+    path = tflite_files[mode]
+    values = _whole_model_values(path, 1, _feed())
+    with open(path, "rb") as f:
+        blob = f.read()
+    for index in range(len(_ops(path))):
+        single, feeds, outputs = cut_op(blob, index)
+        interpreter = make_interpreter(single, 1)
+        interpreter.allocate_tensors()
+        for detail, tensor in zip(interpreter.get_input_details(), feeds):
+            interpreter.set_tensor(detail["index"], values[tensor])
+        interpreter.invoke()
+        for detail, tensor in zip(interpreter.get_output_details(), outputs):
+            got = interpreter.get_tensor(detail["index"])
+            # XNNPACK (the one-op model) and the reference kernels (the
+            # values) round float sums differently.
+            np.testing.assert_allclose(got, values[tensor], rtol=1e-4, atol=1e-4,
+                                       err_msg=f"op #{index}")
+
+
+def test_profile_covers_every_op_in_graph_order(tflite_files):
+    path = tflite_files["dynamic"]
+    names = _ops(path)
+    profile = profile_ops(path, threads=1, runs=2, warmup=1, feed=_feed())
+    assert not profile["skipped"]
+    assert [r["op"] for r in profile["ops"]] == names
+    assert [r["index"] for r in profile["ops"]] == list(range(len(names)))
+    assert all(r["ms"] > 0 for r in profile["ops"])
+    by_type = {e["op"]: e["count"] for e in profile["by_type"]}
+    assert by_type == {n: names.count(n) for n in set(names)}
+    # the embedding projection, q k v o ffn-in ffn-out in each of 2 layers, the pooler
+    assert by_type["FULLY_CONNECTED"] == 1 + 2 * 6 + 1
+    assert sum(e["share"] for e in profile["by_type"]) == pytest.approx(1.0)
+    assert profile["sum_ms"] == pytest.approx(sum(r["ms"] for r in profile["ops"]))
+    lines = format_profile(profile, whole_ms=1.0, top=3)
+    assert lines[1].split()[0] == profile["by_type"][0]["op"]
+    assert any("whole model median 1.00 ms" in line for line in lines)
+    assert sum(line.startswith("  #") for line in lines) == 3
+
+
+def test_bench_profile_command_prints_the_table(tflite_files, capsys):
+    from albert_keras.cli import main
+
+    assert main(["bench", tflite_files["none"], "--runs", "2", "--threads", "1",
+                 "--profile", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "per op (each op timed alone at 1 threads" in out
+    assert "FULLY_CONNECTED" in out and "whole model median" in out
+    assert out.count("FULLY_CONNECTED") >= 1 and "slowest 2 ops:" in out
