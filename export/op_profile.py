@@ -72,6 +72,27 @@ def _buffer_data(model, blob, index):
 # One op as a model
 
 
+class _AlignedBuffer:
+    """A constant buffer packed with its data 16-byte aligned, as TFLite's
+    schema asks (``force_align: 16``). The generated ``BufferT.Pack`` aligns
+    to the element size only, one byte for ``[ubyte]``, and XNNPACK's aligned
+    loads then crash on weights that land off a 16-byte boundary."""
+
+    def __init__(self, data):
+        self.data = np.asarray(data, np.uint8).reshape(-1)
+
+    def Pack(self, builder):  # noqa: N802 (the flatbuffers object API's name)
+        schema = _schema()
+        payload = self.data.tobytes()
+        builder.StartVector(1, len(payload), 16)
+        builder.head = builder.head - len(payload)
+        builder.Bytes[builder.head:builder.head + len(payload)] = payload
+        vector = builder.EndVector(len(payload))
+        schema.BufferStart(builder)
+        schema.BufferAddData(builder, vector)
+        return schema.BufferEnd(builder)
+
+
 def _single_op_model(model, blob, graph, op):
     """``(bytes, [input tensor indices of the original graph])``: a model
     whose only operator is ``op``; its non-constant inputs become the
@@ -98,12 +119,18 @@ def _single_op_model(model, blob, graph, op):
             return remap[index]
         tensor = copy.copy(graph.tensors[index])
         data = _buffer_data(model, blob, tensor.buffer)
+        details = tensor.quantization.details if tensor.quantization is not None else None
+        if details is not None and hasattr(details, "scales"):
+            # Blockwise (int4) quantization names its scale and zero-point
+            # tensors by index: they come along, renumbered.
+            tensor.quantization = copy.copy(tensor.quantization)
+            tensor.quantization.details = details = copy.copy(details)
+            details.scales = add(int(details.scales))
+            details.zeroPoints = add(int(details.zeroPoints))
         if data is None:
             tensor.buffer = 0
         else:
-            buffer = schema.BufferT()
-            buffer.data = data
-            new.buffers.append(buffer)
+            new.buffers.append(_AlignedBuffer(data))
             tensor.buffer = len(new.buffers) - 1
         sub.tensors.append(tensor)
         remap[index] = len(sub.tensors) - 1
@@ -127,7 +154,7 @@ def _single_op_model(model, blob, graph, op):
     sub.outputs = [remap[int(i)] for i in op.outputs]
     new.subgraphs = [sub]
     builder = flatbuffers.Builder(1024 + sum(
-        len(b.data) for b in new.buffers if b.data is not None))
+        len(b.data) + 16 for b in new.buffers if b.data is not None))
     builder.Finish(new.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output()), feeds
 
@@ -212,8 +239,20 @@ def _time_op(blob, feeds, graph, values, threads, runs, warmup, rng):
     from albert_keras.export.runtime import make_interpreter
 
     interpreter = make_interpreter(blob, threads)
+    details = interpreter.get_input_details()
+    # A string-in model's tensors after the tokenizer have a dynamic length:
+    # the file holds a placeholder shape, the whole model's run the real one.
+    resized = False
+    for detail, index in zip(details, feeds):
+        value = values.get(index)
+        if (value is not None and value.dtype == detail["dtype"]
+                and value.shape != tuple(int(s) for s in detail["shape"])):
+            interpreter.resize_tensor_input(detail["index"], value.shape, strict=False)
+            resized = True
     interpreter.allocate_tensors()
-    for detail, index in zip(interpreter.get_input_details(), feeds):
+    if resized:
+        details = interpreter.get_input_details()
+    for detail, index in zip(details, feeds):
         value = values.get(index)
         shape = tuple(int(s) for s in detail["shape"])
         if value is None or value.shape != shape or value.dtype != detail["dtype"]:
