@@ -57,6 +57,25 @@ class _SavedDecayExclusions(_ClipAfterAllReduce):
         return config
 
 
+def _dense(gradient):
+    """A gathered table's gradient as one dense tensor, duplicates summed.
+
+    TensorFlow gives an embedding lookup's gradient as ``IndexedSlices``,
+    one slice per looked-up id, so an id read n times in a batch (the
+    segment row of every token, a frequent word) comes as n slices. Keras'
+    ops square such a gradient slice by slice, so the second moment gets
+    ``sum(g**2)`` where Adam needs ``(sum g)**2``: that row's step grows up to
+    ``sqrt(n)`` times (measured with Keras 3.15: 0.25 instead of 0.008 after
+    8 steps at 1e-3 for a row read 1,000 times a batch). Summing first gives
+    the step torch's Adam takes on its dense embedding gradient.
+    """
+    if hasattr(gradient, "indices") and hasattr(gradient, "dense_shape"):
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(gradient)
+    return gradient
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
 class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
     """LAMB as google-research/albert's ``lamb_optimizer.py`` computes it.
@@ -111,7 +130,7 @@ class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
-        gradient = ops.cast(gradient, variable.dtype)
+        gradient = ops.cast(_dense(gradient), variable.dtype)
         m = self._momentums[self._get_variable_index(variable)]
         v = self._velocities[self._get_variable_index(variable)]
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
@@ -165,6 +184,7 @@ class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
     """
 
     def update_step(self, gradient, variable, learning_rate):
+        gradient = _dense(gradient)
         if self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype

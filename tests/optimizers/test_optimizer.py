@@ -146,3 +146,47 @@ def test_adamw_steps_equal_torch_adamw():
         assert moved > 1e-4  # the steps are not swallowed by epsilon
         np.testing.assert_allclose(keras.ops.convert_to_numpy(ours[k]),
                                    theirs[k].detach().numpy(), rtol=0, atol=moved * 1e-3)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "lamb"])
+def test_a_table_row_read_many_times_steps_as_with_a_dense_gradient(optimizer):
+    """An embedding lookup's gradient comes as one slice per looked-up id;
+    a row read 1,000 times must step as with the summed (dense) gradient.
+    AdamW is compared with torch's AdamW, which sees a dense gradient; LAMB
+    with the same lookup written as a dense matmul."""
+    import tensorflow as tf
+    import torch
+
+    from albert_keras.optimizers.optimizer import AlbertAdamW
+
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(3, 4)).astype("float32")
+    ids = np.array([0] * 1000 + [1] * 3, "int32")
+    weights = rng.normal(size=(len(ids), 4)).astype("float32")
+
+    def make(name):
+        if optimizer == "adamw":
+            return AlbertAdamW(learning_rate=1e-2, weight_decay=0.0, name=name)
+        return AlbertLamb(learning_rate=1e-2, weight_decay=0.0, name=name)
+
+    sparse, dense = keras.Variable(start, name="sparse"), keras.Variable(start, name="dense")
+    opt_sparse, opt_dense = make("a"), make("b")
+    one_hot = tf.one_hot(ids, 3)
+    for _ in range(5):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.gather(sparse, ids) * weights)
+        grad = tape.gradient(loss, sparse)
+        assert isinstance(grad, tf.IndexedSlices)
+        opt_sparse.apply_gradients([(grad, sparse)])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.matmul(one_hot, dense) * weights)
+        opt_dense.apply_gradients([(tape.gradient(loss, dense), dense)])
+    np.testing.assert_allclose(np.array(sparse), np.array(dense), rtol=1e-5, atol=1e-6)
+    if optimizer == "adamw":
+        table = torch.nn.Parameter(torch.tensor(start))
+        opt = torch.optim.AdamW([table], lr=1e-2, weight_decay=0.0)
+        for _ in range(5):
+            opt.zero_grad()
+            (table[torch.tensor(ids, dtype=torch.long)] * torch.tensor(weights)).sum().backward()
+            opt.step()
+        np.testing.assert_allclose(np.array(sparse), table.detach().numpy(), rtol=1e-5, atol=1e-6)
