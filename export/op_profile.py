@@ -6,13 +6,15 @@ its own: every operator of the model's main graph is cut out into a
 one-op model with the same tensors (shapes, types, quantization and
 constant weights) and timed in LiteRT with the same thread count, on the
 values that op sees when the whole model runs. Ops with the same kind,
-options, shapes and constant inputs (ALBERT's shared layers repeat them)
-are timed once and counted as many times as they occur.
+options, shapes, quantization and constant inputs (a float model's shared
+layers repeat them; a quantized model's layers differ in their activation
+scales) are timed once and counted as many times as they occur.
 
 The sum of the ops is an estimate of the whole: it includes one runtime
-call per op (a few microseconds) and leaves out what XNNPACK saves by
-running neighbouring ops as one delegate partition, so it usually lands a
-few percent from the whole model's median, which is reported next to it.
+call per op (a few microseconds), leaves out what XNNPACK saves by running
+neighbouring ops as one delegate partition, and the ops are timed one after
+another while the machine's speed drifts. It is reported next to the whole
+model's median; the shares are what to read.
 
 Example:
 >>> from albert_keras.export.op_profile import profile_ops
@@ -188,6 +190,10 @@ def _key(model, blob, graph, op, name):
     return repr(parts)
 
 
+def _shape(graph, index):
+    return [int(s) for s in graph.tensors[int(index)].shape] if index >= 0 else None
+
+
 def _random_like(shape, dtype, rng):
     if np.issubdtype(dtype, np.floating):
         return rng.standard_normal(shape).astype(dtype)
@@ -203,28 +209,27 @@ def _random_like(shape, dtype, rng):
 # Timing
 
 
-def _whole_model_values(path_or_blob, threads, feed):
-    """Every tensor's value when the whole model runs once on ``feed``."""
+def _whole_model_values(path_or_blob, threads, feed=None):
+    """``(feed, values)``: every tensor's value when the whole model runs
+    once on ``feed`` (by default the inputs ``albert-keras bench`` uses)."""
     import warnings
 
-    import tensorflow_text
-    from ai_edge_litert.interpreter import InterpreterWithCustomOps
     from ai_edge_litert.interpreter import OpResolverType
 
+    from albert_keras.export.bench import _feed
+    from albert_keras.export.runtime import make_interpreter
     from albert_keras.export.runtime import to_feed
 
-    kwargs = {"model_path": path_or_blob} if isinstance(path_or_blob, str) else \
-        {"model_content": bytes(path_or_blob)}
     # Without XNNPACK: tensors inside a delegate partition are not kept, and
     # only the values are wanted here, not the speed.
     with warnings.catch_warnings():  # "preserve_all_tensors is for debugging"
         warnings.simplefilter("ignore", UserWarning)
-        interpreter = InterpreterWithCustomOps(
-            custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
-            num_threads=threads, experimental_preserve_all_tensors=True,
-            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
-            **kwargs)
+        interpreter = make_interpreter(
+            path_or_blob, threads, experimental_preserve_all_tensors=True,
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     runner = interpreter.get_signature_runner()
+    if feed is None:
+        feed = _feed(runner.get_input_details())
     runner(**{k: to_feed(v) for k, v in feed.items()})
     values = {}
     for detail in interpreter.get_tensor_details():
@@ -232,10 +237,10 @@ def _whole_model_values(path_or_blob, threads, feed):
             values[detail["index"]] = np.array(interpreter.get_tensor(detail["index"]))
         except ValueError:  # tensors without data (e.g. never written)
             continue
-    return values
+    return feed, values
 
 
-def _time_op(blob, feeds, graph, values, threads, runs, warmup, rng):
+def _time_op(blob, feeds, values, threads, runs, warmup, rng):
     from albert_keras.export.runtime import make_interpreter
 
     interpreter = make_interpreter(blob, threads)
@@ -285,14 +290,9 @@ def profile_ops(path, threads=2, runs=20, warmup=3, feed=None):
         one per op kind, largest first (count, ms, share of the sum).
         ``skipped`` lists ops that could not be timed alone, with the reason.
     """
-    from albert_keras.export.bench import _feed
-    from albert_keras.export.runtime import TFLiteRunner
-
     with open(path, "rb") as f:
         blob = f.read()
-    if feed is None:
-        feed = _feed(TFLiteRunner(blob, num_threads=threads))
-    values = _whole_model_values(path, threads, feed)
+    _, values = _whole_model_values(blob, threads, feed)
     model = _read(blob)
     schema = _schema()
     names = _op_names(schema)
@@ -314,17 +314,16 @@ def profile_ops(path, threads=2, runs=20, warmup=3, feed=None):
         if key not in timed:
             try:
                 single, feeds = _single_op_model(model, blob, graph, op)
-                timed[key] = _time_op(single, feeds, graph, values, threads, runs, warmup, rng)
+                timed[key] = _time_op(single, feeds, values, threads, runs, warmup, rng)
             except (RuntimeError, ValueError) as e:
                 timed[key] = None
                 skipped.append({"index": index, "op": name,
                                 "reason": str(e).strip().splitlines()[0][:200]})
         if timed[key] is None:
             continue
-        shape = lambda i: [int(s) for s in graph.tensors[int(i)].shape] if i >= 0 else None  # noqa: E731
         rows.append({"index": index, "op": name, "ms": timed[key],
-                     "inputs": [shape(i) for i in op.inputs],
-                     "outputs": [shape(i) for i in op.outputs]})
+                     "inputs": [_shape(graph, i) for i in op.inputs],
+                     "outputs": [_shape(graph, i) for i in op.outputs]})
     total = sum(r["ms"] for r in rows)
     by_type = {}
     for r in rows:

@@ -4,8 +4,9 @@ custom ops registered when the model holds the in-graph tokenizer."""
 import numpy as np
 
 
-def make_interpreter(blob_or_path, num_threads=2):
-    """A LiteRT interpreter that also knows tf-text's tokenizer op."""
+def make_interpreter(blob_or_path, num_threads=2, **options):
+    """A LiteRT interpreter that also knows tf-text's tokenizer op;
+    ``options`` go to the interpreter as they are."""
     import tensorflow_text
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
 
@@ -13,7 +14,7 @@ def make_interpreter(blob_or_path, num_threads=2):
         {"model_content": bytes(blob_or_path)}
     return InterpreterWithCustomOps(
         custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
-        num_threads=num_threads, **kwargs,
+        num_threads=num_threads, **kwargs, **options,
     )
 
 

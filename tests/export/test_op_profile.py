@@ -52,7 +52,7 @@ def _ops(path):
 @pytest.mark.parametrize("mode", ["none", "dynamic", "int4"])
 def test_each_cut_op_computes_what_it_computes_in_the_whole_model(tflite_files, mode):
     path = tflite_files[mode]
-    values = _whole_model_values(path, 1, _feed())
+    _, values = _whole_model_values(path, 1, _feed())
     with open(path, "rb") as f:
         blob = f.read()
     for index in range(len(_ops(path))):
