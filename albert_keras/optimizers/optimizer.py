@@ -67,7 +67,9 @@ def _dense(gradient):
     ``sum(g**2)`` where Adam needs ``(sum g)**2``: that row's step grows up to
     ``sqrt(n)`` times (measured with Keras 3.15: 0.25 instead of 0.008 after
     8 steps at 1e-3 for a row read 1,000 times a batch). Summing first gives
-    the step torch's Adam takes on its dense embedding gradient.
+    the step torch's Adam takes on its dense embedding gradient. With
+    ``global_clipnorm`` (our recipes' default) Keras' clipping product has
+    already made the gradient dense; this covers runs without it.
     """
     if hasattr(gradient, "indices") and hasattr(gradient, "dense_shape"):
         import tensorflow as tf
