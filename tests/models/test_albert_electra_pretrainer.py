@@ -8,6 +8,7 @@ from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
 from albert_keras.models.albert_electra_pretrainer import generator_config
+from albert_keras.optimizers.optimizer import AlbertAdamW
 from tests.helpers import run_model_test
 from tests.models.test_albert_encoder import TINY
 from tests.models.test_albert_encoder import encoder_inputs
@@ -221,7 +222,7 @@ def test_discriminator_learns_through_fit(sharing):
     model = AlbertElectraPretrainer(AlbertEncoder(config),
                                     AlbertEncoder(generator_config(config, 0.25)),
                                     embedding_sharing=sharing, temperature=1000.0)
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    model.compile(optimizer=AlbertAdamW(learning_rate=1e-3, weight_decay=0.0))
     rng = np.random.default_rng(0)
     x, y = _toy_batches(rng, 1536)
     held_out, _ = _toy_batches(rng, 256)
