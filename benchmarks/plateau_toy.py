@@ -21,19 +21,12 @@ AUC after every epoch of 64 steps and the first step at which the AUC passed
 """
 
 import argparse
-import json
-import os
 
 import numpy as np
 
+from albert_keras.files import write_json
+
 VOCAB, SEQ, HIDDEN, STEPS_PER_EPOCH, BATCH = 60, 16, 64, 64, 64
-
-
-def write(path, results):
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(results, f, indent=2)
-    os.replace(path + ".tmp", path)
 
 
 def toy(rng, n):
@@ -157,7 +150,7 @@ def main(argv=None):
                                     if a > 0.7), None)
                     results["runs"][f"{arm} init {init} seed {seed}"] = {
                         "auc_by_epoch": curve, "escape_step": escaped}
-                    write(args.out, results)
+                    write_json(args.out, results)
                 print(arm, init, seed, "escape step", escaped, "final AUC", curve[-1],
                       flush=True)
 
