@@ -11,19 +11,24 @@ how long they sit depends on the initializer range.
 
 ``--arm ours`` trains our ``AlbertEncoder`` + ``ReplacedTokenHead`` with
 ``model.fit`` and our ``AlbertAdamW`` (no decay); ``--arm keras_adam`` the
-same with ``keras.optimizers.Adam``; ``--arm hf`` trains ``transformers.AlbertModel`` with a head of
+same with ``keras.optimizers.Adam``; ``--arm lamb`` with our ``AlbertLamb``
+at ``--lamb-lr`` (decay 0.01, clipped at 1.0, as the main job); ``--arm hf``
+trains ``transformers.AlbertModel`` with a head of
 the same layout in torch. Each (arm, initializer range, seed) gets its held-out
 AUC after every epoch of 64 steps and the first step at which the AUC passed
-0.7 (``null``: not within the run). Results go to ``--out`` as they come.
+0.7 (``null``: not within the run). Results go to ``--out`` as they come,
+beside the runs already there.
 
     python benchmarks/plateau_toy.py --arm ours hf --init 0.02 0.1 --seeds 0 1 \\
         --out benchmarks/results/plateau_toy.json
 """
 
 import argparse
+import os
 
 import numpy as np
 
+from albert_keras.files import read_json
 from albert_keras.files import write_json
 
 VOCAB, SEQ, HIDDEN, STEPS_PER_EPOCH, BATCH = 60, 16, 64, 64, 64
@@ -54,12 +59,13 @@ def auc(labels, scores):
                  / (positives * negatives))
 
 
-def run_ours(init, seed, epochs, data, keras_adam=False):
+def run_ours(init, seed, epochs, data, optimizer="adamw", lamb_lr=8e-3):
     import keras
 
     from albert_keras import AlbertConfig, AlbertEncoder
     from albert_keras.heads.replaced_token_head import ReplacedTokenHead
     from albert_keras.optimizers.optimizer import AlbertAdamW
+    from albert_keras.optimizers.optimizer import AlbertLamb
 
     keras.utils.set_random_seed(seed)
     config = AlbertConfig(vocab_size=VOCAB, embedding_size=32, hidden_size=HIDDEN,
@@ -74,8 +80,13 @@ def run_ours(init, seed, epochs, data, keras_adam=False):
     # an embedding gradient slice by slice, which steps frequent rows up to
     # sqrt(n) times too far and (measured here) delays the escape past 1,000
     # steps where torch's Adam escapes by ~600.
-    optimizer = (keras.optimizers.Adam(1e-3) if keras_adam
-                 else AlbertAdamW(learning_rate=1e-3, weight_decay=0.0, epsilon=1e-7))
+    if optimizer == "keras_adam":
+        optimizer = keras.optimizers.Adam(1e-3)
+    elif optimizer == "lamb":  # the main job's optimizer: decay 0.01, clipped at 1.0
+        optimizer = AlbertLamb(learning_rate=lamb_lr, weight_decay=0.01, epsilon=1e-6,
+                               global_clipnorm=1.0)
+    else:
+        optimizer = AlbertAdamW(learning_rate=1e-3, weight_decay=0.0, epsilon=1e-7)
     model.compile(optimizer=optimizer,
                   loss=keras.losses.BinaryCrossentropy(from_logits=True))
     (ids, labels), (eval_ids, eval_labels) = data
@@ -124,7 +135,10 @@ def run_hf(init, seed, epochs, data):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--arm", nargs="+", default=["ours", "hf"], choices=["ours", "keras_adam", "hf"])
+    parser.add_argument("--arm", nargs="+", default=["ours", "hf"],
+                        choices=["ours", "keras_adam", "lamb", "hf"])
+    parser.add_argument("--lamb-lr", type=float, default=8e-3,
+                        help="the lamb arm's learning rate (no warmup)")
     parser.add_argument("--init", nargs="+", type=float, default=[0.02, 0.05, 0.1])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--epochs", type=int, default=16)
@@ -135,11 +149,15 @@ def main(argv=None):
     results = {"settings": {
         "task": "two 20-id topics, 3 of 16 positions replaced by ids of either topic",
         "model": f"hidden {HIDDEN}, 2 layers, 4 heads, FFN 128, embedding 32, no dropout",
-        "optimizer": "Adam 1e-3, batch 64, 64 steps per epoch, the same data for both arms",
+        "optimizer": ("Adam 1e-3 (lamb arm: AlbertLamb at the rate in its name, decay 0.01, "
+                      "clipped at 1.0), batch 64, 64 steps per epoch, the same data for every arm"),
         "escape": "first step at which the held-out AUC passed 0.7",
     }, "runs": {}}
+    if os.path.exists(args.out):  # runs from earlier calls stay; the same run is replaced
+        results["runs"] = read_json(args.out)["runs"]
     arms = {"ours": run_ours, "hf": run_hf,
-            "keras_adam": lambda *a: run_ours(*a, keras_adam=True)}
+            "keras_adam": lambda *a: run_ours(*a, optimizer="keras_adam"),
+            "lamb": lambda *a: run_ours(*a, optimizer="lamb", lamb_lr=args.lamb_lr)}
     for init in args.init:
         for seed in args.seeds:
             for arm in args.arm:
@@ -148,7 +166,8 @@ def main(argv=None):
                     curve.append(round(value, 4))
                     escaped = next((STEPS_PER_EPOCH * (i + 1) for i, a in enumerate(curve)
                                     if a > 0.7), None)
-                    results["runs"][f"{arm} init {init} seed {seed}"] = {
+                    name = f"lamb {args.lamb_lr}" if arm == "lamb" else arm
+                    results["runs"][f"{name} init {init} seed {seed}"] = {
                         "auc_by_epoch": curve, "escape_step": escaped}
                     write_json(args.out, results)
                 print(arm, init, seed, "escape step", escaped, "final AUC", curve[-1],
