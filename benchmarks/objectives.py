@@ -25,14 +25,14 @@ import statistics
 import tempfile
 import time
 
+from albert_keras.files import write_json
+
 OBJECTIVES = ("mlm_sop", "mlm", "rtd")
 
 
 def write(path, results):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(results, f, indent=2)
-    os.replace(path + ".tmp", path)
+    write_json(path, results)
 
 
 # -- step cost -------------------------------------------------------------------------------
@@ -111,9 +111,17 @@ def compare(args):
         # objective whose step costs more (the --step-cost medians), so each
         # run's learning-rate schedule ends within the budget.
         steps = max(50, int(args.base_steps / ratios.get(name, 1.0)) // 50 * 50)
+        # --short-data: the main job's two phases, the first 7/8 of the steps
+        # (whole epochs of 50) at the short folder's length
+        short_steps = 0
+        if args.short_data:
+            short_steps = min(int(args.short_seq_fraction * steps + 1e-9) // 50 * 50,
+                              (steps - 1) // 50 * 50)
         cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
                              total_steps=steps, steps_per_epoch=50, max_minutes=args.minutes,
-                             learning_rate=args.learning_rate, seed=0)
+                             learning_rate=args.learning_rate, seed=0,
+                             short_seq_data=args.short_data if short_steps else "",
+                             short_seq_steps=short_steps)
         start = time.perf_counter()
         metrics = pretrain(args.data, folder, cfg)
         metrics["benchmark_wall_seconds"] = time.perf_counter() - start
@@ -176,6 +184,10 @@ def main():
     parser.add_argument("--step-cost", action="store_true")
     parser.add_argument("--compare", action="store_true")
     parser.add_argument("--data", required=True, help="a pretraining data folder")
+    parser.add_argument("--short-data", default="",
+                        help="--compare: a folder of shorter sequences for the first steps")
+    parser.add_argument("--short-seq-fraction", type=float, default=0.875,
+                        help="--compare: share of the steps on --short-data (whole epochs)")
     parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES))
     parser.add_argument("--embedding-sharing", default="tied")
     parser.add_argument("--preset", default="albert_tiny")
