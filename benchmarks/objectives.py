@@ -9,12 +9,19 @@ issue's bound: an ``rtd`` step costs at most 1.4x an ``mlm_sop`` step.
 with each objective on one data folder, then fine-tune every model, and the
 same architecture from scratch, on the sotu tasks with several seeds; mean
 and standard deviation of the eval accuracy, with the held-out pretraining
-metrics of each objective. Results go to ``--out`` as they come.
+metrics of each objective, and TF-IDF + logistic regression on the same
+rows. ``--short-data`` gives the main job's two phases. Results go to
+``--out`` as they come; a rerun skips what the file already holds.
+
+``--plot``: one or more ``--compare`` files (e.g. two budgets) drawn as bars
+with the seed spread, against TF-IDF and the majority class.
 
     python benchmarks/objectives.py --step-cost --data runs/pretrain/data \\
         --out benchmarks/results/objectives_step_cost.json
     python benchmarks/objectives.py --compare --data runs/pretrain/data \\
         --tasks runs/sotu_party runs/sotu_century --seeds 0 1 2
+    python benchmarks/objectives.py --plot benchmarks/results/objectives_two_phase.json \\
+        --plot-out benchmarks/results/objectives.png
 """
 
 import argparse
@@ -24,6 +31,8 @@ import os
 import statistics
 import tempfile
 import time
+
+from finetune_recipe import tfidf_baseline  # the same baseline as the recipe table
 
 from albert_keras.files import write_json
 
@@ -135,6 +144,12 @@ def compare(args):
         task = sample_task(task, os.path.join(work, "tasks", task_name), args.max_train,
                            args.max_eval)
         scores = results["finetuning"].setdefault(task_name, {})
+        baselines = results.setdefault("baselines", {})
+        if task_name not in baselines:  # the reference every model has to beat
+            tfidf, majority, _, _ = tfidf_baseline(os.path.join(task, "train.csv"),
+                                                   os.path.join(task, "eval.csv"))
+            baselines[task_name] = {"tfidf_logreg": tfidf, "majority_class": majority}
+            write(args.out, results)
         for name, folder in models.items():
             runs = scores.setdefault(name, [])
             for seed in args.seeds:
@@ -156,6 +171,53 @@ def compare(args):
                 "mean": statistics.mean(accuracies), "std": statistics.pstdev(accuracies)}
         write(args.out, results)
     print(json.dumps(results.get("summary"), indent=2))
+
+
+# -- plot ---------------------------------------------------------------------------------------
+
+
+def plot(paths, out):
+    """One panel per task: each model's mean fine-tuned accuracy with its
+    standard deviation over seeds, one bar group per results file (budget),
+    TF-IDF + logistic regression and the majority class as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(json.load(f))
+    tasks = sorted({t for r in runs for t in r.get("summary", {})})
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        x = 0
+        ticks, labels = [], []
+        for r in runs:
+            for name, s in r.get("summary", {}).get(task, {}).items():
+                steps = r["pretraining"].get(name, {}).get("steps")
+                ax.bar(x, s["mean"], yerr=s["std"], capsize=3,
+                       color="lightgray" if name == "from_scratch" else "tab:blue")
+                ticks.append(x)
+                labels.append(f"{name}\n{steps} steps" if name != "from_scratch" else name)
+                x += 1
+            x += 0.5
+        base = next((r["baselines"][task] for r in runs if task in r.get("baselines", {})), None)
+        if base:
+            ax.axhline(base["tfidf_logreg"], color="tab:red", linestyle="--",
+                       label="TF-IDF + LR")
+            ax.axhline(base["majority_class"], color="black", linestyle=":", label="majority")
+            ax.legend(loc="lower right", fontsize=8)
+        ax.set_xticks(ticks, labels, rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel("eval accuracy (mean, std over seeds)")
+        ax.set_title(task)
+        low = min(b.get_height() for b in ax.patches)
+        ax.set_ylim(max(0.0, low - 0.1), None)
+    fig.tight_layout()
+    fig.savefig(out + ".tmp.png", dpi=120)
+    os.replace(out + ".tmp.png", out)
+    print("wrote", out)
 
 
 def sample_task(task, out, max_train, max_eval):
@@ -183,7 +245,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step-cost", action="store_true")
     parser.add_argument("--compare", action="store_true")
-    parser.add_argument("--data", required=True, help="a pretraining data folder")
+    parser.add_argument("--plot", nargs="+", default=[],
+                        help="draw these --compare results files into --plot-out")
+    parser.add_argument("--plot-out", default="benchmarks/results/objectives.png")
+    parser.add_argument("--data", help="a pretraining data folder (--step-cost, --compare)")
     parser.add_argument("--short-data", default="",
                         help="--compare: a folder of shorter sequences for the first steps")
     parser.add_argument("--short-seq-fraction", type=float, default=0.875,
@@ -210,6 +275,10 @@ def main():
     parser.add_argument("--work", default="", help="folder for the pretrained models")
     parser.add_argument("--out", default="benchmarks/results/objectives.json")
     args = parser.parse_args()
+    if (args.step_cost or args.compare) and not args.data:
+        parser.error("--step-cost and --compare need --data")
+    if args.plot:
+        plot(args.plot, args.plot_out)
     if args.step_cost:
         step_cost(args)
     if args.compare:
