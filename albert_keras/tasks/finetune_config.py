@@ -49,6 +49,9 @@ class FinetuneConfig:
             choices_column, question_column: where the fields are in
             CSV/TSV/JSONL files (``context_column`` is for ``choice``).
         dropout: on the head's input.
+        encoder_dropout: hidden and attention dropout inside the encoder
+            while fine-tuning (None: the model's own, 0 for ALBERT v2 and our
+            presets; BERT used 0.1).
         precision, strategy, seed: as in pretraining.
         select_metric, patience: with an eval file, score every epoch, keep
             the best epoch's weights by ``select_metric`` (the task's main
@@ -87,6 +90,8 @@ class FinetuneConfig:
                                         "best span by this")
     version_2: bool = option(False, "qa: questions may have no answer")
     dropout: float = option(0.1, "dropout on the head's input")
+    encoder_dropout: float = option(None, "hidden and attention dropout inside the encoder "
+                                          "(default: the model's own; 0 for ALBERT v2)")
     precision: str = option("float32", "Keras dtype policy",
                             choices=PRECISIONS)
     strategy: str = option("auto", "how training spreads over devices", choices=STRATEGIES)
@@ -110,5 +115,7 @@ class FinetuneConfig:
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
             raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
                              "--text-pair-column use longest_first or waterfall")
+        if self.encoder_dropout is not None and not 0 <= self.encoder_dropout < 1:
+            raise ValueError(f"encoder_dropout must be in [0, 1), got {self.encoder_dropout}")
         if self.patience < 0:
             raise ValueError(f"patience must be 0 or more, got {self.patience}")

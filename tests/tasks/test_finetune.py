@@ -29,6 +29,31 @@ def test_load_encoder_copies_weights_under_the_asked_policy(init_folder):
     assert not np.array_equal(scratch.get_weights()[0], saved.get_weights()[0])
 
 
+def test_encoder_dropout_changes_the_config_and_no_weight(init_folder):
+    import keras
+
+    plain = load_encoder(init_folder, dtype="float32")
+    dropped = load_encoder(init_folder, dtype="float32", dropout=0.3)
+    assert plain.config.hidden_dropout_prob == 0.0
+    assert dropped.config.hidden_dropout_prob == 0.3
+    assert dropped.config.attention_probs_dropout_prob == 0.3
+    for a, b in zip(plain.get_weights(), dropped.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    ids = np.array([[2, 10, 11, 12, 13, 14, 3, 0]], "int32")
+    inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids > 0).astype("int32")}
+    # the same outputs at inference; training draws differ only with dropout
+    np.testing.assert_allclose(plain(inputs)["sequence_output"],
+                               dropped(inputs)["sequence_output"], atol=1e-6)
+    keras.utils.set_random_seed(0)
+    first = keras.ops.convert_to_numpy(dropped(inputs, training=True)["sequence_output"])
+    second = keras.ops.convert_to_numpy(dropped(inputs, training=True)["sequence_output"])
+    assert not np.allclose(first, second)
+    np.testing.assert_array_equal(plain(inputs, training=True)["sequence_output"],
+                                  plain(inputs, training=True)["sequence_output"])
+    with pytest.raises(ValueError, match="encoder_dropout"):
+        FinetuneConfig(encoder_dropout=1.0).validate()
+
+
 def test_classify_folder_evaluate_predict(init_folder, task_files, out_dir, tmp_path):
     cfg = FinetuneConfig(task="classify", **QUICK)
     metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg)

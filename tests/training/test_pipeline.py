@@ -7,6 +7,8 @@ import pytest
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.data_config import DataConfig
 from albert_keras.training.pipeline import PipelineConfig
+from albert_keras.training.pipeline import main_job_objective
+from albert_keras.training.pipeline import resolved_data_config
 from albert_keras.training.pipeline import run_pretraining
 from albert_keras.training.pretrain_config import PretrainConfig
 
@@ -26,3 +28,19 @@ def test_kept_data_made_with_other_settings_is_refused_before_training(
     assert "\n" not in message and "made with other settings" in message
     assert "--dupe-factor 1 (now 2)" in message
     assert sorted(os.listdir(out)) == ["data"]  # nothing trained, nothing written
+
+
+def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
+    def resolved(pipeline, **train):
+        t = PretrainConfig(**train)
+        packing = resolved_data_config(None, t).packing
+        return main_job_objective(pipeline, t).objective, packing
+
+    assert resolved(PipelineConfig()) == ("mlm", "pairs")  # the main job
+    # your own corpus, a data folder or a model to continue: ALBERT's default
+    assert resolved(PipelineConfig(input=["corpus.txt"])) == ("auto", "pairs")
+    assert resolved(PipelineConfig(data="runs/data")) == ("auto", "pairs")
+    assert resolved(PipelineConfig(), init="runs/model") == ("auto", "pairs")
+    # a named objective is kept, on the built-in corpus too
+    assert resolved(PipelineConfig(), objective="mlm_sop") == ("mlm_sop", "pairs")
+    assert resolved(PipelineConfig(), objective="mlm") == ("mlm", "full_sentences")
