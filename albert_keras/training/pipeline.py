@@ -53,6 +53,8 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     tokenizer_config = dataclasses.replace(
         tokenizer_config or TokenizerConfig(vocab_size=8000), seed=t.seed)
     data_config = resolved_data_config(data_config, t)
+    # after the data settings: auto packing resolved to pairs for "auto", and
+    # the main job's mlm keeps those pairs
     t = main_job_objective(p, t)
     t.validate()
     out = p.out
