@@ -11,6 +11,9 @@ import json
 import math
 
 SHARING_MODES = ("all", "attention", "ffn", "none")
+# Kept in step with ``albert_keras.layers.position_bias.POSITION_BIASES``; the
+# config does not import the layers (it must load without Keras).
+POSITION_BIASES = ("none", "alibi")
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "tanh", "linear", "gelu_pytorch_tanh")
 
 # Special token ids (the ALBERT convention: the original SentencePiece models put them first).
@@ -93,6 +96,11 @@ class AlbertConfig:
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_eps: LayerNorm epsilon.
         sharing: one of ``all``, ``attention``, ``ffn``, ``none``.
+        position_bias: ``none`` (ALBERT, BERT) or ``alibi``: every attention
+            head also scores keys by distance, ``-slope_h * |i - j|``
+            (Press et al. 2022, bidirectional as in MosaicBERT), on top of
+            the learned absolute positions. No weights change; HF
+            transformers and the original code cannot hold such a model.
 
     Example:
     >>> config = AlbertConfig(vocab_size=30000)
@@ -116,6 +124,7 @@ class AlbertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     sharing: str = "all"
+    position_bias: str = "none"
 
     def __post_init__(self):
         self.validate()
@@ -164,6 +173,11 @@ class AlbertConfig:
         if self.sharing not in SHARING_MODES:
             raise ConfigError(
                 f"sharing must be one of {SHARING_MODES}, got {self.sharing!r}"
+            )
+        if self.position_bias not in POSITION_BIASES:
+            raise ConfigError(
+                f"position_bias must be one of {POSITION_BIASES}, got "
+                f"{self.position_bias!r}"
             )
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(
@@ -247,8 +261,14 @@ class AlbertConfig:
         """``num_hidden_groups`` for a format that knows only ALBERT's sharing.
 
         ``all`` keeps its groups and ``none`` becomes one group per layer;
-        the paper's partial sharings have no equivalent there.
+        the paper's partial sharings have no equivalent there, and neither
+        has ALiBi (the formats have no field for it).
         """
+        if self.position_bias != "none":
+            raise ConfigError(
+                f"position_bias={self.position_bias!r} has no equivalent in "
+                f"{target}; keep the model as .keras"
+            )
         if self.sharing == "all":
             return self.num_hidden_groups
         if self.sharing == "none":

@@ -141,6 +141,11 @@ def to_hf_dict(config, model_type=None):
             when the layout is BERT's, else ``albert``). ELECTRA takes any
             unshared layout, with or without an E -> H projection.
     """
+    if config.position_bias != "none":
+        raise ConfigError(
+            f"position_bias={config.position_bias!r} has no equivalent in HF "
+            "transformers' ALBERT, BERT or ELECTRA; keep the model as .keras"
+        )
     common = {
         "vocab_size": config.vocab_size,
         "hidden_size": config.hidden_size,

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.layers.position_bias import POSITION_BIASES, alibi_bias
 from albert_keras.layers.quantized_dense import make_dense
 
 
@@ -26,7 +27,7 @@ class AttentionBlock(keras.layers.Layer):
       ``dot_product_attention`` is this same computation with no fused
       kernel behind it, so the TFLite export keeps its graph and its bounded
       mask value (int8 needs a small one). Also used whenever attention
-      dropout is active, which the fused op does not have.
+      dropout is active, which the fused op does not have, and with ALiBi.
 
     Args:
         hidden_size: H.
@@ -41,6 +42,9 @@ class AttentionBlock(keras.layers.Layer):
             explicit path (-10000 as the original; the export uses a bounded
             value such as -120, which changes nothing in float: exp(-120) is
             below float32 resolution next to the real scores).
+        position_bias: ``none`` (ALBERT) or ``alibi``: add
+            ``-slope_h * |i - j|`` to head ``h``'s scores (see
+            ``albert_keras.layers.position_bias``).
 
     Example:
     >>> block = AttentionBlock(32, 4)
@@ -60,9 +64,14 @@ class AttentionBlock(keras.layers.Layer):
         initializer_range=0.02,
         quantize_aware=False,
         mask_value=-10000.0,
+        position_bias="none",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if position_bias not in POSITION_BIASES:
+            raise ValueError(
+                f"position_bias must be one of {POSITION_BIASES}, got {position_bias!r}"
+            )
         if hidden_size % num_heads:
             raise ValueError(
                 f"hidden_size ({hidden_size}) must be divisible by num_heads "
@@ -77,6 +86,7 @@ class AttentionBlock(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.quantize_aware = bool(quantize_aware)
         self.mask_value = float(mask_value)
+        self.position_bias = position_bias
 
         def dense(name):
             return make_dense(
@@ -145,7 +155,9 @@ class AttentionBlock(keras.layers.Layer):
         if self._use_fused(training) and not return_attention:
             context = self._fused_attention(q, k, v, padding_mask)
         else:
-            context, probs = self._explicit_attention(q, k, v, padding_mask, training)
+            context, probs = self._explicit_attention(
+                q, k, v, padding_mask, training, query_positions
+            )
         batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(context, (batch, seq, self.hidden_size))
         out = self.output_dropout(self.output_dense(context, training=training),
@@ -157,9 +169,14 @@ class AttentionBlock(keras.layers.Layer):
     def _use_fused(self, training):
         if keras.backend.backend() == "tensorflow":
             return False
+        # cuDNN's fused kernel takes a mask but refuses an additive bias (it
+        # falls back to unfused XLA), so ALiBi runs the explicit path.
+        if self.position_bias != "none":
+            return False
         return not (training and self.attention_dropout > 0)
 
-    def _explicit_attention(self, q, k, v, padding_mask, training):
+    def _explicit_attention(self, q, k, v, padding_mask, training,
+                            query_positions=None):
         """``[B, T, N, D]`` context from ``[B, T|S, N, D]`` heads, and the
         float32 probabilities ``[B, N, T, S]`` before dropout."""
         scale = 1.0 / float(self.head_size) ** 0.5
@@ -170,6 +187,10 @@ class AttentionBlock(keras.layers.Layer):
         # ``tensor * python_float`` comes back as a sparse tensor.
         bias = (1.0 - ops.cast(padding_mask, "float32")) * self.mask_value
         scores = scores + bias[:, None, None, :]
+        if self.position_bias == "alibi":
+            scores = scores + alibi_bias(
+                self.num_heads, ops.shape(k)[2], query_positions
+            )
         probs = ops.softmax(scores, axis=-1)
         dropped = self.probs_dropout(ops.cast(probs, v.dtype), training=training)
         return ops.transpose(ops.matmul(dropped, v), (0, 2, 1, 3)), probs
@@ -211,6 +232,7 @@ class AttentionBlock(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
                 "quantize_aware": self.quantize_aware,
                 "mask_value": self.mask_value,
+                "position_bias": self.position_bias,
             }
         )
         return config

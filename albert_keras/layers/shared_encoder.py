@@ -39,6 +39,7 @@ class SharedEncoder(keras.layers.Layer):
         quantize_aware: fake-quantize the dense projections (QAT).
         mask_value: additive attention bias at padded positions (see
             ``AttentionBlock``).
+        position_bias: ``none`` or ``alibi`` (see ``AttentionBlock``).
 
     Example:
     >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
@@ -64,6 +65,7 @@ class SharedEncoder(keras.layers.Layer):
         initializer_range=0.02,
         quantize_aware=False,
         mask_value=-10000.0,
+        position_bias="none",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -81,6 +83,7 @@ class SharedEncoder(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.quantize_aware = bool(quantize_aware)
         self.mask_value = float(mask_value)
+        self.position_bias = position_bias
         self.plan = block_plan(num_layers, num_groups, inner_group_num, sharing)
 
         num_attention = 1 + max(a for blocks in self.plan for a, _ in blocks)
@@ -95,6 +98,7 @@ class SharedEncoder(keras.layers.Layer):
                 initializer_range=initializer_range,
                 quantize_aware=self.quantize_aware,
                 mask_value=self.mask_value,
+                position_bias=position_bias,
                 dtype=self.dtype_policy,
                 name=f"attention_{i}",
             )
@@ -180,6 +184,7 @@ class SharedEncoder(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
                 "quantize_aware": self.quantize_aware,
                 "mask_value": self.mask_value,
+                "position_bias": self.position_bias,
             }
         )
         return config

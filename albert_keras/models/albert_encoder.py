@@ -155,6 +155,7 @@ class AlbertEncoder(keras.Model):
             initializer_range=config.initializer_range,
             quantize_aware=quantize_aware,
             mask_value=mask_value,
+            position_bias=config.position_bias,
             dtype=dtype,
             name="transformer",
         )

@@ -114,6 +114,32 @@ def test_int4_keeps_a_tied_word_table_whole(tmp_path):
     np.testing.assert_allclose(got, expected, atol=0.1)
 
 
+@pytest.mark.parametrize("quantize", ["none", "dynamic"])
+def test_alibi_model_exports_and_matches_keras(quantize):
+    """The ALiBi penalty is built from the input length in the graph, so
+    the exported model follows Keras at every length up to its own."""
+    from albert_keras import AlbertClassifier
+    from albert_keras import AlbertConfig
+    from albert_keras import AlbertEncoder
+
+    keras.utils.set_random_seed(0)
+    config = AlbertConfig(vocab_size=300, embedding_size=32, hidden_size=64,
+                          num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                          max_position_embeddings=32, position_bias="alibi")
+    model = prepare_for_export(AlbertClassifier(AlbertEncoder(config), 3))
+    assert model.encoder.config.position_bias == "alibi"
+    serve = serving_function(model, 16)
+    runner = TFLiteRunner(convert(model, serve, quantize))
+    rng = np.random.default_rng(0)
+    for real in (16, 9):
+        mask = (np.arange(16) < real).astype(np.int32)[None]
+        feed = {"ids": rng.integers(5, 300, (1, 16)).astype(np.int32) * mask, "mask": mask,
+                "segment_ids": np.zeros((1, 16), np.int32)}
+        expected = serve(**feed)["logits"].numpy()
+        np.testing.assert_allclose(runner(feed)["logits"], expected,
+                                   atol=1e-4 if quantize == "none" else 0.05)
+
+
 def test_shared_weights_are_stored_once(tmp_path):
     """All-shared ALBERT: going from 2 to 8 layers adds op records to the
     file, but not one more copy of the shared layer's weights (the failure

@@ -56,10 +56,11 @@ def test_factorized_embedding_refuses_long_sequences_in_a_graph():
         fn(_ids(1, 11), _ids(1, 11, 2))
 
 
-def test_attention_block():
+@pytest.mark.parametrize("position_bias", ["none", "alibi"])
+def test_attention_block(position_bias):
     run_layer_test(
         AttentionBlock,
-        dict(hidden_size=H, num_heads=4, mask_value=-120.0),
+        dict(hidden_size=H, num_heads=4, mask_value=-120.0, position_bias=position_bias),
         lambda b, s: (_hidden(b, s), _mask(b, s)),
         lambda b, s: (b, s, H),
     )
@@ -76,8 +77,9 @@ def test_attention_block_ignores_padded_keys():
     np.testing.assert_allclose(out[:, :4], base[:, :4], atol=1e-6)
 
 
-def test_attention_block_query_positions_equal_gathered_rows():
-    block = AttentionBlock(H, 4)
+@pytest.mark.parametrize("position_bias", ["none", "alibi"])
+def test_attention_block_query_positions_equal_gathered_rows(position_bias):
+    block = AttentionBlock(H, 4, position_bias=position_bias)
     x, mask = _hidden(2, 10), _mask(2, 10)
     positions = np.array([[0, 3, 3, 9], [0, 1, 7, 2]], "int32")
     full = keras.ops.convert_to_numpy(block(x, mask))
@@ -123,9 +125,10 @@ def test_activations_by_name():
         get_activation("swish2")
 
 
-@pytest.mark.parametrize("sharing", ["all", "none"])
-def test_shared_encoder_query_positions_cut_only_the_last_block(sharing):
-    encoder = SharedEncoder(3, 1, 2, sharing, H, 2, 24)
+@pytest.mark.parametrize("sharing,position_bias",
+                         [("all", "none"), ("none", "none"), ("all", "alibi")])
+def test_shared_encoder_query_positions_cut_only_the_last_block(sharing, position_bias):
+    encoder = SharedEncoder(3, 1, 2, sharing, H, 2, 24, position_bias=position_bias)
     x, mask = _hidden(2, 9), _mask(2, 9)
     positions = np.array([[0, 2, 8], [0, 5, 1]], "int32")
     full = [keras.ops.convert_to_numpy(t) for t in encoder(x, mask)]

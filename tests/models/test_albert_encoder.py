@@ -52,6 +52,18 @@ def test_encoder(sharing, hidden_states):
     assert model.count_params() == count_parameters(config)
 
 
+def test_encoder_with_alibi():
+    config = AlbertConfig(**TINY, position_bias="alibi")
+    model = run_model_test(
+        lambda dtype: AlbertEncoder(config, dtype=dtype),
+        encoder_inputs,
+        lambda b, s: {"sequence_output": (b, s, 16), "pooled_output": (b, 16)},
+    )
+    # ALiBi adds no weights, and the saved config keeps it.
+    assert model.count_params() == count_parameters(AlbertConfig(**TINY))
+    assert AlbertEncoder.from_config(model.get_config()).config.position_bias == "alibi"
+
+
 def test_hidden_states_end_with_sequence_output():
     encoder = AlbertEncoder(AlbertConfig(**TINY), output_hidden_states=True)
     out = encoder(encoder_inputs(2, 9))

@@ -7,7 +7,7 @@ import pytest
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.data_config import DataConfig
 from albert_keras.training.pipeline import PipelineConfig
-from albert_keras.training.pipeline import main_job_objective
+from albert_keras.training.pipeline import main_job_recipe
 from albert_keras.training.pipeline import resolved_data_config
 from albert_keras.training.pipeline import run_pretraining
 from albert_keras.training.pretrain_config import PretrainConfig
@@ -34,7 +34,7 @@ def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
     def resolved(pipeline, **train):
         t = PretrainConfig(**train)
         packing = resolved_data_config(None, t).packing
-        return main_job_objective(pipeline, t).objective, packing
+        return main_job_recipe(pipeline, t).objective, packing
 
     assert resolved(PipelineConfig()) == ("mlm", "pairs")  # the main job
     # your own corpus, a data folder or a model to continue: ALBERT's default
@@ -44,3 +44,21 @@ def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
     # a named objective is kept, on the built-in corpus too
     assert resolved(PipelineConfig(), objective="mlm_sop") == ("mlm_sop", "pairs")
     assert resolved(PipelineConfig(), objective="mlm") == ("mlm", "full_sentences")
+
+
+def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
+    def bias(pipeline, **train):
+        overrides = main_job_recipe(pipeline, PretrainConfig(**train)).model_overrides
+        return overrides.get("position_bias", "none"), overrides
+
+    assert bias(PipelineConfig()) == ("alibi", {"position_bias": "alibi"})
+    assert bias(PipelineConfig(), objective="rtd")[0] == "alibi"
+    # the user's overrides are kept, and win
+    assert bias(PipelineConfig(), model_overrides={"num_hidden_layers": 2}) == (
+        "alibi", {"position_bias": "alibi", "num_hidden_layers": 2})
+    assert bias(PipelineConfig(), model_overrides={"position_bias": "none"})[0] == "none"
+    # ALBERT's attention everywhere else
+    for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
+                            (PipelineConfig(data="runs/data"), {}),
+                            (PipelineConfig(), {"init": "runs/model"})):
+        assert bias(pipeline, **train) == ("none", {})
