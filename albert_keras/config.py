@@ -101,6 +101,9 @@ class AlbertConfig:
             (Press et al. 2022, bidirectional as in MosaicBERT), on top of
             the learned absolute positions. No weights change; HF
             transformers and the original code cannot hold such a model.
+        alibi_slope_scale: multiplies ALiBi's slopes (1: the paper's, made
+            for sequences of a thousand tokens and more; larger makes every
+            head more local). Only with ``position_bias="alibi"``.
 
     Example:
     >>> config = AlbertConfig(vocab_size=30000)
@@ -125,6 +128,7 @@ class AlbertConfig:
     layer_norm_eps: float = 1e-12
     sharing: str = "all"
     position_bias: str = "none"
+    alibi_slope_scale: float = 1.0
 
     def __post_init__(self):
         self.validate()
@@ -178,6 +182,15 @@ class AlbertConfig:
             raise ConfigError(
                 f"position_bias must be one of {POSITION_BIASES}, got "
                 f"{self.position_bias!r}"
+            )
+        scale = self.alibi_slope_scale
+        if (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                or not math.isfinite(scale) or scale <= 0):
+            raise ConfigError(f"alibi_slope_scale must be a positive number, got {scale!r}")
+        if scale != 1.0 and self.position_bias != "alibi":
+            raise ConfigError(
+                f"alibi_slope_scale={scale!r} needs position_bias='alibi' "
+                f"(got {self.position_bias!r})"
             )
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(

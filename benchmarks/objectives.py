@@ -129,6 +129,7 @@ def compare(args):
         cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
                              total_steps=steps, steps_per_epoch=50, max_minutes=args.minutes,
                              learning_rate=args.learning_rate, seed=0,
+                             model_overrides=json.loads(args.model_overrides),
                              short_seq_data=args.short_data if short_steps else "",
                              short_seq_steps=short_steps)
         start = time.perf_counter()
@@ -256,6 +257,8 @@ def main():
     parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES))
     parser.add_argument("--embedding-sharing", default="tied")
     parser.add_argument("--preset", default="albert_tiny")
+    parser.add_argument("--model-overrides", default="{}",
+                        help='AlbertConfig fields as JSON, e.g. \'{"position_bias": "alibi"}\'')
     parser.add_argument("--precision", default="auto",
                         help="as pretrain's (auto: float32 on CPUs without native bf16)")
     parser.add_argument("--batch-size", type=int, default=64)

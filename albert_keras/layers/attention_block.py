@@ -45,6 +45,7 @@ class AttentionBlock(keras.layers.Layer):
         position_bias: ``none`` (ALBERT) or ``alibi``: add
             ``-slope_h * |i - j|`` to head ``h``'s scores (see
             ``albert_keras.layers.position_bias``).
+        alibi_slope_scale: multiplies ALiBi's slopes (1: the paper's).
 
     Example:
     >>> block = AttentionBlock(32, 4)
@@ -65,6 +66,7 @@ class AttentionBlock(keras.layers.Layer):
         quantize_aware=False,
         mask_value=-10000.0,
         position_bias="none",
+        alibi_slope_scale=1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -87,6 +89,7 @@ class AttentionBlock(keras.layers.Layer):
         self.quantize_aware = bool(quantize_aware)
         self.mask_value = float(mask_value)
         self.position_bias = position_bias
+        self.alibi_slope_scale = float(alibi_slope_scale)
 
         def dense(name):
             return make_dense(
@@ -189,7 +192,7 @@ class AttentionBlock(keras.layers.Layer):
         scores = scores + bias[:, None, None, :]
         if self.position_bias == "alibi":
             scores = scores + alibi_bias(
-                self.num_heads, ops.shape(k)[2], query_positions
+                self.num_heads, ops.shape(k)[2], query_positions, self.alibi_slope_scale
             )
         probs = ops.softmax(scores, axis=-1)
         dropped = self.probs_dropout(ops.cast(probs, v.dtype), training=training)
@@ -233,6 +236,7 @@ class AttentionBlock(keras.layers.Layer):
                 "quantize_aware": self.quantize_aware,
                 "mask_value": self.mask_value,
                 "position_bias": self.position_bias,
+                "alibi_slope_scale": self.alibi_slope_scale,
             }
         )
         return config

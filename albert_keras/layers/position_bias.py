@@ -22,7 +22,7 @@ from keras import ops
 POSITION_BIASES = ("none", "alibi")
 
 
-def alibi_slopes(num_heads):
+def alibi_slopes(num_heads, scale=1.0):
     """The paper's per-head slopes, a geometric sequence starting at 2^(-8/n).
 
     For a head count that is not a power of two, the slopes of the nearest
@@ -31,6 +31,9 @@ def alibi_slopes(num_heads):
 
     Args:
         num_heads: the number of attention heads.
+        scale: multiplies every slope. The paper's slopes (``1``) were
+            chosen for language models reading a thousand tokens and more;
+            a larger scale makes every head more local.
 
     Returns:
         A float32 numpy array of ``num_heads`` slopes.
@@ -48,10 +51,10 @@ def alibi_slopes(num_heads):
     else:
         lower = 2 ** math.floor(math.log2(num_heads))
         slopes = power_of_two(lower) + list(alibi_slopes(2 * lower)[0::2][: num_heads - lower])
-    return np.asarray(slopes, dtype="float32")
+    return np.asarray(slopes, dtype="float32") * np.float32(scale)
 
 
-def alibi_bias(num_heads, num_keys, query_positions=None):
+def alibi_bias(num_heads, num_keys, query_positions=None, scale=1.0):
     """The additive score bias ``-slope_h * |i - j|``, float32.
 
     Args:
@@ -60,6 +63,7 @@ def alibi_bias(num_heads, num_keys, query_positions=None):
         query_positions: optional ``[B, Q]`` positions of the query rows
             (the rows a block computes when it skips the others); by
             default the queries are all ``S`` positions.
+        scale: multiplies the slopes (see ``alibi_slopes``).
 
     Returns:
         ``[1, N, S, S]``, or ``[B, N, Q, S]`` with ``query_positions``.
@@ -74,5 +78,5 @@ def alibi_bias(num_heads, num_keys, query_positions=None):
     else:
         queries = ops.cast(query_positions, "int32")
     distance = ops.cast(ops.abs(keys[None, None, :] - queries[:, :, None]), "float32")
-    slopes = ops.convert_to_tensor(alibi_slopes(num_heads))
+    slopes = ops.convert_to_tensor(alibi_slopes(num_heads, scale))
     return -slopes[None, :, None, None] * distance[:, None, :, :]

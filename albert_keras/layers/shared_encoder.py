@@ -40,6 +40,7 @@ class SharedEncoder(keras.layers.Layer):
         mask_value: additive attention bias at padded positions (see
             ``AttentionBlock``).
         position_bias: ``none`` or ``alibi`` (see ``AttentionBlock``).
+        alibi_slope_scale: multiplies ALiBi's slopes.
 
     Example:
     >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
@@ -66,6 +67,7 @@ class SharedEncoder(keras.layers.Layer):
         quantize_aware=False,
         mask_value=-10000.0,
         position_bias="none",
+        alibi_slope_scale=1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -84,6 +86,7 @@ class SharedEncoder(keras.layers.Layer):
         self.quantize_aware = bool(quantize_aware)
         self.mask_value = float(mask_value)
         self.position_bias = position_bias
+        self.alibi_slope_scale = float(alibi_slope_scale)
         self.plan = block_plan(num_layers, num_groups, inner_group_num, sharing)
 
         num_attention = 1 + max(a for blocks in self.plan for a, _ in blocks)
@@ -99,6 +102,7 @@ class SharedEncoder(keras.layers.Layer):
                 quantize_aware=self.quantize_aware,
                 mask_value=self.mask_value,
                 position_bias=position_bias,
+                alibi_slope_scale=self.alibi_slope_scale,
                 dtype=self.dtype_policy,
                 name=f"attention_{i}",
             )
@@ -185,6 +189,7 @@ class SharedEncoder(keras.layers.Layer):
                 "quantize_aware": self.quantize_aware,
                 "mask_value": self.mask_value,
                 "position_bias": self.position_bias,
+                "alibi_slope_scale": self.alibi_slope_scale,
             }
         )
         return config

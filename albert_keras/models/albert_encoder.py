@@ -156,6 +156,7 @@ class AlbertEncoder(keras.Model):
             quantize_aware=quantize_aware,
             mask_value=mask_value,
             position_bias=config.position_bias,
+            alibi_slope_scale=config.alibi_slope_scale,
             dtype=dtype,
             name="transformer",
         )

@@ -17,15 +17,17 @@ from albert_keras import AlbertEncoder
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "backend_check.py")
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """A tiny encoder saved under TensorFlow, padded inputs and its outputs."""
+@pytest.fixture(scope="module", params=["none", "alibi"])
+def reference(tmp_path_factory, request):
+    """A tiny encoder saved under TensorFlow, padded inputs and its outputs;
+    once with ALBERT's attention and once with ALiBi (the main job's)."""
     folder = tmp_path_factory.mktemp("tf")
     keras.utils.set_random_seed(3)
     encoder = AlbertEncoder(AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
                                          num_hidden_layers=3, num_hidden_groups=1,
                                          num_attention_heads=4, intermediate_size=32,
-                                         max_position_embeddings=32))
+                                         max_position_embeddings=32,
+                                         position_bias=request.param))
     rng = np.random.default_rng(0)
     mask = np.ones((3, 11), "int32")
     mask[1, 6:] = 0

@@ -56,11 +56,12 @@ def test_factorized_embedding_refuses_long_sequences_in_a_graph():
         fn(_ids(1, 11), _ids(1, 11, 2))
 
 
-@pytest.mark.parametrize("position_bias", ["none", "alibi"])
-def test_attention_block(position_bias):
+@pytest.mark.parametrize("position_bias,scale", [("none", 1.0), ("alibi", 1.0), ("alibi", 4.0)])
+def test_attention_block(position_bias, scale):
     run_layer_test(
         AttentionBlock,
-        dict(hidden_size=H, num_heads=4, mask_value=-120.0, position_bias=position_bias),
+        dict(hidden_size=H, num_heads=4, mask_value=-120.0, position_bias=position_bias,
+             alibi_slope_scale=scale),
         lambda b, s: (_hidden(b, s), _mask(b, s)),
         lambda b, s: (b, s, H),
     )

@@ -57,11 +57,12 @@ def test_bias_is_symmetric_and_follows_query_positions():
         np.testing.assert_array_equal(rows[b], full[:, positions[b]])
 
 
-def test_zero_scores_attend_by_distance_alone():
+@pytest.mark.parametrize("scale", [1.0, 4.0])
+def test_zero_scores_attend_by_distance_alone(scale):
     """With the query kernel at zero every q.k score is 0, so each head's
     attention is the softmax of its penalty over the real keys."""
     hidden, heads, seq = 16, 4, 8
-    block = AttentionBlock(hidden, heads, position_bias="alibi")
+    block = AttentionBlock(hidden, heads, position_bias="alibi", alibi_slope_scale=scale)
     x = np.random.default_rng(0).normal(size=(1, seq, hidden)).astype("float32")
     mask = np.ones((1, seq), "int32")
     mask[0, 6:] = 0
@@ -70,13 +71,13 @@ def test_zero_scores_attend_by_distance_alone():
     block.query.bias.assign(np.zeros_like(block.query.bias.numpy()))
     _, probs = block(x, mask, return_attention=True)
     probs = keras.ops.convert_to_numpy(probs)[0]
-    slopes = alibi_slopes(heads)
+    slopes = scale * _bloom_alibi(heads, 2)[:, 0, 1]
     distance = np.abs(np.arange(seq)[:, None] - np.arange(seq)[None, :])
     scores = np.where(mask[0][None, None, :] > 0, -slopes[:, None, None] * distance, -np.inf)
     expected = np.exp(scores - scores.max(-1, keepdims=True))
     expected /= expected.sum(-1, keepdims=True)
     np.testing.assert_allclose(probs, expected, atol=1e-6)
-    # The steepest head (slope 1/4) prefers neighbours; no head looks at padding.
+    # The steepest head (slope 1/4, or 1) prefers neighbours; none looks at padding.
     assert probs[0, 3, 2] > probs[0, 3, 0] and np.all(probs[:, :, 6:] == 0)
 
 
@@ -97,7 +98,13 @@ def test_unknown_position_bias_is_refused():
         AlbertConfig(position_bias="rope")
     with pytest.raises(ValueError, match="position_bias"):
         AttentionBlock(16, 4, position_bias="rope")
-    # A config written before the field existed reads as ALBERT's.
+    for scale in (0, -1.0, float("nan"), True):
+        with pytest.raises(ConfigError, match="alibi_slope_scale"):
+            AlbertConfig(position_bias="alibi", alibi_slope_scale=scale)
+    # a scale that would change nothing is an error, not a silent no-op
+    with pytest.raises(ConfigError, match="needs position_bias='alibi'"):
+        AlbertConfig(alibi_slope_scale=4.0)
+    # A config written before the fields existed reads as ALBERT's.
     assert AlbertConfig.from_dict({"vocab_size": 50}).position_bias == "none"
 
 

@@ -53,7 +53,7 @@ def test_encoder(sharing, hidden_states):
 
 
 def test_encoder_with_alibi():
-    config = AlbertConfig(**TINY, position_bias="alibi")
+    config = AlbertConfig(**TINY, position_bias="alibi", alibi_slope_scale=4.0)
     model = run_model_test(
         lambda dtype: AlbertEncoder(config, dtype=dtype),
         encoder_inputs,
@@ -61,7 +61,8 @@ def test_encoder_with_alibi():
     )
     # ALiBi adds no weights, and the saved config keeps it.
     assert model.count_params() == count_parameters(AlbertConfig(**TINY))
-    assert AlbertEncoder.from_config(model.get_config()).config.position_bias == "alibi"
+    restored = AlbertEncoder.from_config(model.get_config()).config
+    assert (restored.position_bias, restored.alibi_slope_scale) == ("alibi", 4.0)
 
 
 def test_hidden_states_end_with_sequence_output():

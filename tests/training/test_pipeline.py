@@ -47,18 +47,21 @@ def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
 
 
 def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
-    def bias(pipeline, **train):
-        overrides = main_job_recipe(pipeline, PretrainConfig(**train)).model_overrides
-        return overrides.get("position_bias", "none"), overrides
+    def overrides(pipeline, **train):
+        return main_job_recipe(pipeline, PretrainConfig(**train)).model_overrides
 
-    assert bias(PipelineConfig()) == ("alibi", {"position_bias": "alibi"})
-    assert bias(PipelineConfig(), objective="rtd")[0] == "alibi"
+    main_job = {"position_bias": "alibi", "alibi_slope_scale": 4.0}
+    assert overrides(PipelineConfig()) == main_job
+    assert overrides(PipelineConfig(), objective="rtd") == main_job
     # the user's overrides are kept, and win
-    assert bias(PipelineConfig(), model_overrides={"num_hidden_layers": 2}) == (
-        "alibi", {"position_bias": "alibi", "num_hidden_layers": 2})
-    assert bias(PipelineConfig(), model_overrides={"position_bias": "none"})[0] == "none"
+    assert overrides(PipelineConfig(), model_overrides={"num_hidden_layers": 2}) == {
+        **main_job, "num_hidden_layers": 2}
+    assert overrides(PipelineConfig(), model_overrides={"alibi_slope_scale": 1.0}) == {
+        "position_bias": "alibi", "alibi_slope_scale": 1.0}
+    assert overrides(PipelineConfig(), model_overrides={"position_bias": "none"}) == {
+        "position_bias": "none"}
     # ALBERT's attention everywhere else
     for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
                             (PipelineConfig(data="runs/data"), {}),
                             (PipelineConfig(), {"init": "runs/model"})):
-        assert bias(pipeline, **train) == ("none", {})
+        assert overrides(pipeline, **train) == {}
