@@ -2,7 +2,8 @@
 
 Press et al. 2022 ("Train Short, Test Long") add ``-slope_h * distance`` to
 head ``h``'s attention scores. Their models are causal (distance ``i - j``);
-a bidirectional encoder such as MosaicBERT uses ``|i - j|``, as we do. The
+a bidirectional encoder such as MosaicBERT uses ``|i - j|``, as we do,
+except at position 0 (``[CLS]``), which we leave global. The
 penalty has no weights, so a model keeps ALBERT's parameters and files; it
 only changes what the attention computes. We use it because it gives every
 head a preference for nearby tokens from the first step: measured on the
@@ -54,8 +55,15 @@ def alibi_slopes(num_heads, scale=1.0):
     return np.asarray(slopes, dtype="float32") * np.float32(scale)
 
 
-def alibi_bias(num_heads, num_keys, query_positions=None, scale=1.0):
+def alibi_bias(num_heads, num_keys, query_positions=None, scale=1.0, global_first=True):
     """The additive score bias ``-slope_h * |i - j|``, float32.
+
+    Position 0 (the ``[CLS]`` slot) is exempt by default: it attends to
+    every token, and every token to it, with no penalty. The pooled output
+    and every classifier read that row, and with the penalty it would see
+    mostly the start of the text. Measured on the sotu century task (1,000
+    rows, seed 0, from scratch, 4 times the slopes): 0.582 with the penalty
+    on ``[CLS]``, 0.713 without it (no ALiBi at all: 0.718).
 
     Args:
         num_heads: attention heads.
@@ -64,6 +72,8 @@ def alibi_bias(num_heads, num_keys, query_positions=None, scale=1.0):
             (the rows a block computes when it skips the others); by
             default the queries are all ``S`` positions.
         scale: multiplies the slopes (see ``alibi_slopes``).
+        global_first: exempt position 0 (``False`` gives the paper's bias
+            on every pair, as MosaicBERT uses it).
 
     Returns:
         ``[1, N, S, S]``, or ``[B, N, Q, S]`` with ``query_positions``.
@@ -78,5 +88,9 @@ def alibi_bias(num_heads, num_keys, query_positions=None, scale=1.0):
     else:
         queries = ops.cast(query_positions, "int32")
     distance = ops.cast(ops.abs(keys[None, None, :] - queries[:, :, None]), "float32")
+    if global_first:
+        first = ops.logical_or(ops.equal(queries, 0)[:, :, None],
+                               ops.equal(keys, 0)[None, None, :])
+        distance = ops.where(first, 0.0, distance)
     slopes = ops.convert_to_tensor(alibi_slopes(num_heads, scale))
     return -slopes[None, :, None, None] * distance[:, None, :, :]

@@ -33,9 +33,9 @@ def test_slopes_are_bloom_slopes(num_heads):
 def test_causal_rows_give_bloom_attention(num_heads):
     """On the keys a causal model sees (j <= i), ``-slope * (i - j)`` and
     BLOOM's ``slope * j`` differ by a constant per row, so the softmax of the
-    two is the same."""
+    two is the same (the paper's bias, without our global position 0)."""
     seq = 9
-    ours = keras.ops.convert_to_numpy(alibi_bias(num_heads, seq))[0]  # [N, S, S]
+    ours = keras.ops.convert_to_numpy(alibi_bias(num_heads, seq, global_first=False))[0]
     bloom = np.broadcast_to(_bloom_alibi(num_heads, seq), (num_heads, seq, seq))
 
     def causal_softmax(scores):
@@ -57,6 +57,14 @@ def test_bias_is_symmetric_and_follows_query_positions():
         np.testing.assert_array_equal(rows[b], full[:, positions[b]])
 
 
+def test_position_zero_is_global_and_the_rest_is_the_paper():
+    paper = keras.ops.convert_to_numpy(alibi_bias(4, 7, global_first=False))[0]
+    ours = keras.ops.convert_to_numpy(alibi_bias(4, 7))[0]
+    assert np.all(ours[:, 0, :] == 0) and np.all(ours[:, :, 0] == 0)
+    np.testing.assert_array_equal(ours[:, 1:, 1:], paper[:, 1:, 1:])
+    assert paper[0, 0, 6] == pytest.approx(-6 * 0.25)
+
+
 @pytest.mark.parametrize("scale", [1.0, 4.0])
 def test_zero_scores_attend_by_distance_alone(scale):
     """With the query kernel at zero every q.k score is 0, so each head's
@@ -73,12 +81,13 @@ def test_zero_scores_attend_by_distance_alone(scale):
     probs = keras.ops.convert_to_numpy(probs)[0]
     slopes = scale * _bloom_alibi(heads, 2)[:, 0, 1]
     distance = np.abs(np.arange(seq)[:, None] - np.arange(seq)[None, :])
+    distance[0, :] = distance[:, 0] = 0  # position 0 ([CLS]) is global
     scores = np.where(mask[0][None, None, :] > 0, -slopes[:, None, None] * distance, -np.inf)
     expected = np.exp(scores - scores.max(-1, keepdims=True))
     expected /= expected.sum(-1, keepdims=True)
     np.testing.assert_allclose(probs, expected, atol=1e-6)
     # The steepest head (slope 1/4, or 1) prefers neighbours; none looks at padding.
-    assert probs[0, 3, 2] > probs[0, 3, 0] and np.all(probs[:, :, 6:] == 0)
+    assert probs[0, 3, 2] > probs[0, 3, 1] and np.all(probs[:, :, 6:] == 0)
 
 
 def test_alibi_changes_the_output_not_the_weights():
@@ -90,7 +99,8 @@ def test_alibi_changes_the_output_not_the_weights():
         w.path.split("/", 1)[1] for w in alibi.weights]
     alibi.set_weights(plain.get_weights())
     diff = np.abs(keras.ops.convert_to_numpy(alibi(x, mask) - plain(x, mask)))
-    assert diff.max() > 1e-3
+    # the [CLS] row attends as without ALiBi; every other row is penalised
+    assert diff[:, 0].max() < 1e-6 and diff[:, 1:].max() > 1e-4
 
 
 def test_unknown_position_bias_is_refused():
