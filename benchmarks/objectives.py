@@ -198,10 +198,13 @@ def plot(paths, out):
         for r in runs:
             for name, s in r.get("summary", {}).get(task, {}).items():
                 steps = r["pretraining"].get(name, {}).get("steps")
+                # "from_scratch_<variant>": the baseline of a file whose models
+                # share a non-default architecture (main_job_alibi.json)
+                scratch = name.startswith("from_scratch")
                 ax.bar(x, s["mean"], yerr=s["std"], capsize=3,
-                       color="lightgray" if name == "from_scratch" else "tab:blue")
+                       color="lightgray" if scratch else "tab:blue")
                 ticks.append(x)
-                labels.append(f"{name}\n{steps} steps" if name != "from_scratch" else name)
+                labels.append(name if scratch else f"{name}\n{steps} steps")
                 x += 1
             x += 0.5
         base = next((r["baselines"][task] for r in runs if task in r.get("baselines", {})), None)
