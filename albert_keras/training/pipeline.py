@@ -71,9 +71,14 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
         return _run_stages(p, t, tokenizer_config, data_config, out)
 
 
+# The main job's LAMB peak rate and warmup (see main_job_recipe).
+MAIN_JOB_LEARNING_RATE = 1.2e-2
+MAIN_JOB_WARMUP_STEPS = 150
+
+
 def main_job_recipe(pipeline, train_config):
     """The main job's recipe on the built-in sotu corpus: MLM on sentence
-    pairs, with ALiBi.
+    pairs, with ALiBi, at a higher learning rate with a longer warmup.
 
     Applies only with no ``--input``, ``--data`` or ``--init``; everywhere
     else the settings are ALBERT's and stay as given.
@@ -98,6 +103,11 @@ def main_job_recipe(pipeline, train_config):
       lets the flattest head still reach a hundred tokens or so
       (``-slope * distance`` is -2 at 128 tokens), which a classifier
       reading long texts through ``[CLS]`` needs.
+    * The learning rate and warmup, when not given, are 1.2e-2 and 150
+      steps instead of 8e-3 and 40. With ALiBi and the same 400-step probe:
+      held-out MLM 0.159 at 8e-3 with 40 warmup steps, 0.149 with none,
+      0.162 with 150, 0.177 at 1.2e-2 with 150; 1.2e-2 and 1.6e-2 with 40
+      collapsed to the most frequent token, and 5e-3 reached 0.140.
     """
     if pipeline.input or pipeline.data or train_config.init:
         return train_config
@@ -106,7 +116,12 @@ def main_job_recipe(pipeline, train_config):
     overrides.setdefault("position_bias", "alibi")
     if overrides["position_bias"] == "alibi":
         overrides.setdefault("alibi_slope_scale", 4.0)
-    return dataclasses.replace(train_config, objective=objective, model_overrides=overrides)
+    return dataclasses.replace(
+        train_config, objective=objective, model_overrides=overrides,
+        learning_rate=MAIN_JOB_LEARNING_RATE if train_config.learning_rate is None
+        else train_config.learning_rate,
+        warmup_steps=MAIN_JOB_WARMUP_STEPS if train_config.warmup_steps is None
+        else train_config.warmup_steps)
 
 
 def resolved_data_config(data_config, train_config):

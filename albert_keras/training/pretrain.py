@@ -115,7 +115,7 @@ def pretrain(data_dir, out_dir, train_config=None):
 
 
 def _pretrain(data_dir, out_dir, train_config):
-    train_config = train_config or PretrainConfig()
+    train_config = (train_config or PretrainConfig()).with_defaults()
     train_config.validate()
     data_dir, out_dir = os.fspath(data_dir), os.fspath(out_dir)
     # Checked once here: the per-replica datasets below skip the checksums.

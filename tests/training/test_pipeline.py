@@ -1,5 +1,6 @@
 """run_pretraining: a kept stage must have been made with this call's settings."""
 
+import json
 import os
 
 import pytest
@@ -65,3 +66,32 @@ def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
                             (PipelineConfig(data="runs/data"), {}),
                             (PipelineConfig(), {"init": "runs/model"})):
         assert overrides(pipeline, **train) == {}
+
+
+def test_the_built_in_corpus_gets_its_own_rate_and_warmup_unless_told_otherwise():
+    def schedule(pipeline, **train):
+        t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        return t.learning_rate, t.warmup_steps
+
+    assert schedule(PipelineConfig()) == (1.2e-2, 150)  # the main job
+    # values the user gives win, even when they equal the library's defaults
+    assert schedule(PipelineConfig(), learning_rate=8e-3) == (8e-3, 150)
+    assert schedule(PipelineConfig(), warmup_steps=40) == (1.2e-2, 40)
+    # LAMB's defaults everywhere else
+    for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
+                            (PipelineConfig(data="runs/data"), {}),
+                            (PipelineConfig(), {"init": "runs/model"})):
+        assert schedule(pipeline, **train) == (8e-3, 40)
+
+
+def test_an_unset_rate_and_warmup_are_recorded_as_the_values_used(
+        tmp_path, corpus_file, spm_path):
+    out = str(tmp_path / "run")
+    run_pretraining(PipelineConfig(out=out, input=[corpus_file], tokenizer=spm_path,
+                                   short_seq_fraction=0),
+                    data_config=DataConfig(dupe_factor=1, max_seq_length=32),
+                    train_config=PretrainConfig(total_steps=40, steps_per_epoch=40, batch_size=8, eval_steps=0,
+                                                model_overrides={"num_hidden_layers": 1}))
+    with open(os.path.join(out, "train_config.json")) as f:
+        recorded = json.load(f)
+    assert (recorded["learning_rate"], recorded["warmup_steps"]) == (8e-3, 40)
