@@ -116,12 +116,8 @@ def main_job_recipe(pipeline, train_config):
     overrides.setdefault("position_bias", "alibi")
     if overrides["position_bias"] == "alibi":
         overrides.setdefault("alibi_slope_scale", 4.0)
-    return dataclasses.replace(
-        train_config, objective=objective, model_overrides=overrides,
-        learning_rate=MAIN_JOB_LEARNING_RATE if train_config.learning_rate is None
-        else train_config.learning_rate,
-        warmup_steps=MAIN_JOB_WARMUP_STEPS if train_config.warmup_steps is None
-        else train_config.warmup_steps)
+    train_config = train_config.with_defaults(MAIN_JOB_LEARNING_RATE, MAIN_JOB_WARMUP_STEPS)
+    return dataclasses.replace(train_config, objective=objective, model_overrides=overrides)
 
 
 def resolved_data_config(data_config, train_config):

@@ -118,17 +118,20 @@ class PretrainConfig:
     rtd_weight: float = option(50.0, "rtd: weight of the discriminator loss (ELECTRA: 50)")
     rtd_sop: bool = option(False, "rtd: add sentence-order prediction on the discriminator")
 
-    def with_defaults(self):
+    def with_defaults(self, learning_rate=DEFAULT_LEARNING_RATE,
+                      warmup_steps=DEFAULT_WARMUP_STEPS):
         """This config with a ``None`` learning rate and warmup filled in.
 
-        They default to ``None`` so that the main job's recipe can tell a
+        They default to ``None`` so that a recipe (the main job's) can tell a
         value the user gave from one nobody chose.
+
+        Args:
+            learning_rate, warmup_steps: the values for fields left ``None``.
         """
         return dataclasses.replace(
             self,
-            learning_rate=(DEFAULT_LEARNING_RATE if self.learning_rate is None
-                           else self.learning_rate),
-            warmup_steps=DEFAULT_WARMUP_STEPS if self.warmup_steps is None else self.warmup_steps)
+            learning_rate=learning_rate if self.learning_rate is None else self.learning_rate,
+            warmup_steps=warmup_steps if self.warmup_steps is None else self.warmup_steps)
 
     def validate(self):
         if self.precision not in PRECISION_CHOICES:

@@ -90,7 +90,8 @@ def test_an_unset_rate_and_warmup_are_recorded_as_the_values_used(
     run_pretraining(PipelineConfig(out=out, input=[corpus_file], tokenizer=spm_path,
                                    short_seq_fraction=0),
                     data_config=DataConfig(dupe_factor=1, max_seq_length=32),
-                    train_config=PretrainConfig(total_steps=40, steps_per_epoch=40, batch_size=8, eval_steps=0,
+                    train_config=PretrainConfig(total_steps=40, steps_per_epoch=40, batch_size=8,
+                                                eval_steps=0,
                                                 model_overrides={"num_hidden_layers": 1}))
     with open(os.path.join(out, "train_config.json")) as f:
         recorded = json.load(f)
