@@ -82,7 +82,7 @@ class PretrainConfig:
     total_steps: int = option(800, "optimizer steps", flag="--steps")
     steps_per_epoch: int = option(100, "steps between checkpoints and log lines")
     learning_rate: float = option(None, "peak learning rate",
-                                  auto="8e-3; 1.2e-2 for the main job on the built-in corpus")
+                                  auto="8e-3; 1.6e-2 for the main job on the built-in corpus")
     warmup_steps: int = option(None, "linear warmup steps",
                                auto="40; 150 for the main job on the built-in corpus")
     optimizer: str = option("lamb", "optimizer", choices=("lamb", "adamw"))

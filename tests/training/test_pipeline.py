@@ -73,10 +73,10 @@ def test_the_built_in_corpus_gets_its_own_rate_and_warmup_unless_told_otherwise(
         t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return t.learning_rate, t.warmup_steps
 
-    assert schedule(PipelineConfig()) == (1.2e-2, 150)  # the main job
+    assert schedule(PipelineConfig()) == (1.6e-2, 150)  # the main job
     # values the user gives win, even when they equal the library's defaults
     assert schedule(PipelineConfig(), learning_rate=8e-3) == (8e-3, 150)
-    assert schedule(PipelineConfig(), warmup_steps=40) == (1.2e-2, 40)
+    assert schedule(PipelineConfig(), warmup_steps=40) == (1.6e-2, 40)
     # LAMB's defaults everywhere else
     for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
                             (PipelineConfig(data="runs/data"), {}),
