@@ -160,6 +160,8 @@ def compare(args):
                                      from_scratch=name == "from_scratch")
                 if args.finetune_epochs:
                     cfg = dataclasses.replace(cfg, epochs=args.finetune_epochs)
+                if args.finetune_learning_rate:
+                    cfg = dataclasses.replace(cfg, learning_rate=args.finetune_learning_rate)
                 with tempfile.TemporaryDirectory() as out:
                     m = finetune(folder, os.path.join(task, "train.csv"),
                                  os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg)
@@ -275,6 +277,8 @@ def main():
     parser.add_argument("--step-cost-file", default="benchmarks/results/objectives_step_cost.json")
     parser.add_argument("--learning-rate", type=float, default=8e-3)
     parser.add_argument("--finetune-epochs", type=int, default=0)
+    parser.add_argument("--finetune-learning-rate", type=float, default=0.0,
+                        help="0: fine-tuning's default for the model's width")
     parser.add_argument("--max-train", type=int, default=0, help="sample the tasks' rows")
     parser.add_argument("--max-eval", type=int, default=0)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
