@@ -193,8 +193,11 @@ def plot(paths, out):
         with open(path) as f:
             runs.append(json.load(f))
     tasks = sorted({t for r in runs for t in r.get("summary", {})})
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    # wide enough that each bar's two-line label has room of its own
+    bars = max(sum(len(r.get("summary", {}).get(t, {})) for r in runs) for t in tasks)
+    width = max(5.5, 0.55 * bars + 0.3 * len(runs))
+    fig, axes = plt.subplots(len(tasks), 1, figsize=(width, 5.2 * len(tasks)), squeeze=False)
+    for ax, task in zip(axes[:, 0], tasks):
         x = 0
         ticks, labels = [], []
         for r in runs:
