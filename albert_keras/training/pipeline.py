@@ -26,6 +26,8 @@ from albert_keras.text.spm_trainer import TokenizerConfig
 from albert_keras.training.pipeline_config import PipelineConfig
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pretrain import pretrain
+from albert_keras.training.pretrain_config import MAIN_JOB_LEARNING_RATE
+from albert_keras.training.pretrain_config import MAIN_JOB_WARMUP_STEPS
 from albert_keras.training.pretrain_config import PretrainConfig
 
 logger = logging.getLogger(__name__)
@@ -69,11 +71,6 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     ckpt_dir = os.path.join(out, CHECKPOINTS)
     with removed_on_failure(out, keep=lambda: latest_checkpoint(ckpt_dir)[0] is not None):
         return _run_stages(p, t, tokenizer_config, data_config, out)
-
-
-# The main job's LAMB peak rate and warmup (see main_job_recipe).
-MAIN_JOB_LEARNING_RATE = 1.6e-2
-MAIN_JOB_WARMUP_STEPS = 150
 
 
 def main_job_recipe(pipeline, train_config):

