@@ -139,7 +139,8 @@ def compare(args):
         write(args.out, results)
         print(name, json.dumps(metrics), flush=True)
     # the baseline first, so a cut-short run still has it
-    models = {"from_scratch": models[args.objectives[0]], **models}
+    if not args.no_from_scratch:
+        models = {"from_scratch": models[args.objectives[0]], **models}
     for task in args.tasks:
         task_name = os.path.basename(os.path.normpath(task))
         task = sample_task(task, os.path.join(work, "tasks", task_name), args.max_train,
@@ -162,6 +163,7 @@ def compare(args):
                     cfg = dataclasses.replace(cfg, epochs=args.finetune_epochs)
                 if args.finetune_learning_rate:
                     cfg = dataclasses.replace(cfg, learning_rate=args.finetune_learning_rate)
+                cfg = dataclasses.replace(cfg, pooling=args.finetune_pooling)
                 with tempfile.TemporaryDirectory() as out:
                     m = finetune(folder, os.path.join(task, "train.csv"),
                                  os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg)
@@ -282,6 +284,11 @@ def main():
     parser.add_argument("--finetune-epochs", type=int, default=0)
     parser.add_argument("--finetune-learning-rate", type=float, default=0.0,
                         help="0: fine-tuning's default for the model's width")
+    parser.add_argument("--finetune-pooling", default="pooled", choices=("pooled", "mean"),
+                        help="what the classifier head reads (FinetuneConfig.pooling)")
+    parser.add_argument("--no-from-scratch", action="store_true",
+                        help="fine-tune only the named models, without the untrained "
+                             "baseline (to add a model to a results file that has it)")
     parser.add_argument("--max-train", type=int, default=0, help="sample the tasks' rows")
     parser.add_argument("--max-eval", type=int, default=0)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

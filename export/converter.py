@@ -84,9 +84,10 @@ def rebuild(model, **encoder_options):
 
 def reads_only_cls(model):
     """Whether ``model``'s output depends on the last block's ``[CLS]`` row
-    alone: classifiers, multiple choice, and embedders of the pooled output."""
-    return type(model) in (AlbertClassifier, AlbertMultipleChoice) or (
-        type(model) is AlbertEmbedder and model.pooling == "pooled")
+    alone: classifiers of the pooled output, multiple choice, and embedders of
+    the pooled output."""
+    return type(model) is AlbertMultipleChoice or (
+        type(model) in (AlbertClassifier, AlbertEmbedder) and model.pooling == "pooled")
 
 
 def prepare_for_export(model, mask_value=-120.0, cls_only=None):

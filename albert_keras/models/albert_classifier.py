@@ -2,15 +2,24 @@
 
 import keras
 
+from albert_keras.layers.masked_mean_pooling import MaskedMeanPooling
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
 
+POOLINGS = ("pooled", "mean")
+
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class AlbertClassifier(TaskModel):
     """The pooled ``[CLS]`` vector -> dropout -> dense, as the original.
+
+    With ``pooling="mean"`` the head reads the mean of the last layer over
+    the real tokens instead. A model pretrained by masked LM alone (the
+    ``mlm`` objective, RoBERTa's) never trained its ``[CLS]`` row or its
+    pooler for a sentence task, and the mean of every token's vector starts
+    from everything the masked LM learned.
 
     One text or a pair (the packer puts both in one sequence). With
     ``num_classes=1`` it is a regressor (STS-B style): the single output is
@@ -23,6 +32,9 @@ class AlbertClassifier(TaskModel):
         encoder: an ``AlbertEncoder``.
         num_classes: number of labels (1 for regression).
         dropout: dropout on the pooled output (0.1 in the original).
+        pooling: ``pooled`` (the encoder's tanh pooler over ``[CLS]``, as
+            the original) or ``mean`` (the last layer's mean over real
+            tokens; the pooler is not used).
         dtype: a dtype policy; defaults to the encoder's.
 
     Example:
@@ -34,10 +46,21 @@ class AlbertClassifier(TaskModel):
     (2, 3)
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled", dtype=None,
+                 **kwargs):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
+        if pooling == "mean" and encoder.cls_only:
+            raise ValueError("pooling 'mean' reads every token: the encoder must not be "
+                             "cls_only")
         inputs = self._encoder_inputs()
-        pooled = encoder({n: inputs[n] for n in ENCODER_INPUTS})["pooled_output"]
+        encoded = encoder({n: inputs[n] for n in ENCODER_INPUTS})
+        if pooling == "mean":
+            pooled = MaskedMeanPooling(dtype=dtype, name="mean_pooling")(
+                encoded["sequence_output"], inputs["padding_mask"])
+        else:
+            pooled = encoded["pooled_output"]
         x = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")(pooled)
         logits = head_dense(encoder, num_classes, dtype, "classifier")(x)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
@@ -46,10 +69,12 @@ class AlbertClassifier(TaskModel):
         self.encoder = encoder
         self.num_classes = int(num_classes)
         self.dropout = float(dropout)
+        self.pooling = pooling
 
     def get_config(self):
         return {
             **self._base_config(),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
+            "pooling": self.pooling,
         }

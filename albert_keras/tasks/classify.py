@@ -46,9 +46,10 @@ class Classify(Task):
         data = TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples})
         return data, spec
 
-    def build_model(self, spec, encoder, dropout=0.1):
+    def build_model(self, spec, encoder, dropout=0.1, pooling="pooled"):
         classes = 1 if spec.regression else len(spec.labels)
-        return AlbertClassifier(encoder, classes, dropout=dropout, name="classifier")
+        return AlbertClassifier(encoder, classes, dropout=dropout, pooling=pooling,
+                                name="classifier")
 
     def compile_args(self, spec):
         if spec.regression:

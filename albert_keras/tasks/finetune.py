@@ -128,7 +128,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 f"sequence_length {cfg.sequence_length} exceeds the model's "
                 f"max_position_embeddings {encoder.config.max_position_embeddings}"
             )
-        model = task.build_model(spec, encoder, cfg.dropout)
+        head = {"pooling": cfg.pooling} if cfg.pooling != "pooled" else {}
+        model = task.build_model(spec, encoder, cfg.dropout, **head)
         model.compile(
             optimizer=make_optimizer(
                 "adamw", learning_rate=cfg.learning_rate, total_steps=total,

@@ -324,7 +324,8 @@ def test_embedder_keras_file_string_in(init_folder, tmp_path):
     np.testing.assert_allclose(np.linalg.norm(vector), 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("head", ["classifier", "choice", "pooled", "tagger", "mean"])
+@pytest.mark.parametrize("head", ["classifier", "choice", "pooled", "tagger", "mean",
+                                  "mean_classifier"])
 def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
     """Classifier, multiple-choice and pooled-embedding exports compute only
     the [CLS] row in the last block (a tagger or a mean-pooled embedder needs
@@ -341,6 +342,7 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
                           max_position_embeddings=32)
     model = {"classifier": lambda e: AlbertClassifier(e, 3),
+             "mean_classifier": lambda e: AlbertClassifier(e, 3, pooling="mean"),
              "choice": AlbertMultipleChoice,
              "tagger": lambda e: AlbertTokenClassifier(e, 5),
              "pooled": lambda e: AlbertEmbedder(e, pooling="pooled"),

@@ -29,6 +29,29 @@ def test_classifier():
     )
 
 
+def test_classifier_with_mean_pooling():
+    run_model_test(
+        lambda dtype: AlbertClassifier(_encoder(dtype), 3, pooling="mean"),
+        encoder_inputs,
+        lambda b, s: {"logits": (b, 3)},
+    )
+    model = AlbertClassifier(_encoder(), 2, pooling="mean")
+    inputs = encoder_inputs(2, 9)
+    # the head reads every token: changing a token other than [CLS] changes
+    # the logits, and padded tokens do not
+    changed = dict(inputs, token_ids=inputs["token_ids"].copy())
+    changed["token_ids"][:, 3] = (changed["token_ids"][:, 3] + 1) % TINY["vocab_size"]
+    assert not np.allclose(model(inputs)["logits"], model(changed)["logits"])
+    padded = {k: np.pad(v, ((0, 0), (0, 4))) for k, v in inputs.items()}
+    np.testing.assert_allclose(model(padded)["logits"], model(inputs)["logits"], atol=1e-5)
+    # the pooler is not on the path: new pooler weights change nothing
+    before = model(inputs)["logits"]
+    model.encoder.pooler.set_weights([w + 1.0 for w in model.encoder.pooler.get_weights()])
+    np.testing.assert_array_equal(model(inputs)["logits"], before)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        AlbertClassifier(_encoder(), 2, pooling="max")
+
+
 def test_regressor_has_one_output():
     model = AlbertClassifier(_encoder(), 1)
     assert tuple(model(encoder_inputs(2, 7))["logits"].shape) == (2, 1)

@@ -154,6 +154,21 @@ def test_a_failed_run_leaves_nothing(init_folder, task_files, out_dir):
     assert not [n for n in os.listdir(os.path.dirname(out_dir)) if n.startswith(".model")]
 
 
+def test_mean_pooling_is_saved_and_read_back(init_folder, task_files, out_dir):
+    from albert_keras.saving import load_model
+
+    cfg = FinetuneConfig(task="classify", pooling="mean", **QUICK)
+    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg)
+    model = load_model(os.path.join(out_dir, "model.keras"))
+    assert model.pooling == "mean"
+    assert json.load(open(os.path.join(out_dir, "train_config.json")))["pooling"] == "mean"
+    # the saved folder scores as the run did
+    again = inference.evaluate(out_dir, task_files["cls_eval"])
+    assert again["accuracy"] == pytest.approx(metrics["accuracy"])
+    with pytest.raises(ValueError, match="pooling 'mean' is for classify"):
+        FinetuneConfig(task="tag", pooling="mean").validate()
+
+
 def test_regression(init_folder, task_files, out_dir, tmp_path):
     path = tmp_path / "reg.csv"
     rows = [f"{'fox ' * (i % 4 + 1)}runs,{i % 4}" for i in range(24)]
