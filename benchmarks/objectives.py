@@ -284,7 +284,8 @@ def main():
     parser.add_argument("--finetune-epochs", type=int, default=0)
     parser.add_argument("--finetune-learning-rate", type=float, default=0.0,
                         help="0: fine-tuning's default for the model's width")
-    parser.add_argument("--finetune-pooling", default="pooled", choices=("pooled", "mean"),
+    parser.add_argument("--finetune-pooling", default="auto",
+                        choices=("auto", "pooled", "mean", "both"),
                         help="what the classifier head reads (FinetuneConfig.pooling)")
     parser.add_argument("--no-from-scratch", action="store_true",
                         help="fine-tune only the named models, without the untrained "

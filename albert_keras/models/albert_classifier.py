@@ -8,7 +8,7 @@ from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
 
-POOLINGS = ("pooled", "mean")
+POOLINGS = ("pooled", "mean", "both")
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -33,8 +33,9 @@ class AlbertClassifier(TaskModel):
         num_classes: number of labels (1 for regression).
         dropout: dropout on the pooled output (0.1 in the original).
         pooling: ``pooled`` (the encoder's tanh pooler over ``[CLS]``, as
-            the original) or ``mean`` (the last layer's mean over real
-            tokens; the pooler is not used).
+            the original), ``mean`` (the last layer's mean over real
+            tokens; the pooler is not used) or ``both`` (the two
+            concatenated).
         dtype: a dtype policy; defaults to the encoder's.
 
     Example:
@@ -51,16 +52,17 @@ class AlbertClassifier(TaskModel):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
-        if pooling == "mean" and encoder.cls_only:
-            raise ValueError("pooling 'mean' reads every token: the encoder must not be "
-                             "cls_only")
+        if pooling != "pooled" and encoder.cls_only:
+            raise ValueError(f"pooling {pooling!r} reads every token: the encoder must not "
+                             "be cls_only")
         inputs = self._encoder_inputs()
         encoded = encoder({n: inputs[n] for n in ENCODER_INPUTS})
-        if pooling == "mean":
-            pooled = MaskedMeanPooling(dtype=dtype, name="mean_pooling")(
+        pooled = encoded["pooled_output"]
+        if pooling != "pooled":
+            mean = MaskedMeanPooling(dtype=dtype, name="mean_pooling")(
                 encoded["sequence_output"], inputs["padding_mask"])
-        else:
-            pooled = encoded["pooled_output"]
+            pooled = mean if pooling == "mean" else keras.layers.Concatenate(
+                dtype=dtype, name="pooled_and_mean")([pooled, mean])
         x = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")(pooled)
         logits = head_dense(encoder, num_classes, dtype, "classifier")(x)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)

@@ -8,8 +8,9 @@ folder (``model.keras``, ``spm.model``, ``task.json``, ``metrics.json``,
 renamed at the end.
 """
 
-import logging
 import dataclasses
+import json
+import logging
 import os
 
 import keras
@@ -18,6 +19,8 @@ import tensorflow as tf
 from albert_keras.files import writing_folder
 from albert_keras.files import check_output
 from albert_keras.model_folder import METRICS_CSV
+from albert_keras.model_folder import TRAIN_CONFIG_FILE
+from albert_keras.model_folder import folder_of
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.model_folder import write_task_folder
@@ -44,6 +47,30 @@ SPEC_FIELDS = ("sequence_length", "truncate", "regression", "text_column", "text
 def task_spec(cfg):
     """The ``TaskSpec`` of a new run; the training file fills in its labels."""
     return get_task(cfg.task).new_spec(**{k: getattr(cfg, k) for k in SPEC_FIELDS})
+
+
+def resolve_pooling(pooling, init):
+    """``auto`` pooling for a classifier on ``init``: ``mean`` when the model
+    folder was pretrained here without a sentence task, else ``pooled``.
+
+    Masked LM alone (``mlm``) and ``rtd`` without ``rtd_sop`` never train the
+    ``[CLS]`` row for a sentence task nor the pooler at all (it gets no
+    gradient), so the head reads the mean over tokens instead. A fine-tuned
+    folder keeps the pooling it was trained with; a published checkpoint,
+    whose pooler its sentence task trained, reads the pooler as the original.
+    """
+    if pooling != "auto":
+        return pooling
+    path = os.path.join(folder_of(init), TRAIN_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return "pooled"
+    with open(path, encoding="utf-8") as f:
+        trained = json.load(f)
+    if trained.get("pooling") in ("pooled", "mean", "both"):
+        return trained["pooling"]
+    objective = trained.get("objective")
+    no_sentence_task = objective == "mlm" or (objective == "rtd" and not trained.get("rtd_sop"))
+    return "mean" if no_sentence_task else "pooled"
 
 
 def predict_outputs(model, data, batch_size=64):
@@ -128,8 +155,12 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 f"sequence_length {cfg.sequence_length} exceeds the model's "
                 f"max_position_embeddings {encoder.config.max_position_embeddings}"
             )
-        head = {"pooling": cfg.pooling} if cfg.pooling != "pooled" else {}
-        model = task.build_model(spec, encoder, cfg.dropout, **head)
+        if cfg.task == "classify":
+            cfg = dataclasses.replace(cfg, pooling=resolve_pooling(cfg.pooling, init))
+            logger.info(f"classifier head reads the {cfg.pooling} output")
+            model = task.build_model(spec, encoder, cfg.dropout, pooling=cfg.pooling)
+        else:
+            model = task.build_model(spec, encoder, cfg.dropout)
         model.compile(
             optimizer=make_optimizer(
                 "adamw", learning_rate=cfg.learning_rate, total_steps=total,

@@ -50,9 +50,12 @@ class FinetuneConfig:
             CSV/TSV/JSONL files (``context_column`` is for ``choice``).
         dropout: on the head's input.
         pooling: ``classify``: what the head reads: ``pooled`` (the tanh
-            pooler over ``[CLS]``, as the original) or ``mean`` (the last
-            layer's mean over real tokens; for encoders pretrained without
-            a sentence task, whose ``[CLS]`` row learned nothing of its own).
+            pooler over ``[CLS]``, as the original), ``mean`` (the last
+            layer's mean over real tokens), ``both`` (the two concatenated)
+            or ``auto``: ``mean`` for a
+            folder pretrained here without a sentence task (``mlm``, or
+            ``rtd`` without SOP), whose ``[CLS]`` row and pooler learned
+            nothing of their own; else ``pooled`` (``resolve_pooling``).
         encoder_dropout: hidden and attention dropout inside the encoder
             while fine-tuning (None: the model's own, 0 for ALBERT v2 and our
             presets; BERT used 0.1).
@@ -94,9 +97,12 @@ class FinetuneConfig:
                                         "best span by this")
     version_2: bool = option(False, "qa: questions may have no answer")
     dropout: float = option(0.1, "dropout on the head's input")
-    pooling: str = option("pooled", "classify: what the head reads: pooled (the [CLS] "
-                                    "pooler, as ALBERT) or mean (the mean over tokens)",
-                          choices=("pooled", "mean"))
+    pooling: str = option("auto", "classify: what the head reads: pooled (the [CLS] "
+                                  "pooler, as ALBERT), mean (the mean over tokens), both "
+                                  "(the two concatenated) or auto "
+                                  "(mean for a model pretrained here without a sentence "
+                                  "task: mlm, or rtd without SOP; else pooled)",
+                          choices=("auto", "pooled", "mean", "both"))
     encoder_dropout: float = option(None, "hidden and attention dropout inside the encoder "
                                           "(default: the model's own; 0 for ALBERT v2)")
     precision: str = option("float32", "Keras dtype policy",
@@ -124,7 +130,7 @@ class FinetuneConfig:
                              "--text-pair-column use longest_first or waterfall")
         if self.encoder_dropout is not None and not 0 <= self.encoder_dropout < 1:
             raise ValueError(f"encoder_dropout must be in [0, 1), got {self.encoder_dropout}")
-        if self.pooling != "pooled" and self.task != "classify":
+        if self.pooling in ("mean", "both") and self.task != "classify":
             raise ValueError(f"pooling {self.pooling!r} is for classify; {self.task} "
                              "has its own head")
         if self.patience < 0:

@@ -325,7 +325,7 @@ def test_embedder_keras_file_string_in(init_folder, tmp_path):
 
 
 @pytest.mark.parametrize("head", ["classifier", "choice", "pooled", "tagger", "mean",
-                                  "mean_classifier"])
+                                  "mean_classifier", "both_classifier"])
 def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
     """Classifier, multiple-choice and pooled-embedding exports compute only
     the [CLS] row in the last block (a tagger or a mean-pooled embedder needs
@@ -343,6 +343,7 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
                           max_position_embeddings=32)
     model = {"classifier": lambda e: AlbertClassifier(e, 3),
              "mean_classifier": lambda e: AlbertClassifier(e, 3, pooling="mean"),
+             "both_classifier": lambda e: AlbertClassifier(e, 3, pooling="both"),
              "choice": AlbertMultipleChoice,
              "tagger": lambda e: AlbertTokenClassifier(e, 5),
              "pooled": lambda e: AlbertEmbedder(e, pooling="pooled"),

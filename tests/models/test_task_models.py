@@ -29,13 +29,14 @@ def test_classifier():
     )
 
 
-def test_classifier_with_mean_pooling():
+@pytest.mark.parametrize("pooling", ["mean", "both"])
+def test_classifier_reading_every_token(pooling):
     run_model_test(
-        lambda dtype: AlbertClassifier(_encoder(dtype), 3, pooling="mean"),
+        lambda dtype: AlbertClassifier(_encoder(dtype), 3, pooling=pooling),
         encoder_inputs,
         lambda b, s: {"logits": (b, 3)},
     )
-    model = AlbertClassifier(_encoder(), 2, pooling="mean")
+    model = AlbertClassifier(_encoder(), 2, pooling=pooling)
     inputs = encoder_inputs(2, 9)
     # the head reads every token: changing a token other than [CLS] changes
     # the logits, and padded tokens do not
@@ -44,10 +45,11 @@ def test_classifier_with_mean_pooling():
     assert not np.allclose(model(inputs)["logits"], model(changed)["logits"])
     padded = {k: np.pad(v, ((0, 0), (0, 4))) for k, v in inputs.items()}
     np.testing.assert_allclose(model(padded)["logits"], model(inputs)["logits"], atol=1e-5)
-    # the pooler is not on the path: new pooler weights change nothing
+    # mean: the pooler is not on the path, so new pooler weights change
+    # nothing; both: they do
     before = model(inputs)["logits"]
     model.encoder.pooler.set_weights([w + 1.0 for w in model.encoder.pooler.get_weights()])
-    np.testing.assert_array_equal(model(inputs)["logits"], before)
+    assert np.array_equal(model(inputs)["logits"], before) == (pooling == "mean")
     with pytest.raises(ValueError, match="pooling must be one of"):
         AlbertClassifier(_encoder(), 2, pooling="max")
 

@@ -3,6 +3,7 @@ predict, and the errors users hit."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -154,11 +155,34 @@ def test_a_failed_run_leaves_nothing(init_folder, task_files, out_dir):
     assert not [n for n in os.listdir(os.path.dirname(out_dir)) if n.startswith(".model")]
 
 
-def test_mean_pooling_is_saved_and_read_back(init_folder, task_files, out_dir):
+@pytest.mark.parametrize("trained, expected", [
+    (None, "pooled"),  # a published checkpoint or a hand-made folder
+    ({"objective": "mlm_sop"}, "pooled"),
+    ({"objective": "mlm"}, "mean"),
+    ({"objective": "rtd", "rtd_sop": False}, "mean"),
+    ({"objective": "rtd", "rtd_sop": True}, "pooled"),
+    ({"task": "classify", "pooling": "mean"}, "mean"),  # a fine-tuned folder
+])
+def test_auto_pooling_follows_how_the_folder_was_trained(tmp_path, trained, expected):
+    from albert_keras.tasks.finetune import resolve_pooling
+
+    if trained is not None:
+        (tmp_path / "train_config.json").write_text(json.dumps(trained))
+    assert resolve_pooling("auto", str(tmp_path)) == expected
+    assert resolve_pooling("auto", str(tmp_path / "encoder.keras")) == expected
+    assert resolve_pooling("pooled", str(tmp_path)) == "pooled"  # a choice is kept
+
+
+def test_mean_pooling_for_an_mlm_folder_is_saved_and_read_back(init_folder, task_files,
+                                                                out_dir, tmp_path):
     from albert_keras.saving import load_model
 
-    cfg = FinetuneConfig(task="classify", pooling="mean", **QUICK)
-    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out_dir, cfg)
+    mlm_folder = tmp_path / "mlm"
+    shutil.copytree(init_folder, mlm_folder)
+    (mlm_folder / "train_config.json").write_text(json.dumps({"objective": "mlm"}))
+    cfg = FinetuneConfig(task="classify", **QUICK)  # pooling left at auto
+    metrics = finetune(str(mlm_folder), task_files["cls_train"], task_files["cls_eval"],
+                       out_dir, cfg)
     model = load_model(os.path.join(out_dir, "model.keras"))
     assert model.pooling == "mean"
     assert json.load(open(os.path.join(out_dir, "train_config.json")))["pooling"] == "mean"
