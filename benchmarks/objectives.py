@@ -97,6 +97,7 @@ def step_cost(args):
 
 def compare(args):
     from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune import resolve_pooling
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.training.pretrain import pretrain
     from albert_keras.training.pretrain_config import PretrainConfig
@@ -163,11 +164,14 @@ def compare(args):
                     cfg = dataclasses.replace(cfg, epochs=args.finetune_epochs)
                 if args.finetune_learning_rate:
                     cfg = dataclasses.replace(cfg, learning_rate=args.finetune_learning_rate)
-                cfg = dataclasses.replace(cfg, pooling=args.finetune_pooling)
+                # auto follows the folder's objective; from scratch takes the
+                # first objective's folder, so it gets that model's head
+                pooling = resolve_pooling(args.finetune_pooling, folder)
+                cfg = dataclasses.replace(cfg, pooling=pooling)
                 with tempfile.TemporaryDirectory() as out:
                     m = finetune(folder, os.path.join(task, "train.csv"),
                                  os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg)
-                runs.append({"seed": seed, "accuracy": m["accuracy"]})
+                runs.append({"seed": seed, "accuracy": m["accuracy"], "pooling": pooling})
                 write(args.out, results)
                 print(task_name, name, seed, m["accuracy"], flush=True)
         for name, runs in scores.items():
