@@ -35,6 +35,11 @@ ALBERT_SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "cls": CLS_ID, "sep": SEP_ID
 TRUNCATE_MODES = ("longest_first", "waterfall", "head", "tail", "head+tail")
 SINGLE_TEXT_TRUNCATIONS = ("head", "tail", "head+tail")
 
+# What AlbertClassifier's head reads: the tanh pooler over [CLS] (ALBERT's),
+# the last layer's mean over real tokens, or the two concatenated. Here, free
+# of Keras, so that fine-tuning's flags can offer them.
+CLASSIFIER_POOLINGS = ("pooled", "mean", "both")
+
 
 def block_plan(num_hidden_layers, num_hidden_groups, inner_group_num, sharing):
     """Which attention and FFN module each block application uses.

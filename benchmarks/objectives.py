@@ -34,6 +34,7 @@ import time
 
 from finetune_recipe import tfidf_baseline  # the same baseline as the recipe table
 
+from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.files import write_json
 
 OBJECTIVES = ("mlm_sop", "mlm", "rtd")
@@ -289,7 +290,7 @@ def main():
     parser.add_argument("--finetune-learning-rate", type=float, default=0.0,
                         help="0: fine-tuning's default for the model's width")
     parser.add_argument("--finetune-pooling", default="auto",
-                        choices=("auto", "pooled", "mean", "both"),
+                        choices=("auto", *CLASSIFIER_POOLINGS),
                         help="what the classifier head reads (FinetuneConfig.pooling)")
     parser.add_argument("--no-from-scratch", action="store_true",
                         help="fine-tune only the named models, without the untrained "

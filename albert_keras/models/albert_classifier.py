@@ -2,13 +2,11 @@
 
 import keras
 
-from albert_keras.layers.masked_mean_pooling import MaskedMeanPooling
+from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
-
-POOLINGS = ("pooled", "mean", "both")
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -49,8 +47,8 @@ class AlbertClassifier(TaskModel):
 
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled", dtype=None,
                  **kwargs):
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if pooling not in CLASSIFIER_POOLINGS:
+            raise ValueError(f"pooling must be one of {CLASSIFIER_POOLINGS}, got {pooling!r}")
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         if pooling != "pooled" and encoder.cls_only:
             raise ValueError(f"pooling {pooling!r} reads every token: the encoder must not "
@@ -59,8 +57,10 @@ class AlbertClassifier(TaskModel):
         encoded = encoder({n: inputs[n] for n in ENCODER_INPUTS})
         pooled = encoded["pooled_output"]
         if pooling != "pooled":
-            mean = MaskedMeanPooling(dtype=dtype, name="mean_pooling")(
-                encoded["sequence_output"], inputs["padding_mask"])
+            # float32, so that the sum over a long bfloat16 sequence keeps
+            # its small terms; padded positions are left out by the mask
+            mean = keras.layers.GlobalAveragePooling1D(dtype="float32", name="mean_pooling")(
+                encoded["sequence_output"], mask=inputs["padding_mask"])
             pooled = mean if pooling == "mean" else keras.layers.Concatenate(
                 dtype=dtype, name="pooled_and_mean")([pooled, mean])
         x = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")(pooled)

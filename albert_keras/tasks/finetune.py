@@ -16,6 +16,7 @@ import os
 import keras
 import tensorflow as tf
 
+from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.files import writing_folder
 from albert_keras.files import check_output
 from albert_keras.model_folder import METRICS_CSV
@@ -66,7 +67,7 @@ def resolve_pooling(pooling, init):
         return "pooled"
     with open(path, encoding="utf-8") as f:
         trained = json.load(f)
-    if trained.get("pooling") in ("pooled", "mean", "both"):
+    if trained.get("pooling") in CLASSIFIER_POOLINGS:
         return trained["pooling"]
     objective = trained.get("objective")
     no_sentence_task = objective == "mlm" or (objective == "rtd" and not trained.get("rtd_sop"))

@@ -6,6 +6,7 @@ its flags (and answer ``--help``) without importing it.
 
 import dataclasses
 
+from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
 from albert_keras.options import option
@@ -102,7 +103,7 @@ class FinetuneConfig:
                                   "(the two concatenated) or auto "
                                   "(mean for a model pretrained here without a sentence "
                                   "task: mlm, or rtd without SOP; else pooled)",
-                          choices=("auto", "pooled", "mean", "both"))
+                          choices=("auto", *CLASSIFIER_POOLINGS))
     encoder_dropout: float = option(None, "hidden and attention dropout inside the encoder "
                                           "(default: the model's own; 0 for ALBERT v2)")
     precision: str = option("float32", "Keras dtype policy",
@@ -130,7 +131,7 @@ class FinetuneConfig:
                              "--text-pair-column use longest_first or waterfall")
         if self.encoder_dropout is not None and not 0 <= self.encoder_dropout < 1:
             raise ValueError(f"encoder_dropout must be in [0, 1), got {self.encoder_dropout}")
-        if self.pooling in ("mean", "both") and self.task != "classify":
+        if self.pooling not in ("auto", "pooled") and self.task != "classify":
             raise ValueError(f"pooling {self.pooling!r} is for classify; {self.task} "
                              "has its own head")
         if self.patience < 0:

@@ -6,7 +6,6 @@ from albert_keras.layers.activations import get_activation
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.factorized_embedding import FactorizedEmbedding
 from albert_keras.layers.feed_forward_block import FeedForwardBlock
-from albert_keras.layers.masked_mean_pooling import MaskedMeanPooling
 from albert_keras.layers.shared_encoder import SharedEncoder
 from tests.helpers import run_layer_test
 
@@ -25,18 +24,6 @@ def _mask(batch, seq):
     mask = np.ones((batch, seq), "int32")
     mask[0, seq // 2 :] = 0
     return mask
-
-
-def test_masked_mean_pooling():
-    layer = run_layer_test(
-        MaskedMeanPooling, {}, lambda b, s: (_hidden(b, s), _mask(b, s)), lambda b, s: (b, H))
-    x, mask = _hidden(3, 6), _mask(3, 6)
-    mask[2] = 0  # a row of padding alone
-    out = keras.ops.convert_to_numpy(layer(x, mask))
-    # by hand: the mean of the rows whose mask is 1, zeros for an empty row
-    np.testing.assert_allclose(out[0], x[0, :3].mean(0), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(out[1], x[1].mean(0), rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(out[2], np.zeros(H, "float32"))
 
 
 @pytest.mark.parametrize("embedding_size", [8, H])

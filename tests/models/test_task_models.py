@@ -45,6 +45,13 @@ def test_classifier_reading_every_token(pooling):
     assert not np.allclose(model(inputs)["logits"], model(changed)["logits"])
     padded = {k: np.pad(v, ((0, 0), (0, 4))) for k, v in inputs.items()}
     np.testing.assert_allclose(model(padded)["logits"], model(inputs)["logits"], atol=1e-5)
+    if pooling == "mean":
+        # by hand: the head's input is the mean of the rows whose mask is 1
+        head_input = keras.Model(model.inputs, model.get_layer("mean_pooling").output)
+        sequence = keras.ops.convert_to_numpy(model.encoder(inputs)["sequence_output"])
+        mask = inputs["padding_mask"].astype(bool)
+        expected = np.stack([sequence[i][mask[i]].mean(0) for i in range(len(sequence))])
+        np.testing.assert_allclose(head_input(inputs), expected, rtol=1e-5, atol=1e-6)
     # mean: the pooler is not on the path, so new pooler weights change
     # nothing; both: they do
     before = model(inputs)["logits"]
