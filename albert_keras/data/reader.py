@@ -109,6 +109,7 @@ def pretraining_dataset(
     input_context=None,
     verify=True,
     skip_batches=0,
+    masked_lm_prob=None,
 ):
     """A ``tf.data.Dataset`` of pretraining feature dicts.
 
@@ -137,6 +138,9 @@ def pretraining_dataset(
         skip_batches: global batches to pass over first (a resumed run
             continues with the batches, and masks, an uninterrupted run
             would see); skipped before parsing, so resuming late is cheap.
+        masked_lm_prob: with ``dynamic_masking``, the share of tokens to
+            mask instead of the data's (``None``). The gathered positions
+            ``P`` grow with it, in the data's ratio of positions to rate.
 
     Example:
     >>> ds = pretraining_dataset("data/", batch_size=64)  # doctest: +SKIP
@@ -205,6 +209,13 @@ def pretraining_dataset(
 
         probs, whole_word = masking_scheme(config.get("masking", "ngram"),
                                            config["max_ngram"], config["whole_word"])
+        rate = config["masked_lm_prob"] if masked_lm_prob is None else masked_lm_prob
+        if not 0 < rate < 1:
+            raise ValueError(f"masked_lm_prob must be in (0, 1), got {masked_lm_prob}")
+        # The data's share of slots per masked token (max_predictions 20 for
+        # 15% of 128 leaves room for whole words that overshoot), kept at
+        # the new rate, and never more slots than tokens.
+        predictions = min(s, max(p, round(p * rate / config["masked_lm_prob"])))
 
         def remask(step, features):
             original = unmask(features)
@@ -214,8 +225,8 @@ def pretraining_dataset(
                 word_starts,
                 tf.stack([tf.cast(seed, tf.int64) * 1000, step]),
                 manifest["vocab_size"],
-                masked_lm_prob=config["masked_lm_prob"],
-                max_predictions=p,
+                masked_lm_prob=rate,
+                max_predictions=predictions,
                 whole_word=whole_word,
                 special_ids=tokenizer.special_ids,
                 ngram_probs=probs,

@@ -18,6 +18,16 @@ def data_dir(tmp_path_factory, corpus_file, spm_path):
     return str(out)
 
 
+def original(batch):
+    """The batch's unmasked tokens (masked ids put back at their positions)."""
+    tokens = batch["token_ids"].numpy().copy()
+    for row in range(tokens.shape[0]):
+        w = batch["masked_weights"].numpy()[row] > 0
+        tokens[row, batch["masked_positions"].numpy()[row][w]] = (
+            batch["masked_ids"].numpy()[row][w])
+    return tokens
+
+
 def test_features_are_int32_with_static_shapes(data_dir):
     ds = pretraining_dataset(data_dir, batch_size=4)
     spec = ds.element_spec
@@ -94,17 +104,30 @@ def test_dynamic_masking_keeps_the_sequences(data_dir):
     it = iter(dynamic_ds)
     first = next(it)
 
-    def original(batch):
-        tokens = batch["token_ids"].numpy().copy()
-        for row in range(tokens.shape[0]):
-            w = batch["masked_weights"].numpy()[row] > 0
-            tokens[row, batch["masked_positions"].numpy()[row][w]] = (
-                batch["masked_ids"].numpy()[row][w])
-        return tokens
-
     np.testing.assert_array_equal(original(first), original(static))
     np.testing.assert_array_equal(first["sop_label"], static["sop_label"])
     assert not np.array_equal(first["masked_positions"], static["masked_positions"])
+
+
+def test_a_higher_mask_rate_masks_more_of_the_same_sequences(data_dir):
+    # The data were made at 15% with 8 slots per 48 tokens; at 40% the slots
+    # grow in that ratio (8 * 0.4 / 0.15 = 21) and the rows are unchanged.
+    kwargs = dict(batch_size=16, shuffle=False, dynamic_masking=True, seed=1)
+    base = next(iter(pretraining_dataset(data_dir, **kwargs)))
+    high = next(iter(pretraining_dataset(data_dir, masked_lm_prob=0.4, **kwargs)))
+    assert high["masked_positions"].shape.as_list() == [16, 21]
+    real = base["padding_mask"].numpy().sum(axis=1)
+    masked_base = (base["masked_weights"].numpy() > 0).sum(axis=1)
+    masked_high = (high["masked_weights"].numpy() > 0).sum(axis=1)
+    # Whole words stop short of the budget, never past it; 2 of each row's
+    # tokens ([CLS], [SEP]) are never masked.
+    assert (masked_high <= np.minimum(21, np.round(0.4 * real))).all()
+    assert masked_high.sum() > 2 * masked_base.sum()
+    assert (masked_high.sum() / (real - 3).sum()) > 0.3
+
+    np.testing.assert_array_equal(original(high), original(base))
+    with pytest.raises(ValueError, match="masked_lm_prob"):
+        pretraining_dataset(data_dir, masked_lm_prob=1.5, **kwargs)
 
 
 def test_corrupted_shard_is_named(data_dir, tmp_path):

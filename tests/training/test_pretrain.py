@@ -342,3 +342,31 @@ def test_strategy_names_are_checked_against_the_backend():
 
     with pytest.raises(StrategyError, match="needs the JAX backend"):
         make_strategy("data_parallel")
+
+
+def test_mask_rate_masks_more_in_training_and_keeps_the_held_out_masks(data_dir):
+    import tensorflow as tf
+
+    from albert_keras.data.reader import read_manifest
+    from albert_keras.training.datasets import eval_dataset
+    from albert_keras.training.datasets import train_dataset
+    from albert_keras.training.objectives import get_objective
+
+    manifest = read_manifest(data_dir)
+    strategy = tf.distribute.get_strategy()
+    slots = {}
+    for rate in (0.0, 0.45):
+        config = PretrainConfig(mask_rate=rate, batch_size=4, eval_steps=1)
+        objective = get_objective("mlm", manifest, config)
+        train, _ = next(iter(train_dataset(strategy, data_dir, config, objective, 0)))
+        held_out, _ = next(iter(eval_dataset(strategy, data_dir, manifest, config, objective)))
+        slots[rate] = (train["masked_positions"].shape[1],
+                       held_out["masked_positions"].numpy())
+    # 5 slots at 15% (the data's) become 15 at 45%; the held-out batch is the
+    # stored one either way.
+    assert (slots[0.0][0], slots[0.45][0]) == (5, 15)
+    np.testing.assert_array_equal(slots[0.0][1], slots[0.45][1])
+    with pytest.raises(ValueError, match="mask_rate needs dynamic_masking"):
+        PretrainConfig(mask_rate=0.3, dynamic_masking=False).validate()
+    with pytest.raises(ValueError, match="mask_rate must be in"):
+        PretrainConfig(mask_rate=1.0).validate()
