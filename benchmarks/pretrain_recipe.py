@@ -14,6 +14,13 @@ so that a recipe that masks more is not judged on harder examples.
         --short-data runs/pretrain/data_64 --recipes default batch16 \\
         --work /tmp/recipes --out benchmarks/results/pretrain_recipe.json
 
+``--time-only`` measures the step times alone (interleaved, medians) and
+writes them with their ratios to the first recipe's:
+
+    python benchmarks/pretrain_recipe.py --data runs/pretrain/data \
+        --short-data runs/pretrain/data_64 --time-only --rounds 5 \
+        --recipes main_job_mask15 main_job_mask40 --out /tmp/step_times.json
+
 Results go to ``--out`` as each recipe finishes; a recipe already there is
 skipped, so a killed run resumes.
 """
@@ -24,6 +31,9 @@ import json
 import os
 import statistics
 import time
+
+MAIN_JOB = {"objective": "mlm", "learning_rate": 1.6e-2, "warmup_steps": 150,
+            "model_overrides": {"position_bias": "alibi", "alibi_slope_scale": 4.0}}
 
 # name -> (PretrainConfig fields, data variant). A variant names the data
 # folders given with --variant NAME=LONG,SHORT.
@@ -49,6 +59,10 @@ RECIPES = {
                      "warmup_steps": 160}, None),
     "rtd_adamw_batch16": ({"objective": "rtd", "batch_size": 16, "optimizer": "adamw",
                            "learning_rate": 1e-3, "warmup_steps": 160}, None),
+    # the main job of 2026-11-25 (ALiBi x4, LAMB 1.6e-2 / 150) at BERT's 15%
+    # of tokens masked, and since 2026-11-26 at 40% (dynamic masking)
+    "main_job_mask15": (MAIN_JOB, None),
+    "main_job_mask40": ({**MAIN_JOB, "mask_rate": 0.4}, None),
 }
 
 
@@ -81,7 +95,8 @@ def _timed_model(cfg, data):
                                warmup_steps=10)
     model = objective.build_model(AlbertEncoder(config), optimizer, 10)
     ds = pretraining_dataset(data, batch_size=cfg.batch_size, shuffle=False,
-                             dynamic_masking=True).map(objective.split_features)
+                             dynamic_masking=True, masked_lm_prob=cfg.mask_rate,
+                             ).map(objective.split_features)
     model.fit(ds, steps_per_epoch=10, verbose=0)
     return model, ds
 
@@ -128,7 +143,12 @@ def main():
     parser.add_argument("--base-steps", type=int, default=800,
                         help="the default recipe's steps (the main job's)")
     parser.add_argument("--short-fraction", type=float, default=0.875)
-    parser.add_argument("--work", required=True)
+    parser.add_argument("--time-only", action="store_true",
+                        help="measure the recipes' step times (interleaved, medians) and "
+                             "write them to --out, without training")
+    parser.add_argument("--rounds", type=int, default=3, help="timing rounds")
+    parser.add_argument("--timed-steps", type=int, default=10, help="steps per timing round")
+    parser.add_argument("--work", default="")
     parser.add_argument("--out", default="benchmarks/results/pretrain_recipe.json")
     args = parser.parse_args()
 
@@ -140,6 +160,21 @@ def main():
         name, folders = spec.split("=", 1)
         variants[name] = tuple(folders.split(","))
     eval_data = args.eval_data or args.data
+    if args.time_only:
+        timed = {(name, which): (PretrainConfig(**RECIPES[name][0]), data)
+                 for name in args.recipes
+                 for which, data in zip(("long", "short"), variants[RECIPES[name][1]])}
+        times = step_times(timed, rounds=args.rounds, steps=args.timed_steps)
+        base = args.recipes[0]
+        report = {name: {"seconds_per_step": {w: times[(name, w)] for w in ("long", "short")},
+                         f"vs_{base}": {w: times[(name, w)] / times[(base, w)]
+                                        for w in ("long", "short")}}
+                  for name in args.recipes}
+        write(args.out, {"settings": vars(args), "step_times": report})
+        print(json.dumps(report, indent=2))
+        return
+    if not args.work:
+        parser.error("--work is needed to train")
     results = {"settings": vars(args), "recipes": {}}
     if os.path.isfile(args.out):
         with open(args.out) as f:

@@ -25,7 +25,7 @@ def train_dataset(strategy, data_dir, train_config, objective, skip_batches):
             batch_size=context.get_per_replica_batch_size(train_config.batch_size),
             dynamic_masking=train_config.dynamic_masking,
             seed=train_config.seed, input_context=context, verify=False,
-            skip_batches=skip_batches, masked_lm_prob=train_config.mask_rate or None,
+            skip_batches=skip_batches, masked_lm_prob=train_config.mask_rate,
         )
         return ds.map(objective.split_features)
 

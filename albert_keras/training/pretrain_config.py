@@ -56,7 +56,7 @@ class PretrainConfig:
         steps_per_execution: steps per ``tf.function`` call (TPUs want many).
         dynamic_masking: re-mask every batch instead of the stored masks.
         mask_rate: with ``dynamic_masking``, the share of tokens masked in
-            training batches (0: the data's ``masked_lm_prob``). Held-out
+            training batches (``None``: the data's ``masked_lm_prob``). Held-out
             metrics always use the data's stored masks, so runs at different
             rates are scored on the same positions.
         eval_steps: validation batches after each epoch (0: none).
@@ -107,9 +107,10 @@ class PretrainConfig:
                                    "on JAX; auto picks for the backend", choices=STRATEGIES)
     steps_per_execution: int = option(10, "steps per compiled call (TPUs want many)")
     dynamic_masking: bool = option(True, "new masks for every batch instead of the stored ones")
-    mask_rate: float = option(0.0, "share of tokens masked in training batches (needs dynamic "
-                                   "masking; held-out scores keep the data's stored masks; "
-                                   "0: the data's rate)")
+    mask_rate: float = option(None, "share of tokens masked in training batches (needs "
+                                    "dynamic masking; held-out scores keep the data's "
+                                    "stored masks)",
+                              auto="the data's masked_lm_prob")
     eval_steps: int = option(5, "validation batches after each epoch")
     log_every: int = option(50, "steps between plain progress lines when the output is not "
                                 "a terminal or notebook")
@@ -163,9 +164,9 @@ class PretrainConfig:
         if self.embedding_sharing not in ("tied", "gdes", "none"):
             raise ValueError("embedding_sharing must be tied, gdes or none, "
                              f"got {self.embedding_sharing!r}")
-        if not 0 <= self.mask_rate < 1:
-            raise ValueError(f"mask_rate must be in [0, 1), got {self.mask_rate}")
-        if self.mask_rate and not self.dynamic_masking:
+        if self.mask_rate is not None and not 0 < self.mask_rate < 1:
+            raise ValueError(f"mask_rate must be in (0, 1), got {self.mask_rate}")
+        if self.mask_rate is not None and not self.dynamic_masking:
             raise ValueError("mask_rate needs dynamic_masking (the stored masks have a fixed rate)")
         if bool(self.short_seq_data) != bool(self.short_seq_steps):
             raise ValueError("short_seq_data and short_seq_steps go together")

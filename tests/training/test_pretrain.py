@@ -355,7 +355,7 @@ def test_mask_rate_masks_more_in_training_and_keeps_the_held_out_masks(data_dir)
     manifest = read_manifest(data_dir)
     strategy = tf.distribute.get_strategy()
     slots = {}
-    for rate in (0.0, 0.45):
+    for rate in (None, 0.45):
         config = PretrainConfig(mask_rate=rate, batch_size=4, eval_steps=1)
         objective = get_objective("mlm", manifest, config)
         train, _ = next(iter(train_dataset(strategy, data_dir, config, objective, 0)))
@@ -364,8 +364,8 @@ def test_mask_rate_masks_more_in_training_and_keeps_the_held_out_masks(data_dir)
                        held_out["masked_positions"].numpy())
     # 5 slots at 15% (the data's) become 15 at 45%; the held-out batch is the
     # stored one either way.
-    assert (slots[0.0][0], slots[0.45][0]) == (5, 15)
-    np.testing.assert_array_equal(slots[0.0][1], slots[0.45][1])
+    assert (slots[None][0], slots[0.45][0]) == (5, 15)
+    np.testing.assert_array_equal(slots[None][1], slots[0.45][1])
     with pytest.raises(ValueError, match="mask_rate needs dynamic_masking"):
         PretrainConfig(mask_rate=0.3, dynamic_masking=False).validate()
     with pytest.raises(ValueError, match="mask_rate must be in"):
