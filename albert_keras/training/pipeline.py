@@ -27,6 +27,7 @@ from albert_keras.training.pipeline_config import PipelineConfig
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pretrain import pretrain
 from albert_keras.training.pretrain_config import MAIN_JOB_LEARNING_RATE
+from albert_keras.training.pretrain_config import MAIN_JOB_MASK_RATE
 from albert_keras.training.pretrain_config import MAIN_JOB_WARMUP_STEPS
 from albert_keras.training.pretrain_config import PretrainConfig
 
@@ -108,6 +109,19 @@ def main_job_recipe(pipeline, train_config):
       5e-3 reached 0.140. At the full 800 steps, 1.6e-2 ended at 0.219
       against 0.215 for 1.2e-2 and fine-tuned on sotu century to 0.851 +-
       0.007 against 0.845 +- 0.001 (party unchanged at 0.520).
+    * Training batches mask 40% of the tokens instead of 15% when
+      ``--mask-rate`` is not given (dynamic masking, whole-word n-grams as
+      before; the held-out score keeps the data's stored 15% masks). Each
+      step then learns from more than twice the targets. After the 800
+      steps, two pretraining seeds each: held-out MLM 0.235 / 0.238 against
+      0.219 / 0.219 at 15% (0.232 at 30%, 0.236 at 50%, one run each);
+      fine-tuned (mean head, 3 seeds) on sotu century 0.874 +- 0.008
+      against 0.836 +- 0.011, on party at 4,000 rows 0.631 +- 0.005 over
+      both pretraining seeds against 0.637 +- 0.014 (from scratch 0.629),
+      on party at 1,000 rows 0.516 against 0.504. A step costs 1.3 times
+      as much over the two phases (the vocabulary projection runs on 2.7
+      times the positions); at step 600, about equal wall-clock, the 40%
+      run's validation was already above the 15% run's at step 800.
     """
     if pipeline.input or pipeline.data or train_config.init:
         return train_config
@@ -116,8 +130,12 @@ def main_job_recipe(pipeline, train_config):
     overrides.setdefault("position_bias", "alibi")
     if overrides["position_bias"] == "alibi":
         overrides.setdefault("alibi_slope_scale", 4.0)
+    mask_rate = train_config.mask_rate
+    if mask_rate is None and train_config.dynamic_masking:
+        mask_rate = MAIN_JOB_MASK_RATE
     train_config = train_config.with_defaults(MAIN_JOB_LEARNING_RATE, MAIN_JOB_WARMUP_STEPS)
-    return dataclasses.replace(train_config, objective=objective, model_overrides=overrides)
+    return dataclasses.replace(train_config, objective=objective, model_overrides=overrides,
+                               mask_rate=mask_rate)
 
 
 def resolved_data_config(data_config, train_config):

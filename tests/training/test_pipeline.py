@@ -84,6 +84,21 @@ def test_the_built_in_corpus_gets_its_own_rate_and_warmup_unless_told_otherwise(
         assert schedule(pipeline, **train) == (8e-3, 40)
 
 
+def test_the_built_in_corpus_masks_more_unless_told_otherwise():
+    def rate(pipeline, **train):
+        return main_job_recipe(pipeline, PretrainConfig(**train)).mask_rate
+
+    assert rate(PipelineConfig()) == 0.4  # the main job
+    assert rate(PipelineConfig(), mask_rate=0.15) == 0.15  # given, even BERT's
+    # stored masks have the data's rate: nothing to choose
+    assert rate(PipelineConfig(), dynamic_masking=False) is None
+    # the data's rate everywhere else
+    for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
+                            (PipelineConfig(data="runs/data"), {}),
+                            (PipelineConfig(), {"init": "runs/model"})):
+        assert rate(pipeline, **train) is None
+
+
 def test_an_unset_rate_and_warmup_are_recorded_as_the_values_used(
         tmp_path, corpus_file, spm_path):
     out = str(tmp_path / "run")
