@@ -109,7 +109,7 @@ def main_job_recipe(pipeline, train_config):
       5e-3 reached 0.140. At the full 800 steps, 1.6e-2 ended at 0.219
       against 0.215 for 1.2e-2 and fine-tuned on sotu century to 0.851 +-
       0.007 against 0.845 +- 0.001 (party unchanged at 0.520).
-    * Training batches mask 40% of the tokens instead of 15% when
+    * ``mlm`` training batches mask 40% of the tokens instead of 15% when
       ``--mask-rate`` is not given (dynamic masking, whole-word n-grams as
       before; the held-out score keeps the data's stored 15% masks). Each
       step then learns from more than twice the targets. After the 800
@@ -131,7 +131,8 @@ def main_job_recipe(pipeline, train_config):
     if overrides["position_bias"] == "alibi":
         overrides.setdefault("alibi_slope_scale", 4.0)
     mask_rate = train_config.mask_rate
-    if mask_rate is None and train_config.dynamic_masking:
+    # measured for mlm only; ELECTRA's generator masked 15-25%
+    if mask_rate is None and train_config.dynamic_masking and objective == "mlm":
         mask_rate = MAIN_JOB_MASK_RATE
     train_config = train_config.with_defaults(MAIN_JOB_LEARNING_RATE, MAIN_JOB_WARMUP_STEPS)
     return dataclasses.replace(train_config, objective=objective, model_overrides=overrides,
