@@ -17,8 +17,8 @@ so that a recipe that masks more is not judged on harder examples.
 ``--time-only`` measures the step times alone (interleaved, medians) and
 writes them with their ratios to the first recipe's:
 
-    python benchmarks/pretrain_recipe.py --data runs/pretrain/data \
-        --short-data runs/pretrain/data_64 --time-only --rounds 5 \
+    python benchmarks/pretrain_recipe.py --data runs/pretrain/data \\
+        --short-data runs/pretrain/data_64 --time-only --rounds 5 \\
         --recipes main_job_mask15 main_job_mask40 --out /tmp/step_times.json
 
 Results go to ``--out`` as each recipe finishes; a recipe already there is
