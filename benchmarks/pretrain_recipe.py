@@ -63,6 +63,17 @@ RECIPES = {
     # of tokens masked, and since 2026-11-26 at 40% (dynamic masking)
     "main_job_mask15": (MAIN_JOB, None),
     "main_job_mask40": ({**MAIN_JOB, "mask_rate": 0.4}, None),
+    # smaller models for the same wall-clock (2026-11-26): at this budget the
+    # main job's model sees about one token per transformer weight, far
+    # fewer than compute-optimal training wants, so a cheaper step may win
+    "main_job_layers2": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
+        **MAIN_JOB["model_overrides"], "num_hidden_layers": 2}}, None),
+    "main_job_layers1": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
+        **MAIN_JOB["model_overrides"], "num_hidden_layers": 1}}, None),
+    "main_job_ffn512": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
+        **MAIN_JOB["model_overrides"], "intermediate_size": 512}}, None),
+    "main_job_hidden128": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
+        **MAIN_JOB["model_overrides"], "hidden_size": 128, "intermediate_size": 512}}, None),
 }
 
 
@@ -140,14 +151,20 @@ def main():
                         help="NAME=LONG,SHORT: other data folders a recipe may name")
     parser.add_argument("--eval-data", default="", help="scored on (default: --data)")
     parser.add_argument("--recipes", nargs="+", default=["default"], choices=sorted(RECIPES))
+    parser.add_argument("--base-recipe", default="default", choices=sorted(RECIPES),
+                        help="the recipe that gets --base-steps; the others get as many "
+                             "steps as fit in its wall-clock")
     parser.add_argument("--base-steps", type=int, default=800,
-                        help="the default recipe's steps (the main job's)")
+                        help="the base recipe's steps (the main job's)")
     parser.add_argument("--short-fraction", type=float, default=0.875)
     parser.add_argument("--time-only", action="store_true",
                         help="measure the recipes' step times (interleaved, medians) and "
                              "write them to --out, without training")
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds")
     parser.add_argument("--timed-steps", type=int, default=10, help="steps per timing round")
+    parser.add_argument("--times", default="",
+                        help="take the step times from this --time-only output instead "
+                             "of measuring them (so trainings can run side by side)")
     parser.add_argument("--work", default="")
     parser.add_argument("--out", default="benchmarks/results/pretrain_recipe.json")
     args = parser.parse_args()
@@ -180,8 +197,8 @@ def main():
         with open(args.out) as f:
             results = json.load(f)
     todo = [name for name in args.recipes if name not in results["recipes"]]
-    if "default" not in todo and todo:
-        todo_timed = ["default", *todo]
+    if args.base_recipe not in todo and todo:
+        todo_timed = [args.base_recipe, *todo]
     else:
         todo_timed = todo
     timed = {}
@@ -189,7 +206,13 @@ def main():
         fields, variant = RECIPES[name]
         for which, data in zip(("long", "short"), variants[variant]):
             timed[(name, which)] = (PretrainConfig(**fields), data)
-    times = step_times(timed) if todo else {}
+    if args.times:
+        with open(args.times) as f:
+            measured = json.load(f)["step_times"]
+        times = {(name, which): measured[name]["seconds_per_step"][which]
+                 for name, which in timed}
+    else:
+        times = step_times(timed) if todo else {}
 
     def per_step(name):
         return (args.short_fraction * times[(name, "short")]
@@ -200,7 +223,7 @@ def main():
         long_data, short_data = variants[variant]
         # the main job's steps, scaled by this recipe's step cost against
         # the default's (whole epochs; 7 of 8 at the short length)
-        budget = args.base_steps * per_step("default") / per_step(name)
+        budget = args.base_steps * per_step(args.base_recipe) / per_step(name)
         epoch = max(10, min(100, int(budget / 8) // 10 * 10))
         epochs = max(8, round(budget / epoch))
         steps = epochs * epoch
