@@ -70,6 +70,14 @@ RECIPES = {
         **MAIN_JOB["model_overrides"], "num_hidden_layers": 2}}, None),
     "main_job_layers1": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
         **MAIN_JOB["model_overrides"], "num_hidden_layers": 1}}, None),
+    "main_job_layers2_hidden128": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
+        **MAIN_JOB["model_overrides"], "num_hidden_layers": 2, "hidden_size": 128,
+        "intermediate_size": 512}}, None),
+    "main_job_hidden192": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
+        **MAIN_JOB["model_overrides"], "hidden_size": 192, "intermediate_size": 768}}, None),
+    "main_job_layers2_hidden192": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
+        **MAIN_JOB["model_overrides"], "num_hidden_layers": 2, "hidden_size": 192,
+        "intermediate_size": 768}}, None),
     "main_job_ffn512": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
         **MAIN_JOB["model_overrides"], "intermediate_size": 512}}, None),
     "main_job_hidden128": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {

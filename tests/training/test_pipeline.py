@@ -52,15 +52,15 @@ def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
         return main_job_recipe(pipeline, PretrainConfig(**train)).model_overrides
 
     main_job = {"position_bias": "alibi", "alibi_slope_scale": 4.0}
-    assert overrides(PipelineConfig()) == main_job
+    assert overrides(PipelineConfig()) == {**main_job, "num_hidden_layers": 2}
     assert overrides(PipelineConfig(), objective="rtd") == main_job
     # the user's overrides are kept, and win
-    assert overrides(PipelineConfig(), model_overrides={"num_hidden_layers": 2}) == {
-        **main_job, "num_hidden_layers": 2}
+    assert overrides(PipelineConfig(), model_overrides={"num_hidden_layers": 4}) == {
+        **main_job, "num_hidden_layers": 4}
     assert overrides(PipelineConfig(), model_overrides={"alibi_slope_scale": 1.0}) == {
-        "position_bias": "alibi", "alibi_slope_scale": 1.0}
+        "position_bias": "alibi", "alibi_slope_scale": 1.0, "num_hidden_layers": 2}
     assert overrides(PipelineConfig(), model_overrides={"position_bias": "none"}) == {
-        "position_bias": "none"}
+        "position_bias": "none", "num_hidden_layers": 2}
     # ALBERT's attention everywhere else
     for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
                             (PipelineConfig(data="runs/data"), {}),
@@ -100,6 +100,23 @@ def test_the_built_in_corpus_masks_more_unless_told_otherwise():
                             (PipelineConfig(data="runs/data"), {}),
                             (PipelineConfig(), {"init": "runs/model"})):
         assert rate(pipeline, **train) is None
+
+
+def test_the_main_job_trains_two_layers_for_longer_unless_told_otherwise():
+    def shape(pipeline, **train):
+        t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        return t.model_overrides.get("num_hidden_layers"), t.total_steps
+
+    assert shape(PipelineConfig()) == (2, 1200)  # the main job
+    assert shape(PipelineConfig(), total_steps=300) == (2, 300)  # given steps win
+    # a depth, preset or objective of the user's keeps the 800 steps
+    assert shape(PipelineConfig(), model_overrides={"num_hidden_layers": 4}) == (4, 800)
+    assert shape(PipelineConfig(), preset="albert_base") == (None, 800)
+    assert shape(PipelineConfig(), objective="rtd") == (None, 800)
+    for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
+                            (PipelineConfig(data="runs/data"), {}),
+                            (PipelineConfig(), {"init": "runs/model"})):
+        assert shape(pipeline, **train) == (None, 800)
 
 
 def test_an_unset_rate_and_warmup_are_recorded_as_the_values_used(
