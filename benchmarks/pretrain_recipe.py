@@ -35,6 +35,13 @@ import time
 MAIN_JOB = {"objective": "mlm", "learning_rate": 1.6e-2, "warmup_steps": 150,
             "model_overrides": {"position_bias": "alibi", "alibi_slope_scale": 4.0}}
 
+
+def _main_job_shape(**model_fields):
+    """The main job at 40% masked with other ``AlbertConfig`` fields."""
+    return {**MAIN_JOB, "mask_rate": 0.4,
+            "model_overrides": {**MAIN_JOB["model_overrides"], **model_fields}}
+
+
 # name -> (PretrainConfig fields, data variant). A variant names the data
 # folders given with --variant NAME=LONG,SHORT.
 RECIPES = {
@@ -66,22 +73,15 @@ RECIPES = {
     # smaller models for the same wall-clock (2026-11-26): at this budget the
     # main job's model sees about one token per transformer weight, far
     # fewer than compute-optimal training wants, so a cheaper step may win
-    "main_job_layers2": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
-        **MAIN_JOB["model_overrides"], "num_hidden_layers": 2}}, None),
-    "main_job_layers1": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
-        **MAIN_JOB["model_overrides"], "num_hidden_layers": 1}}, None),
-    "main_job_layers2_hidden128": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
-        **MAIN_JOB["model_overrides"], "num_hidden_layers": 2, "hidden_size": 128,
-        "intermediate_size": 512}}, None),
-    "main_job_hidden192": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
-        **MAIN_JOB["model_overrides"], "hidden_size": 192, "intermediate_size": 768}}, None),
-    "main_job_layers2_hidden192": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
-        **MAIN_JOB["model_overrides"], "num_hidden_layers": 2, "hidden_size": 192,
-        "intermediate_size": 768}}, None),
-    "main_job_ffn512": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
-        **MAIN_JOB["model_overrides"], "intermediate_size": 512}}, None),
-    "main_job_hidden128": ({**MAIN_JOB, "mask_rate": 0.4, "model_overrides": {
-        **MAIN_JOB["model_overrides"], "hidden_size": 128, "intermediate_size": 512}}, None),
+    "main_job_layers2": (_main_job_shape(num_hidden_layers=2), None),
+    "main_job_layers1": (_main_job_shape(num_hidden_layers=1), None),
+    "main_job_layers2_hidden128": (_main_job_shape(num_hidden_layers=2, hidden_size=128,
+                                                   intermediate_size=512), None),
+    "main_job_hidden192": (_main_job_shape(hidden_size=192, intermediate_size=768), None),
+    "main_job_layers2_hidden192": (_main_job_shape(num_hidden_layers=2, hidden_size=192,
+                                                   intermediate_size=768), None),
+    "main_job_ffn512": (_main_job_shape(intermediate_size=512), None),
+    "main_job_hidden128": (_main_job_shape(hidden_size=128, intermediate_size=512), None),
 }
 
 
