@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from albert_keras.config import AlbertConfig
+from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
@@ -140,7 +141,7 @@ class AlbertElectraPretrainer(keras.Model):
             self.sop_head.build((None, d.hidden_size))
         self.built = True
         self._pretraining_metrics = [
-            keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy"),
+            MaskedLMAccuracy(),
             keras.metrics.Mean(name="masked_lm_loss"),
             keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0),
             keras.metrics.Mean(name="rtd_loss"),

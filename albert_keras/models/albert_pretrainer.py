@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
@@ -90,7 +91,7 @@ class AlbertPretrainer(TaskModel):
         self.sop_dropout = sop_dropout
         self.sentence_order = bool(sentence_order)
         self._pretraining_metrics = [
-            keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy"),
+            MaskedLMAccuracy(),
             keras.metrics.Mean(name="masked_lm_loss"),
         ]
         if self.sentence_order:

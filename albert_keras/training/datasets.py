@@ -7,6 +7,8 @@ rows, so a step sees the same examples and masks on any topology.
 import filecmp
 import os
 
+import tensorflow as tf
+
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.data.reader import verify_shards
 
@@ -33,30 +35,38 @@ def train_dataset(strategy, data_dir, train_config, objective, skip_batches):
 
 
 def eval_dataset(strategy, data_dir, manifest, train_config, objective):
+    """The validation batches ``fit`` reads after each epoch (None: none)."""
     if "eval" not in manifest["splits"] or not train_config.eval_steps:
         return None
+    return strategy.distribute_datasets_from_function(
+        lambda context: eval_pipeline(context, data_dir, train_config, objective))
 
-    def eval_fn(context):
-        ds = pretraining_dataset(
-            data_dir, "eval",
-            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
-            shuffle=False, seed=train_config.seed, input_context=context, verify=False,
-        )
-        # Finite, of exactly eval_steps batches: Keras rounds validation up to
-        # whole executions of an endless dataset (10 batches for eval_steps 5),
-        # and it drops the previous epoch's iterator before validating, which
-        # for an endless one waited for its background prefetching (measured:
-        # 2 to 7 s in some epochs at albert_tiny).
-        # One element per local replica and step.
-        local = context.num_replicas_in_sync // context.num_input_pipelines
-        steps = train_config.eval_steps * local
-        if context.num_replicas_in_sync > 1:
-            # A distributed iterator reads one step ahead: with no margin it
-            # raised StopIteration under MirroredStrategy.
-            steps += local
-        return ds.take(steps).map(objective.split_features)
 
-    return strategy.distribute_datasets_from_function(eval_fn)
+def eval_pipeline(context, data_dir, train_config, objective):
+    """One input pipeline's share of the validation batches."""
+    ds = pretraining_dataset(
+        data_dir, "eval",
+        batch_size=context.get_per_replica_batch_size(train_config.batch_size),
+        shuffle=False, seed=train_config.seed, input_context=context, verify=False,
+    )
+    # Finite, of exactly eval_steps batches: Keras rounds validation up to
+    # whole executions of an endless dataset (10 batches for eval_steps 5).
+    # One element per local replica and step.
+    local = context.num_replicas_in_sync // context.num_input_pipelines
+    steps = train_config.eval_steps * local
+    if context.num_replicas_in_sync > 1:
+        # A distributed iterator reads one step ahead: with no margin it
+        # raised StopIteration under MirroredStrategy.
+        steps += local
+    # Without tf.data's autotuning: Keras drops the previous validation's
+    # iterator before each validation, and the iterator's destructor waits
+    # for the autotuning thread, which wakes on its own schedule: 14 to 18 s
+    # in three of five validations of the main job (py-spy: in
+    # ~LogicalThreadWrapper under ~RootDataset::Iterator), a fifth of its
+    # training time. A few small batches need no tuning.
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return ds.take(steps).map(objective.split_features).with_options(options)
 
 
 def short_seq_manifest(data_dir, manifest, short):

@@ -60,3 +60,27 @@ def test_replaced_token_head():
         lambda b, s: (np.random.default_rng(s).normal(size=(b, s, H)).astype("float32"),),
         lambda b, s: (b, s),
     )
+
+
+def test_masked_lm_accuracy_is_keras_sparse_categorical_accuracy():
+    from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
+
+    rng = np.random.default_rng(0)
+    ours, keras_own = MaskedLMAccuracy(), keras.metrics.SparseCategoricalAccuracy()
+    for _ in range(3):  # running means over several batches, padded rows weighted 0
+        logits = rng.normal(size=(4, 5, V)).astype("float32")
+        labels = rng.integers(0, V, (4, 5)).astype("int32")
+        # about a third of the rows are right, so the mean is not 0 or 1
+        right = rng.random((4, 5)) < 0.35
+        labels = np.where(right, logits.argmax(-1), labels).astype("int32")
+        weights = (rng.random((4, 5)) < 0.8).astype("float32")
+        ours.update_state(labels, logits, sample_weight=weights)
+        keras_own.update_state(labels, logits, sample_weight=weights)
+    assert 0.2 < float(ours.result()) < 0.8
+    np.testing.assert_allclose(float(ours.result()), float(keras_own.result()), rtol=1e-6)
+    # ties: the lowest index wins, as in argmax
+    tie = MaskedLMAccuracy()
+    tie.update_state(np.array([[2]]), np.zeros((1, 1, V), "float32"))
+    assert float(tie.result()) == 0.0
+    restored = MaskedLMAccuracy.from_config(ours.get_config())
+    assert restored.name == "masked_lm_accuracy"

@@ -370,3 +370,19 @@ def test_mask_rate_masks_more_in_training_and_keeps_the_held_out_masks(data_dir)
         PretrainConfig(mask_rate=0.3, dynamic_masking=False).validate()
     with pytest.raises(ValueError, match="mask_rate must be in"):
         PretrainConfig(mask_rate=1.0).validate()
+
+
+def test_validation_batches_are_exactly_eval_steps_and_not_autotuned(data_dir):
+    # Untuned: dropping an autotuned iterator waited for tf.data's tuning
+    # thread, for seconds, before every other validation of the main job.
+    import tensorflow as tf
+
+    from albert_keras.data.reader import read_manifest
+    from albert_keras.training.datasets import eval_pipeline
+    from albert_keras.training.objectives import get_objective
+
+    config = PretrainConfig(batch_size=4, eval_steps=3)
+    objective = get_objective("mlm", read_manifest(data_dir), config)
+    ds = eval_pipeline(tf.distribute.InputContext(), data_dir, config, objective)
+    assert ds.options().autotune.enabled is False
+    assert sum(1 for _ in ds) == 3
