@@ -107,7 +107,7 @@ def test_the_main_job_trains_two_layers_for_longer_unless_told_otherwise():
         t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return t.model_overrides.get("num_hidden_layers"), t.total_steps
 
-    assert shape(PipelineConfig()) == (2, 1200)  # the main job
+    assert shape(PipelineConfig()) == (2, 1600)  # the main job
     assert shape(PipelineConfig(), total_steps=300) == (2, 300)  # given steps win
     # a depth, preset or objective of the user's keeps the 800 steps
     assert shape(PipelineConfig(), model_overrides={"num_hidden_layers": 4}) == (4, 800)
