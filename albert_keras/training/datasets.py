@@ -59,11 +59,11 @@ def eval_pipeline(context, data_dir, train_config, objective):
         # raised StopIteration under MirroredStrategy.
         steps += local
     # Without tf.data's autotuning: Keras drops the previous validation's
-    # iterator before each validation, and the iterator's destructor waits
-    # for the autotuning thread, which wakes on its own schedule: 14 to 18 s
-    # in three of five validations of the main job (py-spy: in
-    # ~LogicalThreadWrapper under ~RootDataset::Iterator), a fifth of its
-    # training time. A few small batches need no tuning.
+    # iterator before each validation, and the iterator's destructor waited
+    # for a background thread of the autotuner: 14 to 18 s in three of five
+    # validations of the main job (py-spy: in ~LogicalThreadWrapper under
+    # ~RootDataset::Iterator), a fifth of its training time. A few small
+    # batches need no tuning.
     options = tf.data.Options()
     options.autotune.enabled = False
     return ds.take(steps).map(objective.split_features).with_options(options)
