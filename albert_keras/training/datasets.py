@@ -14,6 +14,7 @@ from albert_keras.data.reader import verify_shards
 
 
 def train_dataset(strategy, data_dir, train_config, objective, skip_batches):
+    """The training batches of one phase, for ``fit`` under ``strategy``."""
     replicas = strategy.num_replicas_in_sync
     if train_config.batch_size % replicas:
         raise ValueError(
@@ -21,17 +22,21 @@ def train_dataset(strategy, data_dir, train_config, objective, skip_batches):
             f"{replicas} replicas"
         )
 
-    def train_fn(context):
-        ds = pretraining_dataset(
-            data_dir, "train",
-            batch_size=context.get_per_replica_batch_size(train_config.batch_size),
-            dynamic_masking=train_config.dynamic_masking,
-            seed=train_config.seed, input_context=context, verify=False,
-            skip_batches=skip_batches, masked_lm_prob=train_config.mask_rate,
-        )
-        return ds.map(objective.split_features)
+    return strategy.distribute_datasets_from_function(
+        lambda context: train_pipeline(context, data_dir, train_config, objective,
+                                       skip_batches))
 
-    return strategy.distribute_datasets_from_function(train_fn)
+
+def train_pipeline(context, data_dir, train_config, objective, skip_batches=0):
+    """One input pipeline's share of the training batches (endless)."""
+    ds = pretraining_dataset(
+        data_dir, "train",
+        batch_size=context.get_per_replica_batch_size(train_config.batch_size),
+        dynamic_masking=train_config.dynamic_masking,
+        seed=train_config.seed, input_context=context, verify=False,
+        skip_batches=skip_batches, masked_lm_prob=train_config.mask_rate,
+    )
+    return ds.map(objective.split_features).with_options(_untuned())
 
 
 def eval_dataset(strategy, data_dir, manifest, train_config, objective):
@@ -58,15 +63,27 @@ def eval_pipeline(context, data_dir, train_config, objective):
         # A distributed iterator reads one step ahead: with no margin it
         # raised StopIteration under MirroredStrategy.
         steps += local
-    # Without tf.data's autotuning: Keras drops the previous validation's
-    # iterator before each validation, and the iterator's destructor waited
-    # for a background thread of the autotuner: 14 to 18 s in three of five
-    # validations of the main job (py-spy: in ~LogicalThreadWrapper under
-    # ~RootDataset::Iterator), a fifth of its training time. A few small
-    # batches need no tuning.
+    return ds.take(steps).map(objective.split_features).with_options(_untuned())
+
+
+def _untuned():
+    """tf.data options without autotuning, for the pipelines ``fit`` reads.
+
+    Keras drops the previous validation's iterator before each validation,
+    and the training iterator when ``fit`` returns (once per sequence-length
+    phase). Dropping an autotuned iterator waited for a background thread of
+    the autotuner: 14 to 18 s in three of five validations of the main job
+    (py-spy: in ~LogicalThreadWrapper under ~RootDataset::Iterator), a fifth
+    of its training time, and 37 and 73 s outside the epochs in two of four
+    1,600-step runs. Untuned, the parallel stages keep their starting
+    parallelism (min(16, the host's threads)) and prefetching still sizes
+    its buffer; on this project's 2-core CPU the training pipeline made a
+    batch in 2.6 ms instead of 3.0 (sequence 64) and 4.9 instead of 5.7
+    (128), against a training step of 240 and 530 ms.
+    """
     options = tf.data.Options()
     options.autotune.enabled = False
-    return ds.take(steps).map(objective.split_features).with_options(options)
+    return options
 
 
 def short_seq_manifest(data_dir, manifest, short):

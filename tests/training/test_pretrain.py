@@ -372,17 +372,24 @@ def test_mask_rate_masks_more_in_training_and_keeps_the_held_out_masks(data_dir)
         PretrainConfig(mask_rate=1.0).validate()
 
 
-def test_validation_batches_are_exactly_eval_steps_and_not_autotuned(data_dir):
-    # Untuned: dropping an autotuned iterator waited for tf.data's tuning
-    # thread, for seconds, before every other validation of the main job.
+def test_fit_reads_untuned_pipelines_and_exactly_eval_steps_batches(data_dir):
+    # Untuned: dropping an autotuned iterator (Keras does, before each
+    # validation and when fit returns) waited for tf.data's tuning thread,
+    # for seconds, in most validations of the main job.
     import tensorflow as tf
 
     from albert_keras.data.reader import read_manifest
     from albert_keras.training.datasets import eval_pipeline
+    from albert_keras.training.datasets import train_pipeline
     from albert_keras.training.objectives import get_objective
 
     config = PretrainConfig(batch_size=4, eval_steps=3)
     objective = get_objective("mlm", read_manifest(data_dir), config)
-    ds = eval_pipeline(tf.distribute.InputContext(), data_dir, config, objective)
-    assert ds.options().autotune.enabled is False
-    assert sum(1 for _ in ds) == 3
+    context = tf.distribute.InputContext()
+    held_out = eval_pipeline(context, data_dir, config, objective)
+    train = train_pipeline(context, data_dir, config, objective)
+    assert held_out.options().autotune.enabled is False
+    assert train.options().autotune.enabled is False
+    assert sum(1 for _ in held_out) == 3
+    features, labels = next(iter(train))
+    assert features["token_ids"].shape[0] == 4 and "masked_ids" in labels
