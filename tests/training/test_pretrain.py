@@ -375,7 +375,7 @@ def test_mask_rate_masks_more_in_training_and_keeps_the_held_out_masks(data_dir)
 def test_fit_reads_untuned_pipelines_and_exactly_eval_steps_batches(data_dir):
     # Untuned: dropping an autotuned iterator (Keras does, before each
     # validation and when fit returns) waited for tf.data's tuning thread,
-    # for seconds, in most validations of the main job.
+    # for up to 18 s, in three of six validations of a main-job run.
     import tensorflow as tf
 
     from albert_keras.data.reader import read_manifest
