@@ -36,7 +36,7 @@ def train_pipeline(context, data_dir, train_config, objective, skip_batches=0):
         seed=train_config.seed, input_context=context, verify=False,
         skip_batches=skip_batches, masked_lm_prob=train_config.mask_rate,
     )
-    return ds.map(objective.split_features).with_options(_untuned())
+    return ds.map(objective.split_features).with_options(untuned_options())
 
 
 def eval_dataset(strategy, data_dir, manifest, train_config, objective):
@@ -63,10 +63,10 @@ def eval_pipeline(context, data_dir, train_config, objective):
         # A distributed iterator reads one step ahead: with no margin it
         # raised StopIteration under MirroredStrategy.
         steps += local
-    return ds.take(steps).map(objective.split_features).with_options(_untuned())
+    return ds.take(steps).map(objective.split_features).with_options(untuned_options())
 
 
-def _untuned():
+def untuned_options():
     """tf.data options without autotuning, for the pipelines ``fit`` reads.
 
     Keras drops the previous validation's iterator before each validation,
@@ -80,6 +80,10 @@ def _untuned():
     its buffer; on this project's 2-core CPU the training pipeline made a
     batch in 2.6 ms instead of 3.0 (sequence 64) and 4.9 instead of 5.7
     (128), against a training step of 240 and 530 ms.
+
+    Example:
+    >>> untuned_options().autotune.enabled
+    False
     """
     options = tf.data.Options()
     options.autotune.enabled = False
