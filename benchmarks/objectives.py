@@ -178,7 +178,12 @@ def compare(args):
                 with tempfile.TemporaryDirectory() as out:
                     m = finetune(folder, os.path.join(task, "train.csv"),
                                  os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg)
-                runs.append({"seed": seed, "accuracy": m["accuracy"], "pooling": pooling})
+                # the per-epoch eval scores too: the best epoch is chosen on
+                # the rows it is scored on, so the last epoch's is the
+                # unselected number
+                runs.append({"seed": seed, "accuracy": m["accuracy"], "pooling": pooling,
+                             "best_epoch": m.get("best_epoch"),
+                             "eval_history": m.get(f"{m.get('selected_on')}_history")})
                 write(args.out, results)
                 print(task_name, name, seed, m["accuracy"], flush=True)
         for name, runs in scores.items():
