@@ -92,8 +92,9 @@ def test_the_built_in_corpus_masks_more_unless_told_otherwise():
     assert rate(PipelineConfig(), mask_rate=0.15) == 0.15  # given, even BERT's
     # stored masks have the data's rate: nothing to choose
     assert rate(PipelineConfig(), dynamic_masking=False) is None
-    # measured for mlm only: other objectives keep the data's rate
-    assert rate(PipelineConfig(), objective="rtd") is None
+    # measured for mlm and rtd; mlm_sop keeps the data's rate
+    assert rate(PipelineConfig(), objective="rtd") == 0.4
+    assert rate(PipelineConfig(), objective="rtd", mask_rate=0.15) == 0.15
     assert rate(PipelineConfig(), objective="mlm_sop") is None
     # the data's rate everywhere else
     for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
