@@ -102,6 +102,7 @@ def _timed_model(cfg, data):
     from albert_keras.optimizers.optimizer import make_optimizer
     from albert_keras.precision import resolve_precision
     from albert_keras.presets import get_preset
+    from albert_keras.training.datasets import untuned_options
     from albert_keras.training.objectives import get_objective
 
     keras.mixed_precision.set_global_policy(resolve_precision(cfg.precision))
@@ -113,9 +114,12 @@ def _timed_model(cfg, data):
     optimizer = make_optimizer(cfg.optimizer, learning_rate=1e-4, total_steps=10**6,
                                warmup_steps=10)
     model = objective.build_model(AlbertEncoder(config), optimizer, 10)
+    # Untuned input: every timed fit() below makes a new iterator and drops
+    # it on return, and dropping an autotuned one waits for the autotuner's
+    # thread (seconds per fit, which would be timed with the steps).
     ds = pretraining_dataset(data, batch_size=cfg.batch_size, shuffle=False,
                              dynamic_masking=True, masked_lm_prob=cfg.mask_rate,
-                             ).map(objective.split_features)
+                             ).map(objective.split_features).with_options(untuned_options())
     model.fit(ds, steps_per_epoch=10, verbose=0)
     return model, ds
 
