@@ -127,8 +127,9 @@ def main_job_recipe(pipeline, train_config):
       run's validation was already above the 15% run's at step 800.
     * ``rtd`` masks 40% too, for the same reason: at 15% its discriminator
       sees about 14% replaced tokens and stayed at the all-original prior
-      for 800 of 1,000 steps. On the 2-layer model of the next point, at
-      1,000 steps (about the wall-clock of ``mlm``'s 1,600): held-out RTD
+      for 800 of 1,000 steps. Measured on the 2-layer model of the next
+      point (``rtd`` itself keeps 4 layers and 800 steps), at 1,000 steps
+      (about the wall-clock of ``mlm``'s 1,600): held-out RTD
       AUC 0.826 against 0.779, and fine-tuned on sotu century (10 epochs,
       3 seeds) 0.831 +- 0.006 against 0.751 +- 0.009 (from scratch 0.825 +-
       0.010, ``mlm_sop`` 0.865 +- 0.005).

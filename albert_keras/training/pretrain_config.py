@@ -122,8 +122,8 @@ class PretrainConfig:
     mask_rate: float = option(None, "share of tokens masked in training batches (needs "
                                     "dynamic masking; held-out scores keep the data's "
                                     "stored masks)",
-                              auto=f"the data's masked_lm_prob; {MAIN_JOB_MASK_RATE:g} for the "
-                                   "main job's mlm on the built-in corpus")
+                              auto=f"the data's masked_lm_prob; {MAIN_JOB_MASK_RATE:g} for mlm and "
+                                   "rtd on the built-in corpus")
     eval_steps: int = option(5, "validation batches after each epoch")
     log_every: int = option(50, "steps between plain progress lines when the output is not "
                                 "a terminal or notebook")
