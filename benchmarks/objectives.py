@@ -49,46 +49,17 @@ def write(path, results):
 
 
 def step_cost(args):
-    import keras
+    from pretrain_recipe import round_times  # the same timed models as the recipe table
 
-    from albert_keras.data.reader import pretraining_dataset
-    from albert_keras.data.reader import read_manifest
-    from albert_keras.models.albert_encoder import AlbertEncoder
-    from albert_keras.optimizers.optimizer import make_optimizer
-    from albert_keras.precision import resolve_precision
-    from albert_keras.presets import get_preset
-    from albert_keras.training.datasets import untuned_options
-    from albert_keras.training.objectives import get_objective
     from albert_keras.training.pretrain_config import PretrainConfig
 
-    keras.mixed_precision.set_global_policy(resolve_precision(args.precision))
-    manifest = read_manifest(args.data)
-    config = get_preset(args.preset, vocab_size=manifest["vocab_size"],
-                        **json.loads(args.model_overrides))
-    models, data = {}, {}
-    for name in args.objectives:
-        cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing)
-        objective = get_objective(name, manifest, cfg)
-        keras.utils.set_random_seed(0)
-        optimizer = make_optimizer("lamb", learning_rate=1e-3, total_steps=10**6,
-                                   warmup_steps=10)
-        models[name] = objective.build_model(AlbertEncoder(config), optimizer,
-                                             args.steps_per_execution)
-        # No shuffle buffer: every timed fit() makes a new iterator, and
-        # refilling a 10,000-example buffer each time would dilute the ratios.
-        # Untuned, as pretraining reads it: fit() drops its iterator when it
-        # returns, and dropping an autotuned one waited seconds, whole
-        # multiples of about 5 s per 20-step round on the 2-layer model.
-        data[name] = pretraining_dataset(
-            args.data, batch_size=args.batch_size, shuffle=False, dynamic_masking=True,
-        ).map(objective.split_features).with_options(untuned_options())
-        models[name].fit(data[name], steps_per_epoch=args.steps_per_execution * 2, verbose=0)
-    times = {name: [] for name in args.objectives}
-    for _ in range(args.rounds):  # interleaved: every round times each objective once
-        for name in args.objectives:
-            start = time.perf_counter()
-            models[name].fit(data[name], steps_per_epoch=args.steps, verbose=0)
-            times[name].append((time.perf_counter() - start) / args.steps)
+    cfgs = {name: (PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
+                                  preset=args.preset,
+                                  model_overrides=json.loads(args.model_overrides),
+                                  precision=args.precision, batch_size=args.batch_size,
+                                  steps_per_execution=args.steps_per_execution), args.data)
+            for name in args.objectives}
+    times = round_times(cfgs, rounds=args.rounds, steps=args.steps)
     results = {"settings": vars(args), "seconds_per_step": times,
                "median_seconds_per_step": {k: statistics.median(v) for k, v in times.items()}}
     base = results["median_seconds_per_step"].get("mlm_sop")

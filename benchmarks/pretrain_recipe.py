@@ -92,8 +92,9 @@ def write(path, results):
     os.replace(path + ".tmp", path)
 
 
-def _timed_model(cfg, data):
-    """A compiled pretraining model of ``cfg`` and its dataset, warmed up."""
+def timed_model(cfg, data):
+    """A compiled pretraining model of ``cfg`` and its dataset, warmed up
+    (also what ``objectives.py --step-cost`` times)."""
     import keras
 
     from albert_keras.data.reader import pretraining_dataset
@@ -113,28 +114,36 @@ def _timed_model(cfg, data):
     keras.utils.set_random_seed(0)
     optimizer = make_optimizer(cfg.optimizer, learning_rate=1e-4, total_steps=10**6,
                                warmup_steps=10)
-    model = objective.build_model(AlbertEncoder(config), optimizer, 10)
-    # Untuned input: every timed fit() below makes a new iterator and drops
-    # it on return, and dropping an autotuned one waits for the autotuner's
-    # thread (seconds per fit, which would be timed with the steps).
+    model = objective.build_model(AlbertEncoder(config), optimizer, cfg.steps_per_execution)
+    # Every timed fit() makes a new iterator and drops it on return. No
+    # shuffle buffer: refilling one each time would be timed with the steps.
+    # Untuned: dropping an autotuned iterator waits for the autotuner's
+    # thread, whole multiples of about 5 s per round on the 2-layer model.
     ds = pretraining_dataset(data, batch_size=cfg.batch_size, shuffle=False,
                              dynamic_masking=True, masked_lm_prob=cfg.mask_rate,
                              ).map(objective.split_features).with_options(untuned_options())
-    model.fit(ds, steps_per_epoch=10, verbose=0)
+    model.fit(ds, steps_per_epoch=2 * cfg.steps_per_execution, verbose=0)
     return model, ds
 
 
-def step_times(cfgs, rounds=3, steps=10):
-    """``{(name, which): median seconds per step}`` for every recipe and
-    data folder in ``cfgs`` (``{(name, which): (cfg, data)}``), interleaved."""
-    built = {key: _timed_model(cfg, data) for key, (cfg, data) in cfgs.items()}
+def round_times(cfgs, rounds=3, steps=10):
+    """``{key: [seconds per step, one per round]}`` for every ``(cfg, data)``
+    in ``cfgs`` (``{key: (cfg, data)}``), interleaved: every round times
+    each model once."""
+    built = {key: timed_model(cfg, data) for key, (cfg, data) in cfgs.items()}
     times = {key: [] for key in built}
     for _ in range(rounds):
         for key, (model, ds) in built.items():
             start = time.perf_counter()
             model.fit(ds, steps_per_epoch=steps, verbose=0)
             times[key].append((time.perf_counter() - start) / steps)
-    return {key: statistics.median(v) for key, v in times.items()}
+    return times
+
+
+def step_times(cfgs, rounds=3, steps=10):
+    """``{(name, which): median seconds per step}`` for every recipe and
+    data folder in ``cfgs`` (``{(name, which): (cfg, data)}``), interleaved."""
+    return {key: statistics.median(v) for key, v in round_times(cfgs, rounds, steps).items()}
 
 
 def held_out(folder, eval_data):
