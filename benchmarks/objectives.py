@@ -57,7 +57,8 @@ def step_cost(args):
                                   preset=args.preset,
                                   model_overrides=json.loads(args.model_overrides),
                                   precision=args.precision, batch_size=args.batch_size,
-                                  steps_per_execution=args.steps_per_execution), args.data)
+                                  steps_per_execution=args.steps_per_execution,
+                                  mask_rate=args.mask_rate), args.data)
             for name in args.objectives}
     times = round_times(cfgs, rounds=args.rounds, steps=args.steps)
     results = {"settings": vars(args), "seconds_per_step": times,
@@ -108,6 +109,7 @@ def compare(args):
         cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
                              total_steps=steps, steps_per_epoch=50, max_minutes=args.minutes,
                              learning_rate=args.learning_rate, seed=0,
+                             mask_rate=args.mask_rate,
                              model_overrides=json.loads(args.model_overrides),
                              short_seq_data=args.short_data if short_steps else "",
                              short_seq_steps=short_steps)
@@ -259,6 +261,11 @@ def main():
     parser.add_argument("--precision", default="auto",
                         help="as pretrain's (auto: float32 on CPUs without native bf16)")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--mask-rate", type=float, default=None,
+                        help="share of the tokens masked, drawn per batch (default: the "
+                             "data folder's stored rate; the main job masks 0.4). It sets "
+                             "how many rows the vocabulary projection runs on, a large part "
+                             "of every objective's step")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps-per-execution", type=int, default=10)
