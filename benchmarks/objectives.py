@@ -74,6 +74,37 @@ def step_cost(args):
 # -- equal wall-clock comparison ------------------------------------------------------------------
 
 
+def step_cost_ratios(path, mask_rate):
+    """Each objective's step cost over mlm_sop's, from a ``--step-cost`` file.
+
+    The share masked sets how many rows the vocabulary projection runs on, so
+    a ratio timed at one mask rate is wrong at another (1.63x at 15% against
+    1.40x at 40% on the 2-layer model). A file timed at a different rate than
+    the comparison runs at is refused rather than silently scaling the steps.
+
+    Args:
+        path: the ``--step-cost`` results file; a missing file means equal steps.
+        mask_rate: the comparison's ``--mask-rate`` (None: the data's stored rate).
+
+    Returns:
+        A dict from objective name to its step-cost ratio.
+    """
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        timed = json.load(f)
+    if not isinstance(timed, dict) or not isinstance(timed.get("ratio_to_mlm_sop"), dict):
+        raise SystemExit(f"{path}: no ratio_to_mlm_sop; not a --step-cost results file")
+    # files written before --mask-rate existed were timed at the data's rate
+    timed_rate = (timed.get("settings") or {}).get("mask_rate")
+    if timed_rate != mask_rate:
+        show = lambda r: "the data's stored rate" if r is None else r  # noqa: E731
+        raise SystemExit(f"{path}: step costs timed at mask rate {show(timed_rate)}, "
+                         f"--compare masks {show(mask_rate)}; time them at the same rate "
+                         f"(--step-cost --mask-rate) or pass a matching --step-cost-file")
+    return timed["ratio_to_mlm_sop"]
+
+
 def compare(args):
     from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune import resolve_pooling
@@ -86,10 +117,7 @@ def compare(args):
         with open(args.out) as f:
             results = json.load(f)
     work = args.work or tempfile.mkdtemp()
-    ratios = {}
-    if os.path.isfile(args.step_cost_file):
-        with open(args.step_cost_file) as f:
-            ratios = json.load(f).get("ratio_to_mlm_sop", {})
+    ratios = step_cost_ratios(args.step_cost_file, args.mask_rate)
     models = {}
     for name in args.objectives:
         folder = os.path.join(work, name)
