@@ -175,7 +175,8 @@ def compare(args):
                 # auto follows the folder's objective; from scratch takes the
                 # first objective's folder, so it gets that model's head
                 pooling = resolve_pooling(args.finetune_pooling, folder)
-                cfg = dataclasses.replace(cfg, pooling=pooling)
+                cfg = dataclasses.replace(cfg, pooling=pooling,
+                                          **json.loads(args.finetune_overrides))
                 with tempfile.TemporaryDirectory() as out:
                     m = finetune(folder, os.path.join(task, "train.csv"),
                                  os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg)
@@ -309,6 +310,8 @@ def main():
     parser.add_argument("--finetune-pooling", default="auto",
                         choices=("auto", *CLASSIFIER_POOLINGS),
                         help="what the classifier head reads (FinetuneConfig.pooling)")
+    parser.add_argument("--finetune-overrides", default="{}",
+                        help='FinetuneConfig fields as JSON, e.g. \'{"sequence_length": 256}\'')
     parser.add_argument("--no-from-scratch", action="store_true",
                         help="fine-tune only the named models, without the untrained "
                              "baseline (to add a model to a results file that has it)")

@@ -28,8 +28,9 @@ class Classify(Task):
             path, spec.text_column, spec.text_pair_column, spec.label_column,
             require_labels=require_labels,
         )
+        lengths = []
         x = pack_texts(tokenizer, examples.texts, examples.pairs, spec.sequence_length,
-                       spec.truncate)
+                       spec.truncate, lengths=lengths)
         y = None
         if examples.labels is not None:
             if spec.regression:
@@ -43,7 +44,8 @@ class Classify(Task):
                             "needs 2+")
                     spec = spec.replace(labels=labels)
                 y = np.asarray(readers.label_ids(path, examples, spec.labels), np.int32)
-        data = TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples})
+        data = TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples,
+                                                                "lengths": np.asarray(lengths)})
         return data, spec
 
     def build_model(self, spec, encoder, dropout=0.1, pooling="pooled"):

@@ -14,6 +14,7 @@ import logging
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from albert_keras.config import CLASSIFIER_POOLINGS
@@ -74,6 +75,34 @@ def resolve_pooling(pooling, init):
     return "mean" if no_sentence_task else "pooled"
 
 
+def truncation_report(data, sequence_length):
+    """How many training inputs ``sequence_length`` cuts, logged as a warning.
+
+    A cut input loses its end silently, and a long-text task can lose much of
+    its signal that way (State of the Union paragraphs: a quarter are longer
+    than 128 pieces). The warning names the length that keeps 95% whole.
+
+    Args:
+        data: the training ``TaskData``; its ``extra["lengths"]`` holds each
+            input's whole length (tasks that pack texts whole).
+        sequence_length: the packed length.
+
+    Returns:
+        ``{"train_inputs_cut": n, "train_length_p95": pieces}``, or ``{}``
+        when the task does not report lengths.
+    """
+    lengths = data.extra.get("lengths")
+    if lengths is None or not len(lengths):
+        return {}
+    cut = int((lengths > sequence_length).sum())
+    p95 = int(np.ceil(np.percentile(lengths, 95)))
+    if cut:
+        logger.warning(f"{cut} of {len(lengths)} training inputs ({cut / len(lengths):.0%}) "
+                       f"are longer than sequence_length {sequence_length} pieces and are "
+                       f"cut; {p95} pieces keep 95% of the inputs whole")
+    return {"train_inputs_cut": cut, "train_length_p95": p95}
+
+
 def predict_outputs(model, data, batch_size=64):
     return model.predict(data.x, batch_size=batch_size, verbose=0)
 
@@ -132,6 +161,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 + (f", {len(validation)} validation rows" if validation else "")
                 + (f", labels {list(spec.labels)}"
                    if spec.labels and len(spec.labels) <= 20 else ""))
+    cut = truncation_report(train, cfg.sequence_length)
 
     # -- model -----------------------------------------------------------------------
     strategy = make_strategy(cfg.strategy)
@@ -191,7 +221,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
             raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
 
         # -- evaluate (the best epoch's weights) and write ----------------------------
-        result = {"train_loss": float(history.history["loss"][-1])}
+        result = {"train_loss": float(history.history["loss"][-1]), **cut}
         if evaluation is not None and evaluation.y is not None:
             result.update(task.score(spec, evaluation, predict_outputs(model, evaluation)))
         result.update(selection_report(best))

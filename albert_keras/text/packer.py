@@ -141,14 +141,39 @@ def _ragged(id_lists):
     return tf.RaggedTensor.from_row_lengths(flat, np.asarray(lengths, dtype=np.int64))
 
 
-def pack_texts(encoder, texts, pairs, sequence_length, truncate="longest_first", batch=4096):
-    """Tokenizes and packs texts (and pairs) into numpy encoder inputs."""
+def pack_texts(encoder, texts, pairs, sequence_length, truncate="longest_first", batch=4096,
+               lengths=None):
+    """Tokenizes and packs texts (and pairs) into numpy encoder inputs.
+
+    Args:
+        encoder: the tokenizer (``encode`` on a list of strings).
+        texts: the first texts.
+        pairs: the second texts, or None.
+        sequence_length: the packed length, specials included.
+        truncate: how inputs that do not fit are cut (``AlbertPacker``).
+        batch: texts tokenized per call.
+        lengths: an optional list; each input's whole length in pieces,
+            specials included, is appended to it, so a caller can tell how
+            many inputs were cut.
+
+    Returns:
+        A dict of ``[N, sequence_length]`` int32 arrays.
+
+    Example:
+    >>> lengths = []
+    >>> x = pack_texts(tokenizer, ["a short text"], None, 128, lengths=lengths)
+    """
     packer = AlbertPacker(sequence_length, truncate=truncate,
                           special_ids=getattr(encoder, "special_ids", None))
     parts = {k: [] for k in ("token_ids", "segment_ids", "padding_mask")}
     for start in range(0, len(texts), batch):
         first = _ragged(encoder.encode(texts[start:start + batch]))
         second = _ragged(encoder.encode(pairs[start:start + batch])) if pairs else None
+        if lengths is not None:  # [CLS] A [SEP] (B [SEP])
+            whole = first.row_lengths().numpy() + 2
+            if second is not None:
+                whole = whole + second.row_lengths().numpy() + 1
+            lengths.extend(int(n) for n in whole)
         packed = packer(first, second)
         for k in parts:
             parts[k].append(packed[k].numpy())

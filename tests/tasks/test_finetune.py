@@ -279,3 +279,31 @@ def test_epochs_and_learning_rate_default_by_model_width(init_folder, task_files
     saved = json.load(open(tmp_path / "run" / "train_config.json"))
     # the tiny test model is narrow: the measured narrow rate; epochs as given
     assert saved["learning_rate"] == 3e-4 and saved["epochs"] == 1
+
+
+def test_classify_warns_how_many_training_inputs_are_cut(init_folder, tmp_path, caplog):
+    import logging
+
+    from albert_keras.text.packer import pack_texts
+    from albert_keras.model_folder import read_tokenizer
+
+    texts = ["the fox", "the dog", "the quick brown fox jumps over the lazy dog " * 4,
+             "a dog and a fox " * 6] * 4
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"{t},{'ab'[i % 2]}\n" for i, t in enumerate(texts)))
+    cfg = FinetuneConfig(task="classify", **{**QUICK, "epochs": 1, "sequence_length": 16})
+    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+        metrics = finetune(init_folder, str(train), None, str(tmp_path / "out"), cfg)
+    whole = pack_texts(read_tokenizer(init_folder, None), texts, None, 512)["padding_mask"].sum(1)
+    expected = int((whole > 16).sum())
+    assert expected == 8 and metrics["train_inputs_cut"] == expected
+    assert metrics["train_length_p95"] == int(np.ceil(np.percentile(whole, 95)))
+    assert f"{expected} of {len(texts)} training inputs (50%) are longer than sequence_length " \
+        "16" in caplog.text
+    # nothing cut, nothing said
+    caplog.clear()
+    assert whole.max() <= 64
+    cfg = FinetuneConfig(task="classify", **{**QUICK, "epochs": 1, "sequence_length": 64})
+    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+        metrics = finetune(init_folder, str(train), None, str(tmp_path / "out2"), cfg)
+    assert metrics["train_inputs_cut"] == 0 and "are longer than" not in caplog.text

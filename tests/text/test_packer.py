@@ -76,3 +76,20 @@ def test_bad_arguments():
         AlbertPacker(8, truncate="middle")
     with pytest.raises(ValueError, match="sequence_length"):
         AlbertPacker(2)
+
+
+def test_pack_texts_reports_each_inputs_whole_length(spm_path):
+    from albert_keras.text.packer import pack_texts
+    from albert_keras.text.sentencepiece_tokenizer import SentencePiece
+
+    tokenizer = SentencePiece(spm_path)
+    texts = ["the fox", "a dog " * 20, "x", "the quick brown fox jumps over the lazy dog " * 3]
+    pairs = ["jumps", "runs far", "the dog " * 30, "y"]
+    for second in (None, pairs):
+        lengths = []
+        cut = pack_texts(tokenizer, texts, second, 12, lengths=lengths, batch=3)
+        # the reference: the same inputs packed long enough that nothing is cut
+        whole = pack_texts(tokenizer, texts, second, 512)["padding_mask"].sum(1)
+        assert lengths == whole.tolist()
+        assert (cut["padding_mask"].sum(1) == np.minimum(whole, 12)).all()
+        assert 0 < sum(n > 12 for n in lengths) < len(texts)
