@@ -84,7 +84,7 @@ def truncation_report(data, sequence_length):
 
     Args:
         data: the training ``TaskData``; its ``extra["lengths"]`` holds each
-            input's whole length (tasks that pack texts whole).
+            input's whole length (set by the tasks that pack whole texts).
         sequence_length: the packed length.
 
     Returns:
