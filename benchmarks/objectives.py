@@ -98,9 +98,10 @@ def step_cost_ratios(path, mask_rate):
     # files written before --mask-rate existed were timed at the data's rate
     timed_rate = (timed.get("settings") or {}).get("mask_rate")
     if timed_rate != mask_rate:
-        show = lambda r: "the data's stored rate" if r is None else r  # noqa: E731
-        raise SystemExit(f"{path}: step costs timed at mask rate {show(timed_rate)}, "
-                         f"--compare masks {show(mask_rate)}; time them at the same rate "
+        timed_at, run_at = ("the data's stored rate" if r is None else r
+                            for r in (timed_rate, mask_rate))
+        raise SystemExit(f"{path}: step costs timed at mask rate {timed_at}, "
+                         f"--compare masks {run_at}; time them at the same rate "
                          f"(--step-cost --mask-rate) or pass a matching --step-cost-file")
     return timed["ratio_to_mlm_sop"]
 

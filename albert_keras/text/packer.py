@@ -161,7 +161,8 @@ def pack_texts(encoder, texts, pairs, sequence_length, truncate="longest_first",
 
     Example:
     >>> lengths = []
-    >>> x = pack_texts(tokenizer, ["a short text"], None, 128, lengths=lengths)
+    >>> x = pack_texts(SentencePiece("spm.model"), ["a short text"], None, 128,
+    ...                lengths=lengths)  # doctest: +SKIP
     """
     packer = AlbertPacker(sequence_length, truncate=truncate,
                           special_ids=getattr(encoder, "special_ids", None))
