@@ -75,7 +75,7 @@ def resolve_pooling(pooling, init):
     return "mean" if no_sentence_task else "pooled"
 
 
-def truncation_report(data, sequence_length):
+def truncation_report(data, sequence_length, max_length=None):
     """How many training inputs ``sequence_length`` cuts, logged as a warning.
 
     A cut input loses its end silently, and a long-text task can lose much of
@@ -86,6 +86,10 @@ def truncation_report(data, sequence_length):
         data: the training ``TaskData``; its ``extra["lengths"]`` holds each
             input's whole length (set by the tasks that pack whole texts).
         sequence_length: the packed length.
+        max_length: the longest input the model reads (its
+            ``max_position_embeddings``); when keeping 95% whole needs more,
+            the warning says so instead of suggesting a length the run would
+            refuse.
 
     Returns:
         ``{"train_inputs_cut": n, "train_length_p95": pieces}``, or ``{}``
@@ -97,9 +101,12 @@ def truncation_report(data, sequence_length):
     cut = int((lengths > sequence_length).sum())
     p95 = int(np.ceil(np.percentile(lengths, 95)))
     if cut:
+        advice = f"{p95} pieces keep 95% of the inputs whole"
+        if max_length is not None and p95 > max_length:
+            advice += f", more than the model's {max_length} (max_position_embeddings)"
         logger.warning(f"{cut} of {len(lengths)} training inputs ({cut / len(lengths):.0%}) "
                        f"are longer than sequence_length {sequence_length} pieces and are "
-                       f"cut; {p95} pieces keep 95% of the inputs whole")
+                       f"cut; {advice}")
     return {"train_inputs_cut": cut, "train_length_p95": p95}
 
 
@@ -161,7 +168,6 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 + (f", {len(validation)} validation rows" if validation else "")
                 + (f", labels {list(spec.labels)}"
                    if spec.labels and len(spec.labels) <= 20 else ""))
-    cut = truncation_report(train, cfg.sequence_length)
 
     # -- model -----------------------------------------------------------------------
     strategy = make_strategy(cfg.strategy)
@@ -186,6 +192,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 f"sequence_length {cfg.sequence_length} exceeds the model's "
                 f"max_position_embeddings {encoder.config.max_position_embeddings}"
             )
+        cut = truncation_report(train, cfg.sequence_length,
+                                encoder.config.max_position_embeddings)
         if cfg.task == "classify":
             cfg = dataclasses.replace(cfg, pooling=resolve_pooling(cfg.pooling, init))
             logger.info(f"classifier head reads the {cfg.pooling} output")

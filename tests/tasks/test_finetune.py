@@ -307,3 +307,24 @@ def test_classify_warns_how_many_training_inputs_are_cut(init_folder, tmp_path, 
     with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
         metrics = finetune(init_folder, str(train), None, str(tmp_path / "out2"), cfg)
     assert metrics["train_inputs_cut"] == 0 and "are longer than" not in caplog.text
+
+
+def test_truncation_warning_does_not_suggest_a_length_the_model_refuses(caplog):
+    import logging
+    import types
+
+    from albert_keras.tasks.finetune import truncation_report
+
+    lengths = np.array([100] * 10 + [700] * 10)
+    data = types.SimpleNamespace(extra={"lengths": lengths})
+    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+        report = truncation_report(data, 128, max_length=512)
+    p95 = int(np.ceil(np.percentile(lengths, 95)))
+    assert report == {"train_inputs_cut": 10, "train_length_p95": p95}
+    assert f"{p95} pieces keep 95% of the inputs whole, more than the model's 512 " \
+        "(max_position_embeddings)" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+        truncation_report(data, 128, max_length=1024)
+    assert f"{p95} pieces keep 95% of the inputs whole" in caplog.text
+    assert "max_position_embeddings" not in caplog.text
