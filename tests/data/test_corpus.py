@@ -108,3 +108,50 @@ def test_tokenizer_trains_on_one_sentence_documents_and_names_an_empty_corpus(tm
                                str(tmp_path / "empty.model"))
     assert sorted(os.listdir(tmp_path)) == ["empty.txt", "short.model", "short.txt",
                                             "short.vocab"]
+
+
+def test_csv_and_tsv_rows_are_documents(tmp_path):
+    # a task file: quoted fields with commas and a newline, a label column
+    path = tmp_path / "train.csv"
+    path.write_text('\ufefflabel,text\n'
+                    'a,"First row, one. Its second."\n'
+                    'b,"Two paragraphs.\nThe second one."\n'
+                    'c,\n', encoding="utf-8")
+    stats = CorpusStats()
+    docs = list(read_documents([str(path)], stats=stats))
+    assert docs == [["First row, one.", "Its second."], ["Two paragraphs.", "The second one."]]
+    assert stats.documents == 2 and stats.skipped_empty == 1
+    tsv = tmp_path / "train.tsv"
+    tsv.write_text("body\tlabel\nOne here. Two here.\tx\n", encoding="utf-8")
+    assert list(read_documents([str(tsv)], text_field="body")) == [["One here.", "Two here."]]
+    # "lines" still reads a .csv as plain text when asked
+    assert list(read_documents([str(tsv)], layout="lines"))[0][0] == "body label"
+
+
+def test_csv_errors_name_the_file_and_line(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("label,text\na,Fine. Fine.\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"t\.csv: no column 'body' \(set --text-field\); "
+                                          r"columns are label, text"):
+        list(read_documents([str(path)], text_field="body"))
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"t\.csv: empty file"):
+        list(read_documents([str(path)]))
+    path.write_text("label,text\na,Fine. Fine.\nb\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"t\.csv:3: 1 fields, no 'text' value"):
+        list(read_documents([str(path)]))
+    path.write_bytes(b"label,text\n" + b"a,Fine. Fine.\n" * 3000 + b"b,bad \xff byte. Yes.\n")
+    with pytest.raises(CorpusError, match=r"t\.csv:3002: not valid UTF-8"):
+        list(read_documents([str(path)]))
+    stats = CorpusStats()
+    docs = list(read_documents([str(path)], errors="replace", stats=stats))
+    assert len(docs) == 3001 and stats.replaced_bytes_lines == 1
+    path.write_bytes(b'label,text\na,"unclosed quote. Yes.\n')
+    with pytest.raises(CorpusError, match=r"t\.csv:2: not valid CSV"):
+        list(read_documents([str(path)]))
+
+
+def test_folders_skip_tables(tmp_path):
+    (tmp_path / "a.txt").write_text("One doc. Two.\n", encoding="utf-8")
+    (tmp_path / "metadata.csv").write_text("text\nNot. This.\n", encoding="utf-8")
+    assert list(read_documents([str(tmp_path)])) == [["One doc.", "Two."]]
