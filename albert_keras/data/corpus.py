@@ -120,6 +120,23 @@ def _lines(path, errors, stats, chunk=None):
             yield number, decode(raw, number).rstrip("\r\n").lstrip("\ufeff"), True
 
 
+def _jsonl_texts(path, text_field, errors, stats):
+    """Yields ``(line_number, text)`` for every JSON object of a JSONL file."""
+    for number, line, _ in _lines(path, errors, stats):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"{path}:{number}: invalid JSON: {e.msg}") from None
+        if not isinstance(record, dict) or text_field not in record:
+            raise CorpusError(f"{path}:{number}: no {text_field!r} field")
+        text = record[text_field]
+        if not isinstance(text, str):
+            raise CorpusError(f"{path}:{number}: {text_field!r} is not a string")
+        yield number, text
+
+
 def _first_bad_utf8_line(path):
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
@@ -231,28 +248,11 @@ def read_documents(
             suffix = os.path.splitext(path)[1].lower()
             file_layout = ("jsonl" if suffix in (".jsonl", ".json")
                            else TABLE_SUFFIXES.get(suffix, "lines"))
-        if file_layout in ("csv", "tsv"):
-            for _, text in _table_texts(path, file_layout, text_field, errors, stats):
-                sentences = []
-                for paragraph in text.split("\n"):
-                    sentences += _paragraph_to_sentences(paragraph, max_sentence_chars, stats)
-                doc = emit(sentences)
-                if doc:
-                    yield doc
-            continue
-        if file_layout == "jsonl":
-            for number, line, _ in _lines(path, errors, stats):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise CorpusError(f"{path}:{number}: invalid JSON: {e.msg}") from None
-                if not isinstance(record, dict) or text_field not in record:
-                    raise CorpusError(f"{path}:{number}: no {text_field!r} field")
-                text = record[text_field]
-                if not isinstance(text, str):
-                    raise CorpusError(f"{path}:{number}: {text_field!r} is not a string")
+        if file_layout in ("jsonl", "csv", "tsv"):
+            # one document per record or row; newlines in its text end paragraphs
+            records = (_jsonl_texts(path, text_field, errors, stats) if file_layout == "jsonl"
+                       else _table_texts(path, file_layout, text_field, errors, stats))
+            for _, text in records:
                 sentences = []
                 for paragraph in text.split("\n"):
                     sentences += _paragraph_to_sentences(paragraph, max_sentence_chars, stats)
