@@ -137,52 +137,35 @@ def _jsonl_texts(path, text_field, errors, stats):
         yield number, text
 
 
-def _first_bad_utf8_line(path):
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
-    return "?"
-
-
 def _table_texts(path, layout, text_field, errors, stats):
     """Yields ``(line_number, text)`` for every row of a CSV or TSV file.
 
-    The standard ``csv`` module does the parsing (quoted fields may span
-    lines); the line named in errors is the one the reader had reached.
+    The standard ``csv`` module parses the lines ``_lines`` decodes (so bad
+    UTF-8 is reported and replaced as for the other layouts); a quoted field
+    may span lines, and the line named in errors is the one the reader had
+    reached.
     """
     # csv refuses fields over 128 KiB by default; a document can be longer.
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    delimiter = "," if layout == "csv" else "\t"
-    with open(path, encoding="utf-8-sig", errors=errors, newline="") as f:
-        reader = csv.reader(f, delimiter=delimiter, strict=True)
-        try:
-            header = next(reader, None)
-            if header is None:
-                raise CorpusError(f"{path}: empty file (a {layout.upper()} needs a header row)")
-            if text_field not in header:
-                raise CorpusError(f"{path}: no column {text_field!r} (set --text-field); "
-                                  f"columns are {', '.join(header)}")
-            column = header.index(text_field)
-            for row in reader:
-                if not row:
-                    continue
-                if column >= len(row):
-                    raise CorpusError(f"{path}:{reader.line_num}: {len(row)} fields, "
-                                      f"no {text_field!r} value")
-                text = row[column]
-                if "\ufffd" in text and errors == "replace":
-                    stats.replaced_bytes_lines += 1
-                yield reader.line_num, text
-        except UnicodeDecodeError as e:
-            # The text layer decodes ahead of the parser, so find the line in
-            # the bytes (a newline byte never sits inside a UTF-8 character).
-            raise CorpusError(f"{path}:{_first_bad_utf8_line(path)}: not valid UTF-8 "
-                              f"({e.reason}); fix the file or pass --errors replace") from None
-        except csv.Error as e:
-            raise CorpusError(f"{path}:{reader.line_num}: not valid {layout.upper()}: {e}") from None
+    lines = (line + "\n" for _, line, _ in _lines(path, errors, stats))
+    reader = csv.reader(lines, delimiter="," if layout == "csv" else "\t", strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise CorpusError(f"{path}: empty file (a {layout.upper()} needs a header row)")
+        if text_field not in header:
+            raise CorpusError(f"{path}: no column {text_field!r} (set --text-field); "
+                              f"columns are {', '.join(header)}")
+        column = header.index(text_field)
+        for row in reader:
+            if not row:
+                continue
+            if column >= len(row):
+                raise CorpusError(f"{path}:{reader.line_num}: {len(row)} fields, "
+                                  f"no {text_field!r} value")
+            yield reader.line_num, row[column]
+    except csv.Error as e:
+        raise CorpusError(f"{path}:{reader.line_num}: not valid {layout.upper()}: {e}") from None
 
 
 def _paragraph_to_sentences(paragraph, max_sentence_chars, stats):
