@@ -154,7 +154,8 @@ def compare(args):
     for task in args.tasks:
         task_name = os.path.basename(os.path.normpath(task))
         task = sample_task(task, os.path.join(work, "tasks", task_name), args.max_train,
-                           args.max_eval)
+                           args.max_eval, args.validation_rows)
+        validation = (os.path.join(task, "validation.csv") if args.validation_rows else None)
         scores = results["finetuning"].setdefault(task_name, {})
         baselines = results.setdefault("baselines", {})
         if task_name not in baselines:  # the reference every model has to beat
@@ -180,13 +181,18 @@ def compare(args):
                                           **json.loads(args.finetune_overrides))
                 with tempfile.TemporaryDirectory() as out:
                     m = finetune(folder, os.path.join(task, "train.csv"),
-                                 os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg)
-                # the per-epoch eval scores too: the best epoch is chosen on
-                # the rows it is scored on, so the last epoch's is the
-                # unselected number
+                                 os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg,
+                                 validation_path=validation)
+                # the per-epoch scores too. Without --validation-rows the best
+                # epoch is chosen on the rows it is scored on, so the last
+                # epoch's is the unselected number; with it, the history is
+                # the validation rows' and "accuracy" the eval rows' at the
+                # epoch they chose.
+                history = m.get(f"{m.get('selected_on')}_history")
                 runs.append({"seed": seed, "accuracy": m["accuracy"], "pooling": pooling,
                              "best_epoch": m.get("best_epoch"),
-                             "eval_history": m.get(f"{m.get('selected_on')}_history")})
+                             "selected_on": m.get("selected_on"),
+                             ("validation_history" if validation else "eval_history"): history})
                 write(args.out, results)
                 print(task_name, name, seed, m["accuracy"], flush=True)
         for name, runs in scores.items():
@@ -250,24 +256,50 @@ def plot(paths, out):
     print("wrote", out)
 
 
-def sample_task(task, out, max_train, max_eval):
-    """The task folder, or a seeded random sample of its rows (header kept)."""
+def sample_task(task, out, max_train, max_eval, validation_rows=0):
+    """The task folder, or a seeded random sample of its rows (header kept).
+
+    With ``validation_rows``, that many rows of the eval file that are not
+    among the sampled eval rows go to ``validation.csv`` (a second draw,
+    so the train and eval samples stay the ones earlier results used).
+    They come from the same held-out speeches as the scored rows, as a dev
+    set comes from the test set's distribution, but no row is in both.
+    """
     import csv
 
     import numpy as np
 
-    if not (max_train or max_eval):
+    if not (max_train or max_eval or validation_rows):
         return task
     os.makedirs(out, exist_ok=True)
+    splits = {}
     for split, limit in (("train", max_train), ("eval", max_eval)):
         with open(os.path.join(task, f"{split}.csv"), newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
         header, rows = rows[0], rows[1:]
+        rest = []
         if limit and limit < len(rows):
             keep = np.sort(np.random.default_rng(0).choice(len(rows), limit, replace=False))
+            kept = set(keep.tolist())
+            rest = [r for i, r in enumerate(rows) if i not in kept]
             rows = [rows[i] for i in keep]
-        with open(os.path.join(out, f"{split}.csv"), "w", newline="", encoding="utf-8") as f:
+        splits[split] = (header, rows, rest)
+    header, rows, rest = splits["eval"]
+    if validation_rows:
+        if validation_rows > len(rest):
+            raise SystemExit(f"{task}/eval.csv: --validation-rows {validation_rows} needs that "
+                             f"many eval rows outside the {len(rows)} scored ones; it has "
+                             f"{len(rest)} (lower --max-eval or --validation-rows)")
+        pick = np.sort(np.random.default_rng(1).choice(len(rest), validation_rows,
+                                                       replace=False))
+        splits["validation"] = (header, [rest[i] for i in pick], [])
+    for split, (header, rows, _) in splits.items():
+        path = os.path.join(out, f"{split}.csv")
+        with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
             csv.writer(f).writerows([header, *rows])
+        os.replace(path + ".tmp", path)
+    if not validation_rows and os.path.exists(os.path.join(out, "validation.csv")):
+        os.remove(os.path.join(out, "validation.csv"))
     return out
 
 
@@ -318,6 +350,9 @@ def main():
                              "baseline (to add a model to a results file that has it)")
     parser.add_argument("--max-train", type=int, default=0, help="sample the tasks' rows")
     parser.add_argument("--max-eval", type=int, default=0)
+    parser.add_argument("--validation-rows", type=int, default=0,
+                        help="choose the best fine-tuning epoch on this many eval-file rows "
+                             "outside the scored sample (0: on the scored rows, optimistic)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--work", default="", help="folder for the pretrained models")
     parser.add_argument("--out", default="benchmarks/results/objectives.json")

@@ -1,5 +1,8 @@
-"""benchmarks/objectives.py --compare refuses step costs timed at another mask rate."""
+"""benchmarks/objectives.py: --compare refuses step costs timed at another mask rate, and
+its task sampling keeps validation rows apart from the scored ones."""
 
+import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -49,3 +52,54 @@ def test_compare_accepts_step_costs_from_the_same_mask_rate(tmp_path):
     assert done.returncode != 0
     assert "step costs timed" not in done.stderr
     assert "no manifest" in done.stderr.strip().splitlines()[-1], done.stderr[-2000:]
+
+
+def _sample_task():
+    # the script imports a sibling module (finetune_recipe) as a top-level name
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        spec = importlib.util.spec_from_file_location("objectives_script", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(os.path.dirname(SCRIPT))
+    return module.sample_task
+
+
+def _write_task(folder, n_train, n_eval):
+    folder.mkdir()
+    for split, n in (("train", n_train), ("eval", n_eval)):
+        with open(folder / f"{split}.csv", "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([["text", "label"],
+                                     *([f"{split} row {i}", str(i % 2)] for i in range(n))])
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return [tuple(r) for r in csv.reader(f)][1:]
+
+
+def test_validation_rows_come_from_eval_rows_outside_the_scored_sample(tmp_path):
+    sample_task = _sample_task()
+    _write_task(tmp_path / "task", 50, 40)
+    plain = sample_task(str(tmp_path / "task"), str(tmp_path / "plain"), 20, 15)
+    with_val = sample_task(str(tmp_path / "task"), str(tmp_path / "val"), 20, 15, 10)
+    train, scored, val = (_rows(os.path.join(with_val, f"{s}.csv"))
+                          for s in ("train", "eval", "validation"))
+    # the train and eval samples are the ones a run without validation rows drew
+    assert train == _rows(os.path.join(plain, "train.csv"))
+    assert scored == _rows(os.path.join(plain, "eval.csv"))
+    assert not os.path.exists(os.path.join(plain, "validation.csv"))
+    assert (len(train), len(scored), len(val), len(set(val))) == (20, 15, 10, 10)
+    everything = set(_rows(tmp_path / "task" / "eval.csv"))
+    assert set(val) <= everything and not set(val) & set(scored)
+
+
+def test_too_many_validation_rows_is_one_line_naming_the_file(tmp_path):
+    sample_task = _sample_task()
+    _write_task(tmp_path / "task", 50, 40)
+    with pytest.raises(SystemExit) as error:
+        sample_task(str(tmp_path / "task"), str(tmp_path / "out"), 20, 30, 11)
+    message = str(error.value)
+    assert message.startswith(f"{tmp_path / 'task'}/eval.csv: --validation-rows 11 needs")
+    assert "it has 10" in message and "\n" not in message
