@@ -157,7 +157,7 @@ def compare(args):
         task_name = os.path.basename(os.path.normpath(task))
         task = sample_task(task, os.path.join(work, "tasks", task_name), args.max_train,
                            args.max_eval, args.validation_rows)
-        validation = (os.path.join(task, "validation.csv") if args.validation_rows else None)
+        validation = os.path.join(task, "validation.csv") if args.validation_rows else None
         scores = results["finetuning"].setdefault(task_name, {})
         baselines = results.setdefault("baselines", {})
         if task_name not in baselines:  # the reference every model has to beat
@@ -190,11 +190,9 @@ def compare(args):
                 # epoch's is the unselected number; with it, the history is
                 # the validation rows' and "accuracy" the eval rows' at the
                 # epoch they chose.
-                history = m.get(f"{m.get('selected_on')}_history")
+                history = f"{m.get('selected_on')}_history"
                 runs.append({"seed": seed, "accuracy": m["accuracy"], "pooling": pooling,
-                             "best_epoch": m.get("best_epoch"),
-                             "selected_on": m.get("selected_on"),
-                             ("validation_history" if validation else "eval_history"): history})
+                             "best_epoch": m.get("best_epoch"), history: m.get(history)})
                 write(args.out, results)
                 print(task_name, name, seed, m["accuracy"], flush=True)
         for name, runs in scores.items():
@@ -282,8 +280,9 @@ def sample_task(task, out, max_train, max_eval, validation_rows=0):
         rest = []
         if limit and limit < len(rows):
             keep = np.sort(np.random.default_rng(0).choice(len(rows), limit, replace=False))
-            kept = set(keep.tolist())
-            rest = [r for i, r in enumerate(rows) if i not in kept]
+            if split == "eval":  # the rows validation rows may come from
+                kept = set(keep.tolist())
+                rest = [r for i, r in enumerate(rows) if i not in kept]
             rows = [rows[i] for i in keep]
         splits[split] = (header, rows, rest)
     header, rows, rest = splits["eval"]
