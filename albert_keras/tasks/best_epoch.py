@@ -87,11 +87,28 @@ def epoch_selector(task, spec, evaluation, validation, select_metric=None, patie
         chosen, name = evaluation, "eval"
     elif select_metric or patience:
         raise ValueError("--select-metric and --patience need a labelled --eval or "
-                         "--validation file")
+                         "--validation file, or --validation-split")
     else:
         return None
     return BestEpoch(task, spec, chosen, select_metric or task.main_metric(spec), patience,
                      name=name)
+
+
+def hold_out(task, train, validation, fraction, seed):
+    """``(train, validation)`` with ``fraction`` of ``train`` held out to
+    choose the epoch on (``task.split``); unchanged when ``fraction`` is None.
+
+    A validation file and a held-out share are two answers to one question,
+    so asking for both is an error rather than a silent choice.
+
+    Example:
+    >>> train, validation = hold_out(task, train, None, 0.1, seed=0)  # doctest: +SKIP
+    """
+    if not fraction:
+        return train, validation
+    if validation is not None:
+        raise ValueError("give --validation or --validation-split, not both")
+    return task.split(train, fraction, seed)
 
 
 def selection_report(best):

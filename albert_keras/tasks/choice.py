@@ -1,5 +1,7 @@
 """``choice``: pick one of N answers per question (JSONL)."""
 
+import dataclasses
+
 import numpy as np
 
 from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
@@ -9,6 +11,7 @@ from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
+from albert_keras.tasks.task import take_items
 from albert_keras.text.packer import pack_texts
 
 
@@ -42,6 +45,12 @@ class MultipleChoice(Task):
 
     def build_model(self, spec, encoder, dropout=0.1):
         return AlbertMultipleChoice(encoder, dropout=dropout, name="multiple_choice")
+
+    def subset(self, data, examples):
+        ex = data.extra["examples"]
+        kept = dataclasses.replace(ex, **{f.name: take_items(getattr(ex, f.name), examples)
+                                          for f in dataclasses.fields(ex)})
+        return data.take(examples, {"examples": kept})
 
     def score(self, spec, data, outputs):
         predicted = outputs["logits"].argmax(-1)

@@ -1,5 +1,7 @@
 """``classify``: one label (or one number, with ``regression``) per text or pair."""
 
+import dataclasses
+
 import keras
 import numpy as np
 
@@ -10,6 +12,7 @@ from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
+from albert_keras.tasks.task import take_items
 from albert_keras.text.packer import pack_texts
 
 
@@ -84,6 +87,18 @@ class Classify(Task):
              "probabilities": {name: float(v) for name, v in zip(spec.labels, p)}}
             for p in softmax(logits)
         ]
+
+    def example_labels(self, data):
+        # class ids are [N]; a regression's targets are [N, 1] floats
+        y = None if data.y is None else data.y["logits"]
+        return y if y is not None and y.ndim == 1 else None
+
+    def subset(self, data, examples):
+        ex = data.extra["examples"]
+        kept = dataclasses.replace(ex, **{f.name: take_items(getattr(ex, f.name), examples)
+                                          for f in dataclasses.fields(ex)})
+        return data.take(examples, {"examples": kept,
+                                    "lengths": data.extra["lengths"][examples]})
 
     def validation_texts(self, path, spec, tokenizer):
         ex = readers.read_text_table(path, spec.text_column, spec.text_pair_column,

@@ -36,6 +36,7 @@ from albert_keras.tasks.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
 from albert_keras.tasks.best_epoch import epoch_selector
+from albert_keras.tasks.best_epoch import hold_out
 from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.finetune import predict_outputs
@@ -221,6 +222,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     train = task.read(train_path, spec, pieces)[0]
     evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
     validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
+    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed)
     extra_x = None
     if unlabeled is not None:
         with tempfile.TemporaryDirectory() as tmp:

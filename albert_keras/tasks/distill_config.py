@@ -37,7 +37,8 @@ class DistillConfig:
         hidden_weight, attention_weight: the weights of the hidden-state
             (mean squared error) and attention (KL) losses of that stage.
         epochs, batch_size, learning_rate, warmup_fraction, weight_decay,
-            dropout, precision, seed, select_metric, patience: as in
+            dropout, precision, seed, validation_split, select_metric,
+            patience: as in
             fine-tuning; ``epochs`` and ``learning_rate`` left None follow
             the student's width as fine-tuning's do.
 
@@ -71,6 +72,9 @@ class DistillConfig:
     dropout: float = option(0.1, "dropout on the head's input")
     precision: str = option("float32", "Keras dtype policy",
                             choices=PRECISIONS)
+    validation_split: float = option(None, "hold out this share of the labelled rows' "
+                                           "examples (stratified by label, drawn by --seed) "
+                                           "and choose the best epoch on it")
     select_metric: str = option(None, "with --eval: keep the best epoch by this metric "
                                       "(default: the task's main one)")
     patience: int = option(0, "with --eval: stop after this many epochs without a better "
@@ -95,5 +99,7 @@ class DistillConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError("warmup_fraction must be in [0, 1)")
+        if self.validation_split is not None and not 0 < self.validation_split < 1:
+            raise ValueError(f"validation_split must be in (0, 1), got {self.validation_split}")
         if self.patience < 0:
             raise ValueError(f"patience must be 0 or more, got {self.patience}")

@@ -28,6 +28,7 @@ from albert_keras.model_folder import read_tokenizer
 from albert_keras.model_folder import write_task_folder
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.tasks.best_epoch import epoch_selector
+from albert_keras.tasks.best_epoch import hold_out
 from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import size_defaults
@@ -148,7 +149,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         validation_path: a labelled task file the best epoch is chosen on
             instead of ``eval_path``, which is then scored once, with the
             chosen weights (an unbiased estimate, as with a separate
-            validation set in HF's Trainer).
+            validation set in HF's Trainer). ``cfg.validation_split`` holds
+            out a share of ``train_path`` for the same purpose instead.
 
     Example:
     >>> finetune("runs/pretrain", "train.csv", "eval.csv", "runs/cls")  # doctest: +SKIP
@@ -163,6 +165,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     train, spec = task.read(train_path, task_spec(cfg), pieces)
     evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
     validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
+    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed)
     logger.info(f"{cfg.task}: {len(train)} training rows"
                 + (f", {len(evaluation)} eval rows" if evaluation else "")
                 + (f", {len(validation)} validation rows" if validation else "")
@@ -230,6 +233,9 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
 
         # -- evaluate (the best epoch's weights) and write ----------------------------
         result = {"train_loss": float(history.history["loss"][-1]), **cut}
+        if cfg.validation_split:
+            result.update({f"{name}_examples": int(task.example_of_rows(part).max()) + 1
+                           for name, part in (("train", train), ("validation", validation))})
         if evaluation is not None and evaluation.y is not None:
             result.update(task.score(spec, evaluation, predict_outputs(model, evaluation)))
         result.update(selection_report(best))

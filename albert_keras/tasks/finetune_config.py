@@ -61,6 +61,10 @@ class FinetuneConfig:
             while fine-tuning (None: the model's own, 0 for ALBERT v2 and our
             presets; BERT used 0.1).
         precision, strategy, seed: as in pretraining.
+        validation_split: hold out this share of the training file's
+            examples (a seeded, stratified draw; whole examples) and choose
+            the best epoch on them, for a run with no separate validation
+            file; the eval file is then scored once.
         select_metric, patience: with an eval file, score every epoch, keep
             the best epoch's weights by ``select_metric`` (the task's main
             metric by default) and stop after ``patience`` epochs without a
@@ -109,6 +113,9 @@ class FinetuneConfig:
     precision: str = option("float32", "Keras dtype policy",
                             choices=PRECISIONS)
     strategy: str = option("auto", "how training spreads over devices", choices=STRATEGIES)
+    validation_split: float = option(None, "hold out this share of the training file's "
+                                           "examples (stratified by label, drawn by --seed) "
+                                           "and choose the best epoch on it")
     select_metric: str = option(None, "with --eval: score every epoch and keep the best by "
                                       "this metric (default: the task's main one: accuracy, "
                                       "entity_f1, f1 or pearson)")
@@ -134,5 +141,7 @@ class FinetuneConfig:
         if self.pooling not in ("auto", "pooled") and self.task != "classify":
             raise ValueError(f"pooling {self.pooling!r} is for classify; {self.task} "
                              "has its own head")
+        if self.validation_split is not None and not 0 < self.validation_split < 1:
+            raise ValueError(f"validation_split must be in (0, 1), got {self.validation_split}")
         if self.patience < 0:
             raise ValueError(f"patience must be 0 or more, got {self.patience}")

@@ -1,5 +1,7 @@
 """``qa``: extractive question answering on SQuAD JSON (v1, or v2 with no-answer)."""
 
+import dataclasses
+
 import keras
 
 from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
@@ -10,6 +12,8 @@ from albert_keras.tasks.qa_features import qa_features
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
+from albert_keras.tasks.task import rows_of
+from albert_keras.tasks.task import take_items
 
 
 class QuestionAnswering(Task):
@@ -24,6 +28,24 @@ class QuestionAnswering(Task):
         y = {"start_logits": features.start_positions, "end_logits": features.end_positions}
         return TaskData(features.inputs, y,
                         extra={"features": features, "examples": examples}), spec
+
+    def example_of_rows(self, data):
+        # a long context gives one window (row) per stride
+        return data.extra["features"].example_index.astype("int64")
+
+    def subset(self, data, examples):
+        features = data.extra["features"]
+        rows, renumber = rows_of(self.example_of_rows(data), examples)
+        index = rows.nonzero()[0]
+        kept = dataclasses.replace(
+            features, inputs={k: v[rows] for k, v in features.inputs.items()},
+            start_positions=features.start_positions[rows],
+            end_positions=features.end_positions[rows],
+            example_index=renumber[features.example_index[rows]].astype("int32"),
+            offsets=take_items(features.offsets, index),
+            max_context=take_items(features.max_context, index))
+        return data.take(rows, {"features": kept,
+                                "examples": take_items(data.extra["examples"], examples)})
 
     def build_model(self, spec, encoder, dropout=0.1):
         return AlbertQuestionAnswerer(encoder, name="question_answerer")

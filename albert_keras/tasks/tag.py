@@ -1,16 +1,20 @@
 """``tag``: one BIO tag per word (CoNLL files)."""
 
 import keras
+import numpy as np
 
 from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.metrics import bio_spans
 from albert_keras.tasks.tag_features import decode_tags
+from albert_keras.tasks.tag_features import TagFeatures
 from albert_keras.tasks.tag_features import tag_features
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
+from albert_keras.tasks.task import rows_of
+from albert_keras.tasks.task import take_items
 
 
 class Tag(Task):
@@ -60,6 +64,22 @@ class Tag(Task):
         loss = keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")
         return {"loss": {"logits": loss}, "weighted_metrics": args["metrics"]}
+
+    def example_of_rows(self, data):
+        # a sentence longer than the sequence spans several rows; each row
+        # lists its words as (sentence, word, position)
+        return np.asarray([words[0][0] for words in data.extra["features"].words], np.int64)
+
+    def subset(self, data, examples):
+        features = data.extra["features"]
+        rows, renumber = rows_of(self.example_of_rows(data), examples)
+        words = [[(int(renumber[s]), w, p) for s, w, p in row]
+                 for row, keep in zip(features.words, rows) if keep]
+        kept = TagFeatures({k: v[rows] for k, v in features.inputs.items()},
+                           features.labels[rows], features.weights[rows], words)
+        return data.take(rows, {"features": kept,
+                                "words": take_items(data.extra["words"], examples),
+                                "tags": take_items(data.extra["tags"], examples)})
 
     def _decode(self, spec, data, outputs):
         return decode_tags(data.extra["features"], outputs["logits"], data.extra["words"],

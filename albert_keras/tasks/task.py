@@ -85,6 +85,13 @@ class TaskData:
     def __len__(self):
         return len(next(iter(self.x.values())))
 
+    def take(self, rows, extra):
+        """The feature rows ``rows`` (a boolean mask or indices) with a new
+        ``extra`` (which the task rebuilds: only it knows what is per row)."""
+        def pick(arrays):
+            return None if arrays is None else {k: v[rows] for k, v in arrays.items()}
+        return TaskData(pick(self.x), pick(self.y), pick(self.sample_weight), extra)
+
 
 @dataclasses.dataclass
 class ValidationTexts:
@@ -135,6 +142,75 @@ class Task:
     def validation_texts(self, path, spec, tokenizer):
         """``ValidationTexts`` from a task file, for the export's checks."""
         raise NotImplementedError
+
+    # -- holding out a share of the training file ---------------------------------------
+
+    def example_of_rows(self, data):
+        """``[rows]``: which of the file's examples each feature row comes
+        from (one row per example unless a task splits long inputs)."""
+        return np.arange(len(data))
+
+    def example_labels(self, data):
+        """One class per example to stratify a held-out share by, or None."""
+        return None
+
+    def subset(self, data, examples):
+        """``data`` restricted to the sorted example indices ``examples``."""
+        raise NotImplementedError
+
+    def split(self, data, fraction, seed=0):
+        """``(train, validation)``: a random ``fraction`` of the examples held out.
+
+        Whole examples go to one side (a long QA context's windows, a long
+        sentence's chunks stay together), and a task with class labels is
+        stratified: each class gives the same share, at least one example
+        where it has two or more, so a rare class is not missing from the
+        validation rows by chance.
+
+        Args:
+            data: the training file's ``TaskData``.
+            fraction: the share to hold out, in (0, 1).
+            seed: which examples (the same seed, the same split).
+
+        Returns:
+            Two ``TaskData``: the examples left for training and those held out.
+
+        Example:
+        >>> train, validation = task.split(data, 0.1, seed=0)  # doctest: +SKIP
+        """
+        if not 0 < fraction < 1:
+            raise ValueError(f"validation_split must be in (0, 1), got {fraction}")
+        of_rows = self.example_of_rows(data)
+        count = int(of_rows.max()) + 1 if len(of_rows) else 0
+        labels = self.example_labels(data)
+        groups = [np.arange(count)] if labels is None else [
+            np.flatnonzero(labels == c) for c in np.unique(labels)]
+        rng = np.random.default_rng(seed)
+        held = []
+        for group in groups:
+            share = int(round(fraction * len(group)))
+            if len(group) > 1:
+                share = min(max(share, 1), len(group) - 1)
+            held.extend(rng.permutation(group)[:share])
+        held = np.sort(np.asarray(held, np.int64))
+        kept = np.setdiff1d(np.arange(count), held)
+        if not len(held) or not len(kept):
+            raise ValueError(f"validation_split {fraction} of {count} examples leaves "
+                             f"{len(kept)} to train on and {len(held)} to validate on; "
+                             "both need at least one")
+        return self.subset(data, kept), self.subset(data, held)
+
+
+def take_items(values, examples):
+    """The ``examples`` of a per-example list (None stays None)."""
+    return None if values is None else [values[int(i)] for i in examples]
+
+
+def rows_of(of_rows, examples):
+    """``(mask over rows, new index per old example)`` for kept ``examples``."""
+    renumber = np.full(int(of_rows.max()) + 1 if len(of_rows) else 0, -1, np.int64)
+    renumber[examples] = np.arange(len(examples))
+    return renumber[of_rows] >= 0, renumber
 
 
 def softmax(x):

@@ -110,6 +110,15 @@ def test_every_task_distils(task, teachers, task_files, tmp_path):
         assert scores  # the student folder scores like a fine-tuned one
 
 
+def test_a_held_out_share_chooses_the_students_epoch(teachers, task_files, tmp_path):
+    cfg = DistillConfig(validation_split=0.25, **{**QUICK_STUDENT, "epochs": 2})
+    metrics = distill(teachers["classify"], task_files["cls_train"], task_files["cls_eval"],
+                      str(tmp_path / "student"), cfg)
+    # the 12 held-out rows are neither taught nor trained on
+    assert metrics["labelled_rows"] == 36
+    assert metrics["selected_on"] == "validation" and len(metrics["validation_history"]) == 2
+
+
 def test_corpus_rows_for_classify_and_tag(teachers, task_files, tmp_path):
     cfg = DistillConfig(max_unlabeled=40, **{**QUICK_STUDENT, "epochs": 1})
     metrics = distill(teachers["classify"], task_files["cls_train"], None,

@@ -121,6 +121,34 @@ def test_a_validation_file_chooses_the_epoch_and_eval_is_scored_once(
     assert not os.path.exists(tmp_path / "run2")
 
 
+def test_a_held_out_share_of_the_training_file_chooses_the_epoch(
+        init_folder, task_files, tmp_path, capsys):
+    from albert_keras.cli import main
+
+    out = str(tmp_path / "run")
+    code = main(["finetune", "--init", init_folder, "--train", task_files["cls_train"],
+                 "--eval", task_files["cls_eval"], "--out", out, "--epochs", "3",
+                 "--batch-size", "8", "--seq-length", "32", "--validation-split", "0.25"])
+    assert code == 0
+    metrics = json.load(open(os.path.join(out, "metrics.json")))
+    # 48 training rows, two classes of 24: 6 of each held out
+    assert (metrics["train_examples"], metrics["validation_examples"]) == (36, 12)
+    assert metrics["selected_on"] == "validation" and len(metrics["validation_history"]) == 3
+    assert "eval_history" not in metrics and metrics["examples"] == 16
+    again = inference.evaluate(out, task_files["cls_eval"])
+    assert metrics["accuracy"] == pytest.approx(again["accuracy"])
+    assert json.load(open(os.path.join(out, "train_config.json")))["validation_split"] == 0.25
+    # a validation file and a held-out share are one choice too many
+    capsys.readouterr()
+    code = main(["finetune", "--init", init_folder, "--train", task_files["cls_train"],
+                 "--validation", task_files["cls_eval"], "--out", str(tmp_path / "both"),
+                 "--validation-split", "0.25"])
+    assert code != 0 and "--validation or --validation-split, not both" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "both")
+    with pytest.raises(ValueError, match=r"validation_split must be in \(0, 1\), got 1.5"):
+        FinetuneConfig(validation_split=1.5).validate()
+
+
 def test_best_epoch_stops_after_patience_and_restores_the_best_weights():
     import keras
 
