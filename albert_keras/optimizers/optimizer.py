@@ -169,6 +169,10 @@ class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
 
     Args:
         no_decay_names: as ``AlbertLamb``.
+        lr_scales: ``{variable path: factor}``: these variables step (and
+            decay) at the learning rate times their factor, as a torch
+            parameter group with its own ``lr`` does; layer-wise decay
+            (``layer_rate_scales``). Saved with the optimizer.
         **kwargs: ``keras.optimizers.AdamW`` arguments.
 
     The step adds ``epsilon`` after the bias correction,
@@ -185,12 +189,45 @@ class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
     >>> opt = AlbertAdamW(learning_rate=2e-5, weight_decay=0.01)
     """
 
+    def __init__(self, lr_scales=None, **kwargs):
+        super().__init__(**kwargs)
+        self.lr_scales = {str(k): float(v) for k, v in (lr_scales or {}).items()}
+
+    def get_config(self):
+        config = super().get_config()
+        config["lr_scales"] = dict(self.lr_scales)
+        return config
+
+    def build(self, variables):
+        super().build(variables)
+        # The steps see the backend's own variables (TensorFlow's carry no
+        # Keras path), so the factors are looked up by the key Keras' own
+        # slot lookup uses.
+        self._scale_by_key = {self._var_key(v): self.lr_scales[v.path]
+                              for v in variables if v.path in self.lr_scales}
+
+    def _scaled(self, learning_rate, variable):
+        """The rate for ``variable``: times its ``lr_scales`` factor, if any."""
+        lr = ops.cast(learning_rate, variable.dtype)
+        scale = self._scale_by_key.get(self._var_key(variable)) if self.lr_scales else None
+        return lr if scale is None else ops.multiply(lr, scale)
+
+    def _apply_weight_decay(self, variables):
+        # Keras' decoupled decay, each variable at its own (scaled) rate.
+        if self.weight_decay is None:
+            return
+        for variable in variables:
+            if self._use_weight_decay(variable):
+                lr = self._scaled(self.learning_rate, variable)
+                wd = ops.cast(self.weight_decay, variable.dtype)
+                variable.assign(variable - variable * wd * lr)
+
     def update_step(self, gradient, variable, learning_rate):
         gradient = _dense(gradient)
         if self.amsgrad:
-            return super().update_step(gradient, variable, learning_rate)
+            return super().update_step(gradient, variable, self._scaled(learning_rate, variable))
         dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
+        lr = self._scaled(learning_rate, variable)
         gradient = ops.cast(gradient, dtype)
         step = ops.cast(self.iterations + 1, dtype)
         beta_1 = ops.cast(self.beta_1, dtype)
@@ -215,6 +252,7 @@ def make_optimizer(
     beta_1=0.9,
     beta_2=0.999,
     epsilon=1e-6,
+    lr_scales=None,
 ):
     """The optimizer and schedule of the original recipe, for ``model``.
 
@@ -227,6 +265,8 @@ def make_optimizer(
         weight_decay: 0.01 in the original.
         clip_norm: global gradient-norm clipping.
         beta_1, beta_2, epsilon: Adam moments.
+        lr_scales: ``adamw`` only: per-variable rate factors
+            (``layer_rate_scales``).
 
     Returns:
         A Keras optimizer; its schedule and exclusions serialize with the model.
@@ -244,7 +284,10 @@ def make_optimizer(
         global_clipnorm=clip_norm or None,
     )
     if name == "lamb":
+        if lr_scales:
+            raise ValueError("lr_scales (layer-wise decay) is for adamw")
         return AlbertLamb(**kwargs)
     if name == "adamw":
-        return AlbertAdamW(**{**kwargs, "weight_decay": float(weight_decay or 0.0)})
+        return AlbertAdamW(**{**kwargs, "weight_decay": float(weight_decay or 0.0)},
+                           lr_scales=lr_scales)
     raise ValueError(f"optimizer must be 'lamb' or 'adamw', got {name!r}")

@@ -26,6 +26,7 @@ from albert_keras.model_folder import folder_of
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.model_folder import write_task_folder
+from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.tasks.best_epoch import epoch_selector
 from albert_keras.tasks.best_epoch import hold_out
@@ -208,6 +209,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 "adamw", learning_rate=cfg.learning_rate, total_steps=total,
                 warmup_steps=int(cfg.warmup_fraction * total),
                 weight_decay=cfg.weight_decay, clip_norm=1.0,
+                lr_scales=layer_rate_scales(encoder, cfg.layer_decay),
             ),
             **task.compile_args(spec),
         )

@@ -42,6 +42,11 @@ class FinetuneConfig:
             ``warmup_fraction`` of the steps, then linear decay to 0.
             ``epochs`` and ``learning_rate`` left None are chosen by the
             model's width (``size_defaults``) when the encoder is loaded.
+        layer_decay: layer-wise learning-rate decay (ELECTRA's fine-tuning,
+            0.8 for its base model): the head and pooler at the full rate,
+            the top layer at ``layer_decay`` times it, each layer below at
+            that factor of the one above, the embeddings lowest
+            (``layer_rate_scales``); 1 is off.
         sequence_length: S. QA: ``stride`` between windows,
             ``max_question_length``, ``max_answer_length``, ``n_best``,
             ``null_threshold`` and ``version_2`` (no-answer questions).
@@ -81,6 +86,9 @@ class FinetuneConfig:
                                   auto="by model width: 3e-4 below hidden size 512, else 3e-5")
     warmup_fraction: float = option(0.1, "share of the steps with linear warmup")
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
+    layer_decay: float = option(1.0, "layer-wise learning-rate decay (ELECTRA): the head at "
+                                     "the full rate, each layer below at this factor of the "
+                                     "one above, the embeddings lowest; 1 turns it off")
     sequence_length: int = option(128, "pieces per input, specials included",
                                   flag="--seq-length")
     truncate: str = option("longest_first", "how inputs are cut to fit: pairs longest_first "
@@ -133,6 +141,8 @@ class FinetuneConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError("warmup_fraction must be in [0, 1)")
+        if not 0 < self.layer_decay <= 1:
+            raise ValueError(f"layer_decay must be in (0, 1], got {self.layer_decay}")
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
             raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
                              "--text-pair-column use longest_first or waterfall")
