@@ -16,9 +16,9 @@ from albert_keras.files import check_output
 def _add_selection_flags(p):
     """``--eval`` and ``--validation``, as finetune and distill share them."""
     p.add_argument("--eval", default=None,
-                   help="a labelled file scored after training; without --validation (or "
-                   "finetune's --validation-split) it is also scored every epoch and the "
-                   "best epoch is kept")
+                   help="a labelled file scored after training; without --validation or "
+                   "--validation-split it is also scored every epoch and the best epoch is "
+                   "kept")
     p.add_argument("--validation", default=None,
                    help="a labelled file the best epoch is chosen on; --eval is then scored "
                    "once, with the chosen weights")
