@@ -94,7 +94,7 @@ def epoch_selector(task, spec, evaluation, validation, select_metric=None, patie
                      name=name)
 
 
-def hold_out(task, train, validation, fraction, seed):
+def hold_out(task, train, validation, fraction, seed, source="the training file"):
     """``(train, validation)`` with ``fraction`` of ``train`` held out to
     choose the epoch on (``task.split``); unchanged when ``fraction`` is None.
 
@@ -108,7 +108,7 @@ def hold_out(task, train, validation, fraction, seed):
         return train, validation
     if validation is not None:
         raise ValueError("give --validation or --validation-split, not both")
-    return task.split(train, fraction, seed)
+    return task.split(train, fraction, seed, source)
 
 
 def selection_report(best):

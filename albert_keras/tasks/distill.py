@@ -222,7 +222,8 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     train = task.read(train_path, spec, pieces)[0]
     evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
     validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
-    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed)
+    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed,
+                                 train_path)
     extra_x = None
     if unlabeled is not None:
         with tempfile.TemporaryDirectory() as tmp:

@@ -166,7 +166,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     train, spec = task.read(train_path, task_spec(cfg), pieces)
     evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
     validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
-    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed)
+    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed,
+                                 train_path)
     logger.info(f"{cfg.task}: {len(train)} training rows"
                 + (f", {len(evaluation)} eval rows" if evaluation else "")
                 + (f", {len(validation)} validation rows" if validation else "")

@@ -158,7 +158,7 @@ class Task:
         """``data`` restricted to the sorted example indices ``examples``."""
         raise NotImplementedError
 
-    def split(self, data, fraction, seed=0):
+    def split(self, data, fraction, seed=0, source="the training file"):
         """``(train, validation)``: a random ``fraction`` of the examples held out.
 
         Whole examples go to one side (a long QA context's windows, a long
@@ -171,6 +171,7 @@ class Task:
             data: the training file's ``TaskData``.
             fraction: the share to hold out, in (0, 1).
             seed: which examples (the same seed, the same split).
+            source: what errors call the file.
 
         Returns:
             Two ``TaskData``: the examples left for training and those held out.
@@ -195,7 +196,7 @@ class Task:
         held = np.sort(np.asarray(held, np.int64))
         kept = np.setdiff1d(np.arange(count), held)
         if not len(held) or not len(kept):
-            raise ValueError(f"validation_split {fraction} of {count} examples leaves "
+            raise ValueError(f"{source}: validation_split {fraction} of {count} examples leaves "
                              f"{len(kept)} to train on and {len(held)} to validate on; "
                              "both need at least one")
         return self.subset(data, kept), self.subset(data, held)

@@ -145,6 +145,15 @@ def test_a_held_out_share_of_the_training_file_chooses_the_epoch(
                  "--validation-split", "0.25"])
     assert code != 0 and "--validation or --validation-split, not both" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "both")
+    # a file too small to hold anything out: one line naming it, nothing written
+    tiny = tmp_path / "tiny.csv"
+    tiny.write_text("text,label\nthe quick fox,fox\nthe lazy dog,dog\n", encoding="utf-8")
+    code = main(["finetune", "--init", init_folder, "--train", str(tiny), "--out",
+                 str(tmp_path / "tiny"), "--validation-split", "0.1"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0
+    assert f"{tiny}: validation_split 0.1 of 2 examples leaves 2 to train on" in err
+    assert not os.path.exists(tmp_path / "tiny")
     with pytest.raises(ValueError, match=r"validation_split must be in \(0, 1\), got 1.5"):
         FinetuneConfig(validation_split=1.5).validate()
 

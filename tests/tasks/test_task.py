@@ -103,7 +103,8 @@ def test_classes_are_held_out_in_proportion(task_files, spm_path, tmp_path):
 def test_a_split_that_leaves_a_side_empty_is_refused(task_files, spm_path):
     task, spec, data = _read("classify", task_files, spm_path)
     single = task.subset(data, np.array([0]))
-    with pytest.raises(ValueError, match="leaves 1 to train on and 0 to validate on"):
-        task.split(single, 0.1)
+    with pytest.raises(ValueError, match=r"^tiny\.csv: validation_split 0\.1 of 1 examples "
+                                         "leaves 1 to train on and 0 to validate on"):
+        task.split(single, 0.1, source="tiny.csv")
     with pytest.raises(ValueError, match=r"validation_split must be in \(0, 1\)"):
         task.split(data, 1.0)
