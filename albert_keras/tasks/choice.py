@@ -1,7 +1,5 @@
 """``choice``: pick one of N answers per question (JSONL)."""
 
-import dataclasses
-
 import numpy as np
 
 from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
@@ -11,7 +9,7 @@ from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
-from albert_keras.tasks.task import take_items
+from albert_keras.tasks.task import take_fields
 from albert_keras.text.packer import pack_texts
 
 
@@ -47,9 +45,7 @@ class MultipleChoice(Task):
         return AlbertMultipleChoice(encoder, dropout=dropout, name="multiple_choice")
 
     def subset(self, data, examples):
-        ex = data.extra["examples"]
-        kept = dataclasses.replace(ex, **{f.name: take_items(getattr(ex, f.name), examples)
-                                          for f in dataclasses.fields(ex)})
+        kept = take_fields(data.extra["examples"], examples)
         return data.take(examples, {"examples": kept})
 
     def score(self, spec, data, outputs):

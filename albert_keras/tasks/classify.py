@@ -1,7 +1,5 @@
 """``classify``: one label (or one number, with ``regression``) per text or pair."""
 
-import dataclasses
-
 import keras
 import numpy as np
 
@@ -12,7 +10,7 @@ from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
-from albert_keras.tasks.task import take_items
+from albert_keras.tasks.task import take_fields
 from albert_keras.text.packer import pack_texts
 
 
@@ -94,9 +92,7 @@ class Classify(Task):
         return y if y is not None and y.ndim == 1 else None
 
     def subset(self, data, examples):
-        ex = data.extra["examples"]
-        kept = dataclasses.replace(ex, **{f.name: take_items(getattr(ex, f.name), examples)
-                                          for f in dataclasses.fields(ex)})
+        kept = take_fields(data.extra["examples"], examples)
         return data.take(examples, {"examples": kept,
                                     "lengths": data.extra["lengths"][examples]})
 

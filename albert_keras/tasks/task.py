@@ -207,6 +207,13 @@ def take_items(values, examples):
     return None if values is None else [values[int(i)] for i in examples]
 
 
+def take_fields(examples_dataclass, examples):
+    """A reader's dataclass of per-example lists, restricted to ``examples``."""
+    return dataclasses.replace(examples_dataclass, **{
+        f.name: take_items(getattr(examples_dataclass, f.name), examples)
+        for f in dataclasses.fields(examples_dataclass)})
+
+
 def rows_of(of_rows, examples):
     """``(mask over rows, new index per old example)`` for kept ``examples``."""
     renumber = np.full(int(of_rows.max()) + 1 if len(of_rows) else 0, -1, np.int64)
