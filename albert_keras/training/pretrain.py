@@ -110,8 +110,16 @@ def pretrain(data_dir, out_dir, train_config=None):
     out_dir = os.fspath(out_dir)
     ckpt_dir = os.path.join(out_dir, CHECKPOINTS)
     # a run that fails before its first checkpoint leaves no folder behind
-    with removed_on_failure(out_dir, keep=lambda: latest_checkpoint(ckpt_dir)[0] is not None):
-        return _pretrain(data_dir, out_dir, train_config)
+    # The run sets Keras' global dtype policy (its --precision); the caller's
+    # comes back afterwards, or a model built next in the same process (a
+    # fine-tuning head, a test) would silently compute in bfloat16.
+    caller_policy = keras.mixed_precision.global_policy()
+    try:
+        with removed_on_failure(out_dir,
+                                keep=lambda: latest_checkpoint(ckpt_dir)[0] is not None):
+            return _pretrain(data_dir, out_dir, train_config)
+    finally:
+        keras.mixed_precision.set_global_policy(caller_policy)
 
 
 def _pretrain(data_dir, out_dir, train_config):

@@ -132,3 +132,40 @@ def test_an_unset_rate_and_warmup_are_recorded_as_the_values_used(
     with open(os.path.join(out, "train_config.json")) as f:
         recorded = json.load(f)
     assert (recorded["learning_rate"], recorded["warmup_steps"]) == (8e-3, 40)
+
+
+def test_recipe_main_job_applies_to_any_corpus_and_albert_to_none():
+    def resolved(pipeline, **train):
+        t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        return (t.objective, t.model_overrides.get("num_hidden_layers"), t.learning_rate,
+                t.mask_rate, t.total_steps)
+
+    main_job = ("mlm", 2, 1.6e-2, 0.4, 1600)
+    albert = ("auto", None, 8e-3, None, 800)
+    assert resolved(PipelineConfig()) == main_job
+    for recipe, expected in (("main_job", main_job), ("albert", albert)):
+        for pipeline in (PipelineConfig(recipe=recipe),
+                         PipelineConfig(input=["corpus.txt"], recipe=recipe),
+                         PipelineConfig(data="runs/data", recipe=recipe)):
+            assert resolved(pipeline) == expected
+    # given values still win over the recipe
+    assert resolved(PipelineConfig(data="runs/data", recipe="main_job"),
+                    learning_rate=1e-3, total_steps=4800) == ("mlm", 2, 1e-3, 0.4, 4800)
+    # ALBERT's on the built-in corpus keeps ALBERT's attention too
+    assert main_job_recipe(PipelineConfig(recipe="albert"),
+                           PretrainConfig()).model_overrides == {}
+
+
+def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
+    with pytest.raises(ValueError, match="--recipe main_job makes a new model; it cannot "
+                                         "continue --init runs/model"):
+        main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(init="runs/model"))
+    with pytest.raises(ValueError, match="--recipe 'main-job': expected auto, main_job or"):
+        main_job_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
+    with caplog.at_level("INFO", logger="albert_keras"):
+        main_job_recipe(PipelineConfig(data="runs/data"), PretrainConfig())
+        main_job_recipe(PipelineConfig(data="runs/data", recipe="main_job"), PretrainConfig())
+        main_job_recipe(PipelineConfig(), PretrainConfig())
+    said = [r.getMessage() for r in caplog.records if "recipe" in r.getMessage()]
+    assert said == ["with --data: ALBERT's settings for what is not given "
+                    "(--recipe main_job for the main job's)"]

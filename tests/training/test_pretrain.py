@@ -284,6 +284,39 @@ def test_two_phases_need_one_tokenizer_and_shorter_sequences(
         PretrainConfig(short_seq_data=data_dir, short_seq_steps=3, steps_per_epoch=2).validate()
 
 
+def test_the_callers_dtype_policy_comes_back_after_a_run(data_dir, tmp_path):
+    keras.mixed_precision.set_global_policy("float32")
+    metrics = pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(
+        model_overrides=SMALL, batch_size=8, total_steps=2, steps_per_epoch=2,
+        warmup_steps=1, eval_steps=1, steps_per_execution=1, precision="mixed_bfloat16"))
+    assert metrics["precision"] == "mixed_bfloat16"
+    assert keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_cli_recipe_main_job_on_a_data_folder(data_dir, tmp_path, capsys):
+    from albert_keras.cli import main
+
+    args = _pretrain_args(data_dir, str(tmp_path / "albert"), steps=2)
+    assert main(args) == 0
+    assert "ALBERT's settings for what is not given" in capsys.readouterr().out
+    args = _pretrain_args(data_dir, str(tmp_path / "main_job"), steps=2,
+                          extra=("--recipe", "main_job"))
+    assert main(args) == 0
+    assert "ALBERT's settings" not in capsys.readouterr().out
+    recorded = {}
+    for name in ("albert", "main_job"):
+        recorded[name] = json.loads((tmp_path / name / "train_config.json").read_text())
+    # the objective, masking, attention and rate the main job's recipe picks;
+    # the flags given (depth, steps, warmup) stay as given
+    assert (recorded["albert"]["objective"], recorded["albert"]["mask_rate"],
+            recorded["albert"]["learning_rate"]) == ("mlm_sop", None, 8e-3)
+    assert (recorded["main_job"]["objective"], recorded["main_job"]["mask_rate"],
+            recorded["main_job"]["learning_rate"]) == ("mlm", 0.4, 1.6e-2)
+    assert recorded["main_job"]["model_overrides"] == {
+        **SMALL, "position_bias": "alibi", "alibi_slope_scale": 4.0}
+    assert recorded["main_job"]["total_steps"] == recorded["albert"]["total_steps"] == 2
+
+
 def test_cli_pretrain_makes_the_short_sequence_data_itself(corpus_file, tmp_path, capsys):
     from albert_keras.cli import main
 
