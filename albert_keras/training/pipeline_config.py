@@ -50,7 +50,7 @@ class PipelineConfig:
     short_seq_length: int = option(64, "the first phase's sequence length")
     workers: int = option(2, "processes that make the data")
     overwrite: bool = option(False, "train again when --out holds a finished run")
-    recipe: str = option("auto", "defaults for what is not given: main_job (MLM at 40%%, "
+    recipe: str = option("auto", "defaults for what is not given: main_job (MLM masking 0.4, "
                                  "2 shared layers with ALiBi, learning rate 1.6e-2, 1,600 "
                                  "steps), albert (the paper's mlm_sop, 4 layers, 8e-3, 800 "
                                  "steps); auto: main_job on the built-in corpus, albert with "
