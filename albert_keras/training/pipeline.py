@@ -23,6 +23,7 @@ from albert_keras.model_folder import METRICS_FILE
 from albert_keras.options import flag_of
 from albert_keras.model_folder import tokenizer_path
 from albert_keras.text.spm_trainer import TokenizerConfig
+from albert_keras.training.pipeline_config import RECIPES
 from albert_keras.training.pipeline_config import PipelineConfig
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pretrain import pretrain
@@ -159,9 +160,9 @@ def main_job_recipe(pipeline, train_config):
       against 0.600 +- 0.009, a tie.
     """
     recipe = pipeline.recipe
-    if recipe not in ("auto", "main_job", "albert"):
+    if recipe not in RECIPES:
         raise ValueError(f"{flag_of(PipelineConfig, 'recipe')} {recipe!r}: "
-                         f"expected auto, main_job or albert")
+                         f"expected one of {', '.join(RECIPES)}")
     if recipe == "main_job" and train_config.init:
         # the recipe picks the architecture (depth, ALiBi), which a model
         # being continued already has

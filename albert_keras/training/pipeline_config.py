@@ -9,6 +9,9 @@ import os
 
 from albert_keras.options import option
 
+# ``--recipe``: which defaults fill what the user does not give
+RECIPES = ("auto", "main_job", "albert")
+
 
 @dataclasses.dataclass
 class PipelineConfig:
@@ -55,4 +58,4 @@ class PipelineConfig:
                                  "steps), albert (the paper's mlm_sop, 4 layers, 8e-3, 800 "
                                  "steps); auto: main_job on the built-in corpus, albert with "
                                  "--input, --data or --init",
-                         choices=["auto", "main_job", "albert"])
+                         choices=list(RECIPES))

@@ -160,7 +160,7 @@ def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
     with pytest.raises(ValueError, match="--recipe main_job makes a new model; it cannot "
                                          "continue --init runs/model"):
         main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(init="runs/model"))
-    with pytest.raises(ValueError, match="--recipe 'main-job': expected auto, main_job or"):
+    with pytest.raises(ValueError, match="--recipe 'main-job': expected one of auto, main_job, albert"):
         main_job_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
     with caplog.at_level("INFO", logger="albert_keras"):
         main_job_recipe(PipelineConfig(data="runs/data"), PretrainConfig())
