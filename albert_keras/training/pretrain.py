@@ -165,6 +165,10 @@ def _pretrain(data_dir, out_dir, train_config):
         # keras-team/keras#19246, open). TPUStrategy is not affected.
         logger.info("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
         train_config = dataclasses.replace(train_config, steps_per_execution=1)
+    if train_config.steps_per_execution > 1 and keras.backend.backend() == "torch":
+        # Keras' torch trainer runs one step per call and refuses more.
+        logger.info("steps_per_execution set to 1 on the torch backend")
+        train_config = dataclasses.replace(train_config, steps_per_execution=1)
     # After the strategy: a TPU's devices are listed only once it is connected.
     precision = resolve_precision(train_config.precision)
     keras.mixed_precision.set_global_policy(precision)

@@ -61,7 +61,9 @@ class Rtd(Objective):
             # keeps a residual that starts at zero.
             table = encoder.token_embedding.embeddings
             generator.token_embedding.embeddings.assign(table)
-            table.assign(keras.ops.zeros_like(table))
+            # ops.zeros, not ops.zeros_like(table): JAX's zeros_like cannot
+            # read a Keras Variable's dtype and fails
+            table.assign(keras.ops.zeros(table.shape, dtype=table.dtype))
         model = AlbertElectraPretrainer(
             encoder, generator, embedding_sharing=sharing,
             rtd_weight=self._option("rtd_weight", 50.0), sop=self._option("rtd_sop", False),

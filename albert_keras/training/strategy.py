@@ -155,6 +155,16 @@ class KerasDistribution:
 
     @classmethod
     def for_name(cls, name):
+        # keras.distribution has no torch implementation (Keras 3.15): its
+        # list_devices fails there with an AttributeError on None. One device
+        # needs no distribution, so torch trains on one; the sharded
+        # strategies are JAX's alone.
+        if keras.backend.backend() != "jax":
+            if name in ("auto", "cpu"):
+                return cls(None)
+            raise StrategyError(
+                f"--strategy {name} needs the JAX backend (KERAS_BACKEND=jax or --backend "
+                f"jax); on {keras.backend.backend()} use auto or cpu")
         devices = keras.distribution.list_devices()
         if name == "cpu" or (name == "auto" and len(devices) < 2):
             return cls(None)

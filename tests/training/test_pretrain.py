@@ -97,8 +97,10 @@ def test_resume_refuses_changed_settings_and_accepts_safe_ones(data_dir, tmp_pat
     assert metrics["steps"] == 4 and metrics["train_tokens"] == 4 * 8 * length
 
 
-def _run(args, **kwargs):
+def _run(args, backend=None, **kwargs):
     env = {**os.environ, "CI": "true", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    if backend:
+        env["KERAS_BACKEND"] = backend
     return subprocess.Popen([sys.executable, "-m", "albert_keras.cli", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             **kwargs)
@@ -117,25 +119,26 @@ def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0, extra=(
             "--precision", "float32", "--seed", "3", *extra]
 
 
-@pytest.mark.parametrize("short_steps, extra", [
-    (0, ()), (6, ()),
+@pytest.mark.parametrize("short_steps, extra, backend", [
+    (0, (), None), (6, (), None),
     # ELECTRA: the generator's sampling state travels in the checkpoint
-    (0, ("--objective", "rtd", "--embedding-sharing", "gdes")),
-], ids=["one_phase", "two_phases", "rtd_gdes"])
+    (0, ("--objective", "rtd", "--embedding-sharing", "gdes"), None),
+    (0, ("--objective", "rtd", "--embedding-sharing", "gdes"), "jax"),
+], ids=["one_phase", "two_phases", "rtd_gdes", "rtd_gdes_jax"])
 def test_resume_after_kill_matches_an_uninterrupted_run(
-    data_dir, short_data_dir, tmp_path, short_steps, extra
+    data_dir, short_data_dir, tmp_path, short_steps, extra, backend
 ):
     # Two phases: the kill lands after step 4, inside the short-sequence
     # phase, so the rerun must skip into the short data and then switch.
     steps = 8
     args = functools.partial(_pretrain_args, data_dir, steps=steps,
                              short_data=short_data_dir, short_steps=short_steps, extra=extra)
-    whole = _run(args(str(tmp_path / "whole")))
+    whole = _run(args(str(tmp_path / "whole")), backend)
     output, _ = whole.communicate(timeout=600)
     assert whole.returncode == 0, output
 
     interrupted = str(tmp_path / "interrupted")
-    proc = _run(args(interrupted))
+    proc = _run(args(interrupted), backend)
     deadline = time.time() + 300
     ckpt = os.path.join(interrupted, "checkpoints", "ckpt-000002.keras")
     while not os.path.exists(ckpt) and proc.poll() is None and time.time() < deadline:
@@ -145,7 +148,7 @@ def test_resume_after_kill_matches_an_uninterrupted_run(
     assert os.path.exists(ckpt), "no checkpoint appeared before the kill"
     assert not os.path.exists(os.path.join(interrupted, "pretrainer.keras"))
 
-    again = _run(args(interrupted))
+    again = _run(args(interrupted), backend)
     output, _ = again.communicate(timeout=600)
     assert again.returncode == 0, output
     assert "resuming from" in output
@@ -341,23 +344,26 @@ from albert_keras.training.pretrain import PretrainConfig, pretrain
 metrics = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
     model_overrides=json.loads(sys.argv[4]), batch_size=8, total_steps=4, steps_per_epoch=2,
     warmup_steps=1, eval_steps=1, steps_per_execution=2, strategy=sys.argv[3],
-    precision="float32"))
+    precision="float32", objective=sys.argv[5]))
 print("RESULT " + json.dumps({"backend": keras.backend.backend(), "steps": metrics["steps"],
                               "devices": len(keras.distribution.list_devices())}))
 """
 
 
-def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path):
+@pytest.mark.parametrize("objective", ["mlm_sop", "rtd"])
+def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path, objective):
     """JAX training through keras.distribution, on two (forced) CPU devices:
-    data- and model-parallel runs end with the one-device run's weights."""
+    data- and model-parallel runs end with the one-device run's weights.
+    For ``rtd`` that includes the generator's samples: the sharded program
+    draws the same replacements as one device."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "CUDA_VISIBLE_DEVICES": "",
            "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     weights = {}
     for strategy in ("cpu", "data_parallel", "model_parallel"):
         out = tmp_path / strategy
         done = subprocess.run([sys.executable, "-c", JAX_CHILD, data_dir, str(out), strategy,
-                               json.dumps(SMALL)], env=env, capture_output=True, text=True,
-                              timeout=600)
+                               json.dumps(SMALL), objective], env=env, capture_output=True,
+                              text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
         assert json.loads(line[7:]) == {"backend": "jax", "steps": 4, "devices": 2}
@@ -367,6 +373,50 @@ def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path
         for path, value in weights["cpu"].items():
             np.testing.assert_allclose(weights[strategy][path], value, atol=2e-5, rtol=0,
                                        err_msg=f"{strategy}: {path}")
+
+
+TORCH_CHILD = r"""
+import json, sys
+import keras
+from albert_keras.training.pretrain import PretrainConfig, pretrain
+from albert_keras.training.strategy import StrategyError
+from albert_keras.training.strategy import make_strategy
+try:
+    make_strategy("data_parallel")
+except StrategyError as e:
+    print("REFUSED " + str(e))
+metrics = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
+    model_overrides=json.loads(sys.argv[3]), batch_size=8, total_steps=4, steps_per_epoch=2,
+    warmup_steps=1, eval_steps=1, steps_per_execution=2, precision="float32",
+    objective=sys.argv[4], embedding_sharing=sys.argv[5]))
+print("RESULT " + json.dumps({"backend": keras.backend.backend(), **metrics}))
+"""
+
+
+@pytest.mark.parametrize("objective, sharing", [("mlm_sop", "tied"), ("rtd", "gdes")])
+def test_pretrain_on_torch_trains_on_one_device(data_dir, tmp_path, objective, sharing):
+    """On torch, which keras.distribution does not cover, pretraining runs on
+    one device (one step per call, which Keras' torch trainer requires) and
+    the sharded strategies are refused in one line."""
+    env = {**os.environ, "KERAS_BACKEND": "torch", "CUDA_VISIBLE_DEVICES": ""}
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-c", TORCH_CHILD, data_dir, str(out),
+                           json.dumps(SMALL), objective, sharing], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    refused = next(x for x in lines if x.startswith("REFUSED "))
+    assert "needs the JAX backend" in refused and "on torch use auto or cpu" in refused
+    metrics = json.loads(next(x for x in lines if x.startswith("RESULT "))[7:])
+    assert (metrics["backend"], metrics["steps"], metrics["objective"]) == (
+        "torch", 4, objective)
+    assert np.isfinite(metrics["masked_lm_loss"])
+    # what torch wrote loads and runs here, on TensorFlow
+    encoder = keras.saving.load_model(str(out / "encoder.keras"))
+    ids = np.array([[2, 10, 11, 12, 3, 0]], "int32")
+    outputs = encoder({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+                       "padding_mask": ids != 0})
+    assert np.isfinite(keras.ops.convert_to_numpy(outputs["sequence_output"])).all()
 
 
 def test_strategy_names_are_checked_against_the_backend():
