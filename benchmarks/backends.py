@@ -15,6 +15,9 @@ hide. Tokens/s, then:
   (MLM on 20 positions + SOP) on that Keras backend. On JAX its attention is
   ``keras.ops.dot_product_attention``, which takes cuDNN's fused kernel on
   an NVIDIA GPU; the child reports whether Keras logged a fallback.
+* ``ours-rtd-jax``: ELECTRA's replaced-token detection on the same
+  discriminator (``AlbertElectraPretrainer``, a generator of 1/4 the width,
+  tied embeddings); its note gives its step cost against ``ours-jax``.
 * ``keras-hub-jax``: keras-hub's ``AlbertMaskedLM`` (MLM only).
 * ``hf-eager`` / ``hf-compile``: transformers' ``AlbertForPreTraining`` under
   ``torch.autocast(bfloat16)``, eager and with ``torch.compile``.
@@ -48,7 +51,7 @@ BASE = (768, 128, 12, 12, 3072)
 VOCAB = 30000
 PREDICTIONS = 20
 CASES = ("ours-jax", "keras-hub-jax", "hf-eager", "hf-compile", "ours-torch",
-         "ours-tensorflow")
+         "ours-tensorflow", "ours-rtd-jax")
 
 # -- the child: one case, one process -------------------------------------------------
 CHILD = r"""
@@ -112,12 +115,22 @@ else:
         config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
                               num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
-        model.compile(optimizer=keras.optimizers.AdamW(1e-4),
-                      steps_per_execution=args["steps"])
-        x["masked_positions"] = positions
         y = {"masked_ids": labels, "masked_weights": np.ones((B, P), "float32"),
              "sop_label": np.zeros((B,), "int32")}
+        x["masked_positions"] = positions
+        if "-rtd-" in who:
+            # ELECTRA on the same discriminator: a generator of 1/4 its width
+            # fills the masked positions by sampling, the discriminator reads
+            # every token; the generator's targets are inputs too
+            from albert_keras.models.albert_electra_pretrainer import (
+                AlbertElectraPretrainer, generator_config)
+            model = AlbertElectraPretrainer(AlbertEncoder(config),
+                                            AlbertEncoder(generator_config(config, 0.25)))
+            x.update(masked_ids=labels, masked_weights=y["masked_weights"])
+        else:
+            model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+        model.compile(optimizer=keras.optimizers.AdamW(1e-4),
+                      steps_per_execution=args["steps"])
         sample_weight = None
     else:
         import keras_hub
@@ -227,11 +240,20 @@ def render(results):
                  and not p["who"].startswith("ours") and (p["batch"], p["seq"]) ==
                  (r["batch"], r["seq"])]
         vs = f"{r['tokens_per_s'] / max(peers):.2f}x" if peers else "-"
+        # the FLOP count is MLM's; the rtd case's extra generator work is not
+        # in it, so its MFU would mislead: it gets its step cost against
+        # ours (mlm_sop) on the same backend and shape instead
         mfu = (f"{100 * model_flops_per_token(r['seq']) * r['tokens_per_s'] / peak:.1f}%"
-               if peak else "-")
+               if peak and "-rtd-" not in r["who"] else "-")
         memory = f"{r['peak_bytes'] / 2 ** 30:.1f}" + (" (RSS)" if r["memory_kind"] == "rss"
                                                         else "")
         note = "; ".join(r.get("fallbacks") or [])
+        if "-rtd-" in r["who"]:
+            same = [p["tokens_per_s"] for p in rows if "tokens_per_s" in p and p["who"] ==
+                    r["who"].replace("-rtd", "") and (p["batch"], p["seq"]) ==
+                    (r["batch"], r["seq"])]
+            if same:
+                note = f"step cost {same[0] / r['tokens_per_s']:.2f}x ours (mlm_sop); " + note
         lines.append(f"| {shape} | {r['who']} | {r['tokens_per_s']:,.0f} | {vs} | {mfu} | "
                      f"{memory} | {note[:80]} |")
     return "\n".join(lines) + "\n"

@@ -67,16 +67,23 @@ def test_model_on_backend(backend, reference, tmp_path):
 
 
 def test_backend_benchmark_runs_on_cpu(tmp_path):
-    """benchmarks/backends.py's CPU mode: one tiny case, a row written."""
+    """benchmarks/backends.py's CPU mode: tiny cases, rows written, and the
+    rtd case's step cost read against ours on the same shape."""
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "benchmarks", "backends.py")
     stem = tmp_path / "bench"
     done = subprocess.run([sys.executable, script, "--device", "cpu", "--shapes", "2x16",
-                           "--cases", "ours-jax", "--steps", "1", "--repeats", "1",
+                           "--cases", "ours-jax", "ours-rtd-jax", "--steps", "1",
+                           "--repeats", "1",
                            "--out", str(stem)], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads((tmp_path / "bench.json").read_text())["rows"]
-    assert [(r["who"], r["batch"], r["seq"]) for r in rows] == [("ours-jax", 2, 16)]
-    assert rows[0].get("tokens_per_s", 0) > 0, rows[0]
-    assert "| 2x16 | ours-jax |" in (tmp_path / "bench.md").read_text()
+    assert [(r["who"], r["batch"], r["seq"]) for r in rows] == [
+        ("ours-jax", 2, 16), ("ours-rtd-jax", 2, 16)]
+    for row in rows:
+        assert row.get("tokens_per_s", 0) > 0, row
+    table = (tmp_path / "bench.md").read_text()
+    assert "| 2x16 | ours-jax |" in table
+    cost = rows[0]["tokens_per_s"] / rows[1]["tokens_per_s"]
+    assert f"step cost {cost:.2f}x ours (mlm_sop)" in table
