@@ -49,6 +49,8 @@ class DataConfig:
             raise ValueError(f"max_predictions must be positive, got {self.max_predictions}")
         if not 0 < self.masked_lm_prob < 1:
             raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
+        if not 0 <= self.short_seq_prob <= 1:
+            raise ValueError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
         if self.dupe_factor < 1:
             raise ValueError(f"dupe_factor must be positive, got {self.dupe_factor}")
         if self.masking not in ("ngram", "span", "token"):

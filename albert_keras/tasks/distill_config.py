@@ -6,6 +6,7 @@ its flags (and answer ``--help``) without importing it.
 
 import dataclasses
 
+from albert_keras.options import check_numbers
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
 
@@ -82,8 +83,9 @@ class DistillConfig:
     seed: int = option(0, "weights and shuffling")
 
     def validate(self):
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {self.temperature}")
+        check_numbers(self, positive=("temperature", "learning_rate"),
+                      non_negative=("weight_decay", "hidden_weight", "attention_weight"),
+                      fractions=("dropout",))
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
         if self.layer_epochs < 0:

@@ -5,10 +5,12 @@ its flags (and answer ``--help``) without importing it.
 """
 
 import dataclasses
+import math
 
 from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
+from albert_keras.options import check_numbers
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
 from albert_keras.tasks.registry import TASKS
@@ -141,6 +143,10 @@ class FinetuneConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError("warmup_fraction must be in [0, 1)")
+        check_numbers(self, positive=("learning_rate",), non_negative=("weight_decay",),
+                      fractions=("dropout",))
+        if not math.isfinite(self.null_threshold):
+            raise ValueError(f"null_threshold must be a number, got {self.null_threshold}")
         if not 0 < self.layer_decay <= 1:
             raise ValueError(f"layer_decay must be in (0, 1], got {self.layer_decay}")
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from albert_keras.options import check_numbers
 from albert_keras.options import flag_of
 from albert_keras.options import option
 from albert_keras.precision import PRECISION_CHOICES
@@ -177,6 +178,8 @@ class PretrainConfig:
         total_steps = DEFAULT_TOTAL_STEPS if self.total_steps is None else self.total_steps
         if self.warmup_steps is not None and self.warmup_steps > total_steps:
             raise ValueError("warmup_steps must not exceed total_steps")
+        check_numbers(self, positive=("learning_rate", "rtd_weight"),
+                      non_negative=("weight_decay", "clip_norm", "max_minutes"))
         if not 0 < self.generator_size <= 1:
             raise ValueError(f"generator_size must be in (0, 1], got {self.generator_size}")
         if self.embedding_sharing not in ("tied", "gdes", "none"):

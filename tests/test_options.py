@@ -1,0 +1,59 @@
+"""Config number checks: NaN and out-of-range floats stop a run before it
+starts, with the field's name, on every command's config."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from albert_keras.data.data_config import DataConfig
+from albert_keras.options import check_numbers
+from albert_keras.tasks.distill_config import DistillConfig
+from albert_keras.tasks.finetune_config import FinetuneConfig
+from albert_keras.training.pretrain_config import PretrainConfig
+
+NAN = math.nan
+
+
+def test_check_numbers_lets_good_values_and_none_through():
+    config = PretrainConfig(learning_rate=None, rtd_weight=1e-3, weight_decay=0.0)
+    check_numbers(config, positive=("learning_rate", "rtd_weight"),
+                  non_negative=("weight_decay",))
+
+
+@pytest.mark.parametrize("make, field, value", [
+    # (NaN passed the old `x <= 0` style checks and failed inside a step)
+    (PretrainConfig, "rtd_weight", NAN),
+    (PretrainConfig, "rtd_weight", -1.0),
+    (PretrainConfig, "learning_rate", -1e-3),
+    (PretrainConfig, "learning_rate", NAN),
+    (PretrainConfig, "weight_decay", -0.01),
+    (PretrainConfig, "clip_norm", NAN),
+    (PretrainConfig, "max_minutes", -1.0),
+    (lambda **kw: FinetuneConfig(task="classify", **kw), "learning_rate", 0.0),
+    (lambda **kw: FinetuneConfig(task="classify", **kw), "weight_decay", NAN),
+    (lambda **kw: FinetuneConfig(task="classify", **kw), "dropout", 1.0),
+    (lambda **kw: FinetuneConfig(task="classify", **kw), "null_threshold", NAN),
+    (DistillConfig, "temperature", NAN),
+    (DistillConfig, "hidden_weight", NAN),
+    (DistillConfig, "dropout", -0.1),
+    (DataConfig, "short_seq_prob", 1.5),
+    (DataConfig, "short_seq_prob", NAN),
+])
+def test_bad_numbers_are_refused_with_the_field_named(make, field, value):
+    config = make(**{field: value})
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        config.validate()
+
+
+def test_cli_refuses_a_nan_rtd_weight_in_one_line(tmp_path):
+    # before any data is read or anything is written
+    done = subprocess.run(
+        [sys.executable, "-m", "albert_keras.cli", "pretrain", "--objective", "rtd",
+         "--rtd-weight", "nan", "--data", str(tmp_path / "data"),
+         "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "albert-keras pretrain: error: rtd_weight must be a positive number, got nan")
+    assert not (tmp_path / "run").exists()
