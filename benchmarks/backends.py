@@ -239,10 +239,12 @@ def render(results):
         peers = [p["tokens_per_s"] for p in rows if "tokens_per_s" in p
                  and not p["who"].startswith("ours") and (p["batch"], p["seq"]) ==
                  (r["batch"], r["seq"])]
-        vs = f"{r['tokens_per_s'] / max(peers):.2f}x" if peers else "-"
+        vs = (f"{r['tokens_per_s'] / max(peers):.2f}x" if peers and "-rtd-" not in r["who"]
+              else "-")
         # the FLOP count is MLM's; the rtd case's extra generator work is not
-        # in it, so its MFU would mislead: it gets its step cost against
-        # ours (mlm_sop) on the same backend and shape instead
+        # in it, and its peers train another objective, so its MFU and "vs
+        # best peer" would mislead: it gets its step cost against ours
+        # (mlm_sop) on the same backend and shape instead
         mfu = (f"{100 * model_flops_per_token(r['seq']) * r['tokens_per_s'] / peak:.1f}%"
                if peak and "-rtd-" not in r["who"] else "-")
         memory = f"{r['peak_bytes'] / 2 ** 30:.1f}" + (" (RSS)" if r["memory_kind"] == "rss"

@@ -87,3 +87,24 @@ def test_backend_benchmark_runs_on_cpu(tmp_path):
     assert "| 2x16 | ours-jax |" in table
     cost = rows[0]["tokens_per_s"] / rows[1]["tokens_per_s"]
     assert f"step cost {cost:.2f}x ours (mlm_sop)" in table
+
+
+def test_render_gives_the_rtd_case_its_step_cost_not_peer_ratios():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "benchmarks", "backends.py")
+    spec = importlib.util.spec_from_file_location("backends_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = {"batch": 2, "seq": 16, "peak_bytes": 2 ** 30, "memory_kind": "device"}
+    results = {"machine": "test", "matmul_peak_flops": 1e12, "rows": [
+        {**row, "who": "ours-jax", "tokens_per_s": 200.0},
+        {**row, "who": "keras-hub-jax", "tokens_per_s": 100.0},
+        {**row, "who": "ours-rtd-jax", "tokens_per_s": 150.0}]}
+    lines = bench.render(results).splitlines()
+    ours = next(x for x in lines if "| ours-jax |" in x)
+    rtd = next(x for x in lines if "| ours-rtd-jax |" in x)
+    assert "| 2.00x |" in ours
+    # 200 / 150: a step of rtd costs 1.33 of ours; no MFU, no peer ratio
+    assert rtd.startswith("| 2x16 | ours-rtd-jax | 150 | - | - | 1.0 | step cost 1.33x ours")
