@@ -20,6 +20,9 @@ def test_check_numbers_lets_good_values_and_none_through():
     config = PretrainConfig(learning_rate=None, rtd_weight=1e-3, weight_decay=0.0)
     check_numbers(config, positive=("learning_rate", "rtd_weight"),
                   non_negative=("weight_decay",))
+    # a rate of 0 steps nothing, which a test of --init relies on
+    PretrainConfig(learning_rate=0.0).validate()
+    FinetuneConfig(task="classify", learning_rate=0.0).validate()
 
 
 @pytest.mark.parametrize("make, field, value", [
@@ -31,7 +34,7 @@ def test_check_numbers_lets_good_values_and_none_through():
     (PretrainConfig, "weight_decay", -0.01),
     (PretrainConfig, "clip_norm", NAN),
     (PretrainConfig, "max_minutes", -1.0),
-    (lambda **kw: FinetuneConfig(task="classify", **kw), "learning_rate", 0.0),
+    (lambda **kw: FinetuneConfig(task="classify", **kw), "learning_rate", -1e-4),
     (lambda **kw: FinetuneConfig(task="classify", **kw), "weight_decay", NAN),
     (lambda **kw: FinetuneConfig(task="classify", **kw), "dropout", 1.0),
     (lambda **kw: FinetuneConfig(task="classify", **kw), "null_threshold", NAN),
@@ -55,5 +58,5 @@ def test_cli_refuses_a_nan_rtd_weight_in_one_line(tmp_path):
          "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
-        "albert-keras pretrain: error: rtd_weight must be a positive number, got nan")
+        "albert-keras pretrain: error: rtd_weight must be 0 or more, got nan")
     assert not (tmp_path / "run").exists()

@@ -83,8 +83,9 @@ class DistillConfig:
     seed: int = option(0, "weights and shuffling")
 
     def validate(self):
-        check_numbers(self, positive=("temperature", "learning_rate"),
-                      non_negative=("weight_decay", "hidden_weight", "attention_weight"),
+        check_numbers(self, positive=("temperature",),
+                      non_negative=("learning_rate", "weight_decay", "hidden_weight",
+                                    "attention_weight"),
                       fractions=("dropout",))
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")

@@ -143,7 +143,7 @@ class FinetuneConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError("warmup_fraction must be in [0, 1)")
-        check_numbers(self, positive=("learning_rate",), non_negative=("weight_decay",),
+        check_numbers(self, non_negative=("learning_rate", "weight_decay"),
                       fractions=("dropout",))
         if not math.isfinite(self.null_threshold):
             raise ValueError(f"null_threshold must be a number, got {self.null_threshold}")

@@ -178,8 +178,9 @@ class PretrainConfig:
         total_steps = DEFAULT_TOTAL_STEPS if self.total_steps is None else self.total_steps
         if self.warmup_steps is not None and self.warmup_steps > total_steps:
             raise ValueError("warmup_steps must not exceed total_steps")
-        check_numbers(self, positive=("learning_rate", "rtd_weight"),
-                      non_negative=("weight_decay", "clip_norm", "max_minutes"))
+        # a rate of 0 is allowed: it steps nothing (a run that only evaluates)
+        check_numbers(self, non_negative=("learning_rate", "rtd_weight", "weight_decay",
+                                          "clip_norm", "max_minutes"))
         if not 0 < self.generator_size <= 1:
             raise ValueError(f"generator_size must be in (0, 1], got {self.generator_size}")
         if self.embedding_sharing not in ("tied", "gdes", "none"):
