@@ -62,15 +62,19 @@ def make_strategy(name="auto"):
     if name not in STRATEGIES:
         raise StrategyError(f"strategy must be one of {STRATEGIES}, got {name!r}")
     backend = keras.backend.backend()
+    # keras.distribution shards on JAX alone (torch has no implementation)
+    usable = [s for s in STRATEGIES if (backend == "jax" or s not in JAX_ONLY)
+              and (backend == "tensorflow" or s not in TF_ONLY)]
+    usable = f"{', '.join(usable[:-1])} or {usable[-1]}"
+    if name in JAX_ONLY and backend != "jax":
+        raise StrategyError(
+            f"--strategy {name} needs the JAX backend (KERAS_BACKEND=jax or --backend jax); "
+            f"on {backend} use {usable}")
     if backend != "tensorflow":
         if name in TF_ONLY:
             raise StrategyError(
-                f"--strategy {name} is TensorFlow's; on the {backend} backend use "
-                "auto, data_parallel, model_parallel or cpu")
+                f"--strategy {name} is TensorFlow's; on the {backend} backend use {usable}")
         return KerasDistribution.for_name(name)
-    if name in JAX_ONLY:
-        raise StrategyError(
-            f"--strategy {name} needs the JAX backend (KERAS_BACKEND=jax or --backend jax)")
     if name in ("auto", "tpu"):
         strategy = _connect_tpu()
         if strategy is not None:
@@ -156,15 +160,11 @@ class KerasDistribution:
     @classmethod
     def for_name(cls, name):
         # keras.distribution has no torch implementation (Keras 3.15): its
-        # list_devices fails there with an AttributeError on None. One device
-        # needs no distribution, so torch trains on one; the sharded
-        # strategies are JAX's alone.
+        # list_devices fails there with an AttributeError on None. Only auto
+        # and cpu get here on torch (make_strategy refuses the sharded ones),
+        # and one device needs no distribution.
         if keras.backend.backend() != "jax":
-            if name in ("auto", "cpu"):
-                return cls(None)
-            raise StrategyError(
-                f"--strategy {name} needs the JAX backend (KERAS_BACKEND=jax or --backend "
-                f"jax); on {keras.backend.backend()} use auto or cpu")
+            return cls(None)
         devices = keras.distribution.list_devices()
         if name == "cpu" or (name == "auto" and len(devices) < 2):
             return cls(None)

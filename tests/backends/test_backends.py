@@ -15,6 +15,8 @@ from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "backend_check.py")
+BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "benchmarks", "backends.py")
 
 
 @pytest.fixture(scope="module", params=["none", "alibi"])
@@ -69,10 +71,8 @@ def test_model_on_backend(backend, reference, tmp_path):
 def test_backend_benchmark_runs_on_cpu(tmp_path):
     """benchmarks/backends.py's CPU mode: tiny cases, rows written, and the
     rtd case's step cost read against ours on the same shape."""
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "benchmarks", "backends.py")
     stem = tmp_path / "bench"
-    done = subprocess.run([sys.executable, script, "--device", "cpu", "--shapes", "2x16",
+    done = subprocess.run([sys.executable, BENCHMARK, "--device", "cpu", "--shapes", "2x16",
                            "--cases", "ours-jax", "ours-rtd-jax", "--steps", "1",
                            "--repeats", "1",
                            "--out", str(stem)], capture_output=True, text=True, timeout=600,
@@ -92,9 +92,7 @@ def test_backend_benchmark_runs_on_cpu(tmp_path):
 def test_render_gives_the_rtd_case_its_step_cost_not_peer_ratios():
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "benchmarks", "backends.py")
-    spec = importlib.util.spec_from_file_location("backends_bench", path)
+    spec = importlib.util.spec_from_file_location("backends_bench", BENCHMARK)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     row = {"batch": 2, "seq": 16, "peak_bytes": 2 ** 30, "memory_kind": "device"}
