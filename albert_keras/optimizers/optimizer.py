@@ -253,6 +253,7 @@ def make_optimizer(
     beta_2=0.999,
     epsilon=1e-6,
     lr_scales=None,
+    ema_momentum=0.0,
 ):
     """The optimizer and schedule of the original recipe, for ``model``.
 
@@ -267,6 +268,11 @@ def make_optimizer(
         beta_1, beta_2, epsilon: Adam moments.
         lr_scales: ``adamw`` only: per-variable rate factors
             (``layer_rate_scales``).
+        ema_momentum: above 0, the optimizer also keeps an exponential
+            moving average of the trainable weights with this momentum
+            (Keras' ``use_ema``; ``keras.callbacks.SwapEMAWeights`` puts it
+            in the model to score it, and ``fit`` leaves it there at the
+            end). 0 keeps none.
 
     Returns:
         A Keras optimizer; its schedule and exclusions serialize with the model.
@@ -283,6 +289,8 @@ def make_optimizer(
         weight_decay=weight_decay or None,
         global_clipnorm=clip_norm or None,
     )
+    if ema_momentum:
+        kwargs.update(use_ema=True, ema_momentum=float(ema_momentum))
     if name == "lamb":
         if lr_scales:
             raise ValueError("lr_scales (layer-wise decay) is for adamw")

@@ -211,6 +211,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                 warmup_steps=int(cfg.warmup_fraction * total),
                 weight_decay=cfg.weight_decay, clip_norm=1.0,
                 lr_scales=layer_rate_scales(encoder, cfg.layer_decay),
+                ema_momentum=cfg.ema,
             ),
             **task.compile_args(spec),
         )
@@ -224,6 +225,11 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                               cfg.patience)
         if best is not None:
             callbacks.insert(1, best)
+        if cfg.ema:
+            # Before the selector, so the epoch's score is the average's and
+            # the weights it keeps are the average; Keras' callback swaps the
+            # raw weights back in for the next epoch's steps.
+            callbacks.insert(1, keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
         history = model.fit(
             make_dataset(train, cfg.batch_size, True, cfg.seed),
             epochs=cfg.epochs,

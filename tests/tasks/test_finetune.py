@@ -181,6 +181,69 @@ def test_layer_decay_slows_the_lower_layers(init_folder, task_files, tmp_path):
         FinetuneConfig(layer_decay=1.5).validate()
 
 
+class _StepWeights:
+    """A callback that records the raw trainable weights after every step,
+    how many steps each epoch ended at, and the weights fit leaves behind."""
+
+    def __new__(cls):
+        import keras
+
+        class Recorder(keras.callbacks.Callback):
+            def __init__(self):
+                super().__init__()
+                self.steps, self.epoch_ends, self.final = [], [], None
+
+            def on_train_batch_end(self, batch, logs=None):
+                self.steps.append([v.numpy().copy() for v in self.model.trainable_variables])
+
+            def on_epoch_end(self, epoch, logs=None):
+                self.epoch_ends.append(len(self.steps))
+
+            def on_train_end(self, logs=None):
+                self.final = [v.numpy().copy() for v in self.model.trainable_variables]
+
+        return Recorder()
+
+
+def _moving_average(steps, momentum):
+    """Polyak averaging in numpy: the first step's weights, then
+    ``momentum * average + (1 - momentum) * weights`` at every later step."""
+    average = [w.copy() for w in steps[0]]
+    for weights in steps[1:]:
+        average = [momentum * a + (1 - momentum) * w for a, w in zip(average, weights)]
+    return average
+
+
+def test_ema_scores_and_keeps_the_moving_average(init_folder, task_files, tmp_path):
+    momentum = 0.8
+    cfg = FinetuneConfig(ema=momentum, **{**QUICK, "epochs": 3, "learning_rate": 3e-3})
+    # with an eval file: every epoch scores the average, and the best
+    # epoch's average is what the run keeps
+    seen = _StepWeights()
+    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"],
+                       str(tmp_path / "eval"), cfg, callbacks=[seen])
+    assert len(seen.epoch_ends) == 3
+    end = seen.epoch_ends[metrics["best_epoch"] - 1]
+    expected = _moving_average(seen.steps[:end], momentum)
+    for got, want, raw in zip(seen.final, expected, seen.steps[end - 1]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert any(not np.allclose(got, raw, atol=1e-4)
+               for got, raw in zip(seen.final, seen.steps[end - 1]))
+    # the saved model is that average: its eval score is the one reported
+    again = inference.evaluate(str(tmp_path / "eval"), task_files["cls_eval"])
+    assert metrics["accuracy"] == pytest.approx(again["accuracy"])
+    assert metrics["accuracy"] == metrics["eval_history"][metrics["best_epoch"] - 1]
+    # without one: the average over every step
+    seen = _StepWeights()
+    finetune(init_folder, task_files["cls_train"], None, str(tmp_path / "plain"), cfg,
+             callbacks=[seen])
+    for got, want in zip(seen.final, _moving_average(seen.steps, momentum)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"ema must be in \[0, 1\)"):
+            FinetuneConfig(ema=bad).validate()
+
+
 def test_best_epoch_stops_after_patience_and_restores_the_best_weights():
     import keras
 
