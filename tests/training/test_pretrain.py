@@ -124,7 +124,9 @@ def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0, extra=(
     # ELECTRA: the generator's sampling state travels in the checkpoint
     (0, ("--objective", "rtd", "--embedding-sharing", "gdes"), None),
     (0, ("--objective", "rtd", "--embedding-sharing", "gdes"), "jax"),
-], ids=["one_phase", "two_phases", "rtd_gdes", "rtd_gdes_jax"])
+    # torch trains on one device, one step per execution
+    (0, (), "torch"),
+], ids=["one_phase", "two_phases", "rtd_gdes", "rtd_gdes_jax", "mlm_sop_torch"])
 def test_resume_after_kill_matches_an_uninterrupted_run(
     data_dir, short_data_dir, tmp_path, short_steps, extra, backend
 ):
