@@ -33,6 +33,7 @@ from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
 from albert_keras.tasks.layer_map import parse_layer_map
+from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
 from albert_keras.tasks.best_epoch import epoch_selector
@@ -275,7 +276,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     optimizer = make_optimizer(
         "adamw", learning_rate=cfg.learning_rate, total_steps=total,
         warmup_steps=int(cfg.warmup_fraction * total), weight_decay=cfg.weight_decay,
-        clip_norm=1.0)
+        clip_norm=1.0, lr_scales=layer_rate_scales(encoder, cfg.layer_decay))
     # One optimizer for both: the distiller steps it, and the student's
     # saved file carries it as a fine-tuned folder's does.
     student.compile(optimizer=optimizer, **task.compile_args(spec))

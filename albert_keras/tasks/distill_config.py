@@ -38,8 +38,8 @@ class DistillConfig:
         hidden_weight, attention_weight: the weights of the hidden-state
             (mean squared error) and attention (KL) losses of that stage.
         epochs, batch_size, learning_rate, warmup_fraction, weight_decay,
-            dropout, precision, seed, validation_split, select_metric,
-            patience: as in
+            layer_decay, dropout, precision, seed, validation_split,
+            select_metric, patience: as in
             fine-tuning; ``epochs`` and ``learning_rate`` left None follow
             the student's width as fine-tuning's do.
 
@@ -70,6 +70,8 @@ class DistillConfig:
                                   auto="by student width: 3e-4 below hidden size 512, else 3e-5")
     warmup_fraction: float = option(0.1, "share of the steps with linear warmup")
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
+    layer_decay: float = option(1.0, "layer-wise learning-rate decay of the student, as in "
+                                     "fine-tuning (for a --student-init model); 1 turns it off")
     dropout: float = option(0.1, "dropout on the head's input")
     precision: str = option("float32", "Keras dtype policy",
                             choices=PRECISIONS)
@@ -89,6 +91,8 @@ class DistillConfig:
                       fractions=("dropout",))
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        if not 0 < self.layer_decay <= 1:
+            raise ValueError(f"layer_decay must be in (0, 1], got {self.layer_decay}")
         if self.layer_epochs < 0:
             raise ValueError(f"layer_epochs must be 0 or more, got {self.layer_epochs}")
         if self.layer_map:  # its form now; the depths are checked against the models

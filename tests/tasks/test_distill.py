@@ -156,6 +156,34 @@ def test_student_from_a_pretrained_folder(teachers, task_files, init_folder, spm
     assert not os.path.exists(tmp_path / "s2")
 
 
+def test_layer_decay_slows_the_students_lower_layers(teachers, task_files, init_folder,
+                                                     tmp_path):
+    import numpy as np
+
+    from albert_keras.model_folder import load_encoder
+
+    start = load_encoder(init_folder, dtype="float32")
+    moved = {}
+    for decay in (1.0, 0.01):
+        out = str(tmp_path / f"decay{decay}")
+        cfg = DistillConfig(student_init=init_folder, layer_decay=decay, epochs=1, batch_size=8,
+                            learning_rate=1e-3)
+        distill(teachers["classify"], task_files["cls_train"], None, out, cfg)
+        tuned = load_encoder(out, dtype="float32")
+        moved[decay] = {
+            name: max(np.abs(a.numpy() - b.numpy()).max()
+                      for a, b in zip(getattr(start, name).trainable_variables,
+                                      getattr(tuned, name).trainable_variables))
+            for name in ("embeddings", "transformer", "pooler")}
+        assert json.load(open(os.path.join(out, "train_config.json")))["layer_decay"] == decay
+    # the pooler at the full rate either way; the embeddings all but stand still
+    assert moved[0.01]["pooler"] > 0.3 * moved[1.0]["pooler"]
+    assert moved[0.01]["transformer"] < 0.05 * moved[1.0]["transformer"]
+    assert moved[0.01]["embeddings"] < 1e-3 * moved[1.0]["embeddings"]
+    with pytest.raises(ValueError, match=r"layer_decay must be in \(0, 1\]"):
+        DistillConfig(layer_decay=0).validate()
+
+
 def test_distill_command_and_its_errors(teachers, task_files, init_folder, tmp_path, capsys):
     out = str(tmp_path / "student")
     code = main(["distill", "--teacher", teachers["classify"], "--train",
