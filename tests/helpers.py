@@ -301,3 +301,18 @@ def hf_bert_tokenizer(vocab_path, lowercase):
     from transformers.models.bert.tokenization_bert import load_vocab
 
     return BertTokenizerFast(vocab=load_vocab(vocab_path), do_lower_case=lowercase)
+
+
+def assert_layer_decay_slows(start, tuned):
+    """``tuned = {decay: encoder}`` trained from the encoder ``start`` with
+    layer-wise decay 1.0 and 0.01: the pooler learns at the full rate
+    either way, the stack much slower at 0.01 and the embeddings (0.01 **
+    (L + 1) of the rate) all but stand still."""
+    moved = {decay: {name: max(np.abs(a.numpy() - b.numpy()).max()
+                               for a, b in zip(getattr(start, name).trainable_variables,
+                                               getattr(encoder, name).trainable_variables))
+                     for name in ("embeddings", "transformer", "pooler")}
+             for decay, encoder in tuned.items()}
+    assert moved[0.01]["pooler"] > 0.3 * moved[1.0]["pooler"], moved
+    assert moved[0.01]["transformer"] < 0.05 * moved[1.0]["transformer"], moved
+    assert moved[0.01]["embeddings"] < 1e-3 * moved[1.0]["embeddings"], moved
