@@ -41,7 +41,10 @@ class DistillConfig:
             layer_decay, dropout, precision, seed, validation_split,
             select_metric, patience: as in
             fine-tuning; ``epochs`` and ``learning_rate`` left None follow
-            the student's width as fine-tuning's do.
+            the student's width as fine-tuning's do. ``layer_decay`` applies
+            to the soft-target stage; the layer-transfer stage, whose point
+            is to move the student's lower layers, runs every layer at the
+            full rate.
 
     Example:
     >>> DistillConfig(student="albert_tiny", temperature=2.0)  # doctest: +SKIP
