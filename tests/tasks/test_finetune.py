@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 
+import keras
 import numpy as np
 import pytest
 
@@ -172,28 +173,22 @@ def test_layer_decay_slows_the_lower_layers(init_folder, task_files, tmp_path):
         FinetuneConfig(layer_decay=1.5).validate()
 
 
-class _StepWeights:
-    """A callback that records the raw trainable weights after every step,
-    how many steps each epoch ended at, and the weights fit leaves behind."""
+class _StepWeights(keras.callbacks.Callback):
+    """Records the raw trainable weights after every step, how many steps
+    each epoch ended at, and the weights fit leaves behind."""
 
-    def __new__(cls):
-        import keras
+    def __init__(self):
+        super().__init__()
+        self.steps, self.epoch_ends, self.final = [], [], None
 
-        class Recorder(keras.callbacks.Callback):
-            def __init__(self):
-                super().__init__()
-                self.steps, self.epoch_ends, self.final = [], [], None
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps.append([v.numpy().copy() for v in self.model.trainable_variables])
 
-            def on_train_batch_end(self, batch, logs=None):
-                self.steps.append([v.numpy().copy() for v in self.model.trainable_variables])
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_ends.append(len(self.steps))
 
-            def on_epoch_end(self, epoch, logs=None):
-                self.epoch_ends.append(len(self.steps))
-
-            def on_train_end(self, logs=None):
-                self.final = [v.numpy().copy() for v in self.model.trainable_variables]
-
-        return Recorder()
+    def on_train_end(self, logs=None):
+        self.final = [v.numpy().copy() for v in self.model.trainable_variables]
 
 
 def _moving_average(steps, momentum):
