@@ -106,6 +106,30 @@ class TimeBudget(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class StepLimit(keras.callbacks.Callback):
+    """Stops training once the optimizer has taken ``total_steps`` steps.
+
+    Keras' ``fit`` runs whole epochs, so a run whose step count is not a
+    multiple of the epoch length would otherwise go on to the end of its last
+    epoch, past the end of the learning-rate schedule, and report more steps
+    than were asked for. The last epoch ends early instead; its checkpoint
+    still carries the epoch's number, so a rerun sees a finished run. The
+    caller makes ``steps_per_execution`` divide ``total_steps``, so the stop
+    falls exactly on the step.
+
+    Args:
+        total_steps: the run's last optimizer step.
+    """
+
+    def __init__(self, total_steps):
+        super().__init__()
+        self.total_steps = int(total_steps)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) >= self.total_steps:
+            self.model.stop_training = True
+
+
 def interactive():
     """Whether progress can be a live bar: a terminal or a notebook.
 

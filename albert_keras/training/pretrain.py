@@ -46,6 +46,7 @@ from albert_keras.text.registry import load_tokenizer
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
 from albert_keras.training.callbacks import ResumableCheckpoint
+from albert_keras.training.callbacks import StepLimit
 from albert_keras.training.callbacks import TimeBudget
 from albert_keras.training.callbacks import interactive
 from albert_keras.training.callbacks import latest_checkpoint
@@ -149,11 +150,15 @@ def _pretrain(data_dir, out_dir, train_config):
     if train_config.deterministic and keras.backend.backend() == "tensorflow":
         # (JAX's CPU and GPU kernels are deterministic without a switch.)
         tf.config.experimental.enable_op_determinism()
-    if train_config.steps_per_epoch % train_config.steps_per_execution:
+    spe = math.gcd(train_config.steps_per_epoch, train_config.steps_per_execution,
+                   train_config.total_steps)
+    if spe != train_config.steps_per_execution:
         # Keras rounds an epoch up to whole executions, which would shift the
-        # schedule and the resume position.
-        spe = math.gcd(train_config.steps_per_epoch, train_config.steps_per_execution)
-        logger.info(f"steps_per_execution set to {spe} to divide steps_per_epoch")
+        # schedule and the resume position; and the run must be able to stop
+        # on its last step when that is not at the end of an epoch.
+        logger.info(f"steps_per_execution set to {spe} to divide steps_per_epoch "
+                    f"({train_config.steps_per_epoch}) and the run's steps "
+                    f"({train_config.total_steps})")
         train_config = dataclasses.replace(train_config, steps_per_execution=spe)
     strategy = make_strategy(train_config.strategy)
     if train_config.steps_per_execution > 1 and isinstance(
@@ -224,7 +229,8 @@ def _pretrain(data_dir, out_dir, train_config):
     # -- fit ----------------------------------------------------------------------
     nan_guard = NanGuard()
     budget = TimeBudget(train_config.max_minutes)
-    callbacks = [nan_guard, budget]
+    # the last epoch ends at total_steps when that is not a whole epoch
+    callbacks = [nan_guard, budget, StepLimit(train_config.total_steps)]
     if chief:
         callbacks[1:1] = [
             ResumableCheckpoint(ckpt_dir, objective.monitor_for(eval_ds is not None)),
@@ -240,7 +246,8 @@ def _pretrain(data_dir, out_dir, train_config):
         begin = max(initial_epoch, first)
         if len(phases) > 1:
             logger.info(f"steps {begin * train_config.steps_per_epoch}-"
-                f"{end * train_config.steps_per_epoch}: sequences of {phase_len} "
+                f"{min(end * train_config.steps_per_epoch, train_config.total_steps)}: "
+                f"sequences of {phase_len} "
                 f"from {phase_data}")
         # A resumed run continues with the batches an uninterrupted run would see.
         train_ds = train_dataset(strategy, phase_data, train_config, objective,

@@ -52,6 +52,28 @@ def test_fit_steps_default_strategy_and_model_folder(data_dir, tmp_path):
     assert AlbertConfig.from_json_file(str(out / "config.json")).hidden_size == 32
 
 
+def test_steps_that_are_not_whole_epochs_stop_on_the_step(data_dir, tmp_path, caplog):
+    # 7 steps in epochs of 3: the third epoch ends after one step, where the
+    # learning-rate schedule ends, and a rerun finds the run finished.
+    out = str(tmp_path / "run")
+    config = PretrainConfig(model_overrides=SMALL, batch_size=8, total_steps=7,
+                            steps_per_epoch=3, warmup_steps=2, eval_steps=1,
+                            steps_per_execution=3)
+    with caplog.at_level("INFO", logger="albert_keras"):
+        metrics = pretrain(data_dir, out, config)
+    assert metrics["steps"] == 7
+    assert "steps_per_execution set to 1" in caplog.text
+    assert os.path.isfile(os.path.join(out, "checkpoints", "ckpt-000003.keras"))
+    model = load_model(os.path.join(out, "pretrainer.keras"))
+    assert int(model.optimizer.iterations.numpy()) == 7
+    assert float(model.optimizer.learning_rate) == 0.0
+    before = model.get_weights()
+    again = pretrain(data_dir, out, config)
+    assert again["steps"] == 7
+    for a, b in zip(before, load_model(os.path.join(out, "pretrainer.keras")).get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_overfitting_one_batch(data_dir):
     keras.utils.set_random_seed(0)
     batch = next(iter(pretraining_dataset(data_dir, batch_size=8, shuffle=False)))
