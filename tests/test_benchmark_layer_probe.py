@@ -1,7 +1,6 @@
 """benchmarks/layer_probe.py: the pairwise cosine, the probe and the command's output."""
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -9,6 +8,7 @@ import sys
 
 import numpy as np
 
+from tests.helpers import load_benchmark_script
 from tests.helpers import make_sentences
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -16,15 +16,7 @@ SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 def _module():
-    # the script imports a sibling script (objectives) as a top-level name
-    sys.path.insert(0, os.path.dirname(SCRIPT))
-    try:
-        spec = importlib.util.spec_from_file_location("layer_probe_script", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.dirname(SCRIPT))
-    return module
+    return load_benchmark_script("layer_probe")
 
 
 def test_mean_cosine_is_the_mean_over_pairs_of_different_rows():

@@ -2,13 +2,14 @@
 its task sampling keeps validation rows apart from the scored ones."""
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.helpers import load_benchmark_script
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "benchmarks", "objectives.py")
@@ -55,15 +56,7 @@ def test_compare_accepts_step_costs_from_the_same_mask_rate(tmp_path):
 
 
 def _sample_task():
-    # the script imports a sibling module (finetune_recipe) as a top-level name
-    sys.path.insert(0, os.path.dirname(SCRIPT))
-    try:
-        spec = importlib.util.spec_from_file_location("objectives_script", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.dirname(SCRIPT))
-    return module.sample_task
+    return load_benchmark_script("objectives").sample_task
 
 
 def _write_task(folder, n_train, n_eval):
