@@ -187,6 +187,14 @@ def main_job_recipe(pipeline, train_config):
             and "num_hidden_layers" not in overrides):
         overrides["num_hidden_layers"] = MAIN_JOB_LAYERS
         total_steps = MAIN_JOB_TOTAL_STEPS
+    elif objective != "mlm" and "num_hidden_layers" not in overrides:
+        # said out loud: comparing objectives "with the main job's recipe"
+        # otherwise compares a 4-layer model against the main job's 2 layers
+        logger.info(f"--recipe main_job with --objective {objective}: {train_config.preset}'s "
+                    f"own depth; the main job's {MAIN_JOB_LAYERS} layers and "
+                    f"{MAIN_JOB_TOTAL_STEPS:,} steps are mlm's (--model-overrides "
+                    f"'{{\"num_hidden_layers\": {MAIN_JOB_LAYERS}}}' --steps "
+                    f"{MAIN_JOB_TOTAL_STEPS} for the same model)")
     overrides.setdefault("position_bias", "alibi")
     if overrides["position_bias"] == "alibi":
         overrides.setdefault("alibi_slope_scale", 4.0)

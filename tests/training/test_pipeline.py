@@ -169,3 +169,17 @@ def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
     said = [r.getMessage() for r in caplog.records if "recipe" in r.getMessage()]
     assert said == ["with --data: ALBERT's settings for what is not given "
                     "(--recipe main_job for the main job's)"]
+
+
+def test_another_objective_says_it_keeps_the_presets_depth(caplog):
+    with caplog.at_level("INFO", logger="albert_keras"):
+        t = main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(objective="rtd"))
+        main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(
+            objective="rtd", model_overrides={"num_hidden_layers": 2}))
+        main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(objective="mlm"))
+    assert "num_hidden_layers" not in t.model_overrides
+    said = [r.getMessage() for r in caplog.records if "depth" in r.getMessage()]
+    assert said == ["--recipe main_job with --objective rtd: albert_tiny's own depth; the main "
+                    "job's 2 layers and 1,600 steps are mlm's (--model-overrides "
+                    "'{\"num_hidden_layers\": 2}' --steps 1600 for the same model)"]
+
