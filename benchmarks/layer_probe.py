@@ -64,13 +64,14 @@ def layer_features(folder, text_lists, sequence_length, from_scratch=False):
                            output_hidden_states=True)
     pieces = read_tokenizer(folder)
     length = min(sequence_length, encoder.config.max_position_embeddings)
-    embedders = [AlbertEmbedder(encoder, layers=(layer,), pooling="mean")
-                 for layer in range(encoder.config.num_hidden_layers + 1)]
+    states = encoder.config.num_hidden_layers + 1
+    # one encoder pass per text: every state's mean, concatenated in order
+    embedder = AlbertEmbedder(encoder, layers=tuple(range(states)), pooling="mean")
     features = []
     for texts in text_lists:
         inputs = pack_texts(pieces, list(texts), None, length)
-        features.append(np.stack([e.predict(inputs, batch_size=64, verbose=0)["embeddings"]
-                                  for e in embedders]))
+        flat = embedder.predict(inputs, batch_size=64, verbose=0)["embeddings"]
+        features.append(flat.reshape(len(flat), states, -1).transpose(1, 0, 2))
     return features
 
 
