@@ -66,7 +66,9 @@ def layer_features(folder, text_lists, sequence_length, from_scratch=False):
     length = min(sequence_length, encoder.config.max_position_embeddings)
     states = encoder.config.num_hidden_layers + 1
     # one encoder pass per text: every state's mean, concatenated in order
-    embedder = AlbertEmbedder(encoder, layers=tuple(range(states)), pooling="mean")
+    # (the reshape below relies on concat)
+    embedder = AlbertEmbedder(encoder, layers=tuple(range(states)), pooling="mean",
+                              combine="concat")
     features = []
     for texts in text_lists:
         inputs = pack_texts(pieces, list(texts), None, length)
