@@ -29,6 +29,7 @@ def test_check_numbers_lets_good_values_and_none_through():
     # (NaN passed the old `x <= 0` style checks and failed inside a step)
     (PretrainConfig, "rtd_weight", NAN),
     (PretrainConfig, "rtd_weight", -1.0),
+    (PretrainConfig, "rtd_mlm_weight", -0.5),
     (PretrainConfig, "learning_rate", -1e-3),
     (PretrainConfig, "learning_rate", NAN),
     (PretrainConfig, "weight_decay", -0.01),

@@ -73,18 +73,23 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions=None):
+    def call(self, sequence_output, masked_positions=None, token_table=None):
         """Logits ``[B, P, V]`` at ``masked_positions`` (``[B, P]``).
 
         With ``masked_positions=None``, ``sequence_output`` already holds
         just the ``P`` masked rows (``AlbertPretrainer`` computes only those).
+        ``token_table`` (``V x E``) replaces the tied table for this call: a
+        model whose word table is a sum of two (DeBERTaV3's sharing) passes
+        the sum.
         """
         x = sequence_output
         if masked_positions is not None:
             positions = ops.cast(masked_positions, "int32")
             x = ops.take_along_axis(x, positions[:, :, None], axis=1)
         x = self.layer_norm(self.dense(x))
-        table = ops.cast(self.token_embedding.embeddings, x.dtype)
+        if token_table is None:
+            token_table = self.token_embedding.embeddings
+        table = ops.cast(token_table, x.dtype)
         logits = ops.matmul(x, ops.transpose(table))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 

@@ -47,6 +47,15 @@ class AlbertElectraPretrainer(keras.Model):
     loss`` (plus SOP on the discriminator's ``[CLS]`` when ``sop``); the
     generator's samples carry no gradient, as in ELECTRA.
 
+    With ``rtd_mlm_weight > 0`` the discriminator also recovers the original
+    token at every masked position (an MLM head on its last layer, decoding
+    with its word table), weighted by ``rtd_mlm_weight``: COCO-LM's
+    corrective language modelling (Meng et al. 2021) without its copy
+    mechanism. ELECTRA has no such loss (weight 0, the default). On our
+    small-compute runs the pure discriminator's last layers give every text
+    almost the same mean vector; a token-recovery loss on them asks them to
+    keep what the token and its context are.
+
     Word-table sharing (``embedding_sharing``):
 
     * ``tied``: one table, trained by both losses (ELECTRA). The
@@ -73,6 +82,8 @@ class AlbertElectraPretrainer(keras.Model):
             embedding width; see ``generator_config``).
         embedding_sharing: ``tied``, ``gdes`` or ``none``.
         rtd_weight: lambda, the discriminator loss weight (ELECTRA: 50).
+        rtd_mlm_weight: weight of the discriminator's own masked-LM loss
+            (0: none, ELECTRA).
         sop: add sentence-order prediction on the discriminator.
         temperature: of the generator's sampling distribution.
         seed: the sampling seed.
@@ -92,7 +103,7 @@ class AlbertElectraPretrainer(keras.Model):
     """
 
     def __init__(self, encoder, generator, embedding_sharing="tied", rtd_weight=50.0,
-                 sop=False, temperature=1.0, seed=0, **kwargs):
+                 sop=False, temperature=1.0, seed=0, rtd_mlm_weight=0.0, **kwargs):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         if isinstance(generator, dict):
@@ -111,6 +122,7 @@ class AlbertElectraPretrainer(keras.Model):
         self.generator = generator
         self.embedding_sharing = embedding_sharing
         self.rtd_weight = float(rtd_weight)
+        self.rtd_mlm_weight = float(rtd_mlm_weight)
         self.sop = bool(sop)
         self.temperature = float(temperature)
         self.seed = int(seed)
@@ -125,6 +137,12 @@ class AlbertElectraPretrainer(keras.Model):
         self.rtd_head = ReplacedTokenHead(
             d.hidden_size, activation=d.hidden_act, initializer_range=d.initializer_range,
             dtype=encoder.dtype_policy, name="rtd_head")
+        self.discriminator_mlm_head = None
+        if self.rtd_mlm_weight > 0:
+            self.discriminator_mlm_head = MaskedLMHead(
+                self.encoder.token_embedding, activation=d.hidden_act,
+                layer_norm_eps=d.layer_norm_eps, initializer_range=d.initializer_range,
+                dtype=encoder.dtype_policy, name="discriminator_mlm_head")
         self.sop_head = None
         if self.sop:
             self.sop_head = SentenceOrderHead(
@@ -137,6 +155,8 @@ class AlbertElectraPretrainer(keras.Model):
         self.sampling_state = self.seed_generator.state
         self.mlm_head.build((None, None, g.hidden_size))
         self.rtd_head.build((None, None, d.hidden_size))
+        if self.discriminator_mlm_head is not None:
+            self.discriminator_mlm_head.build((None, None, d.hidden_size))
         if self.sop_head is not None:
             self.sop_head.build((None, d.hidden_size))
         self.built = True
@@ -146,6 +166,11 @@ class AlbertElectraPretrainer(keras.Model):
             keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0),
             keras.metrics.Mean(name="rtd_loss"),
         ]
+        if self.discriminator_mlm_head is not None:
+            self._pretraining_metrics += [
+                MaskedLMAccuracy(name="discriminator_masked_lm_accuracy"),
+                keras.metrics.Mean(name="discriminator_masked_lm_loss"),
+            ]
         if self.sop:
             self._pretraining_metrics += [
                 keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy"),
@@ -262,6 +287,9 @@ class AlbertElectraPretrainer(keras.Model):
             "rtd_labels": rtd_labels,
             "replaced_ids": replaced_ids,
         }
+        if self.discriminator_mlm_head is not None:
+            outputs["discriminator_mlm_logits"] = self.discriminator_mlm_head(
+                sequence, positions, token_table=self._discriminator_table())
         if self.sop_head is not None:
             outputs["sop_logits"] = self.sop_head(enc.pooler(sequence), training=training)
         return outputs
@@ -281,7 +309,8 @@ class AlbertElectraPretrainer(keras.Model):
 
     # -- training ------------------------------------------------------------------
     def pretraining_losses(self, x, y, y_pred):
-        """``{"masked_lm_loss", "rtd_loss"[, "sop_loss"]}`` for one batch."""
+        """``{"masked_lm_loss", "rtd_loss"[, "discriminator_masked_lm_loss"]
+        [, "sop_loss"]}`` for one batch."""
         weights = ops.cast(y["masked_weights"], "float32")
         mlm = keras.losses.sparse_categorical_crossentropy(
             y["masked_ids"], y_pred["mlm_logits"], from_logits=True)
@@ -292,6 +321,11 @@ class AlbertElectraPretrainer(keras.Model):
             labels[..., None], y_pred["rtd_logits"][..., None], from_logits=True)
         rtd_loss = ops.sum(rtd * mask) / (_mean_over_replicas(ops.sum(mask)) + 1e-5)
         losses = {"masked_lm_loss": mlm_loss, "rtd_loss": rtd_loss}
+        if self.discriminator_mlm_head is not None:
+            recovered = keras.losses.sparse_categorical_crossentropy(
+                y["masked_ids"], y_pred["discriminator_mlm_logits"], from_logits=True)
+            losses["discriminator_masked_lm_loss"] = (
+                ops.sum(recovered * weights) / (_mean_over_replicas(ops.sum(weights)) + 1e-5))
         if self.sop:
             losses["sop_loss"] = ops.mean(keras.losses.sparse_categorical_crossentropy(
                 y["sop_label"], y_pred["sop_logits"], from_logits=True))
@@ -302,8 +336,13 @@ class AlbertElectraPretrainer(keras.Model):
         self._pretraining_metrics[1].update_state(losses["masked_lm_loss"])
         self._pretraining_metrics[3].update_state(losses["rtd_loss"])
         total = losses["masked_lm_loss"] + self.rtd_weight * losses["rtd_loss"]
+        metric = {m.name: m for m in self._pretraining_metrics}
+        if self.discriminator_mlm_head is not None:
+            metric["discriminator_masked_lm_loss"].update_state(
+                losses["discriminator_masked_lm_loss"])
+            total = total + self.rtd_mlm_weight * losses["discriminator_masked_lm_loss"]
         if self.sop:
-            self._pretraining_metrics[5].update_state(losses["sop_loss"])
+            metric["sop_loss"].update_state(losses["sop_loss"])
             total = total + losses["sop_loss"]
         if self.losses:
             total = total + ops.sum(ops.stack(self.losses))
@@ -315,8 +354,13 @@ class AlbertElectraPretrainer(keras.Model):
                           sample_weight=y["masked_weights"])
         m[2].update_state(ops.cast(y_pred["rtd_labels"], "float32"), y_pred["rtd_logits"],
                           sample_weight=ops.cast(x["padding_mask"], "float32"))
+        by_name = {metric.name: metric for metric in m}
+        if self.discriminator_mlm_head is not None:
+            by_name["discriminator_masked_lm_accuracy"].update_state(
+                y["masked_ids"], y_pred["discriminator_mlm_logits"],
+                sample_weight=y["masked_weights"])
         if self.sop:
-            m[4].update_state(y["sop_label"], y_pred["sop_logits"])
+            by_name["sop_accuracy"].update_state(y["sop_label"], y_pred["sop_logits"])
         return self.get_metrics_result()
 
     @property
@@ -334,4 +378,5 @@ class AlbertElectraPretrainer(keras.Model):
             "sop": self.sop,
             "temperature": self.temperature,
             "seed": self.seed,
+            "rtd_mlm_weight": self.rtd_mlm_weight,
         }

@@ -84,7 +84,7 @@ class PretrainConfig:
             length so every position embedding is trained). Attention cost
             grows with the square of the length, so short steps are cheaper,
             and each step still carries one SOP pair per example.
-        generator_size, embedding_sharing, rtd_weight, rtd_sop: the ``rtd``
+        generator_size, embedding_sharing, rtd_weight, rtd_sop, rtd_mlm_weight: the ``rtd``
             objective's (see ``AlbertElectraPretrainer``).
         short_seq_steps: steps on ``short_seq_data`` (a multiple of
             ``steps_per_epoch``, less than ``total_steps``); one learning-rate
@@ -145,6 +145,9 @@ class PretrainConfig:
                                     choices=("tied", "gdes", "none"))
     rtd_weight: float = option(50.0, "rtd: weight of the discriminator loss (ELECTRA: 50)")
     rtd_sop: bool = option(False, "rtd: add sentence-order prediction on the discriminator")
+    rtd_mlm_weight: float = option(0.0, "rtd: weight of a masked-LM loss on the discriminator "
+                                        "(it also recovers the original tokens, as COCO-LM's "
+                                        "corrective LM; 0: none, ELECTRA)")
 
     def with_defaults(self, learning_rate=DEFAULT_LEARNING_RATE,
                       warmup_steps=DEFAULT_WARMUP_STEPS, total_steps=DEFAULT_TOTAL_STEPS):
@@ -179,7 +182,7 @@ class PretrainConfig:
         if self.warmup_steps is not None and self.warmup_steps > total_steps:
             raise ValueError("warmup_steps must not exceed total_steps")
         # a rate of 0 is allowed: it steps nothing (a run that only evaluates)
-        check_numbers(self, non_negative=("learning_rate", "rtd_weight", "weight_decay",
+        check_numbers(self, non_negative=("learning_rate", "rtd_weight", "rtd_mlm_weight", "weight_decay",
                                           "clip_norm", "max_minutes"))
         if not 0 < self.generator_size <= 1:
             raise ValueError(f"generator_size must be in (0, 1], got {self.generator_size}")

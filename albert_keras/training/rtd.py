@@ -67,7 +67,7 @@ class Rtd(Objective):
         model = AlbertElectraPretrainer(
             encoder, generator, embedding_sharing=sharing,
             rtd_weight=self._option("rtd_weight", 50.0), sop=self._option("rtd_sop", False),
-            seed=self._option("seed", 0))
+            seed=self._option("seed", 0), rtd_mlm_weight=self._option("rtd_mlm_weight", 0.0))
         model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution)
         return model
 
@@ -85,7 +85,7 @@ class Rtd(Objective):
         forward = eval_forward(model)
         auc = keras.metrics.AUC(from_logits=True, num_thresholds=1000)
         correct = total = rtd_correct = tokens = replaced = 0.0
-        mlm_loss = rtd_loss = 0.0
+        mlm_loss = rtd_loss = recovered = 0.0
         for batch in ds:
             x, y = split_features(batch)
             out = keras.tree.map_structure(np.asarray, forward(x))
@@ -93,6 +93,9 @@ class Rtd(Objective):
             mlm_loss += sums[0]
             correct += sums[1]
             total += sums[2]
+            if "discriminator_mlm_logits" in out:
+                recovered += masked_lm_sums(out["discriminator_mlm_logits"], y["masked_ids"],
+                                            y["masked_weights"])[1]
             mask = np.asarray(x["padding_mask"]).astype(bool)
             rtd_logits, rtd_labels = out["rtd_logits"][mask], out["rtd_labels"][mask]
             rtd_correct += float(((rtd_logits > 0) == (rtd_labels > 0)).sum())
@@ -102,7 +105,7 @@ class Rtd(Objective):
             tokens += mask.sum()
             replaced += float(rtd_labels.sum())
             auc.update_state(rtd_labels, rtd_logits)
-        return {
+        metrics = {
             "masked_lm_accuracy": correct / max(total, 1),
             "masked_lm_loss": mlm_loss / max(total, 1),
             "rtd_accuracy": rtd_correct / max(tokens, 1),
@@ -112,6 +115,11 @@ class Rtd(Objective):
             "masked_tokens": int(total),
             "tokens": int(tokens),
         }
+        if getattr(model, "discriminator_mlm_head", None) is not None:
+            # what the discriminator recovers at the masked positions, which
+            # hold the generator's samples: a harder task than the generator's
+            metrics["discriminator_masked_lm_accuracy"] = recovered / max(total, 1)
+        return metrics
 
     def baselines(self, data_dir):
         return {"most_frequent_token_accuracy": most_frequent_token_baseline(data_dir)}
@@ -122,4 +130,7 @@ class Rtd(Objective):
             f"{1 - metrics['replaced_fraction']:.4f}), rtd_auc {metrics['rtd_auc']:.4f}, "
             f"generator masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} "
             f"(most-frequent-token baseline {metrics['most_frequent_token_accuracy']:.4f})"
+            + (f", discriminator masked_lm_accuracy "
+               f"{metrics['discriminator_masked_lm_accuracy']:.4f}"
+               if "discriminator_masked_lm_accuracy" in metrics else "")
         )

@@ -36,11 +36,11 @@ def electra_inputs(batch, seq):
     return inputs
 
 
-def make(sharing="tied", dtype=None, sop=False, seed=0):
+def make(sharing="tied", dtype=None, sop=False, seed=0, rtd_mlm_weight=0.0):
     return AlbertElectraPretrainer(
         AlbertEncoder(CONFIG, dtype=dtype),
         AlbertEncoder(generator_config(CONFIG, 0.25), dtype=dtype),
-        embedding_sharing=sharing, sop=sop, seed=seed)
+        embedding_sharing=sharing, sop=sop, seed=seed, rtd_mlm_weight=rtd_mlm_weight)
 
 
 def test_generator_config_scales_width_heads_and_ffn():
@@ -58,6 +58,15 @@ def test_electra_pretrainer_model(sharing):
         electra_inputs,
         lambda b, s: {"mlm_logits": (b, 3, 60), "rtd_logits": (b, s), "rtd_labels": (b, s),
                       "replaced_ids": (b, s), "sop_logits": (b, 2)},
+    )
+
+
+def test_electra_pretrainer_model_with_discriminator_mlm():
+    run_model_test(
+        lambda dtype: make("gdes", dtype, rtd_mlm_weight=0.5),
+        electra_inputs,
+        lambda b, s: {"mlm_logits": (b, 3, 60), "rtd_logits": (b, s), "rtd_labels": (b, s),
+                      "replaced_ids": (b, s), "discriminator_mlm_logits": (b, 3, 60)},
     )
 
 
@@ -110,6 +119,73 @@ def test_rtd_loss_equals_numpy_reference():
     rtd = (ce * mask).sum() / (mask.sum() + 1e-5)
     assert loss == pytest.approx(mlm + 50.0 * rtd, rel=1e-5)
     assert rtd > 0 and mlm > 0
+
+
+def _log_softmax_picked(logits, ids):
+    logits = logits.astype("float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    return np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
+
+
+@pytest.mark.parametrize("sharing", ["tied", "gdes"])
+def test_discriminator_mlm_loss_equals_numpy_reference(sharing):
+    """With ``rtd_mlm_weight`` the discriminator decodes its masked rows with
+    its own word table (under gdes the stop-gradient generator table plus
+    the residual) and the loss gains ``weight x`` its CE; both by hand."""
+    model = make(sharing, seed=5, rtd_mlm_weight=0.5)
+    if sharing == "gdes":  # a residual that is not zero, so the sum matters
+        model.encoder.token_embedding.embeddings.assign(np.random.default_rng(0).normal(
+            0, 0.05, model.encoder.token_embedding.embeddings.shape).astype("float32"))
+    x = electra_inputs(3, 10)
+    y = {k: x[k] for k in ("masked_ids", "masked_weights")}
+    y["sop_label"] = np.zeros((3,), "int32")
+    y_pred = model(x)
+    loss = float(model.compute_loss(x=x, y=y, y_pred=y_pred))
+    out = keras.tree.map_structure(keras.ops.convert_to_numpy, y_pred)
+
+    # the discriminator's logits: its last layer at the masked rows, the
+    # head's transform, then the folded word table
+    enc = model.encoder
+    table = keras.ops.convert_to_numpy(model._discriminator_table())
+    emb = enc.embeddings(out["replaced_ids"], x["segment_ids"], token_table=table)
+    sequence = keras.ops.convert_to_numpy(enc.transformer(emb, x["padding_mask"])[-1])
+    rows = np.take_along_axis(sequence, x["masked_positions"][..., None], 1)
+    head = model.discriminator_mlm_head
+    hidden = keras.ops.convert_to_numpy(head.layer_norm(head.dense(rows)))
+    logits = hidden @ table.T + keras.ops.convert_to_numpy(head.output_bias)
+    np.testing.assert_allclose(out["discriminator_mlm_logits"], logits, atol=1e-4)
+
+    w = x["masked_weights"]
+    mlm = -(_log_softmax_picked(out["mlm_logits"], x["masked_ids"]) * w).sum() / (w.sum() + 1e-5)
+    recovered = -(_log_softmax_picked(logits, x["masked_ids"]) * w).sum() / (w.sum() + 1e-5)
+    original = x["token_ids"].copy()
+    for b in range(3):
+        keep = w[b] > 0
+        original[b, x["masked_positions"][b][keep]] = x["masked_ids"][b][keep]
+    labels = (out["replaced_ids"] != original).astype("float64")
+    p = 1 / (1 + np.exp(-out["rtd_logits"].astype("float64")))
+    ce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+    rtd = (ce * x["padding_mask"]).sum() / (x["padding_mask"].sum() + 1e-5)
+    assert loss == pytest.approx(mlm + 50.0 * rtd + 0.5 * recovered, rel=1e-5)
+    assert recovered > 0
+
+
+def test_discriminator_mlm_gradient_reaches_the_discriminator_only_under_gdes():
+    """Under gdes the discriminator's MLM loss, like its RTD loss, trains the
+    residual and never the generator's table."""
+    import tensorflow as tf
+
+    model = make("gdes", rtd_mlm_weight=1.0)
+    x = electra_inputs(2, 12)
+    y = {"masked_ids": x["masked_ids"], "masked_weights": x["masked_weights"]}
+    tables = [model.generator.token_embedding.embeddings.value,
+              model.encoder.token_embedding.embeddings.value]
+    with tf.GradientTape() as tape:
+        loss = model.pretraining_losses(x, y, model(x, training=True))[
+            "discriminator_masked_lm_loss"]
+    gen, disc = tape.gradient(loss, tables)
+    assert gen is None or float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(gen)))) == 0.0
+    assert float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(disc)))) > 0
 
 
 def test_sampling_follows_the_generator_distribution():

@@ -76,6 +76,19 @@ def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_pat
     assert again["steps"] == 4
 
 
+def test_rtd_with_a_discriminator_mlm_loss_end_to_end(data_dir, tmp_path):
+    out = tmp_path / "rtd_mlm"
+    metrics = pretrain(data_dir, str(out), _config(objective="rtd", rtd_mlm_weight=0.5))
+    assert 0 <= metrics["discriminator_masked_lm_accuracy"] <= 1
+    header = (out / "metrics.csv").read_text().splitlines()[0]
+    for name in ("discriminator_masked_lm_loss", "discriminator_masked_lm_accuracy"):
+        assert name in header
+    pretrainer = load_model(str(out / "pretrainer.keras"))
+    assert pretrainer.rtd_mlm_weight == 0.5
+    assert pretrainer.discriminator_mlm_head is not None
+    assert load_encoder(str(out)).config.hidden_size == SMALL["hidden_size"]
+
+
 def test_span_masked_data_trains_with_dynamic_masking(corpus_file, spm_path, tmp_path):
     """``--masking span`` is recorded in the manifest and the dynamic masks
     of training follow it (SpanBERT + RoBERTa's MLM-only objective)."""
