@@ -42,6 +42,30 @@ from albert_keras.files import write_json
 OBJECTIVES = ("mlm_sop", "mlm", "rtd")
 
 
+def parse_case(name):
+    """``"OBJECTIVE"`` or ``"OBJECTIVE:FIELD=VALUE,..."`` -> ``(objective,
+    {field: value})``: one objective with ``PretrainConfig`` fields changed
+    (values read as JSON), e.g. ``rtd:rtd_mlm_weight=1``. The whole string
+    names the case in the results and the step-cost ratios.
+    """
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    known = {f.name for f in dataclasses.fields(PretrainConfig)}
+    objective, _, rest = name.partition(":")
+    fields = {}
+    for item in filter(None, rest.split(",")):
+        field, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--objectives {name!r}: {item!r} is not FIELD=VALUE")
+        if field not in known:
+            raise SystemExit(f"--objectives {name!r}: {field!r} is not a PretrainConfig field")
+        try:
+            fields[field] = json.loads(value)
+        except json.JSONDecodeError:
+            fields[field] = value
+    return objective, fields
+
+
 def write(path, results):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     write_json(path, results)
@@ -55,13 +79,12 @@ def step_cost(args):
 
     from albert_keras.training.pretrain_config import PretrainConfig
 
-    cfgs = {name: (PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
-                                  preset=args.preset,
-                                  model_overrides=json.loads(args.model_overrides),
-                                  precision=args.precision, batch_size=args.batch_size,
-                                  steps_per_execution=args.steps_per_execution,
-                                  mask_rate=args.mask_rate), args.data)
-            for name in args.objectives}
+    cfgs = {name: (PretrainConfig(**{
+        "embedding_sharing": args.embedding_sharing, "preset": args.preset,
+        "model_overrides": json.loads(args.model_overrides), "precision": args.precision,
+        "batch_size": args.batch_size, "steps_per_execution": args.steps_per_execution,
+        "mask_rate": args.mask_rate, **fields, "objective": objective}), args.data)
+            for name, (objective, fields) in ((n, parse_case(n)) for n in args.objectives)}
     times = round_times(cfgs, rounds=args.rounds, steps=args.steps)
     results = {"settings": vars(args), "seconds_per_step": times,
                "median_seconds_per_step": {k: statistics.median(v) for k, v in times.items()}}
@@ -137,13 +160,14 @@ def compare(args):
         if args.short_data:
             short_steps = min(int(args.short_seq_fraction * steps + 1e-9) // 50 * 50,
                               (steps - 1) // 50 * 50)
-        cfg = PretrainConfig(objective=name, embedding_sharing=args.embedding_sharing,
-                             total_steps=steps, steps_per_epoch=50, max_minutes=args.minutes,
-                             learning_rate=args.learning_rate, seed=0,
-                             mask_rate=args.mask_rate,
-                             model_overrides=json.loads(args.model_overrides),
-                             short_seq_data=args.short_data if short_steps else "",
-                             short_seq_steps=short_steps)
+        objective, fields = parse_case(name)
+        cfg = PretrainConfig(**{
+            "embedding_sharing": args.embedding_sharing, "learning_rate": args.learning_rate,
+            "mask_rate": args.mask_rate, "model_overrides": json.loads(args.model_overrides),
+            **fields, "objective": objective, "total_steps": steps, "steps_per_epoch": 50,
+            "max_minutes": args.minutes, "seed": 0,
+            "short_seq_data": args.short_data if short_steps else "",
+            "short_seq_steps": short_steps})
         start = time.perf_counter()
         metrics = pretrain(args.data, folder, cfg)
         metrics["benchmark_wall_seconds"] = time.perf_counter() - start
@@ -316,7 +340,9 @@ def main():
                         help="--compare: a folder of shorter sequences for the first steps")
     parser.add_argument("--short-seq-fraction", type=float, default=0.875,
                         help="--compare: share of the steps on --short-data (whole epochs)")
-    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES))
+    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES),
+                        help="objectives, or OBJECTIVE:FIELD=VALUE,... for one with "
+                             "PretrainConfig fields changed (e.g. rtd:rtd_mlm_weight=1)")
     parser.add_argument("--embedding-sharing", default="tied")
     parser.add_argument("--preset", default="albert_tiny")
     parser.add_argument("--model-overrides", default="{}",

@@ -96,3 +96,14 @@ def test_too_many_validation_rows_is_one_line_naming_the_file(tmp_path):
     message = str(error.value)
     assert message.startswith(f"{tmp_path / 'task'}/eval.csv: --validation-rows 11 needs")
     assert "it has 10" in message and "\n" not in message
+
+
+def test_a_case_names_an_objective_with_changed_fields():
+    objectives = load_benchmark_script("objectives")
+    assert objectives.parse_case("mlm") == ("mlm", {})
+    assert objectives.parse_case("rtd:rtd_mlm_weight=1,embedding_sharing=gdes") == (
+        "rtd", {"rtd_mlm_weight": 1, "embedding_sharing": "gdes"})
+    with pytest.raises(SystemExit, match="'rtd_mlm' is not a PretrainConfig field"):
+        objectives.parse_case("rtd:rtd_mlm=1")
+    with pytest.raises(SystemExit, match="is not FIELD=VALUE"):
+        objectives.parse_case("rtd:rtd_mlm_weight")
