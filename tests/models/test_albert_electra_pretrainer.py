@@ -90,41 +90,45 @@ def test_discriminator_input_and_labels_by_hand():
     np.testing.assert_array_equal(out["rtd_labels"], labels.astype("int32"))
 
 
-def test_rtd_loss_equals_numpy_reference():
-    """The objective's loss against a hand computation on the same outputs:
-    generator CE over weighed masked slots, sigmoid CE over real tokens,
-    ``mlm + 50 * rtd``."""
-    model = make(seed=3)
+def _log_softmax_picked(logits, ids):
+    logits = logits.astype("float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    return np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
+
+
+def _loss_on_a_batch(model):
+    """``(x, the model's loss, its outputs as numpy)`` on a fixed batch."""
     x = electra_inputs(3, 10)
     y = {k: x[k] for k in ("masked_ids", "masked_weights")}
     y["sop_label"] = np.zeros((3,), "int32")
     y_pred = model(x)
     loss = float(model.compute_loss(x=x, y=y, y_pred=y_pred))
-    out = keras.tree.map_structure(keras.ops.convert_to_numpy, y_pred)
+    return x, loss, keras.tree.map_structure(keras.ops.convert_to_numpy, y_pred)
 
-    logits = out["mlm_logits"].astype("float64")
-    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    picked = np.take_along_axis(log_probs, x["masked_ids"][..., None], -1)[..., 0]
+
+def _reference_terms(x, out):
+    """Numpy's generator CE over weighed masked slots and sigmoid CE over
+    real tokens, labels rebuilt from the inputs and ``replaced_ids``."""
     w = x["masked_weights"]
-    mlm = -(picked * w).sum() / (w.sum() + 1e-5)
+    mlm = -(_log_softmax_picked(out["mlm_logits"], x["masked_ids"]) * w).sum() / (w.sum() + 1e-5)
     original = x["token_ids"].copy()
-    for b in range(3):
+    for b in range(len(w)):
         keep = w[b] > 0
         original[b, x["masked_positions"][b][keep]] = x["masked_ids"][b][keep]
     labels = (out["replaced_ids"] != original).astype("float64")
-    z = out["rtd_logits"].astype("float64")
-    p = 1 / (1 + np.exp(-z))
+    p = 1 / (1 + np.exp(-out["rtd_logits"].astype("float64")))
     ce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
-    mask = x["padding_mask"]
-    rtd = (ce * mask).sum() / (mask.sum() + 1e-5)
+    rtd = (ce * x["padding_mask"]).sum() / (x["padding_mask"].sum() + 1e-5)
+    return mlm, rtd
+
+
+def test_rtd_loss_equals_numpy_reference():
+    """The objective's loss against a hand computation on the same outputs:
+    ``mlm + 50 * rtd``."""
+    x, loss, out = _loss_on_a_batch(make(seed=3))
+    mlm, rtd = _reference_terms(x, out)
     assert loss == pytest.approx(mlm + 50.0 * rtd, rel=1e-5)
     assert rtd > 0 and mlm > 0
-
-
-def _log_softmax_picked(logits, ids):
-    logits = logits.astype("float64")
-    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    return np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
 
 
 @pytest.mark.parametrize("sharing", ["tied", "gdes"])
@@ -136,12 +140,7 @@ def test_discriminator_mlm_loss_equals_numpy_reference(sharing):
     if sharing == "gdes":  # a residual that is not zero, so the sum matters
         model.encoder.token_embedding.embeddings.assign(np.random.default_rng(0).normal(
             0, 0.05, model.encoder.token_embedding.embeddings.shape).astype("float32"))
-    x = electra_inputs(3, 10)
-    y = {k: x[k] for k in ("masked_ids", "masked_weights")}
-    y["sop_label"] = np.zeros((3,), "int32")
-    y_pred = model(x)
-    loss = float(model.compute_loss(x=x, y=y, y_pred=y_pred))
-    out = keras.tree.map_structure(keras.ops.convert_to_numpy, y_pred)
+    x, loss, out = _loss_on_a_batch(model)
 
     # the discriminator's logits: its last layer at the masked rows, the
     # head's transform, then the folded word table
@@ -156,16 +155,8 @@ def test_discriminator_mlm_loss_equals_numpy_reference(sharing):
     np.testing.assert_allclose(out["discriminator_mlm_logits"], logits, atol=1e-4)
 
     w = x["masked_weights"]
-    mlm = -(_log_softmax_picked(out["mlm_logits"], x["masked_ids"]) * w).sum() / (w.sum() + 1e-5)
+    mlm, rtd = _reference_terms(x, out)
     recovered = -(_log_softmax_picked(logits, x["masked_ids"]) * w).sum() / (w.sum() + 1e-5)
-    original = x["token_ids"].copy()
-    for b in range(3):
-        keep = w[b] > 0
-        original[b, x["masked_positions"][b][keep]] = x["masked_ids"][b][keep]
-    labels = (out["replaced_ids"] != original).astype("float64")
-    p = 1 / (1 + np.exp(-out["rtd_logits"].astype("float64")))
-    ce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
-    rtd = (ce * x["padding_mask"]).sum() / (x["padding_mask"].sum() + 1e-5)
     assert loss == pytest.approx(mlm + 50.0 * rtd + 0.5 * recovered, rel=1e-5)
     assert recovered > 0
 
