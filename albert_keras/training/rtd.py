@@ -29,6 +29,18 @@ def split_features(features):
     return {k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS}
 
 
+def _copy_head_without_table(ours, theirs):
+    """An MLM head's own weights (transform and output bias), not the word
+    table it decodes with: that belongs to an encoder. A head of another
+    width (another generator size) is left as it is."""
+    try:
+        ours.dense.set_weights(theirs.dense.get_weights())
+    except ValueError:
+        return
+    ours.layer_norm.set_weights(theirs.layer_norm.get_weights())
+    ours.output_bias.assign(theirs.output_bias)
+
+
 class Rtd(Objective):
     """Generator MLM + ``rtd_weight`` x replaced-token detection (+ SOP)."""
 
@@ -74,10 +86,33 @@ class Rtd(Objective):
     def continue_from(self, source, model):
         if not isinstance(source, AlbertElectraPretrainer):
             return
-        try:  # the same generator and heads: keep them all
-            model.set_weights(source.get_weights())
-        except ValueError:
-            model.mlm_head.set_weights(source.mlm_head.get_weights())
+        same_tables = source.embedding_sharing == model.embedding_sharing
+        if same_tables:
+            try:  # the same generator and heads: keep them all
+                model.set_weights(source.get_weights())
+                return
+            except ValueError:  # other heads (--rtd-sop, --rtd-mlm-weight) or generator size
+                pass
+            # the encoder too: under gdes it holds the residual that goes
+            # with the generator's table
+            for part in ("encoder", "generator"):
+                try:
+                    getattr(model, part).set_weights(getattr(source, part).get_weights())
+                except ValueError:  # another generator size: it starts afresh
+                    pass
+        # Word tables are laid out differently under each sharing (one table;
+        # the generator's plus a residual; two), and build_model derived this
+        # run's from the discriminator's folded table. So across sharings
+        # only what owns no table carries over, and a generator (whose table
+        # would not match) starts afresh.
+        for part in ("rtd_head", "sop_head"):
+            ours, theirs = getattr(model, part), getattr(source, part)
+            if ours is not None and theirs is not None:
+                ours.set_weights(theirs.get_weights())
+        for part in ("mlm_head", "discriminator_mlm_head"):
+            ours, theirs = getattr(model, part), getattr(source, part, None)
+            if ours is not None and theirs is not None:
+                _copy_head_without_table(ours, theirs)
 
     def evaluate(self, model, data_dir, split="eval", batch_size=64):
         ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,

@@ -137,3 +137,61 @@ def test_rtd_under_mirrored_strategy_on_two_logical_cpus(data_dir, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "STEPS 4" in result.stdout
     assert float(result.stdout.split("REPLACED")[1].split()[0]) > 0.01
+
+
+def _continued(source, **fields):
+    """What ``pretrain --init`` builds from ``source``: a new rtd model on the
+    source's folded discriminator, then ``continue_from``."""
+    from albert_keras import AlbertEncoder
+    from albert_keras.training.rtd import Rtd
+
+    folded = source.standalone_encoder()
+    encoder = AlbertEncoder(folded.config)
+    encoder.set_weights(folded.get_weights())
+    objective = Rtd(PretrainConfig(objective="rtd", **fields))
+    model = objective.build_model(encoder, keras.optimizers.SGD(), 1)
+    objective.continue_from(source, model)
+    return model
+
+
+def _same(a, b):
+    return all(np.array_equal(keras.ops.convert_to_numpy(x), keras.ops.convert_to_numpy(y))
+               for x, y in zip(a.weights, b.weights, strict=True))
+
+
+def test_continued_rtd_keeps_the_generator_when_the_heads_change():
+    """``--init`` an rtd folder with ``--rtd-mlm-weight``: a new head, and
+    the generator, the discriminator and the shared heads carried over."""
+    from tests.models.test_albert_electra_pretrainer import make
+
+    source = make("gdes", seed=1)
+    rng = np.random.default_rng(0)
+    for v in source.weights:  # every weight distinct from a fresh model's
+        v.assign(rng.normal(0, 0.1, v.shape).astype(v.dtype))
+    model = _continued(source, embedding_sharing="gdes", rtd_mlm_weight=1.0)
+    assert model.discriminator_mlm_head is not None
+    for part in ("generator", "encoder", "rtd_head"):
+        assert _same(getattr(model, part), getattr(source, part)), part
+    assert _same(model.mlm_head.dense, source.mlm_head.dense)
+
+
+@pytest.mark.parametrize("sharing", ["gdes", "none"])
+def test_continued_rtd_under_another_sharing_keeps_the_discriminators_table(sharing):
+    """A tied run continued as gdes or none: the discriminator starts from
+    the tied table (not from the source's unused generator table added to
+    it), and the generator decodes with that table too under gdes."""
+    from tests.models.test_albert_electra_pretrainer import make
+
+    source = make("tied", seed=1)
+    rng = np.random.default_rng(0)
+    for v in source.weights:
+        v.assign(rng.normal(0, 0.1, v.shape).astype(v.dtype))
+    model = _continued(source, embedding_sharing=sharing)
+    tied = keras.ops.convert_to_numpy(source.encoder.token_embedding.embeddings)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(model._discriminator_table()), tied,
+                               atol=1e-6)
+    if sharing == "gdes":
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(model._generator_table()), tied,
+                                   atol=1e-6)
+    assert _same(model.rtd_head, source.rtd_head)
+    assert _same(model.mlm_head.dense, source.mlm_head.dense)
