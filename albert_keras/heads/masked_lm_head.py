@@ -93,6 +93,14 @@ class MaskedLMHead(keras.layers.Layer):
         logits = ops.matmul(x, ops.transpose(table))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
+    def copy_own_weights(self, other):
+        """Takes ``other``'s transform and output bias, not the word table
+        (that belongs to the encoder it decodes with; ``set_weights`` would
+        copy it too). Raises ``ValueError`` when the widths differ."""
+        self.dense.set_weights(other.dense.get_weights())
+        self.layer_norm.set_weights(other.layer_norm.get_weights())
+        self.output_bias.assign(other.output_bias)
+
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
         rows = masked_positions_shape or sequence_output_shape
         return (rows[0], rows[1], self.vocab_size)

@@ -229,10 +229,7 @@ class AlbertElectraPretrainer(keras.Model):
         encoder.token_embedding.embeddings.assign(
             ops.convert_to_numpy(self._generator_table()))
         model = AlbertPretrainer(encoder, sentence_order=False)
-        head, own = model.mlm_head, self.mlm_head
-        head.dense.set_weights(own.dense.get_weights())
-        head.layer_norm.set_weights(own.layer_norm.get_weights())
-        head.output_bias.assign(own.output_bias)
+        model.mlm_head.copy_own_weights(self.mlm_head)
         return model
 
     # -- forward pass ----------------------------------------------------------------

@@ -29,18 +29,6 @@ def split_features(features):
     return {k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS}
 
 
-def _copy_head_without_table(ours, theirs):
-    """An MLM head's own weights (transform and output bias), not the word
-    table it decodes with: that belongs to an encoder. A head of another
-    width (another generator size) is left as it is."""
-    try:
-        ours.dense.set_weights(theirs.dense.get_weights())
-    except ValueError:
-        return
-    ours.layer_norm.set_weights(theirs.layer_norm.get_weights())
-    ours.output_bias.assign(theirs.output_bias)
-
-
 class Rtd(Objective):
     """Generator MLM + ``rtd_weight`` x replaced-token detection (+ SOP)."""
 
@@ -86,20 +74,18 @@ class Rtd(Objective):
     def continue_from(self, source, model):
         if not isinstance(source, AlbertElectraPretrainer):
             return
-        same_tables = source.embedding_sharing == model.embedding_sharing
-        if same_tables:
+        if source.embedding_sharing == model.embedding_sharing:
             try:  # the same generator and heads: keep them all
                 model.set_weights(source.get_weights())
                 return
             except ValueError:  # other heads (--rtd-sop, --rtd-mlm-weight) or generator size
                 pass
-            # the encoder too: under gdes it holds the residual that goes
-            # with the generator's table
-            for part in ("encoder", "generator"):
-                try:
-                    getattr(model, part).set_weights(getattr(source, part).get_weights())
-                except ValueError:  # another generator size: it starts afresh
-                    pass
+            try:
+                model.generator.set_weights(source.generator.get_weights())
+            except ValueError:  # another generator size: it starts afresh on the folded table
+                pass
+            else:  # under gdes the residual that goes with the generator's table
+                model.encoder.set_weights(source.encoder.get_weights())
         # Word tables are laid out differently under each sharing (one table;
         # the generator's plus a residual; two), and build_model derived this
         # run's from the discriminator's folded table. So across sharings
@@ -112,7 +98,10 @@ class Rtd(Objective):
         for part in ("mlm_head", "discriminator_mlm_head"):
             ours, theirs = getattr(model, part), getattr(source, part, None)
             if ours is not None and theirs is not None:
-                _copy_head_without_table(ours, theirs)
+                try:
+                    ours.copy_own_weights(theirs)
+                except ValueError:  # another generator width: the head starts afresh
+                    pass
 
     def evaluate(self, model, data_dir, split="eval", batch_size=64):
         ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,

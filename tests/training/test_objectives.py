@@ -195,3 +195,21 @@ def test_continued_rtd_under_another_sharing_keeps_the_discriminators_table(shar
                                    atol=1e-6)
     assert _same(model.rtd_head, source.rtd_head)
     assert _same(model.mlm_head.dense, source.mlm_head.dense)
+
+
+def test_continued_gdes_rtd_with_another_generator_size_keeps_the_folded_table():
+    """A new generator size under gdes: the generator starts afresh on the
+    discriminator's folded table, and the source's residual (which belongs
+    with its old generator's table) is not added on top."""
+    from tests.models.test_albert_electra_pretrainer import make
+
+    source = make("gdes", seed=1)
+    rng = np.random.default_rng(0)
+    for v in source.weights:
+        v.assign(rng.normal(0, 0.1, v.shape).astype(v.dtype))
+    folded = keras.ops.convert_to_numpy(source._discriminator_table())
+    model = _continued(source, embedding_sharing="gdes", generator_size=0.5)
+    assert model.generator.config.hidden_size != source.generator.config.hidden_size
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(model._discriminator_table()), folded,
+                               atol=1e-6)
+    assert _same(model.rtd_head, source.rtd_head)
