@@ -159,15 +159,21 @@ def _same(a, b):
                for x, y in zip(a.weights, b.weights, strict=True))
 
 
+def _distinct(source):
+    """``source`` with every weight drawn anew, so that none equals a fresh
+    model's and a copy can be told from a weight left as built."""
+    rng = np.random.default_rng(0)
+    for v in source.weights:
+        v.assign(rng.normal(0, 0.1, v.shape).astype(v.dtype))
+    return source
+
+
 def test_continued_rtd_keeps_the_generator_when_the_heads_change():
     """``--init`` an rtd folder with ``--rtd-mlm-weight``: a new head, and
     the generator, the discriminator and the shared heads carried over."""
     from tests.models.test_albert_electra_pretrainer import make
 
-    source = make("gdes", seed=1)
-    rng = np.random.default_rng(0)
-    for v in source.weights:  # every weight distinct from a fresh model's
-        v.assign(rng.normal(0, 0.1, v.shape).astype(v.dtype))
+    source = _distinct(make("gdes", seed=1))
     model = _continued(source, embedding_sharing="gdes", rtd_mlm_weight=1.0)
     assert model.discriminator_mlm_head is not None
     for part in ("generator", "encoder", "rtd_head"):
@@ -182,10 +188,7 @@ def test_continued_rtd_under_another_sharing_keeps_the_discriminators_table(shar
     it), and the generator decodes with that table too under gdes."""
     from tests.models.test_albert_electra_pretrainer import make
 
-    source = make("tied", seed=1)
-    rng = np.random.default_rng(0)
-    for v in source.weights:
-        v.assign(rng.normal(0, 0.1, v.shape).astype(v.dtype))
+    source = _distinct(make("tied", seed=1))
     model = _continued(source, embedding_sharing=sharing)
     tied = keras.ops.convert_to_numpy(source.encoder.token_embedding.embeddings)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(model._discriminator_table()), tied,
@@ -203,10 +206,7 @@ def test_continued_gdes_rtd_with_another_generator_size_keeps_the_folded_table()
     with its old generator's table) is not added on top."""
     from tests.models.test_albert_electra_pretrainer import make
 
-    source = make("gdes", seed=1)
-    rng = np.random.default_rng(0)
-    for v in source.weights:
-        v.assign(rng.normal(0, 0.1, v.shape).astype(v.dtype))
+    source = _distinct(make("gdes", seed=1))
     folded = keras.ops.convert_to_numpy(source._discriminator_table())
     model = _continued(source, embedding_sharing="gdes", generator_size=0.5)
     assert model.generator.config.hidden_size != source.generator.config.hidden_size
