@@ -1,17 +1,27 @@
-"""albert-keras: ALBERT (A Lite BERT) for TensorFlow / Keras 3."""
+"""albert-keras: ALBERT (A Lite BERT) for TensorFlow / Keras 3.
 
-import os
+Importing the package registers every Keras class that a saved model can hold,
+as ``import keras_hub`` does, so that ``keras.saving.load_model`` finds them by
+name. It sets no environment variable and no Keras setting: the backend follows
+Keras' own rules (``KERAS_BACKEND``, then ``~/.keras/keras.json``).
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-# TensorFlow's C++ start-up lines (CUDA probing, oneDNN notes) are noise to a
-# user; ``albert-keras --verbose`` turns them back on before TF is imported.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+Example:
+>>> import keras
+>>> import albert_keras
+>>> keras.saving.get_registered_object("albert_keras>AlbertEncoder")
+<class 'albert_keras.models.albert_encoder.AlbertEncoder'>
+"""
+
+import importlib
+import sys
 
 __version__ = "0.1.0"
 
-# The public names load on first use (PEP 562), so ``albert-keras --help`` and
-# the light modules (corpus reading, configs) do not pay for importing Keras.
-_EXPORTS = {
+# Public name -> the module that defines it. Loading these modules registers
+# every serializable class (the models import their layers, heads and
+# tokenizers); tests/test_saving.py checks that no registered module is missed.
+_PUBLIC = {
+    "AlbertAdamW": "albert_keras.optimizers.optimizer",
     "AlbertClassifier": "albert_keras.models.albert_classifier",
     "AlbertConfig": "albert_keras.config",
     "AlbertDiscriminator": "albert_keras.models.albert_discriminator",
@@ -19,16 +29,39 @@ _EXPORTS = {
     "AlbertElectraPretrainer": "albert_keras.models.albert_electra_pretrainer",
     "AlbertEmbedder": "albert_keras.models.albert_embedder",
     "AlbertEncoder": "albert_keras.models.albert_encoder",
+    "AlbertLayerDistiller": "albert_keras.models.albert_layer_distiller",
+    "AlbertLamb": "albert_keras.optimizers.optimizer",
     "AlbertMultipleChoice": "albert_keras.models.albert_multiple_choice",
+    "AlbertPacker": "albert_keras.text.packer",
     "AlbertPretrainer": "albert_keras.models.albert_pretrainer",
     "AlbertQuestionAnswerer": "albert_keras.models.albert_question_answerer",
     "AlbertTokenClassifier": "albert_keras.models.albert_token_classifier",
     "ConfigError": "albert_keras.config",
     "PRESETS": "albert_keras.presets",
+    "QuantizedDense": "albert_keras.layers.quantized_dense",
+    "SentencePieceTokenizer": "albert_keras.text.sentencepiece_tokenizer",
+    "WordPieceTokenizer": "albert_keras.text.wordpiece_tokenizer",
+    "WarmupPolynomialDecay": "albert_keras.optimizers.schedule",
     "count_parameters": "albert_keras.presets",
     "get_preset": "albert_keras.presets",
 }
+__all__ = sorted(_PUBLIC)
 
-from albert_keras.lazy import lazy_exports  # noqa: E402  (after the environment)
 
-__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)
+def load_all():
+    """Imports every public name, registering each Keras class by its name.
+
+    Runs when the package is imported; the command line calls it itself once
+    its flags are parsed (see below).
+    """
+    package = sys.modules[__name__]
+    for name, module in _PUBLIC.items():
+        setattr(package, name, getattr(importlib.import_module(module), name))
+
+
+# The ``albert-keras`` command (module ``albert_keras_cli``, outside this
+# package) builds its parser from this package's light config modules and must
+# answer ``--help`` without importing Keras, so while it is loading, the
+# package leaves loading to the command; every other import loads everything.
+if "albert_keras_cli" not in sys.modules:
+    load_all()

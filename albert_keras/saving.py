@@ -1,6 +1,5 @@
 """Writing and reading ``.keras`` files safely."""
 
-import importlib
 import os
 import zipfile
 
@@ -29,34 +28,12 @@ def save_model(model, path, overwrite=False):
     return path
 
 
-# Every module defining a class that a saved model can hold: Keras finds a
-# class by its registered name only once its module has been imported.
-_SAVED_CLASSES = (
-    "albert_keras.models.albert_classifier",
-    "albert_keras.models.albert_discriminator",
-    "albert_keras.models.albert_distiller",
-    "albert_keras.models.albert_electra_pretrainer",
-    "albert_keras.models.albert_embedder",
-    "albert_keras.models.albert_encoder",
-    "albert_keras.models.albert_multiple_choice",
-    "albert_keras.models.albert_pretrainer",
-    "albert_keras.models.albert_question_answerer",
-    "albert_keras.models.albert_token_classifier",
-    "albert_keras.layers.quantized_dense",
-    "albert_keras.text.packer",
-    "albert_keras.text.sentencepiece_tokenizer",
-    "albert_keras.optimizers.optimizer",
-)
-
-
 def load_model(path):
     """Loads one of our ``.keras`` files with Keras' safe mode on.
 
     Safe mode refuses Lambda layers and other arbitrary code, so a model file
     from a stranger cannot run code on load.
     """
-    for module in _SAVED_CLASSES:
-        importlib.import_module(module)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such model file")
     if not zipfile.is_zipfile(path):

@@ -12,6 +12,7 @@ import logging
 import json
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -193,6 +194,9 @@ def export_tflite(source, out, config=None):
     from albert_keras.export import validation as v
 
     c = config or ExportConfig()
+    if keras.backend.backend() != "tensorflow":
+        raise ExportError(f"the TFLite export runs on Keras' TensorFlow backend; this process "
+                          f"runs {keras.backend.backend()} (set KERAS_BACKEND=tensorflow)")
     if not out.endswith(".tflite"):
         raise ExportError(f"{out}: the output must end in .tflite")
     sidecar_path = out[: -len(".tflite")] + ".json"

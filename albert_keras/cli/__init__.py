@@ -7,12 +7,14 @@ work itself lives in the package (``training.pipeline``, ``tasks``,
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import re
 import subprocess
 import sys
 
+import albert_keras
 from albert_keras.cli import data_commands
 from albert_keras.cli import export_commands
 from albert_keras.cli import model_commands
@@ -23,8 +25,25 @@ from albert_keras.cli.flags import CliError
 
 def _add_backend_flag(p):
     p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
-                   help="the Keras backend for the model (default: $KERAS_BACKEND, else "
-                        "tensorflow); the data pipeline is tf.data on every backend")
+                   help="the Keras backend for the model (default: Keras' own choice: "
+                        "$KERAS_BACKEND, else keras.json, else tensorflow); the data "
+                        "pipeline is tf.data on every backend")
+
+
+def configured_backend():
+    """The backend Keras will pick, read without importing Keras.
+
+    Keras' rules: ``KERAS_BACKEND``, else ``backend`` in ``keras.json`` under
+    ``KERAS_HOME`` (default ``~/.keras``), else TensorFlow.
+    """
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json"), encoding="utf-8") as f:
+            return json.load(f).get("backend", "tensorflow")
+    except (OSError, ValueError, AttributeError):
+        return "tensorflow"
 
 
 def build_parser():
@@ -51,13 +70,12 @@ def _run_on_backend(backend, argv):
     happened here, so a new process is the only way to switch.
     """
     keras = sys.modules.get("keras")
-    current = (keras.backend.backend() if keras is not None
-               else os.environ.get("KERAS_BACKEND", "tensorflow"))
+    current = keras.backend.backend() if keras is not None else configured_backend()
     if backend is None or backend == current:
         return None
     argv = list(sys.argv[1:] if argv is None else argv)
     env = {**os.environ, "KERAS_BACKEND": backend}
-    return subprocess.call([sys.executable, "-m", "albert_keras.cli", *argv], env=env)
+    return subprocess.call([sys.executable, "-m", "albert_keras_cli", *argv], env=env)
 
 
 @contextlib.contextmanager
@@ -93,8 +111,9 @@ def _import_tensorflow(verbose):
     """
     if "tensorflow" in sys.modules:
         return
-    if verbose:
-        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    # The command's own process only: TensorFlow's C++ start-up lines (CUDA
+    # probing, oneDNN notes) are noise to a user of the command line.
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0" if verbose else "3"
     with contextlib.nullcontext() if verbose else _stderr_silenced():
         import tensorflow  # noqa: F401
 
@@ -140,6 +159,7 @@ def main(argv=None):
     if switched is not None:
         return switched
     _import_tensorflow(args.verbose)
+    albert_keras.load_all()
     _show_progress()
     try:
         return args.func(args)

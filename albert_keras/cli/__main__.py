@@ -1,4 +1,4 @@
-"""``python -m albert_keras.cli``: the command in a new process (another backend)."""
+"""``python -m albert_keras.cli``: the command (``albert_keras_cli`` starts faster)."""
 
 import sys
 

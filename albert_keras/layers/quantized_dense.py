@@ -52,6 +52,15 @@ class QuantizedDense(keras.layers.Dense):
         self.ranges_seen = self.add_weight(name="ranges_seen", shape=(), initializer="zeros",
                                            trainable=False, dtype="float32")
 
+    # Keras' Dense saves only the variables of its own quantization modes
+    # (kernel and bias here), so a saved QuantizedDense would not load back;
+    # the base Layer's form saves every variable in order.
+    def save_own_variables(self, store):
+        keras.layers.Layer.save_own_variables(self, store)
+
+    def load_own_variables(self, store):
+        keras.layers.Layer.load_own_variables(self, store)
+
     def _observe(self, x, variable, training):
         if training:
             x32 = ops.cast(x, "float32")

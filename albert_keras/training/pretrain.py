@@ -147,6 +147,9 @@ def _pretrain(data_dir, out_dir, train_config):
 
     # -- precision, determinism, strategy ------------------------------------------
     keras.utils.set_random_seed(train_config.seed)
+    if keras.backend.backend() != "tensorflow":
+        logger.info(f"the model runs on {keras.backend.backend()}; the input pipeline "
+                    "is tf.data, on TensorFlow, on every backend")
     if train_config.deterministic and keras.backend.backend() == "tensorflow":
         # (JAX's CPU and GPU kernels are deterministic without a switch.)
         tf.config.experimental.enable_op_determinism()

@@ -12,6 +12,7 @@ _CLI = os.path.join(os.path.dirname(sys.executable), "albert-keras")
 def test_every_help_builds_without_importing_tensorflow_or_keras():
     script = (
         "import sys\n"
+        "import albert_keras_cli\n"
         "from albert_keras.cli import build_parser\n"
         "parser = build_parser()\n"
         "def walk(p):\n"

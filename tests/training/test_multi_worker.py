@@ -44,7 +44,7 @@ def _env(**extra):
 
 
 def _pretrain_command(data_dir, out, *extra):
-    return [sys.executable, "-m", "albert_keras.cli", "pretrain", "--data", data_dir,
+    return [sys.executable, "-m", "albert_keras_cli", "pretrain", "--data", data_dir,
             "--out", out, *PRETRAIN_FLAGS, *extra]
 
 

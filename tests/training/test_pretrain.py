@@ -123,7 +123,7 @@ def _run(args, backend=None, **kwargs):
     env = {**os.environ, "CI": "true", "TF_CPP_MIN_LOG_LEVEL": "3"}
     if backend:
         env["KERAS_BACKEND"] = backend
-    return subprocess.Popen([sys.executable, "-m", "albert_keras.cli", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "albert_keras_cli", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             **kwargs)
 

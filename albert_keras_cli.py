@@ -1,0 +1,16 @@
+"""The ``albert-keras`` console script (``python -m albert_keras_cli``).
+
+It lives outside the ``albert_keras`` package on purpose: importing that
+package loads Keras and registers every model class, as ``import keras_hub``
+does. While this module is loading, the package leaves that to the command
+(``albert_keras.cli.main`` calls ``albert_keras.load_all()`` once the flags are
+parsed), so ``albert-keras --help`` answers without importing Keras or
+TensorFlow.
+"""
+
+import sys
+
+from albert_keras.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

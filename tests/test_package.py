@@ -1,0 +1,122 @@
+"""``import albert_keras`` behaves like a Keras library: every class a saved
+model holds is registered (``keras.saving.load_model`` works in a fresh
+process), and importing it changes no environment variable or Keras setting."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import albert_keras
+from albert_keras.config import AlbertConfig
+from tests.helpers import SMALL
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Loads one .keras file after nothing but `import albert_keras` and dumps its weights.
+_LOAD = """
+import sys, numpy as np, keras, albert_keras
+model = keras.saving.load_model(sys.argv[1])
+np.savez(sys.argv[2], *[np.asarray(w) for w in model.weights])
+print(type(model).__name__)
+"""
+
+
+def _encoder(**kwargs):
+    return albert_keras.AlbertEncoder(AlbertConfig(vocab_size=60, **SMALL), **kwargs)
+
+
+def _string_in(spm_path):
+    """A string-in model: the tokenizer and packer layers in front of an encoder."""
+    tokenizer = albert_keras.SentencePieceTokenizer(spm_path)
+    packer = albert_keras.AlbertPacker(16)
+    text = keras.Input(shape=(), dtype="string")
+    return keras.Model(text, packer(tokenizer(text)))
+
+
+def _wordpiece_in():
+    tokenizer = albert_keras.WordPieceTokenizer(["[UNK]", "[CLS]", "[SEP]", "hello", "world"])
+    text = keras.Input(shape=(), dtype="string")
+    return keras.Model(text, albert_keras.AlbertPacker(8)(tokenizer(text)))
+
+
+_KINDS = {
+    "encoder": lambda spm: _encoder(),
+    "quantize_aware_encoder": lambda spm: _encoder(quantize_aware=True),
+    "pretrainer": lambda spm: albert_keras.AlbertPretrainer(_encoder()),
+    "electra_pretrainer": lambda spm: albert_keras.AlbertElectraPretrainer(
+        _encoder(), albert_keras.AlbertEncoder(AlbertConfig(vocab_size=60, **{
+            **SMALL, "hidden_size": 16, "intermediate_size": 32}))),
+    "discriminator": lambda spm: albert_keras.AlbertDiscriminator(_encoder()),
+    "classifier": lambda spm: albert_keras.AlbertClassifier(_encoder(), 3),
+    "tagger": lambda spm: albert_keras.AlbertTokenClassifier(_encoder(), 4),
+    "question_answerer": lambda spm: albert_keras.AlbertQuestionAnswerer(_encoder()),
+    "multiple_choice": lambda spm: albert_keras.AlbertMultipleChoice(_encoder()),
+    "embedder": lambda spm: albert_keras.AlbertEmbedder(_encoder()),
+    "distiller": lambda spm: albert_keras.AlbertDistiller(
+        albert_keras.AlbertClassifier(_encoder(), 3)),
+    "sentencepiece_packer": _string_in,
+    "wordpiece_packer": lambda spm: _wordpiece_in(),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_KINDS))
+def test_keras_load_model_after_import_in_a_fresh_process(kind, spm_path, tmp_path):
+    keras.utils.set_random_seed(0)
+    model = _KINDS[kind](spm_path)
+    path = str(tmp_path / f"{kind}.keras")
+    model.save(path)
+    dump = str(tmp_path / "weights.npz")
+    result = subprocess.run([sys.executable, "-c", _LOAD, path, dump], capture_output=True,
+                            text=True, timeout=300, cwd=_ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] == type(model).__name__
+    loaded = np.load(dump)
+    assert len(loaded.files) == len(model.weights)
+    for i, weight in enumerate(model.weights):
+        np.testing.assert_array_equal(loaded[f"arr_{i}"], np.asarray(weight))
+
+
+def test_every_module_that_registers_a_class_is_loaded_by_import():
+    registering = set()
+    for folder in ("albert_keras", "export"):
+        for root, _, names in os.walk(os.path.join(_ROOT, folder)):
+            for name in names:
+                path = os.path.join(root, name)
+                if name.endswith(".py") and "register_keras_serializable" in open(path).read():
+                    module = os.path.relpath(path, _ROOT)[:-3].replace(os.sep, ".")
+                    registering.add(re.sub(r"^export\.", "albert_keras.export.", module))
+    script = "import sys, albert_keras; print(sorted(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, cwd=_ROOT, check=True).stdout
+    assert registering and registering <= set(eval(out.splitlines()[-1]))
+
+
+def _fresh(script, env):
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=_ROOT, env=env, check=True).stdout.splitlines()[-1]
+
+
+def test_import_changes_no_environment_variable():
+    # keras and TensorFlow set their own variables (TF2_BEHAVIOR, ...) when imported;
+    # whatever importing albert_keras adds on top is ours
+    env = {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND",
+                                                            "TF_CPP_MIN_LOG_LEVEL")}
+    script = ("import os, json, keras, tensorflow, tensorflow_text, sentencepiece\n"
+              "before = dict(os.environ)\n"
+              "import albert_keras\n"
+              "print(json.dumps({k: v for k, v in os.environ.items() if before.get(k) != v}))")
+    assert json.loads(_fresh(script, env)) == {}
+
+
+def test_the_backend_follows_keras_json(tmp_path):
+    (tmp_path / "keras.json").write_text(json.dumps({"backend": "jax"}))
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    env["KERAS_HOME"] = str(tmp_path)
+    script = "import albert_keras, keras; print(keras.backend.backend())"
+    assert _fresh(script, env) == "jax"
