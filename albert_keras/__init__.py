@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 # Public name -> the module that defines it. Loading these modules registers
 # every serializable class (the models import their layers, heads and
-# tokenizers); tests/test_saving.py checks that no registered module is missed.
+# optimizers); tests/test_package.py checks that no registering module is missed.
 _PUBLIC = {
     "AlbertAdamW": "albert_keras.optimizers.optimizer",
     "AlbertClassifier": "albert_keras.models.albert_classifier",
@@ -29,23 +29,28 @@ _PUBLIC = {
     "AlbertElectraPretrainer": "albert_keras.models.albert_electra_pretrainer",
     "AlbertEmbedder": "albert_keras.models.albert_embedder",
     "AlbertEncoder": "albert_keras.models.albert_encoder",
-    "AlbertLayerDistiller": "albert_keras.models.albert_layer_distiller",
     "AlbertLamb": "albert_keras.optimizers.optimizer",
+    "AlbertLayerDistiller": "albert_keras.models.albert_layer_distiller",
     "AlbertMultipleChoice": "albert_keras.models.albert_multiple_choice",
-    "AlbertPacker": "albert_keras.text.packer",
     "AlbertPretrainer": "albert_keras.models.albert_pretrainer",
     "AlbertQuestionAnswerer": "albert_keras.models.albert_question_answerer",
     "AlbertTokenClassifier": "albert_keras.models.albert_token_classifier",
     "ConfigError": "albert_keras.config",
     "PRESETS": "albert_keras.presets",
     "QuantizedDense": "albert_keras.layers.quantized_dense",
-    "SentencePieceTokenizer": "albert_keras.text.sentencepiece_tokenizer",
-    "WordPieceTokenizer": "albert_keras.text.wordpiece_tokenizer",
     "WarmupPolynomialDecay": "albert_keras.optimizers.schedule",
     "count_parameters": "albert_keras.presets",
     "get_preset": "albert_keras.presets",
 }
-__all__ = sorted(_PUBLIC)
+# The in-graph text layers are tf.text ops: loaded (and registered) on the
+# TensorFlow backend only, so that the model code runs on JAX and torch
+# machines that have no TensorFlow.
+_TENSORFLOW_ONLY = {
+    "AlbertPacker": "albert_keras.text.packer",
+    "SentencePieceTokenizer": "albert_keras.text.sentencepiece_tokenizer",
+    "WordPieceTokenizer": "albert_keras.text.wordpiece_tokenizer",
+}
+__all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY])
 
 
 def load_all():
@@ -55,8 +60,20 @@ def load_all():
     its flags are parsed (see below).
     """
     package = sys.modules[__name__]
-    for name, module in _PUBLIC.items():
+    names = dict(_PUBLIC)
+    if importlib.import_module("keras").backend.backend() == "tensorflow":
+        names.update(_TENSORFLOW_ONLY)
+    for name, module in names.items():
         setattr(package, name, getattr(importlib.import_module(module), name))
+
+
+def __getattr__(name):
+    # only reached for names load_all did not set
+    if name in _TENSORFLOW_ONLY:
+        backend = importlib.import_module("keras").backend.backend()
+        raise AttributeError(f"albert_keras.{name} runs on TensorFlow only (tf.text ops); "
+                             f"this process runs Keras on {backend}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The ``albert-keras`` command (module ``albert_keras_cli``, outside this

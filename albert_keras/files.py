@@ -47,7 +47,7 @@ def clean_stale(folder, name):
                     os.remove(path)
 
 
-def check_output(path, inputs=(), overwrite=False):
+def check_output(path, inputs=(), overwrite=False, folder=False):
     """Refuses to write ``path`` over an existing file or over an input.
 
     Args:
@@ -55,6 +55,8 @@ def check_output(path, inputs=(), overwrite=False):
         inputs: files and folders the command reads; ``path`` may never be
             one of them, nor inside an input folder, even with ``overwrite``.
         overwrite: whether an existing ``path`` may be replaced.
+        folder: whether the output is a folder (else a file); an existing
+            path of the other kind is refused even with ``overwrite``.
 
     Raises:
         FileExistsError: one line naming ``path``.
@@ -75,6 +77,9 @@ def check_output(path, inputs=(), overwrite=False):
                 f"{path}: is an input of this command ({source}); write the output elsewhere")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+    if os.path.exists(path) and os.path.isdir(path) != folder:
+        found, wanted = ("a folder", "a file") if os.path.isdir(path) else ("a file", "a folder")
+        raise FileExistsError(f"{path} is {found}; the output is {wanted}, name another path")
     # where it will be written must be (or become) a writable folder: found
     # now, not after an hour of training
     parent = os.path.dirname(os.path.abspath(path))

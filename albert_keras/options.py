@@ -7,9 +7,11 @@ and choices), so the library's defaults and ``--help`` cannot drift apart.
 
 import dataclasses
 import math
+import re
 
 
-def option(default, help, choices=None, flag=None, factory=None, nargs=None, auto=None):
+def option(default, help, choices=None, flag=None, factory=None, nargs=None, auto=None,
+           valid=None):
     """A dataclass field with a help text (and optional choices or flag name).
 
     Args:
@@ -21,13 +23,19 @@ def option(default, help, choices=None, flag=None, factory=None, nargs=None, aut
         nargs: ``"+"`` for a flag that takes a list.
         auto: for a ``None`` default chosen at run time, what decides it
             (shown in ``--help`` as the default).
+        valid: for a number, the interval it must lie in, e.g. ``"[0, 1)"``
+            or ``"[1, inf)"``; checked where the flag is parsed and by
+            ``check_options`` (NaN and infinities never pass).
 
     Example:
     >>> @dataclasses.dataclass
     ... class Config:
     ...     steps: int = option(100, "optimizer steps")
     """
-    metadata = {"help": help, "choices": choices, "flag": flag, "nargs": nargs, "auto": auto}
+    if valid is not None:
+        _interval(valid)  # a typo in the interval fails at import, not at use
+    metadata = {"help": help, "choices": choices, "flag": flag, "nargs": nargs, "auto": auto,
+                "valid": valid}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -39,6 +47,67 @@ def flag_of(config_class, name):
         if field.name == name:
             return field.metadata.get("flag") or "--" + name.replace("_", "-")
     return "--" + name.replace("_", "-")
+
+
+_INTERVAL = re.compile(r"^([\[(])\s*([-+\w.]+)\s*,\s*([-+\w.]+)\s*([\])])$")
+
+
+def _interval(valid):
+    match = _INTERVAL.match(valid)
+    if not match:
+        raise ValueError(f"not an interval: {valid!r} (write e.g. '[0, 1)' or '(0, inf)')")
+    low_bracket, low, high, high_bracket = match.groups()
+    return low_bracket == "[", float(low), float(high), high_bracket == "]"
+
+
+def in_interval(value, valid):
+    """Whether the number ``value`` is finite and lies in the interval ``valid``.
+
+    Example:
+    >>> in_interval(0, "[0, 1)"), in_interval(1, "[0, 1)"), in_interval(float("nan"), "[0, 1]")
+    (True, False, False)
+    """
+    closed_low, low, high, closed_high = _interval(valid)
+    if isinstance(value, bool) or not math.isfinite(value):
+        return False
+    above = value >= low if closed_low else value > low
+    below = value <= high if closed_high else value < high
+    return above and below
+
+
+def range_error(value, valid):
+    """The message for a value outside ``valid`` (``None`` when it is inside)."""
+    if in_interval(value, valid):
+        return None
+    closed_low, low, high, closed_high = _interval(valid)
+    if math.isinf(high):
+        bound = f"at least {low:g}" if closed_low else f"above {low:g}"
+        return f"must be {bound}, got {value!r}"
+    return f"must be in {valid}, got {value!r}"
+
+
+def check_options(config):
+    """Checks every field declared with ``valid``; raises ``ValueError`` naming
+    the flag of the first value outside its interval (``None`` passes: a value
+    chosen at run time).
+
+    Example:
+    >>> @dataclasses.dataclass
+    ... class Config:
+    ...     eval_steps: int = option(5, "validation batches", valid="[0, inf)")
+    >>> check_options(Config(-1))
+    Traceback (most recent call last):
+    ...
+    ValueError: --eval-steps must be at least 0, got -1
+    """
+    for field in dataclasses.fields(config):
+        valid = field.metadata.get("valid")
+        value = getattr(config, field.name)
+        if valid is None or value is None:
+            continue
+        error = range_error(value, valid)
+        if error:
+            raise ValueError(f"{flag_of(type(config), field.name)} {error}")
 
 
 def check_numbers(config, positive=(), non_negative=(), fractions=()):

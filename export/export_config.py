@@ -48,7 +48,7 @@ class ExportConfig:
                                       "kernel (integer-only accelerators)",
                              choices=("dense", "all"))
     sequence_length: int = option(None, "sequence length (default: the task's, else 128)",
-                                  flag="--seq-len")
+                                  flag="--seq-len", valid="[8, inf)")
     with_tokenizer: bool = option(False, "string in: tokenizer and packer inside the model")
     pair: bool = option(None, "string-in takes text and text_pair (default: when the "
                               "task has pairs)")
@@ -56,27 +56,27 @@ class ExportConfig:
                                        "training file)")
     validation_data: str = option(None, "examples to validate on (default: the folder's "
                                         "eval file, else its training file, else random ids)")
-    examples: int = option(200, "validation examples (all of a smaller file)")
-    calibration_examples: int = option(100, "int8 calibration examples")
-    tolerance: float = option(None, "max |diff| for none/float16 (default 1e-4 / 1e-2)")
+    examples: int = option(200, "validation examples (all of a smaller file)", valid="[1, inf)")
+    calibration_examples: int = option(100, "int8 calibration examples", valid="[1, inf)")
+    tolerance: float = option(None, "max |diff| for none/float16 (default 1e-4 / 1e-2)", valid="(0, inf)")
     min_cosine: float = option(0.98, "quantized modes: least mean cosine with Keras of "
-                                     "vector outputs (hidden states, embeddings)")
+                                     "vector outputs (hidden states, embeddings)", valid="(0, 1)")
     min_agreement: float = option(0.9, "quantized modes: least agreement with Keras of the "
-                                       "top-1 class, QA span or replaced-token call")
+                                       "top-1 class, QA span or replaced-token call", valid="(0, 1]")
     max_probability_diff: float = option(0.1, "quantized classifiers: largest mean change "
-                                              "of the top class's probability")
+                                              "of the top class's probability", valid="(0, 1)")
     max_accuracy_drop: float = option(0.03, "quantized modes with labelled data: largest "
-                                            "accuracy drop against Keras")
+                                            "accuracy drop against Keras", valid="[0, 1)")
     mask_value: float = option(-120.0, "additive attention mask in the export (bounded "
-                                       "for int8)")
+                                       "for int8)", valid="[-1000000000, 0)")
     part: str = option("auto", "which model of a folder (pretraining folder: encoder or mlm)",
                        choices=("auto", "encoder", "mlm", "model"))
     tokenizer: str = option(None, "tokenizer file (default: the folder's)")
     num_choices: int = option(None, "multiple choice: answers per question (default: "
-                                    "the task's)")
+                                    "the task's)", valid="[2, inf)")
     seed: int = option(0, "which validation and calibration examples are drawn")
     qat_data: str = option(None, "qat: training file for the quantization-aware "
                                  "fine-tune (default: the folder's own)")
-    qat_epochs: int = option(1, "qat: epochs of the quantization-aware fine-tune")
-    qat_learning_rate: float = option(1e-5, "qat: its learning rate")
+    qat_epochs: int = option(1, "qat: epochs of the quantization-aware fine-tune", valid="[1, inf)")
+    qat_learning_rate: float = option(1e-5, "qat: its learning rate", valid="(0, inf)")
     overwrite: bool = option(False, "replace an existing .tflite and its sidecar")

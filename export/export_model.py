@@ -24,6 +24,7 @@ from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
 from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.validation import validate
+from albert_keras.options import check_options
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import check_output
@@ -194,6 +195,7 @@ def export_tflite(source, out, config=None):
     from albert_keras.export import validation as v
 
     c = config or ExportConfig()
+    check_options(c)
     if keras.backend.backend() != "tensorflow":
         raise ExportError(f"the TFLite export runs on Keras' TensorFlow backend; this process "
                           f"runs {keras.backend.backend()} (set KERAS_BACKEND=tensorflow)")
@@ -308,7 +310,9 @@ def export_tflite(source, out, config=None):
         "validation": report,
         "source": os.path.abspath(source),
     }
-    with atomic_path(out) as tmp, atomic_write(sidecar_path) as f:
+    # The model is renamed into place first: when that fails, the sidecar's
+    # temporary file is removed too, so a failure leaves neither.
+    with atomic_write(sidecar_path) as f, atomic_path(out) as tmp:
         with open(tmp, "wb") as blob_file:
             blob_file.write(blob)
         sidecar["sha256"] = sha256_file(tmp)

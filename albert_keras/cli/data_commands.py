@@ -3,6 +3,7 @@
 from albert_keras.cli.flags import CliError
 from albert_keras.cli.flags import add_flags
 from albert_keras.cli.flags import config_from_args
+from albert_keras.cli.flags import number_in
 
 CORPUS_FIELDS = ("layout", "text_field", "errors")
 
@@ -91,7 +92,7 @@ def add_parsers(sub):
     p.add_argument("--tokenizer", required=True, help="a unigram SentencePiece .model")
     p.add_argument("--out", required=True, help="output folder")
     add_flags(p, DataConfig)
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=number_in(int, "[1, inf)"), default=1,
                    help="processes that make the examples (default: %(default)s)")
     p.add_argument("--runner", default="local", choices=("local", "beam"),
                    help="local: this process and --workers forks; beam: an Apache Beam "
@@ -110,11 +111,11 @@ def add_parsers(sub):
     p.add_argument("--out", required=True, help="folder for train.csv and eval.csv")
     p.add_argument("--labeling", default="century", choices=("century", "party"),
                    help="what to predict (default: %(default)s)")
-    p.add_argument("--eval-fraction", type=float, default=0.15,
+    p.add_argument("--eval-fraction", type=number_in(float, "(0, 1)"), default=0.15,
                    help="share of speeches held out (default: %(default)s)")
-    p.add_argument("--min-words", type=int, default=20,
+    p.add_argument("--min-words", type=number_in(int, "[1, inf)"), default=20,
                    help="shortest paragraph kept (default: %(default)s)")
-    p.add_argument("--max-train", type=int, default=0,
+    p.add_argument("--max-train", type=number_in(int, "[0, inf)"), default=0,
                    help="keep a random sample of this many training paragraphs "
                         "(default: 0, all)")
     p.add_argument("--seed", type=int, default=0, help="the sample (default: %(default)s)")

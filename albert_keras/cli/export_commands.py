@@ -5,6 +5,7 @@ import sys
 
 from albert_keras.cli.flags import add_flags
 from albert_keras.cli.flags import config_from_args
+from albert_keras.cli.flags import number_in
 
 
 def cmd_export(args):
@@ -67,13 +68,13 @@ def add_parsers(sub):
 
     p = sub.add_parser("bench", help="latency, size and memory of a .tflite in LiteRT")
     p.add_argument("model", help="the .tflite to measure")
-    p.add_argument("--runs", type=int, default=50, help="timed runs (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=2,
+    p.add_argument("--runs", type=number_in(int, "[1, inf)"), default=50, help="timed runs (default: %(default)s)")
+    p.add_argument("--threads", type=number_in(int, "[1, inf)"), default=2,
                    help="interpreter threads (default: %(default)s)")
     p.add_argument("--profile", action="store_true",
                    help="also time every op on its own and print where the time goes, "
                         "per op kind and the slowest ops")
-    p.add_argument("--top", type=int, default=10,
+    p.add_argument("--top", type=number_in(int, "[1, inf)"), default=10,
                    help="with --profile, how many of the slowest ops to list "
                         "(default: %(default)s)")
     p.set_defaults(func=cmd_bench)

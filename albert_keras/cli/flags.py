@@ -6,16 +6,42 @@ import json
 import typing
 
 from albert_keras.options import flag_of
+from albert_keras.options import range_error
 
 
 class CliError(Exception):
     """An error reported as one line, with exit status 2."""
 
 
+def number_in(kind, valid):
+    """An argparse ``type`` that parses ``kind`` (int or float) and checks the
+    interval ``valid``, so a bad value is named by its flag before any work.
+
+    Example:
+    >>> number_in(int, "[1, inf)")("3")
+    3
+    """
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
+        error = range_error(value, valid)
+        if error:
+            raise argparse.ArgumentTypeError(error)
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
 def _type(field, cls):
     hint = typing.get_type_hints(cls).get(field.name, str)
     if hint is dict:
         return json.loads
+    if hint in (int, float) and field.metadata.get("valid"):
+        return number_in(hint, field.metadata["valid"])
     return hint if hint in (int, float, str) else str
 
 

@@ -3,6 +3,7 @@
 import os
 
 from albert_keras.cli.flags import CliError
+from albert_keras.cli.flags import number_in
 
 # Paper Table 4 (ALBERT-base, E = 128), in millions of parameters.
 PAPER_TABLE_4 = {"all": 12, "attention": 64, "ffn": 38, "none": 89}
@@ -73,7 +74,7 @@ def cmd_convert(args):
 
 def add_parsers(sub):
     p = sub.add_parser("presets", help="print the preset architectures")
-    p.add_argument("--vocab-size", type=int, default=None,
+    p.add_argument("--vocab-size", type=number_in(int, "[1, inf)"), default=None,
                    help="count parameters with this vocabulary size (default: the preset's)")
     p.set_defaults(func=cmd_presets)
 

@@ -299,7 +299,7 @@ def create_pretraining_data(
     inputs = [os.fspath(i) for i in inputs]
     # an empty folder (made beforehand) is not an output to protect
     check_output(out_dir, [*inputs, tokenizer_path],
-                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)))
+                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)), folder=True)
     tokenizer = load_tokenizer(tokenizer_path).check()
     vocab_size, word_starts = tokenizer.vocabulary_size, tokenizer.word_starts()
     started = time.time()

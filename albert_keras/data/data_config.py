@@ -6,6 +6,7 @@ its flags (and answer ``--help``) without importing it.
 
 import dataclasses
 
+from albert_keras.options import check_options
 from albert_keras.options import option
 
 
@@ -13,11 +14,11 @@ from albert_keras.options import option
 class DataConfig:
     """Every knob of example creation (all recorded in the manifest)."""
 
-    max_seq_length: int = option(128, "tokens per example, [CLS] and [SEP]s included")
-    max_predictions: int = option(20, "most masked tokens per example")
-    masked_lm_prob: float = option(0.15, "share of tokens masked")
-    dupe_factor: int = option(5, "passes over the corpus, each with fresh pairs and masks")
-    max_ngram: int = option(3, "longest masked n-gram (words)", flag="--ngram")
+    max_seq_length: int = option(128, "tokens per example, [CLS] and [SEP]s included", valid="[8, inf)")
+    max_predictions: int = option(20, "most masked tokens per example", valid="[1, inf)")
+    masked_lm_prob: float = option(0.15, "share of tokens masked", valid="(0, 1)")
+    dupe_factor: int = option(5, "passes over the corpus, each with fresh pairs and masks", valid="[1, inf)")
+    max_ngram: int = option(3, "longest masked n-gram (words)", flag="--ngram", valid="[1, inf)")
     whole_word: bool = option(True, "mask whole words")
     masking: str = option("ngram", "ngram: ALBERT's whole-word n-grams up to --ngram; span: "
                                    "SpanBERT's geometric spans of whole words (p 0.2, at most "
@@ -28,12 +29,12 @@ class DataConfig:
                                   "sentences packed across documents, one segment, no label; "
                                   "auto: full_sentences for --objective mlm, pairs otherwise",
                           choices=("auto", "pairs", "full_sentences"))
-    short_seq_prob: float = option(0.1, "share of examples cut shorter than the maximum")
+    short_seq_prob: float = option(0.1, "share of examples cut shorter than the maximum", valid="[0, 1]")
     random_next: bool = option(False, "next-sentence prediction instead of SOP (ablations)",
                                flag="--nsp")
     seed: int = option(12345, "pairs, masks, held-out documents and shard order")
-    eval_fraction: float = option(0.0, "documents held out into an eval split")
-    examples_per_shard: int = option(20000, "examples per TFRecord shard")
+    eval_fraction: float = option(0.0, "documents held out into an eval split", valid="[0, 1)")
+    examples_per_shard: int = option(20000, "examples per TFRecord shard", valid="[1, inf)")
     layout: str = option("auto", "lines: blank line between documents; file: one document "
                                  "per file; jsonl, csv, tsv: one document per record or row "
                                  "(auto: by the file's extension)",
@@ -43,6 +44,7 @@ class DataConfig:
                          choices=("strict", "replace"))
 
     def validate(self):
+        check_options(self)
         if self.max_seq_length < 5:
             raise ValueError(f"max_seq_length must be at least 5, got {self.max_seq_length}")
         if self.max_predictions < 1:

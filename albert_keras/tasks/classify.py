@@ -1,5 +1,7 @@
 """``classify``: one label (or one number, with ``regression``) per text or pair."""
 
+import logging
+
 import keras
 import numpy as np
 
@@ -12,6 +14,8 @@ from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
 from albert_keras.tasks.task import take_fields
 from albert_keras.text.packer import pack_texts
+
+logger = logging.getLogger(__name__)
 
 
 class Classify(Task):
@@ -43,6 +47,10 @@ class Classify(Task):
                         raise readers.TaskDataError(
                             f"{path}: only one label ({labels[0]!r}); classification "
                             "needs 2+")
+                    if readers.looks_like_regression(labels, len(examples.labels)):
+                        logger.warning(f"{path}: the label column holds {len(labels)} "
+                                       "distinct numbers, each made a class; for a numeric "
+                                       "target pass --regression")
                     spec = spec.replace(labels=labels)
                 y = np.asarray(readers.label_ids(path, examples, spec.labels), np.int32)
         data = TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples,

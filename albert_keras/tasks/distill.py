@@ -212,7 +212,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
     cfg.validate()
     unlabeled_file = unlabeled if unlabeled not in (None, CORPUS) else None
     check_output(out_dir, [teacher, train_path, eval_path, unlabeled_file, cfg.student_init,
-                           validation_path], overwrite)
+                           validation_path], overwrite, folder=True)
     keras.utils.set_random_seed(cfg.seed)
 
     # -- teacher and data -----------------------------------------------------------------

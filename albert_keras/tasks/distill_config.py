@@ -7,6 +7,7 @@ its flags (and answer ``--help``) without importing it.
 import dataclasses
 
 from albert_keras.options import check_numbers
+from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
 
@@ -55,39 +56,40 @@ class DistillConfig:
                                            '\'{"num_hidden_layers": 2}\'')
     student_init: str = option(None, "start the student from this pretrained model folder "
                                      "(same tokenizer as the teacher) instead of random weights")
-    temperature: float = option(2.0, "softmax temperature of the soft targets")
-    alpha: float = option(0.5, "weight of the soft-target loss; the labels get 1 - alpha")
-    max_unlabeled: int = option(20000, "most rows taken from --unlabeled")
+    temperature: float = option(2.0, "softmax temperature of the soft targets", valid="(0, inf)")
+    alpha: float = option(0.5, "weight of the soft-target loss; the labels get 1 - alpha", valid="[0, 1]")
+    max_unlabeled: int = option(20000, "most rows taken from --unlabeled", valid="[0, inf)")
     layer_epochs: int = option(0, "epochs of hidden-state and attention transfer before the "
-                                  "soft targets (TinyBERT's first stage; 0: off)")
+                                  "soft targets (TinyBERT's first stage; 0: off)", valid="[0, inf)")
     layer_map: str = option(None, "STUDENT:TEACHER layer pairs for --layer-epochs, e.g. "
                                 "0:0,1:6,2:12 (0: embeddings)",
                             auto="uniform: student layer m from teacher layer m*N/M, "
                                  "embeddings from embeddings")
-    hidden_weight: float = option(1.0, "weight of the hidden-state loss (mean squared error)")
-    attention_weight: float = option(1.0, "weight of the attention-map loss (KL)")
+    hidden_weight: float = option(1.0, "weight of the hidden-state loss (mean squared error)", valid="[0, inf)")
+    attention_weight: float = option(1.0, "weight of the attention-map loss (KL)", valid="[0, inf)")
     epochs: int = option(None, "passes over the training rows",
-                         auto="by student width: 10 below hidden size 512, else 3")
-    batch_size: int = option(32, "examples per step")
+                         auto="by student width: 10 below hidden size 512, else 3", valid="[1, inf)")
+    batch_size: int = option(32, "examples per step", valid="[1, inf)")
     learning_rate: float = option(None, "peak AdamW learning rate",
-                                  auto="by student width: 3e-4 below hidden size 512, else 3e-5")
-    warmup_fraction: float = option(0.1, "share of the steps with linear warmup")
-    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
+                                  auto="by student width: 3e-4 below hidden size 512, else 3e-5", valid="[0, inf)")
+    warmup_fraction: float = option(0.1, "share of the steps with linear warmup", valid="[0, 1)")
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)", valid="[0, inf)")
     layer_decay: float = option(1.0, "layer-wise learning-rate decay of the student, as in "
-                                     "fine-tuning (for a --student-init model); 1 turns it off")
-    dropout: float = option(0.1, "dropout on the head's input")
+                                     "fine-tuning (for a --student-init model); 1 turns it off", valid="(0, 1]")
+    dropout: float = option(0.1, "dropout on the head's input", valid="[0, 1)")
     precision: str = option("float32", "Keras dtype policy",
                             choices=PRECISIONS)
     validation_split: float = option(None, "hold out this share of the labelled rows' "
                                            "examples (stratified by label, drawn by --seed) "
-                                           "and choose the best epoch on it")
+                                           "and choose the best epoch on it", valid="(0, 1)")
     select_metric: str = option(None, "with --eval: keep the best epoch by this metric "
                                       "(default: the task's main one)")
     patience: int = option(0, "with --eval: stop after this many epochs without a better "
-                              "score (0: train every epoch)")
+                              "score (0: train every epoch)", valid="[0, inf)")
     seed: int = option(0, "weights and shuffling")
 
     def validate(self):
+        check_options(self)
         check_numbers(self, positive=("temperature",),
                       non_negative=("learning_rate", "weight_decay", "hidden_weight",
                                     "attention_weight"),

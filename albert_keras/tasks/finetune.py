@@ -158,7 +158,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     """
     cfg = cfg or FinetuneConfig()
     cfg.validate()
-    check_output(out_dir, [init, train_path, eval_path, tokenizer, validation_path], overwrite)
+    check_output(out_dir, [init, train_path, eval_path, tokenizer, validation_path], overwrite,
+                 folder=True)
     keras.utils.set_random_seed(cfg.seed)
     # -- data ------------------------------------------------------------------------
     pieces = read_tokenizer(init, tokenizer)

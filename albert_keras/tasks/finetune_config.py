@@ -11,6 +11,7 @@ from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
 from albert_keras.options import check_numbers
+from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
 from albert_keras.tasks.registry import TASKS
@@ -87,17 +88,17 @@ class FinetuneConfig:
 
     task: str = option("classify", "the task", choices=tuple(TASKS))
     epochs: int = option(None, "passes over the training file",
-                         auto="by model width: 10 below hidden size 512, else 3")
-    batch_size: int = option(32, "examples per step")
+                         auto="by model width: 10 below hidden size 512, else 3", valid="[1, inf)")
+    batch_size: int = option(32, "examples per step", valid="[1, inf)")
     learning_rate: float = option(None, "peak AdamW learning rate",
-                                  auto="by model width: 3e-4 below hidden size 512, else 3e-5")
-    warmup_fraction: float = option(0.1, "share of the steps with linear warmup")
-    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
+                                  auto="by model width: 3e-4 below hidden size 512, else 3e-5", valid="[0, inf)")
+    warmup_fraction: float = option(0.1, "share of the steps with linear warmup", valid="[0, 1)")
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)", valid="[0, inf)")
     layer_decay: float = option(1.0, "layer-wise learning-rate decay (ELECTRA): the head at "
                                      "the full rate, each layer below at this factor of the "
-                                     "one above, the embeddings lowest; 1 turns it off")
+                                     "one above, the embeddings lowest; 1 turns it off", valid="(0, 1]")
     sequence_length: int = option(128, "pieces per input, specials included",
-                                  flag="--seq-length")
+                                  flag="--seq-length", valid="[8, inf)")
     truncate: str = option("longest_first", "how inputs are cut to fit: pairs longest_first "
                                              "or waterfall; single texts also head, tail or "
                                              "head+tail (a quarter start, the rest end: long "
@@ -109,14 +110,14 @@ class FinetuneConfig:
     context_column: str = option("context", "choice: the passage field")
     choices_column: str = option("choices", "choice: the answers field")
     question_column: str = option("question", "choice: the question field")
-    stride: int = option(128, "qa: pieces between windows")
-    max_question_length: int = option(64, "qa: longest question in pieces")
-    max_answer_length: int = option(30, "qa: longest answer in pieces")
-    n_best: int = option(20, "qa: start and end candidates per window")
+    stride: int = option(128, "qa: pieces between windows", valid="[1, inf)")
+    max_question_length: int = option(64, "qa: longest question in pieces", valid="[1, inf)")
+    max_answer_length: int = option(30, "qa: longest answer in pieces", valid="[1, inf)")
+    n_best: int = option(20, "qa: start and end candidates per window", valid="[1, inf)")
     null_threshold: float = option(0.0, "qa v2: answer '' when the [CLS] score beats the "
                                         "best span by this")
     version_2: bool = option(False, "qa: questions may have no answer")
-    dropout: float = option(0.1, "dropout on the head's input")
+    dropout: float = option(0.1, "dropout on the head's input", valid="[0, 1)")
     pooling: str = option("auto", "classify: what the head reads: pooled (the [CLS] "
                                   "pooler, as ALBERT), mean (the mean over tokens), both "
                                   "(the two concatenated) or auto "
@@ -124,26 +125,27 @@ class FinetuneConfig:
                                   "task: mlm, or rtd without SOP; else pooled)",
                           choices=("auto", *CLASSIFIER_POOLINGS))
     encoder_dropout: float = option(None, "hidden and attention dropout inside the encoder "
-                                          "(default: the model's own; 0 for ALBERT v2)")
+                                          "(default: the model's own; 0 for ALBERT v2)", valid="[0, 1)")
     precision: str = option("float32", "Keras dtype policy",
                             choices=PRECISIONS)
     strategy: str = option("auto", "how training spreads over devices", choices=STRATEGIES)
     validation_split: float = option(None, "hold out this share of the training file's "
                                            "examples (stratified by label, drawn by --seed) "
-                                           "and choose the best epoch on it")
+                                           "and choose the best epoch on it", valid="(0, 1)")
     select_metric: str = option(None, "with --eval: score every epoch and keep the best by "
                                       "this metric (default: the task's main one: accuracy, "
                                       "entity_f1, f1 or pearson)")
     patience: int = option(0, "with --eval: stop after this many epochs without a better "
-                              "score (0: train every epoch)")
+                              "score (0: train every epoch)", valid="[0, inf)")
     seed: int = option(0, "weights and shuffling")
     ema: float = option(0.0, "keep a moving average of the weights with this momentum "
                              "(e.g. 0.99), score and keep it instead of the last "
-                             "weights; 0 turns it off")
+                             "weights; 0 turns it off", valid="[0, 1)")
     from_scratch: bool = option(False, "same architecture as --init, untrained weights "
                                        "(a baseline)")
 
     def validate(self):
+        check_options(self)
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {tuple(TASKS)}, got {self.task!r}")
         for name in ("epochs", "batch_size", "sequence_length"):

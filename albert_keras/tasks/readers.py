@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import os
 
 
@@ -69,11 +70,49 @@ def _need_column(path, columns, name, flag):
         )
 
 
+_JSON_KINDS = {dict: "a JSON object", list: "a JSON list", bool: "true/false",
+               int: "a number", float: "a number"}
+
+
 def _text(path, number, row, column):
     value = row.get(column)
-    if value is None or not str(value).strip():
+    if value is not None and not isinstance(value, str):
+        kind = _JSON_KINDS.get(type(value), type(value).__name__)
+        raise TaskDataError(f"{path}:{number}: column {column!r} holds {kind}, not a text")
+    if value is None or not value.strip():
         raise TaskDataError(f"{path}:{number}: empty text in column {column!r}")
-    return str(value)
+    return value
+
+
+def _number_name(number):
+    # equal numbers are one label: 0, 0.0 and "0.0" are all "0"
+    if number.is_integer() and abs(number) < 2 ** 53:
+        return str(int(number))
+    return repr(number)
+
+
+def canonical_label(value):
+    """One spelling per label value: equal numbers are one label (``0``,
+    ``0.0`` and ``"0.0"`` are ``"0"``), JSON ``true``/``false`` keep their JSON
+    spelling, text is stripped. Raises ``ValueError`` for lists and objects.
+
+    Example:
+    >>> [canonical_label(v) for v in (0, 0.0, "0.0", " 1.50", True, "pos")]
+    ['0', '0', '0', '1.5', 'true', 'pos']
+    """
+    if isinstance(value, (dict, list)):
+        raise ValueError(f"a label must be one value, not {_JSON_KINDS[type(value)]}")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        number = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+    return _number_name(number) if math.isfinite(number) else str(value).strip()
 
 
 @dataclasses.dataclass
@@ -107,6 +146,9 @@ def read_text_table(path, text_column="text", text_pair_column=None, label_colum
             label = row.get(label_column)
             if label is None or str(label).strip() == "":
                 raise TaskDataError(f"{path}:{number}: empty label in column {label_column!r}")
+            if isinstance(label, (dict, list)):
+                raise TaskDataError(f"{path}:{number}: column {label_column!r} holds "
+                                    f"{_JSON_KINDS[type(label)]}; a label is one value")
             labels.append(label)
         numbers.append(number)
     return TextExamples(texts, pairs if text_pair_column else None,
@@ -114,35 +156,52 @@ def read_text_table(path, text_column="text", text_pair_column=None, label_colum
 
 
 def discover_labels(values):
-    """Sorted label names (numerically when every label is a number)."""
-    names = sorted({str(v) for v in values})
+    """Sorted label names, one per value (``canonical_label``), numerically
+    when every label is a number."""
+    names = sorted({canonical_label(v) for v in values})
     try:
         return sorted(names, key=float)
     except ValueError:
         return names
 
 
+def looks_like_regression(label_names, rows):
+    """Whether labels that are all numbers are too many to be classes."""
+    try:
+        [float(name) for name in label_names]
+    except ValueError:
+        return False
+    return len(label_names) > 20 and len(label_names) > rows / 5
+
+
 def label_ids(path, examples, label_names):
-    """Label strings to ids; an unseen label is an error naming its row."""
-    index = {name: i for i, name in enumerate(label_names)}
+    """Labels to ids; an unseen label is an error naming its row."""
+    index = {canonical_label(name): i for i, name in enumerate(label_names)}
     ids = []
     for number, label in zip(examples.rows, examples.labels):
-        if str(label) not in index:
+        name = canonical_label(label)
+        if name not in index:
             raise TaskDataError(
-                f"{path}:{number}: unknown label {str(label)!r}; the model knows "
+                f"{path}:{number}: unknown label {name!r}; the model knows "
                 f"{', '.join(label_names)}"
             )
-        ids.append(index[str(label)])
+        ids.append(index[name])
     return ids
 
 
 def regression_targets(path, examples):
+    """The labels as finite floats; anything else is an error naming its row."""
     values = []
     for number, label in zip(examples.rows, examples.labels):
         try:
-            values.append(float(label))
+            if isinstance(label, bool):
+                raise ValueError
+            value = float(label)
         except (TypeError, ValueError):
             raise TaskDataError(f"{path}:{number}: label {label!r} is not a number") from None
+        if not math.isfinite(value):
+            raise TaskDataError(f"{path}:{number}: label {label!r} is not a finite number")
+        values.append(value)
     return values
 
 

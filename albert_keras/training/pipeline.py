@@ -16,6 +16,7 @@ from albert_keras.data.corpus import train_corpus_tokenizer
 from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.reader import read_manifest
+from albert_keras.options import check_options
 from albert_keras.files import check_output
 from albert_keras.files import removed_on_failure
 from albert_keras.model_folder import CHECKPOINTS
@@ -64,13 +65,15 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     # the main job's mlm keeps those pairs
     t = main_job_recipe(p, t).with_defaults()
     t.validate()
+    for config in (p, tokenizer_config, data_config):
+        check_options(config)
     out = p.out
     if os.path.isfile(os.path.join(out, METRICS_FILE)) and not p.overwrite:
         raise FileExistsError(f"{out} holds a finished run; pass --overwrite to train again")
     if p.overwrite and os.path.isdir(out):
         # starting again deletes the folder: never when it holds an input
         check_output(out, [*(p.input or ()), p.tokenizer, p.data, p.short_data, t.init],
-                     overwrite=True)
+                     overwrite=True, folder=True)
         shutil.rmtree(out)
     # a run that fails before its first checkpoint leaves no folder behind
     ckpt_dir = os.path.join(out, CHECKPOINTS)

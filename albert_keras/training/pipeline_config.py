@@ -49,9 +49,9 @@ class PipelineConfig:
     # pairs), then 100 at 128 so every position embedding is trained.
     short_seq_fraction: float = option(0.875, "share of the steps (whole epochs) trained on "
                                               "sequences of --short-seq-length first "
-                                              "(0: one phase)")
-    short_seq_length: int = option(64, "the first phase's sequence length")
-    workers: int = option(2, "processes that make the data")
+                                              "(0: one phase)", valid="[0, 1)")
+    short_seq_length: int = option(64, "the first phase's sequence length", valid="[8, inf)")
+    workers: int = option(2, "processes that make the data", valid="[1, inf)")
     overwrite: bool = option(False, "train again when --out holds a finished run")
     recipe: str = option("auto", "defaults for what is not given: main_job (MLM masking 0.4, "
                                  "2 shared layers with ALiBi, learning rate 1.6e-2, 1,600 "

@@ -4,6 +4,7 @@ import dataclasses
 
 from albert_keras.options import check_numbers
 from albert_keras.options import flag_of
+from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISION_CHOICES
 from albert_keras.training.objectives import CHOICES as OBJECTIVE_CHOICES
@@ -97,20 +98,20 @@ class PretrainConfig:
                                     "sentence pairs, measured best there)", choices=OBJECTIVE_CHOICES)
     model_overrides: dict = option(None, 'AlbertConfig fields as JSON, e.g. '
                                          '\'{"num_hidden_layers": 6}\'', factory=dict)
-    batch_size: int = option(64, "global batch size")
+    batch_size: int = option(64, "global batch size", valid="[1, inf)")
     total_steps: int = option(None, "optimizer steps", flag="--steps",
                               auto=f"{DEFAULT_TOTAL_STEPS}; {MAIN_JOB_TOTAL_STEPS} for the "
-                                   "main job on the built-in corpus")
-    steps_per_epoch: int = option(100, "steps between checkpoints and log lines")
+                                   "main job on the built-in corpus", valid="[1, inf)")
+    steps_per_epoch: int = option(100, "steps between checkpoints and log lines", valid="[1, inf)")
     learning_rate: float = option(None, "peak learning rate",
                                   auto=f"{DEFAULT_LEARNING_RATE:g}; {MAIN_JOB_LEARNING_RATE:g} "
-                                       "for the main job on the built-in corpus")
+                                       "for the main job on the built-in corpus", valid="[0, inf)")
     warmup_steps: int = option(None, "linear warmup steps",
                                auto=f"{DEFAULT_WARMUP_STEPS}; {MAIN_JOB_WARMUP_STEPS} "
-                                    "for the main job on the built-in corpus")
+                                    "for the main job on the built-in corpus", valid="[0, inf)")
     optimizer: str = option("lamb", "optimizer", choices=("lamb", "adamw"))
-    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)")
-    clip_norm: float = option(1.0, "global gradient-norm clip")
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)", valid="[0, inf)")
+    clip_norm: float = option(1.0, "global gradient-norm clip", valid="[0, inf)")
     precision: str = option("auto", "Keras dtype policy (auto: mixed_bfloat16 on TPUs, recent "
                                      "GPUs and CPUs with native bf16, else float32)",
                              choices=PRECISION_CHOICES)
@@ -118,36 +119,36 @@ class PretrainConfig:
                                    "multiworker are TensorFlow's tf.distribute; "
                                    "data_parallel and model_parallel are keras.distribution "
                                    "on JAX; auto picks for the backend", choices=STRATEGIES)
-    steps_per_execution: int = option(10, "steps per compiled call (TPUs want many)")
+    steps_per_execution: int = option(10, "steps per compiled call (TPUs want many)", valid="[1, inf)")
     dynamic_masking: bool = option(True, "new masks for every batch instead of the stored ones")
     mask_rate: float = option(None, "share of tokens masked in training batches (needs "
                                     "dynamic masking; held-out scores keep the data's "
                                     "stored masks)",
                               auto=f"the data's masked_lm_prob; {MAIN_JOB_MASK_RATE:g} for mlm and "
-                                   "rtd on the built-in corpus")
-    eval_steps: int = option(5, "validation batches after each epoch")
+                                   "rtd on the built-in corpus", valid="(0, 1)")
+    eval_steps: int = option(5, "validation batches after each epoch", valid="[0, inf)")
     log_every: int = option(50, "steps between plain progress lines when the output is not "
-                                "a terminal or notebook")
+                                "a terminal or notebook", valid="[1, inf)")
     seed: int = option(0, "weights, shuffling and masking")
     deterministic: bool = option(False, "TF op determinism (bit-exact resume)")
     max_minutes: float = option(0.0, "stop after the first epoch past this wall time "
-                                     "(0: no limit)")
+                                     "(0: no limit)", valid="[0, inf)")
     init: str = option("", "continue pretraining this model folder or .keras file (its "
                            "architecture and tokenizer replace --preset and the trained one)")
     short_seq_data: str = option("", "a data folder of shorter sequences for the first "
                                      "short_seq_steps steps")
-    short_seq_steps: int = option(0, "steps on short_seq_data")
+    short_seq_steps: int = option(0, "steps on short_seq_data", valid="[0, inf)")
     generator_size: float = option(0.25, "rtd: the generator's width, heads and FFN as a "
-                                         "fraction of the discriminator's (ELECTRA: 1/4)")
+                                         "fraction of the discriminator's (ELECTRA: 1/4)", valid="[0.0625, 1]")
     embedding_sharing: str = option("tied", "rtd: the word table of generator and "
                                             "discriminator: tied (ELECTRA), gdes (DeBERTaV3's "
                                             "gradient-disentangled sharing) or none",
                                     choices=("tied", "gdes", "none"))
-    rtd_weight: float = option(50.0, "rtd: weight of the discriminator loss (ELECTRA: 50)")
+    rtd_weight: float = option(50.0, "rtd: weight of the discriminator loss (ELECTRA: 50)", valid="[0, inf)")
     rtd_sop: bool = option(False, "rtd: add sentence-order prediction on the discriminator")
     rtd_mlm_weight: float = option(0.0, "rtd: weight of a masked-LM loss on the discriminator "
                                         "(it also recovers the original tokens, as COCO-LM's "
-                                        "corrective LM; 0: none, ELECTRA)")
+                                        "corrective LM; 0: none, ELECTRA)", valid="[0, inf)")
 
     def with_defaults(self, learning_rate=DEFAULT_LEARNING_RATE,
                       warmup_steps=DEFAULT_WARMUP_STEPS, total_steps=DEFAULT_TOTAL_STEPS):
@@ -168,6 +169,7 @@ class PretrainConfig:
             total_steps=total_steps if self.total_steps is None else self.total_steps)
 
     def validate(self):
+        check_options(self)
         if self.precision not in PRECISION_CHOICES:
             raise ValueError(f"precision must be one of {PRECISION_CHOICES}, "
                              f"got {self.precision!r}")
