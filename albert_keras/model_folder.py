@@ -113,7 +113,8 @@ def write_tokenizer(folder, tokenizer):
 
 def is_checkpoint_folder(path):
     """True for an HF folder or a TF1 checkpoint that is not one of our folders."""
-    from albert_keras.convert import is_hf_folder, is_tf1_checkpoint
+    from albert_keras.convert import is_hf_folder
+    from albert_keras.convert import is_tf1_checkpoint
 
     if os.path.isdir(path) and any(os.path.isfile(os.path.join(path, name))
                                    for name in (ENCODER_FILE, PRETRAINER_FILE, TASK_MODEL_FILE)):

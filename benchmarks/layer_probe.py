@@ -24,7 +24,6 @@ import os
 import tempfile
 
 import numpy as np
-
 from objectives import sample_task  # the same rows as the fine-tuning comparison
 
 from albert_keras.files import write_json

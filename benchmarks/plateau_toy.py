@@ -62,7 +62,8 @@ def auc(labels, scores):
 def run_ours(init, seed, epochs, data, optimizer="adamw", lamb_lr=8e-3):
     import keras
 
-    from albert_keras import AlbertConfig, AlbertEncoder
+    from albert_keras import AlbertConfig
+    from albert_keras import AlbertEncoder
     from albert_keras.heads.replaced_token_head import ReplacedTokenHead
     from albert_keras.optimizers.optimizer import AlbertAdamW
     from albert_keras.optimizers.optimizer import AlbertLamb

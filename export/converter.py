@@ -15,22 +15,23 @@ converted model is validated against Keras before it is written anyway.
 import contextlib
 import io
 import tempfile
+import warnings
 
 import keras
 import tensorflow as tf
 
-from albert_keras.models.albert_classifier import AlbertClassifier
-from albert_keras.models.albert_embedder import AlbertEmbedder
-from albert_keras.models.albert_encoder import AlbertEncoder
-from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
-from albert_keras.models.albert_discriminator import AlbertDiscriminator
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
-from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
-from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
 from albert_keras.export.export_config import QUANTIZE_MODES
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
-
+from albert_keras.models.albert_classifier import AlbertClassifier
+from albert_keras.models.albert_discriminator import AlbertDiscriminator
+from albert_keras.models.albert_embedder import AlbertEmbedder
+from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
+from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
+from albert_keras.native_output import stderr_silenced
 
 # Model class -> (kind, output names).
 KINDS = {
@@ -346,20 +347,15 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None,
                     {k: to_feed(v) for k, v in feed.items()} for feed in feeds
                 )
         try:
-            if quantize == "int8" and int8_scope == "dense":
-                # TensorFlow's public route to selective quantization: the
-                # debugger calibrates once and quantizes with a deny list.
-                debugger = tf.lite.experimental.QuantizationDebugger(
-                    converter=converter, debug_dataset=converter.representative_dataset,
-                    debug_options=tf.lite.experimental.QuantizationDebugOptions(
-                        denylisted_ops=list(FLOAT_OPS_IN_DENSE_INT8)))
-                blob = debugger.get_nondebug_quantized_model()
-            else:
-                blob = converter.convert()
+            # the calibration inside runs TensorFlow's own (deprecated)
+            # tf.lite.Interpreter, which warns about itself; ours is LiteRT's
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"\s*Warning: tf.lite.Interpreter")
+                blob = _run_converter(converter, quantize, int8_scope)
         except Exception as e:  # the converter raises several types
             message = " ".join(str(e).split())
             if "Flex" in message or "Select TF" in message or "select TF" in message or \
-                    "not supported by the TFLite" in message.lower():
+                    "not supported by the tflite" in message.lower():
                 raise ExportError(
                     "the model needs TensorFlow ops outside TFLite's builtins (the Flex "
                     f"delegate), which LiteRT's Python runtime lacks: {message[:300]}"
@@ -376,10 +372,23 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None,
     return blob
 
 
+def _run_converter(converter, quantize, int8_scope):
+    if quantize == "int8" and int8_scope == "dense":
+        # TensorFlow's public route to selective quantization: the debugger
+        # calibrates once and quantizes with a deny list.
+        debugger = tf.lite.experimental.QuantizationDebugger(
+            converter=converter, debug_dataset=converter.representative_dataset,
+            debug_options=tf.lite.experimental.QuantizationDebugOptions(
+                denylisted_ops=list(FLOAT_OPS_IN_DENSE_INT8)))
+        return debugger.get_nondebug_quantized_model()
+    return converter.convert()
+
+
 def _refuse_custom_ops(blob):
     from ai_edge_litert.interpreter import Interpreter
 
     try:
-        Interpreter(model_content=blob).allocate_tensors()
+        with stderr_silenced():  # LiteRT's "Created ... XNNPACK delegate" line
+            Interpreter(model_content=blob).allocate_tensors()
     except RuntimeError as e:
         raise ExportError(f"the converted model does not run in LiteRT: {e}") from None

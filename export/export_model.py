@@ -8,8 +8,8 @@ calibration) -> convert -> run in LiteRT and compare with Keras -> write
 Nothing is written when validation fails.
 """
 
-import logging
 import json
+import logging
 import os
 
 import keras
@@ -24,7 +24,6 @@ from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
 from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.validation import validate
-from albert_keras.options import check_options
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import check_output
@@ -38,6 +37,7 @@ from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import part_file
 from albert_keras.model_folder import read_task_spec
 from albert_keras.model_folder import read_tokenizer
+from albert_keras.options import check_options
 from albert_keras.saving import load_model
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec

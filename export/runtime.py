@@ -3,6 +3,8 @@ custom ops registered when the model holds the in-graph tokenizer."""
 
 import numpy as np
 
+from albert_keras.native_output import stderr_silenced
+
 
 def make_interpreter(blob_or_path, num_threads=2, **options):
     """A LiteRT interpreter that also knows tf-text's tokenizer op;
@@ -12,10 +14,14 @@ def make_interpreter(blob_or_path, num_threads=2, **options):
 
     kwargs = {"model_path": blob_or_path} if isinstance(blob_or_path, str) else \
         {"model_content": bytes(blob_or_path)}
-    return InterpreterWithCustomOps(
-        custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
-        num_threads=num_threads, **kwargs, **options,
-    )
+    # LiteRT announces its XNNPACK delegate on stderr when it first allocates
+    with stderr_silenced():
+        interpreter = InterpreterWithCustomOps(
+            custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+            num_threads=num_threads, **kwargs, **options,
+        )
+        interpreter.allocate_tensors()
+    return interpreter
 
 
 def to_feed(value):

@@ -9,7 +9,8 @@ hand; the tests check it equals ``AlbertPacker`` for every length pair.
 
 import tensorflow as tf
 
-from albert_keras.config import ALBERT_SPECIAL_IDS, SINGLE_TEXT_TRUNCATIONS
+from albert_keras.config import ALBERT_SPECIAL_IDS
+from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 
 
 def _keep_lengths(len_a, len_b, budget, truncate):

@@ -14,7 +14,6 @@ import pytest  # noqa: E402
 from tests.helpers import make_sentences  # noqa: E402
 
 
-
 @pytest.fixture(scope="session")
 def spm_path(tmp_path_factory):
     """A tiny unigram SentencePiece model with ALBERT's special ids (~1 s)."""

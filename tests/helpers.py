@@ -3,14 +3,12 @@ serialization, shapes, variable sequence length, mixed precision), small
 corpora and configs, and random HF transformers models to compare against."""
 
 import os
-import tempfile
-
 import random
+import tempfile
 
 import keras
 import numpy as np
 from keras import tree
-
 
 _WORDS = (
     "the quick brown fox jumps over a lazy dog while people watch from their "

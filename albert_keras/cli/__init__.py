@@ -6,11 +6,11 @@ work itself lives in the package (``training.pipeline``, ``tasks``,
 """
 
 import argparse
-import contextlib
 import json
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -21,6 +21,7 @@ from albert_keras.cli import model_commands
 from albert_keras.cli import pretrain_command
 from albert_keras.cli import task_commands
 from albert_keras.cli.flags import CliError
+from albert_keras.native_output import stderr_silenced
 
 
 def _add_backend_flag(p):
@@ -46,15 +47,21 @@ def configured_backend():
         return "tensorflow"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the usage block is for ``--help``."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser():
     from albert_keras import __version__
 
-    parser = argparse.ArgumentParser(prog="albert-keras",
-                                     description="ALBERT for TensorFlow / Keras 3.")
+    parser = _Parser(prog="albert-keras", description="ALBERT for TensorFlow / Keras 3.")
     parser.add_argument("--version", action="version", version=f"albert-keras {__version__}")
     parser.add_argument("--verbose", action="store_true",
                         help="show TensorFlow's start-up and C++ log lines (hidden by default)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     model_commands.add_parsers(sub)
     data_commands.add_parsers(sub)
     pretrain_command.add_parser(sub, _add_backend_flag)
@@ -78,32 +85,6 @@ def _run_on_backend(backend, argv):
     return subprocess.call([sys.executable, "-m", "albert_keras_cli", *argv], env=env)
 
 
-@contextlib.contextmanager
-def _stderr_silenced():
-    """Sends file descriptor 2 to /dev/null for the duration.
-
-    TensorFlow's native start-up lines (the absl pre-initialisation notice,
-    CUDA probing on a machine without a GPU) are written straight to the
-    descriptor before any log level is read, so only this silences them.
-    """
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # a captured stream: nothing to hide
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(fd)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
-        os.close(devnull)
-
-
 def _import_tensorflow(verbose):
     """Imports TensorFlow now, quietly unless ``verbose``.
 
@@ -114,11 +95,11 @@ def _import_tensorflow(verbose):
     # The command's own process only: TensorFlow's C++ start-up lines (CUDA
     # probing, oneDNN notes) are noise to a user of the command line.
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0" if verbose else "3"
-    with contextlib.nullcontext() if verbose else _stderr_silenced():
+    with stderr_silenced(enabled=not verbose):
         import tensorflow  # noqa: F401
 
 
-def _show_progress():
+def _show_progress(verbose=False):
     """The library's progress lines go to stdout, as the command's own output.
 
     Only the ``albert_keras`` loggers: TensorFlow's and Keras' warnings keep
@@ -128,8 +109,16 @@ def _show_progress():
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger.handlers[:] = [handler]
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logger.propagate = False
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be."""
+
+
+def _stop_on_sigterm(signum, frame):
+    raise _Terminated()
 
 
 _NEGATIVE_LIST = re.compile(r"^-\d+(\.\d+)?(,-?\d+(\.\d+)?)*$")
@@ -158,9 +147,12 @@ def main(argv=None):
     switched = _run_on_backend(getattr(args, "backend", None), argv)
     if switched is not None:
         return switched
+    # What timeout, kill, schedulers and container stops send: the same clean
+    # stop as Ctrl-C (nothing half-written, a resumable checkpoint kept).
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     _import_tensorflow(args.verbose)
     albert_keras.load_all()
-    _show_progress()
+    _show_progress(args.verbose)
     try:
         return args.func(args)
     except (CliError, ValueError, RuntimeError, FileExistsError, FileNotFoundError,
@@ -168,9 +160,11 @@ def main(argv=None):
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"albert-keras {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, _Terminated)
+        print(f"albert-keras {args.command}: {'terminated' if terminated else 'interrupted'}",
+              file=sys.stderr)
+        return 143 if terminated else 130
     except Exception as e:  # noqa: BLE001  (the last resort: still one line)
         if args.verbose:
             raise

@@ -75,7 +75,7 @@ def add_parsers(sub):
     from albert_keras.text.spm_trainer import TokenizerConfig
 
     tok = sub.add_parser("tokenizer", help="SentencePiece tokenizer")
-    tok_sub = tok.add_subparsers(dest="tokenizer_command", required=True)
+    tok_sub = tok.add_subparsers(dest="tokenizer_command", required=True, metavar="COMMAND")
     p = tok_sub.add_parser("train", help="train a unigram SentencePiece model")
     add_input_flag(p)
     add_flags(p, DataConfig, only=CORPUS_FIELDS)
@@ -86,7 +86,7 @@ def add_parsers(sub):
     p.set_defaults(func=cmd_tokenizer_train)
 
     data = sub.add_parser("data", help="pretraining data")
-    data_sub = data.add_subparsers(dest="data_command", required=True)
+    data_sub = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
     p = data_sub.add_parser("create", help="SOP + MLM examples as TFRecord shards")
     add_input_flag(p)
     p.add_argument("--tokenizer", required=True, help="a unigram SentencePiece .model")

@@ -9,9 +9,9 @@ from albert_keras.cli.flags import number_in
 
 
 def cmd_export(args):
-    from albert_keras.export.export_config import ExportConfig
     from albert_keras.export import ValidationError
     from albert_keras.export import export_tflite
+    from albert_keras.export.export_config import ExportConfig
 
     try:
         sidecar = export_tflite(args.model, args.out, config_from_args(ExportConfig, args))

@@ -80,6 +80,17 @@ def add_flags(parser, cls, only=None, exclude=(), defaults=None):
         parser.add_argument(flag_of(cls, field.name), **kwargs)
 
 
+def refuse_changed(args, parser, dests, reason):
+    """Raises ``CliError`` when a flag among ``dests`` was given a value other
+    than its default: it would not apply (``reason`` says why), and a flag
+    that does not apply is an error, never silently dropped.
+    """
+    flags = {a.dest: a.option_strings[0] for a in parser._actions if a.option_strings}
+    given = [flags[d] for d in dests if d in flags and getattr(args, d) != parser.get_default(d)]
+    if given:
+        raise CliError(f"{', '.join(given)}: {reason}")
+
+
 def config_from_args(cls, args, **changes):
     """An instance of ``cls`` from the parsed flags (fields without a flag keep
     their defaults), with ``changes`` on top."""

@@ -1,7 +1,10 @@
 """``pretrain``: the whole pipeline, ``albert_keras.training.pipeline.run_pretraining``."""
 
+import dataclasses
+
 from albert_keras.cli.flags import add_flags
 from albert_keras.cli.flags import config_from_args
+from albert_keras.cli.flags import refuse_changed
 
 # The pipeline's own defaults for the main job (a 10-minute CPU run).
 TOKENIZER_DEFAULTS = {"vocab_size": 8000}
@@ -11,10 +14,19 @@ DATA_DEFAULTS = {"dupe_factor": 4, "eval_fraction": 0.05}
 def cmd_pretrain(args):
     from albert_keras.data.data_config import DataConfig
     from albert_keras.text.spm_trainer import TokenizerConfig
-    from albert_keras.training.pipeline_config import PipelineConfig
     from albert_keras.training.pipeline import run_pretraining
+    from albert_keras.training.pipeline_config import PipelineConfig
     from albert_keras.training.pretrain_config import PretrainConfig
 
+    if args.data:
+        # the data folder's examples are made: its own settings hold
+        refuse_changed(args, args.parser, [f.name for f in dataclasses.fields(DataConfig)]
+                       + [f.name for f in dataclasses.fields(TokenizerConfig)],
+                       "--data brings examples made already (make new ones with "
+                       "`albert-keras data create`)")
+    if args.init:
+        refuse_changed(args, args.parser, ("preset", "model_overrides"),
+                       "--init brings its own architecture")
     metrics = run_pretraining(
         config_from_args(PipelineConfig, args),
         config_from_args(TokenizerConfig, args),
@@ -53,4 +65,4 @@ def add_parser(sub, add_backend_flag):
     add_flags(p, DataConfig, exclude=("seed",), defaults=DATA_DEFAULTS)
     add_flags(p, PretrainConfig, exclude=("short_seq_data", "short_seq_steps"))
     add_backend_flag(p)
-    p.set_defaults(func=cmd_pretrain)
+    p.set_defaults(func=cmd_pretrain, parser=p)

@@ -30,8 +30,8 @@ def _print_metrics(metrics):
 
 
 def cmd_finetune(args):
-    from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
 
     metrics = finetune(args.init, args.train, args.eval, args.out,
                        config_from_args(FinetuneConfig, args),

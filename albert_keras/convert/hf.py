@@ -13,9 +13,9 @@ import os
 import numpy as np
 
 from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.config_files import read_config_file
 from albert_keras.convert.hf_config import to_hf_dict
-from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.weight_layout import hf_albert_names
 from albert_keras.convert.weight_layout import hf_bert_names
 from albert_keras.convert.weight_layout import hf_electra_names

@@ -21,9 +21,11 @@ Example:
 ...                              workers=4)  # doctest: +SKIP
 """
 
-import logging
+import contextlib
 import dataclasses
+import io
 import json
+import logging
 import os
 import re
 import shlex
@@ -33,18 +35,18 @@ from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import CorpusStats
 from albert_keras.data.corpus import list_files
 from albert_keras.data.corpus import read_documents
-from albert_keras.data.data_config import DataConfig
-from albert_keras.data.create import longest_ngram
 from albert_keras.data.create import document_examples
 from albert_keras.data.create import held_out_documents
+from albert_keras.data.create import longest_ngram
 from albert_keras.data.create import num_shards_for
 from albert_keras.data.create import shard_records
 from albert_keras.data.create import split_summary
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
-from albert_keras.files import write_json
 from albert_keras.files import check_output
+from albert_keras.files import write_json
 from albert_keras.files import writing_folder
 from albert_keras.text.registry import load_tokenizer
 
@@ -57,13 +59,51 @@ class BeamError(RuntimeError):
     """The Beam pipeline failed for a reason other than bad input."""
 
 
+@contextlib.contextmanager
+def _beam_quiet():
+    """Beam's own log lines (its tracebacks of a failed step, "apitools not
+    found" at import) go only to a caller who asked for them: the errors we
+    can name come back as one line anyway.
+    """
+    loggers = [logging.getLogger("apache_beam"), logging.getLogger()]  # root: "apitools"
+    levels = [x.level for x in loggers]
+    # a handler on the root logger keeps logging.warning() from installing
+    # its own (basicConfig) for the rest of the process
+    spare = logging.NullHandler()
+    loggers[1].addHandler(spare)
+    if not logger.isEnabledFor(logging.DEBUG):
+        for x in loggers:
+            x.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        loggers[1].removeHandler(spare)
+        for x, level in zip(loggers, levels):
+            x.setLevel(level)
+
+
 def _import_beam():
     try:
-        import apache_beam as beam
+        with _beam_quiet():
+            import apache_beam as beam
     except ImportError:
         raise BeamError(
             "--runner beam needs Apache Beam: pip install 'albert-keras[beam]'") from None
     return beam
+
+
+def _checked_options(options):
+    """Parses Beam's options now: Beam's own parser prints its whole usage and
+    exits on a bad value; here it is one line naming --beam-options."""
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            options.get_all_options()
+    except SystemExit:
+        lines = [line for line in stderr.getvalue().splitlines() if "error:" in line]
+        reason = lines[-1].split("error:", 1)[1].strip() if lines else "cannot be parsed"
+        raise BeamError(f"--beam-options: {reason}") from None
+    return options
 
 
 # -- steps (module level, so that runners can pickle them) ------------------------------
@@ -205,7 +245,7 @@ def beam_options(workers=1, extra=""):
                 + ("multi_processing" if workers > 1 else "in_memory"),
                 # the worker processes' INFO lines would bury our progress lines
                 "--default_sdk_harness_log_level=WARNING", *args]
-    return PipelineOptions(args)
+    return _checked_options(PipelineOptions(args))
 
 
 def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, workers=1,
@@ -243,9 +283,10 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     started = time.time()
     Tokenize, Examples = _beam_steps(beam)
 
-    with writing_folder(out_dir) as tmp_dir:
+    pipeline_options = beam_options(workers, options)
+    with writing_folder(out_dir) as tmp_dir, _beam_quiet():
         try:
-            with beam.Pipeline(options=beam_options(workers, options)) as p:
+            with beam.Pipeline(options=pipeline_options) as p:
                 read = (p | "files" >> beam.Create(list(enumerate(files)))
                         | "read" >> beam.FlatMap(read_file, config))
                 docs = read | "docs" >> beam.Filter(lambda kv: kv[0] == "doc") | (
@@ -331,6 +372,7 @@ def _input_error(error, inputs):
     match = re.search(r"CorpusError: ([^\n\[]+)", text)
     if isinstance(error, CorpusError) or match:
         message = (match.group(1) if match else text.splitlines()[0]).strip()
+        message = re.sub(r"\s*\[while running '[^']*'\]$", "", message)
         if message.startswith("no usable document"):
             message = f"{', '.join(map(str, inputs))}: {message}"
         return CorpusError(message)

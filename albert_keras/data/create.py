@@ -14,9 +14,9 @@ The folder is written under a temporary name and renamed when complete: a
 crash never leaves a half-written dataset.
 """
 
-import logging
 import dataclasses
 import hashlib
+import logging
 import multiprocessing
 import os
 import random
@@ -27,6 +27,7 @@ import numpy as np
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import CorpusStats
 from albert_keras.data.corpus import read_documents
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.full_sentences import pack_full_sentences
 from albert_keras.data.masking import mask_sequence
 from albert_keras.data.masking import masking_scheme
@@ -34,10 +35,9 @@ from albert_keras.data.sop_pairs import document_pairs
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
+from albert_keras.files import check_output
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
-from albert_keras.files import check_output
-from albert_keras.data.data_config import DataConfig
 from albert_keras.text.registry import load_tokenizer
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from albert_keras.layers.position_bias import POSITION_BIASES, alibi_bias
+from albert_keras.layers.position_bias import POSITION_BIASES
+from albert_keras.layers.position_bias import alibi_bias
 from albert_keras.layers.quantized_dense import make_dense
 
 

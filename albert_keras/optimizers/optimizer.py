@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from albert_keras.replicas import tf_replica_context
 from albert_keras.optimizers.schedule import WarmupPolynomialDecay
+from albert_keras.replicas import tf_replica_context
 
 # Variables the original excludes from weight decay: LayerNorm and biases.
 NO_DECAY_NAMES = ("gamma", "beta", "bias")

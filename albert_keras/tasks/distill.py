@@ -32,7 +32,6 @@ from albert_keras.model_folder import write_task_folder
 from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
-from albert_keras.tasks.layer_map import parse_layer_map
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
@@ -42,6 +41,7 @@ from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.finetune import predict_outputs
 from albert_keras.tasks.finetune_config import size_defaults
+from albert_keras.tasks.layer_map import parse_layer_map
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.training.callbacks import NanGuard

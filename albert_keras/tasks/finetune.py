@@ -18,8 +18,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert_keras.config import CLASSIFIER_POOLINGS
-from albert_keras.files import writing_folder
 from albert_keras.files import check_output
+from albert_keras.files import writing_folder
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
 from albert_keras.model_folder import folder_of
@@ -37,6 +37,7 @@ from albert_keras.tasks.registry import get_task
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
 from albert_keras.training.strategy import make_strategy
+from albert_keras.training.unused_weights import unused_pooler_quiet
 
 logger = logging.getLogger(__name__)
 
@@ -231,13 +232,14 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
             # the weights it keeps are the average; Keras' callback swaps the
             # raw weights back in for the next epoch's steps.
             callbacks.insert(1, keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
-        history = model.fit(
-            make_dataset(train, cfg.batch_size, True, cfg.seed),
-            epochs=cfg.epochs,
-            shuffle=False,  # the dataset shuffles itself
-            callbacks=callbacks,
-            verbose=2,  # one plain line per epoch; ProgressLog adds one per 50 steps
-        )
+        with unused_pooler_quiet():  # tagging and QA read no pooler
+            history = model.fit(
+                make_dataset(train, cfg.batch_size, True, cfg.seed),
+                epochs=cfg.epochs,
+                shuffle=False,  # the dataset shuffles itself
+                callbacks=callbacks,
+                verbose=2,  # one plain line per epoch; ProgressLog adds one per 50 steps
+            )
         if guard.bad_step is not None:
             raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
 

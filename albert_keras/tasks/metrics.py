@@ -11,7 +11,6 @@ import string
 
 import numpy as np
 
-
 # -- classification --------------------------------------------------------------
 
 

@@ -14,7 +14,6 @@ import dataclasses
 import numpy as np
 
 
-
 @dataclasses.dataclass
 class QAFeatures:
     inputs: dict  # encoder inputs [N, S]

@@ -7,8 +7,8 @@ from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.metrics import bio_spans
-from albert_keras.tasks.tag_features import decode_tags
 from albert_keras.tasks.tag_features import TagFeatures
+from albert_keras.tasks.tag_features import decode_tags
 from albert_keras.tasks.tag_features import tag_features
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData

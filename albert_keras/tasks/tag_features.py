@@ -10,7 +10,6 @@ import dataclasses
 import numpy as np
 
 
-
 @dataclasses.dataclass
 class TagFeatures:
     inputs: dict  # encoder inputs, [N, S]

@@ -5,9 +5,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.config import ALBERT_SPECIAL_IDS, SINGLE_TEXT_TRUNCATIONS, TRUNCATE_MODES
+from albert_keras.config import ALBERT_SPECIAL_IDS
+from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
+from albert_keras.config import TRUNCATE_MODES
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
-
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

@@ -25,12 +25,10 @@ from albert_keras.files import read_json
 from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.normalizer_table import changed_codepoints
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
+from albert_keras.text.spm_model import check_albert_model
+from albert_keras.text.spm_model import read_model_proto
+from albert_keras.text.spm_model import word_start_table
 from albert_keras.text.tokenizer import Tokenizer
-from albert_keras.text.spm_model import (
-    check_albert_model,
-    read_model_proto,
-    word_start_table,
-)
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

@@ -3,7 +3,11 @@
 import collections
 import os
 
-from albert_keras.config import CLS_ID, MASK_ID, PAD_ID, SEP_ID, UNK_ID
+from albert_keras.config import CLS_ID
+from albert_keras.config import MASK_ID
+from albert_keras.config import PAD_ID
+from albert_keras.config import SEP_ID
+from albert_keras.config import UNK_ID
 
 SPECIAL_PIECES = {PAD_ID: "<pad>", UNK_ID: "<unk>", CLS_ID: "[CLS]", SEP_ID: "[SEP]",
                   MASK_ID: "[MASK]"}

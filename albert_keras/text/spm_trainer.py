@@ -8,7 +8,8 @@ import sentencepiece as spm
 from albert_keras.files import atomic_path
 from albert_keras.files import check_output
 from albert_keras.options import option
-from albert_keras.text.spm_model import check_albert_model, read_model_proto
+from albert_keras.text.spm_model import check_albert_model
+from albert_keras.text.spm_model import read_model_proto
 
 
 @dataclasses.dataclass

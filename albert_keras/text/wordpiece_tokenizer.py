@@ -237,7 +237,10 @@ class WordPiece(Tokenizer):
 
     def __init__(self, path, **options):
         from tokenizers import Tokenizer as HFTokenizer
-        from tokenizers import decoders, models, normalizers, pre_tokenizers
+        from tokenizers import decoders
+        from tokenizers import models
+        from tokenizers import normalizers
+        from tokenizers import pre_tokenizers
 
         self._source = path
         folder = os.path.dirname(os.path.abspath(path))
@@ -331,7 +334,8 @@ class WordPiece(Tokenizer):
     def save(self, folder):
         """Writes ``vocab.txt`` and an HF ``tokenizer_config.json`` (options and
         special tokens), so the folder also loads in HF transformers."""
-        from albert_keras.files import atomic_write, write_json
+        from albert_keras.files import atomic_write
+        from albert_keras.files import write_json
 
         with atomic_write(os.path.join(folder, self.file_name), "w") as f:
             f.write("".join(piece + "\n" for piece in self.pieces))

@@ -10,8 +10,8 @@ import time
 
 import keras
 
-from albert_keras.saving import save_model
 from albert_keras.files import write_json
+from albert_keras.saving import save_model
 
 logger = logging.getLogger(__name__)
 

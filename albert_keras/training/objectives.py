@@ -27,6 +27,12 @@ def get_objective(name, manifest, train_config=None):
     """The objective ``name``; ``auto`` follows the data (NSP data -> ``mlm_nsp``)."""
     if name == "auto":
         name = "mlm_nsp" if manifest["config"].get("random_next") else "mlm_sop"
+    random_next = bool(manifest["config"].get("random_next"))
+    if name in ("mlm_sop", "mlm_nsp") and (name == "mlm_nsp") != random_next:
+        made, wanted = ("next-sentence (--nsp)", "sentence-order") if random_next else \
+            ("sentence-order", "next-sentence (--nsp)")
+        raise ValueError(f"--objective {name} needs {wanted} pairs; this data has {made} "
+                         "pairs (--objective auto picks the data's own)")
     objective = objective_class(name)(train_config)
     if objective.needs_sentence_labels and \
             manifest["config"].get("packing") == "full_sentences":

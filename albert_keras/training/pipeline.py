@@ -13,20 +13,20 @@ import shutil
 
 from albert_keras.data.corpus import corpus_inputs
 from albert_keras.data.corpus import train_corpus_tokenizer
-from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.reader import read_manifest
-from albert_keras.options import check_options
 from albert_keras.files import check_output
 from albert_keras.files import removed_on_failure
 from albert_keras.model_folder import CHECKPOINTS
 from albert_keras.model_folder import METRICS_FILE
-from albert_keras.options import flag_of
 from albert_keras.model_folder import tokenizer_path
+from albert_keras.options import check_options
+from albert_keras.options import flag_of
 from albert_keras.text.spm_trainer import TokenizerConfig
+from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pipeline_config import RECIPES
 from albert_keras.training.pipeline_config import PipelineConfig
-from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pretrain import pretrain
 from albert_keras.training.pretrain_config import DEFAULT_TOTAL_STEPS
 from albert_keras.training.pretrain_config import MAIN_JOB_LAYERS

@@ -10,8 +10,8 @@ The model folder is the hand-off to fine-tuning and export:
 ``checkpoints/``, ``logs/`` (TensorBoard) and ``metrics.csv``.
 """
 
-import logging
 import dataclasses
+import logging
 import math
 import os
 import time
@@ -19,26 +19,26 @@ import time
 import keras
 import tensorflow as tf
 
-from albert_keras.data.reader import verify_shards
 from albert_keras.data.reader import read_manifest
+from albert_keras.data.reader import verify_shards
 from albert_keras.data.record_check import find_bad_record
 from albert_keras.files import read_json
 from albert_keras.files import removed_on_failure
 from albert_keras.files import write_json
 from albert_keras.model_folder import CHECKPOINTS
+from albert_keras.model_folder import ENCODER_FILE
 from albert_keras.model_folder import LOGS
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.model_folder import METRICS_FILE
 from albert_keras.model_folder import PRETRAINER_FILE
-from albert_keras.model_folder import ENCODER_FILE
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
 from albert_keras.model_folder import is_checkpoint_folder
 from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
-from albert_keras.options import flag_of
 from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.options import flag_of
 from albert_keras.precision import resolve_precision
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
@@ -60,6 +60,7 @@ from albert_keras.training.pretrain_config import resume_conflicts
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
+from albert_keras.training.unused_weights import unused_pooler_quiet
 
 logger = logging.getLogger(__name__)
 
@@ -260,19 +261,20 @@ def _pretrain(data_dir, out_dir, train_config):
         # (TPUs need one), not relaxed to an unknown length by retracing.
         model.train_function = None
         try:
-            model.fit(
-                train_ds,
-                epochs=end,
-                initial_epoch=begin,
-                steps_per_epoch=train_config.steps_per_epoch,
-                validation_data=eval_ds,
-                validation_steps=train_config.eval_steps if eval_ds else None,
-                callbacks=callbacks + ([] if live else [ProgressLog(
-                    train_config.total_steps, train_config.log_every,
-                    train_config.batch_size * phase_len)]),
-                shuffle=False,  # the dataset shuffles itself
-                verbose="auto" if live else 2,
-            )
+            with unused_pooler_quiet():  # rtd's discriminator reads no pooler
+                model.fit(
+                    train_ds,
+                    epochs=end,
+                    initial_epoch=begin,
+                    steps_per_epoch=train_config.steps_per_epoch,
+                    validation_data=eval_ds,
+                    validation_steps=train_config.eval_steps if eval_ds else None,
+                    callbacks=callbacks + ([] if live else [ProgressLog(
+                        train_config.total_steps, train_config.log_every,
+                        train_config.batch_size * phase_len)]),
+                    shuffle=False,  # the dataset shuffles itself
+                    verbose="auto" if live else 2,
+                )
         except tf.errors.OpError as e:
             if isinstance(e, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
                 # a record the first-records check could not see: name it

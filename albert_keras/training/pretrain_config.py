@@ -3,8 +3,8 @@
 import dataclasses
 
 from albert_keras.options import check_numbers
-from albert_keras.options import flag_of
 from albert_keras.options import check_options
+from albert_keras.options import flag_of
 from albert_keras.options import option
 from albert_keras.precision import PRECISION_CHOICES
 from albert_keras.training.objectives import CHOICES as OBJECTIVE_CHOICES
@@ -170,6 +170,10 @@ class PretrainConfig:
 
     def validate(self):
         check_options(self)
+        if self.objective != "rtd" and rtd_flags_given(self):
+            raise ValueError(f"{', '.join(rtd_flags_given(self))}: only --objective rtd reads "
+                             f"{'it' if len(rtd_flags_given(self)) == 1 else 'them'} (the "
+                             f"objective is {self.objective})")
         if self.precision not in PRECISION_CHOICES:
             raise ValueError(f"precision must be one of {PRECISION_CHOICES}, "
                              f"got {self.precision!r}")
@@ -208,6 +212,17 @@ class PretrainConfig:
             )
 
 
+# The fields only the rtd objective reads: set away from their defaults with
+# another objective they are an error, and a resume does not compare them.
+RTD_FIELDS = ("generator_size", "embedding_sharing", "rtd_weight", "rtd_sop", "rtd_mlm_weight")
+
+
+def rtd_flags_given(config):
+    """The rtd-only flags of ``config`` set away from their defaults."""
+    return [flag_of(PretrainConfig, f.name) for f in dataclasses.fields(PretrainConfig)
+            if f.name in RTD_FIELDS and getattr(config, f.name) != f.default]
+
+
 # What a resumed run may change: how it is watched, stopped or spread over
 # devices, never what it learns (a checkpoint's optimizer, schedule and model
 # are fixed when the run starts).
@@ -227,8 +242,9 @@ def resume_conflicts(recorded, config, objective_name):
         ``"--flag OLD (now NEW)"`` strings, empty when resuming is safe.
     """
     now = {**dataclasses.asdict(config), "objective": objective_name}
+    unread = RTD_FIELDS if objective_name != "rtd" else ()
     return [f"{flag_of(PretrainConfig, k)} {recorded[k]!r} (now {now[k]!r})"
-            for k in now if k in recorded and k not in SAFE_ON_RESUME
+            for k in now if k in recorded and k not in SAFE_ON_RESUME and k not in unread
             and _json_form(recorded[k]) != _json_form(now[k])]
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from albert_keras.cli import main
 from albert_keras.export.runtime import TFLiteRunner
-from tests.helpers import make_hf_model, make_wordpiece_vocab
+from tests.helpers import make_hf_model
+from tests.helpers import make_wordpiece_vocab
 
 
 def _string_in_tflite_predicts_as_predict(out, eval_csv, tmp_path, transform=None):

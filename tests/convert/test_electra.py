@@ -7,12 +7,18 @@ import numpy as np
 import pytest
 import transformers
 
-from albert_keras.convert import load_hf, save_hf
+from albert_keras.convert import load_hf
+from albert_keras.convert import save_hf
 from albert_keras.models.albert_discriminator import AlbertDiscriminator
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
-from albert_keras.saving import load_model, save_model
-from tests.helpers import all_positions, make_hf_model, max_diff, run_hf, sample_inputs
+from albert_keras.saving import load_model
+from albert_keras.saving import save_model
+from tests.helpers import all_positions
+from tests.helpers import make_hf_model
+from tests.helpers import max_diff
+from tests.helpers import run_hf
+from tests.helpers import sample_inputs
 
 TOL = 1e-5
 SHAPES = {"E != H (ELECTRA-small)": dict(embedding_size=16),

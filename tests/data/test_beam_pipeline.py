@@ -7,10 +7,10 @@ import pytest
 
 from albert_keras.data.beam_pipeline import create_pretraining_data_beam
 from albert_keras.data.corpus import CorpusError
-from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
-from tests.helpers import make_sentences
+from albert_keras.data.data_config import DataConfig
 from tests.helpers import folder_bytes
+from tests.helpers import make_sentences
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import pytest
 
 import albert_keras.data.create as create_module
 from albert_keras.data.corpus import CorpusError
-from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
+from albert_keras.data.data_config import DataConfig
 from tests.helpers import folder_bytes
 
 

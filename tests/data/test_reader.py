@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_keras.data.create import create_pretraining_data
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.reader import DataError
 from albert_keras.data.reader import pretraining_dataset
-from albert_keras.data.data_config import DataConfig
-from albert_keras.data.create import create_pretraining_data
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
+from albert_keras.data.data_config import DataConfig
 from albert_keras.data.reader import DataError
 from albert_keras.data.reader import verify_shards
 from albert_keras.data.record_check import find_bad_record

@@ -7,8 +7,8 @@ import pytest
 def classifier_folder(tmp_path_factory, init_folder, task_files):
     """A small fine-tuned classifier folder (trained a few epochs, so its
     logits are not all alike)."""
-    from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
 
     out = os.path.join(str(tmp_path_factory.mktemp("cls")), "model")
     cfg = FinetuneConfig(task="classify", epochs=4, batch_size=8, sequence_length=32,

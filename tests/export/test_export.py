@@ -164,8 +164,8 @@ def test_shared_weights_are_stored_once(tmp_path):
 
 
 def test_string_in_equals_ids_in(classifier_folder, tmp_path, task_files):
-    from albert_keras.text.sentencepiece_tokenizer import SentencePiece
     from albert_keras.text.packer import pack_texts
+    from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 
     ids_out = str(tmp_path / "ids.tflite")
     str_out = str(tmp_path / "str.tflite")
@@ -306,8 +306,8 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
 
 
 def test_embedder_keras_file_string_in(init_folder, tmp_path):
-    from albert_keras.models.albert_embedder import AlbertEmbedder
     from albert_keras.model_folder import load_encoder
+    from albert_keras.models.albert_embedder import AlbertEmbedder
 
     model = AlbertEmbedder(load_encoder(init_folder, dtype="float32"), layers=(-2, -1),
                            normalize=True)
@@ -331,8 +331,8 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
     the [CLS] row in the last block (a tagger or a mean-pooled embedder needs
     every row); the TFLite file still equals the full Keras model."""
     from albert_keras import AlbertClassifier
-    from albert_keras import AlbertEmbedder
     from albert_keras import AlbertConfig
+    from albert_keras import AlbertEmbedder
     from albert_keras import AlbertEncoder
     from albert_keras import AlbertMultipleChoice
     from albert_keras import AlbertTokenClassifier

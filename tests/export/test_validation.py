@@ -6,7 +6,8 @@ import pytest
 
 from albert_keras.export import validation
 from albert_keras.export.export_config import ExportConfig
-from albert_keras.export.validation import ValidationError, validate
+from albert_keras.export.validation import ValidationError
+from albert_keras.export.validation import validate
 
 
 @pytest.fixture

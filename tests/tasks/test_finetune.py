@@ -9,10 +9,10 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras.tasks import inference
-from albert_keras.tasks.finetune_config import FinetuneConfig
-from albert_keras.tasks.finetune import finetune
 from albert_keras.model_folder import load_encoder
+from albert_keras.tasks import inference
+from albert_keras.tasks.finetune import finetune
+from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.readers import TaskDataError
 from tests.helpers import assert_layer_decay_slows
 
@@ -393,8 +393,8 @@ def test_epochs_and_learning_rate_default_by_model_width(init_folder, task_files
 def test_classify_warns_how_many_training_inputs_are_cut(init_folder, tmp_path, caplog):
     import logging
 
-    from albert_keras.text.packer import pack_texts
     from albert_keras.model_folder import read_tokenizer
+    from albert_keras.text.packer import pack_texts
 
     texts = ["the fox", "the dog", "the quick brown fox jumps over the lazy dog " * 4,
              "a dog and a fox " * 6] * 4

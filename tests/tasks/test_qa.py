@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from albert_keras.tasks.qa_features import decode_answers
 from albert_keras.tasks.qa_features import qa_features
 from albert_keras.tasks.readers import QAExample
+from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 
 CONTEXT = ("The quick brown fox jumps over a lazy dog. Le café naïve est à 東京 😀 "
            "while people watch from their windows and talk about weather, markets and "

@@ -5,9 +5,9 @@ import pytest
 
 from albert_keras.config import CLS_ID
 from albert_keras.config import SEP_ID
-from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from albert_keras.tasks.tag_features import decode_tags
 from albert_keras.tasks.tag_features import tag_features
+from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 
 
 def test_first_piece_is_labelled(spm_path):

@@ -10,11 +10,13 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_keras.model_folder import read_tokenizer
-from albert_keras.text.normalizer_table import albert_normalizer, albert_normalizer_model
+from albert_keras.text.normalizer_table import albert_normalizer
+from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from albert_keras.text.spm_model import _fields
 from albert_keras.text.spm_trainer import train_sentencepiece
-from tests.helpers import WORDPIECE_TEXTS, make_sentences
+from tests.helpers import WORDPIECE_TEXTS
+from tests.helpers import make_sentences
 
 CODEPOINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 TEXTS = [t for t in WORDPIECE_TEXTS if "``" not in t and "''" not in t] + [

@@ -8,11 +8,16 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.model_folder import read_tokenizer, write_tokenizer
-from albert_keras.text.normalizer_table import bert_normalizer_model, build_double_array
+from albert_keras.model_folder import read_tokenizer
+from albert_keras.model_folder import write_tokenizer
+from albert_keras.text.normalizer_table import bert_normalizer_model
+from albert_keras.text.normalizer_table import build_double_array
 from albert_keras.text.registry import load_tokenizer
-from albert_keras.text.wordpiece_tokenizer import WordPiece, WordPieceTokenizer
-from tests.helpers import WORDPIECE_TEXTS, hf_bert_tokenizer, make_wordpiece_vocab
+from albert_keras.text.wordpiece_tokenizer import WordPiece
+from albert_keras.text.wordpiece_tokenizer import WordPieceTokenizer
+from tests.helpers import WORDPIECE_TEXTS
+from tests.helpers import hf_bert_tokenizer
+from tests.helpers import make_wordpiece_vocab
 
 CODEPOINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 
@@ -145,7 +150,9 @@ def test_word_splitting_equals_hf_except_rare_unicode_version_differences():
     (its own piece) or part of the word. HF's Unicode tables are older than
     ICU's, so a few hundred rare characters are classed differently; none is
     in a commonly used block."""
-    from tokenizers import Tokenizer, normalizers, pre_tokenizers
+    from tokenizers import Tokenizer
+    from tokenizers import normalizers
+    from tokenizers import pre_tokenizers
     from tokenizers.models import WordPiece as HFWordPiece
 
     vocabulary = ["[UNK]", "a", "b", "##a", "##b"]

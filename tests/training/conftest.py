@@ -2,9 +2,8 @@
 
 import pytest
 
-from albert_keras.data.data_config import DataConfig
 from albert_keras.data.create import create_pretraining_data
-
+from albert_keras.data.data_config import DataConfig
 
 
 def _make_data(tmp_path_factory, corpus_file, spm_path, name, max_seq_length, max_predictions):

@@ -16,6 +16,7 @@ import sys
 import time
 
 import numpy as np
+
 from tests.helpers import SMALL
 
 STEPS = 12

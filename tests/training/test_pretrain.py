@@ -14,13 +14,12 @@ from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import AlbertPretrainer
 from albert_keras.data.reader import pretraining_dataset
-from albert_keras.training.mlm_sop import split_features
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.saving import load_model
+from albert_keras.training.mlm_sop import split_features
 from albert_keras.training.pretrain import PretrainConfig
 from albert_keras.training.pretrain import TrainingError
 from albert_keras.training.pretrain import pretrain
-
 from tests.helpers import SMALL
 
 

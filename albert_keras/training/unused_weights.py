@@ -1,0 +1,36 @@
+"""Keras' warning about the pooler, which some models never read.
+
+Every ``AlbertEncoder`` has a pooler (the ``[CLS]`` dense layer). A tagger, a
+question answerer and ELECTRA's discriminator never read it, so Keras warns
+"Gradients do not exist for variables [...pooler...]" on every run. Freezing
+the pooler instead would be saved in the encoder's file and silently stop a
+classifier fine-tuned from it later from training its pooler, so the warning
+is hidden, and only when every variable it names belongs to a pooler.
+"""
+
+import contextlib
+import logging
+import re
+import warnings
+
+# the names Keras lists: "encoder/pooler/pooler_dense/kernel", ...
+_POOLER_ONLY = re.compile(
+    r"Gradients do not exist for variables \[('[^']*pooler[^']*', )*'[^']*pooler[^']*'\]")
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def unused_pooler_quiet():
+    """Hides Keras' missing-gradient warning when it names only pooler variables.
+
+    With the ``albert_keras`` logger at DEBUG (``--verbose``) it shows.
+
+    Example:
+    >>> with unused_pooler_quiet():
+    ...     warnings.warn("Gradients do not exist for variables ['pooler/kernel'] when ...")
+    """
+    with warnings.catch_warnings():
+        if not logger.isEnabledFor(logging.DEBUG):
+            warnings.filterwarnings("ignore", message=_POOLER_ONLY.pattern)
+        yield
