@@ -39,7 +39,8 @@ TRAIN_CONFIG_FILE = "train_config.json"
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
 # Which model file ``--part`` picks (``auto``: the task model, else the encoder).
-PARTS = {"encoder": ENCODER_FILE, "mlm": PRETRAINER_FILE, "model": TASK_MODEL_FILE}
+PARTS = {"encoder": ENCODER_FILE, "mlm": PRETRAINER_FILE, "model": TASK_MODEL_FILE,
+         "discriminator": DISCRIMINATOR_FILE}
 _LEGACY_TOKENIZER = "spm.model"
 logger = logging.getLogger(__name__)
 
@@ -82,10 +83,26 @@ def tokenizer_path(init, tokenizer=None):
         else:
             names = (_LEGACY_TOKENIZER,) + CHECKPOINT_TOKENIZERS
             found = [n for n in names if os.path.isfile(os.path.join(folder, n))]
-            path = os.path.join(folder, found[0] if found else _LEGACY_TOKENIZER)
+            if not found:
+                _refuse_modelless(init)
+                raise FileNotFoundError(f"{folder}: no tokenizer file (looked for "
+                                        f"{', '.join(names)}); pass --tokenizer")
+            path = os.path.join(folder, found[0])
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no tokenizer model; pass --tokenizer")
+        raise FileNotFoundError(f"{path}: no such tokenizer file")
     return path
+
+
+def _refuse_modelless(path):
+    """A folder that holds no model at all is named as such, before its
+    missing tokenizer."""
+    if not os.path.isdir(path) or is_checkpoint_folder(path):
+        return
+    if not any(os.path.isfile(os.path.join(path, name)) for name in
+               (ENCODER_FILE, PRETRAINER_FILE, TASK_MODEL_FILE, DISCRIMINATOR_FILE)):
+        raise FileNotFoundError(
+            f"{path}: no model here (expected {TASK_MODEL_FILE}, {ENCODER_FILE} or "
+            f"{PRETRAINER_FILE}, or an HF or TF1 checkpoint folder)")
 
 
 def read_tokenizer(init, tokenizer=None):

@@ -80,6 +80,8 @@ def range_error(value, valid):
     if in_interval(value, valid):
         return None
     closed_low, low, high, closed_high = _interval(valid)
+    if math.isinf(low) and math.isinf(high):
+        return f"must be a finite number, got {value!r}"
     if math.isinf(high):
         bound = f"at least {low:g}" if closed_low else f"above {low:g}"
         return f"must be {bound}, got {value!r}"

@@ -69,8 +69,9 @@ class ExportConfig:
                                             "accuracy drop against Keras", valid="[0, 1)")
     mask_value: float = option(-120.0, "additive attention mask in the export (bounded "
                                        "for int8)", valid="[-1000000000, 0)")
-    part: str = option("auto", "which model of a folder (pretraining folder: encoder or mlm)",
-                       choices=("auto", "encoder", "mlm", "model"))
+    part: str = option("auto", "which model of a folder (pretraining folder: encoder or mlm; "
+                               "an rtd run's folder: also discriminator)",
+                       choices=("auto", "encoder", "mlm", "model", "discriminator"))
     tokenizer: str = option(None, "tokenizer file (default: the folder's)")
     num_choices: int = option(None, "multiple choice: answers per question (default: "
                                     "the task's)", valid="[2, inf)")

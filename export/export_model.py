@@ -207,6 +207,9 @@ def export_tflite(source, out, config=None):
         # existing sidecar is named as itself
         check_output(path, [source, c.tokenizer], c.overwrite)
 
+    if c.quantize == "qat" and not read_task_spec(folder_of(source)):
+        raise ExportError(f"{source}: --quantize qat fine-tunes with fake quantization, so it "
+                          "needs a fine-tuned task folder (task.json and its training file)")
     # -- source ----------------------------------------------------------------------------
     model, spec, tokenizer, folder = load_source(source, c.part, c.tokenizer)
     quantize, num_choices, pair = c.quantize, c.num_choices, c.pair
@@ -224,7 +227,8 @@ def export_tflite(source, out, config=None):
         raise ExportError("--with-tokenizer needs the tokenizer file: pass --tokenizer")
 
     # -- examples ----------------------------------------------------------------------------
-    validation_path = c.validation_data or data_file(folder, "eval") or data_file(folder, "train")
+    validation_path = (c.validation_data or data_file(folder, "eval")
+                       or data_file(folder, "train") or c.representative)
     calibration_path = c.representative or data_file(folder, "train")
     common = dict(spec=spec, kind=kind, tokenizer=tokenizer, sequence_length=S,
                   string_in=c.with_tokenizer, pair=pair, vocab_size=config.vocab_size,

@@ -40,8 +40,14 @@ def cmd_pretrain(args):
         from albert_keras.training.objectives import objective_class
 
         print(objective_class(metrics["objective"])().summary(metrics))
-    print(f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f}s "
-          f"({metrics['train_tokens_per_second']:.0f} tokens/s, {metrics['precision']})")
+    now = metrics.get("steps_this_call", metrics["steps"])
+    if now == 0:
+        print(f"{metrics['steps']} steps, all trained before this call (resumed at the end; "
+              f"{metrics['precision']})")
+    else:
+        resumed = f", {now} of them in this call" if now < metrics["steps"] else ""
+        print(f"{metrics['steps']} steps{resumed} in {metrics['wall_seconds']:.0f}s "
+              f"({metrics['train_tokens_per_second']:.0f} tokens/s, {metrics['precision']})")
     print(f"model folder: {args.out}")
     return 0
 

@@ -45,16 +45,6 @@ class DataConfig:
 
     def validate(self):
         check_options(self)
-        if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length must be at least 5, got {self.max_seq_length}")
-        if self.max_predictions < 1:
-            raise ValueError(f"max_predictions must be positive, got {self.max_predictions}")
-        if not 0 < self.masked_lm_prob < 1:
-            raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
-        if not 0 <= self.short_seq_prob <= 1:
-            raise ValueError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
-        if self.dupe_factor < 1:
-            raise ValueError(f"dupe_factor must be positive, got {self.dupe_factor}")
         if self.masking not in ("ngram", "span", "token"):
             raise ValueError(f"masking must be ngram, span or token, got {self.masking!r}")
         if self.packing not in ("auto", "pairs", "full_sentences"):
@@ -63,7 +53,3 @@ class DataConfig:
         if self.packing == "full_sentences" and self.random_next:
             raise ValueError("--nsp needs sentence pairs; it cannot go with "
                              "--packing full_sentences")
-        if self.max_ngram < 1:
-            raise ValueError(f"max_ngram must be positive, got {self.max_ngram}")
-        if not 0 <= self.eval_fraction < 1:
-            raise ValueError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}")

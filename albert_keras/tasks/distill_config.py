@@ -6,7 +6,6 @@ its flags (and answer ``--help``) without importing it.
 
 import dataclasses
 
-from albert_keras.options import check_numbers
 from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
@@ -58,7 +57,7 @@ class DistillConfig:
                                      "(same tokenizer as the teacher) instead of random weights")
     temperature: float = option(2.0, "softmax temperature of the soft targets", valid="(0, inf)")
     alpha: float = option(0.5, "weight of the soft-target loss; the labels get 1 - alpha", valid="[0, 1]")
-    max_unlabeled: int = option(20000, "most rows taken from --unlabeled", valid="[0, inf)")
+    max_unlabeled: int = option(20000, "most rows taken from --unlabeled", valid="[1, inf)")
     layer_epochs: int = option(0, "epochs of hidden-state and attention transfer before the "
                                   "soft targets (TinyBERT's first stage; 0: off)", valid="[0, inf)")
     layer_map: str = option(None, "STUDENT:TEACHER layer pairs for --layer-epochs, e.g. "
@@ -90,22 +89,10 @@ class DistillConfig:
 
     def validate(self):
         check_options(self)
-        check_numbers(self, positive=("temperature",),
-                      non_negative=("learning_rate", "weight_decay", "hidden_weight",
-                                    "attention_weight"),
-                      fractions=("dropout",))
-        if not 0 <= self.alpha <= 1:
-            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
-        if not 0 < self.layer_decay <= 1:
-            raise ValueError(f"layer_decay must be in (0, 1], got {self.layer_decay}")
-        if self.layer_epochs < 0:
-            raise ValueError(f"layer_epochs must be 0 or more, got {self.layer_epochs}")
         if self.layer_map:  # its form now; the depths are checked against the models
             from albert_keras.tasks.layer_map import parse_layer_map
 
             parse_layer_map(self.layer_map, 10**6, 10**6)
-        if self.hidden_weight < 0 or self.attention_weight < 0:
-            raise ValueError("hidden_weight and attention_weight must be 0 or more")
         for name in ("epochs", "batch_size", "max_unlabeled"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")

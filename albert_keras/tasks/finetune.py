@@ -34,6 +34,7 @@ from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import size_defaults
 from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.tokenizer_fit import check_tokenizer_fit
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
 from albert_keras.training.strategy import make_strategy
@@ -189,11 +190,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                         + ", ".join(f"{k} {v}" for k, v in chosen.items()))
         steps_per_epoch = max(1, len(train) // cfg.batch_size)
         total = steps_per_epoch * cfg.epochs
-        if pieces.vocabulary_size > encoder.config.vocab_size:
-            raise ValueError(
-                f"{pieces.source}: {pieces.vocabulary_size} pieces, but the model's vocabulary "
-                f"has {encoder.config.vocab_size}"
-            )
+        check_tokenizer_fit(pieces, encoder.config.vocab_size, train.x["token_ids"],
+                            train.x["padding_mask"], train_path)
         if cfg.sequence_length > encoder.config.max_position_embeddings:
             raise ValueError(
                 f"sequence_length {cfg.sequence_length} exceeds the model's "

@@ -5,12 +5,10 @@ its flags (and answer ``--help``) without importing it.
 """
 
 import dataclasses
-import math
 
 from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
-from albert_keras.options import check_numbers
 from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
@@ -114,7 +112,7 @@ class FinetuneConfig:
     max_answer_length: int = option(30, "qa: longest answer in pieces", valid="[1, inf)")
     n_best: int = option(20, "qa: start and end candidates per window", valid="[1, inf)")
     null_threshold: float = option(0.0, "qa v2: answer '' when the [CLS] score beats the "
-                                        "best span by this")
+                                        "best span by this", valid="(-inf, inf)")
     version_2: bool = option(False, "qa: questions may have no answer")
     dropout: float = option(0.1, "dropout on the head's input", valid="[0, 1)")
     pooling: str = option("auto", "classify: what the head reads: pooled (the [CLS] "
@@ -147,28 +145,9 @@ class FinetuneConfig:
         check_options(self)
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {tuple(TASKS)}, got {self.task!r}")
-        for name in ("epochs", "batch_size", "sequence_length"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if not 0 <= self.warmup_fraction < 1:
-            raise ValueError("warmup_fraction must be in [0, 1)")
-        check_numbers(self, non_negative=("learning_rate", "weight_decay"),
-                      fractions=("dropout",))
-        if not math.isfinite(self.null_threshold):
-            raise ValueError(f"null_threshold must be a number, got {self.null_threshold}")
-        if not 0 < self.layer_decay <= 1:
-            raise ValueError(f"layer_decay must be in (0, 1], got {self.layer_decay}")
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
             raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
                              "--text-pair-column use longest_first or waterfall")
-        if self.encoder_dropout is not None and not 0 <= self.encoder_dropout < 1:
-            raise ValueError(f"encoder_dropout must be in [0, 1), got {self.encoder_dropout}")
         if self.pooling not in ("auto", "pooled") and self.task != "classify":
             raise ValueError(f"pooling {self.pooling!r} is for classify; {self.task} "
                              "has its own head")
-        if self.validation_split is not None and not 0 < self.validation_split < 1:
-            raise ValueError(f"validation_split must be in (0, 1), got {self.validation_split}")
-        if not 0 <= self.ema < 1:
-            raise ValueError(f"ema must be in [0, 1), got {self.ema}")
-        if self.patience < 0:
-            raise ValueError(f"patience must be 0 or more, got {self.patience}")

@@ -244,6 +244,7 @@ def _pretrain(data_dir, out_dir, train_config):
     live = interactive() and not os.environ.get("CI")
     started = time.time()
     tokens = 0
+    start_step = int(model.optimizer.iterations.numpy())  # > 0 when resumed
     for phase_data, phase_len, first, end in phases:
         if initial_epoch >= end or nan_guard.bad_step is not None or budget.stopped_early:
             continue
@@ -317,6 +318,7 @@ def _pretrain(data_dir, out_dir, train_config):
         for _, length, first, end in phases)
     metrics.update({
         "steps": steps,
+        "steps_this_call": steps - start_step,
         "wall_seconds": round(wall, 1),
         "train_tokens": run_tokens,
         "train_tokens_per_second": round(tokens / max(wall, 1e-9), 1),

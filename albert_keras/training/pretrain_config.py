@@ -2,7 +2,6 @@
 
 import dataclasses
 
-from albert_keras.options import check_numbers
 from albert_keras.options import check_options
 from albert_keras.options import flag_of
 from albert_keras.options import option
@@ -162,11 +161,14 @@ class PretrainConfig:
             learning_rate, warmup_steps, total_steps: the values for fields
                 left ``None``.
         """
+        total = total_steps if self.total_steps is None else self.total_steps
+        # a default warmup never outlasts a short run: at most a tenth of it
+        warmup = min(warmup_steps, total // 10) if self.warmup_steps is None else \
+            self.warmup_steps
         return dataclasses.replace(
             self,
             learning_rate=learning_rate if self.learning_rate is None else self.learning_rate,
-            warmup_steps=warmup_steps if self.warmup_steps is None else self.warmup_steps,
-            total_steps=total_steps if self.total_steps is None else self.total_steps)
+            warmup_steps=warmup, total_steps=total)
 
     def validate(self):
         check_options(self)
@@ -180,23 +182,13 @@ class PretrainConfig:
         if self.objective not in OBJECTIVE_CHOICES:
             raise ValueError(f"objective must be one of {OBJECTIVE_CHOICES}, "
                              f"got {self.objective!r}")
-        for name in ("batch_size", "total_steps", "steps_per_epoch", "steps_per_execution"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be positive, got {value}")
         total_steps = DEFAULT_TOTAL_STEPS if self.total_steps is None else self.total_steps
         if self.warmup_steps is not None and self.warmup_steps > total_steps:
-            raise ValueError("warmup_steps must not exceed total_steps")
-        # a rate of 0 is allowed: it steps nothing (a run that only evaluates)
-        check_numbers(self, non_negative=("learning_rate", "rtd_weight", "rtd_mlm_weight", "weight_decay",
-                                          "clip_norm", "max_minutes"))
-        if not 0 < self.generator_size <= 1:
-            raise ValueError(f"generator_size must be in (0, 1], got {self.generator_size}")
+            raise ValueError(f"--warmup-steps ({self.warmup_steps}) must not exceed --steps "
+                             f"({total_steps})")
         if self.embedding_sharing not in ("tied", "gdes", "none"):
             raise ValueError("embedding_sharing must be tied, gdes or none, "
                              f"got {self.embedding_sharing!r}")
-        if self.mask_rate is not None and not 0 < self.mask_rate < 1:
-            raise ValueError(f"mask_rate must be in (0, 1), got {self.mask_rate}")
         if self.mask_rate is not None and not self.dynamic_masking:
             raise ValueError("mask_rate needs dynamic_masking (the stored masks have a fixed rate)")
         if bool(self.short_seq_data) != bool(self.short_seq_steps):
