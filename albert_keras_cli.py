@@ -10,7 +10,11 @@ TensorFlow.
 
 import sys
 
-from albert_keras.cli import main
+# Run as ``python -m albert_keras_cli`` this module is ``__main__``; the package
+# looks for it under its own name.
+sys.modules.setdefault("albert_keras_cli", sys.modules[__name__])
+
+from albert_keras.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,5 +1,6 @@
-"""Config number checks: NaN and out-of-range floats stop a run before it
-starts, with the field's name, on every command's config."""
+"""Config number checks: NaN and out-of-range values stop a run before it
+starts, named by their flag, on every command's config and where the flag
+is parsed."""
 
 import math
 import subprocess
@@ -9,6 +10,8 @@ import pytest
 
 from albert_keras.data.data_config import DataConfig
 from albert_keras.options import check_numbers
+from albert_keras.options import in_interval
+from albert_keras.options import option
 from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.training.pretrain_config import PretrainConfig
@@ -45,19 +48,36 @@ def test_check_numbers_lets_good_values_and_none_through():
     (DataConfig, "short_seq_prob", 1.5),
     (DataConfig, "short_seq_prob", NAN),
 ])
-def test_bad_numbers_are_refused_with_the_field_named(make, field, value):
+def test_bad_numbers_are_refused_with_the_flag_named(make, field, value):
     config = make(**{field: value})
-    with pytest.raises(ValueError, match=f"^{field} must be"):
+    with pytest.raises(ValueError, match=f"^--{field.replace('_', '-')} must be"):
         config.validate()
 
 
 def test_cli_refuses_a_nan_rtd_weight_in_one_line(tmp_path):
     # before any data is read or anything is written
     done = subprocess.run(
-        [sys.executable, "-m", "albert_keras.cli", "pretrain", "--objective", "rtd",
+        [sys.executable, "-m", "albert_keras_cli", "pretrain", "--objective", "rtd",
          "--rtd-weight", "nan", "--data", str(tmp_path / "data"),
          "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1] == (
-        "albert-keras pretrain: error: rtd_weight must be 0 or more, got nan")
+    assert done.stderr.strip().splitlines() == [
+        "albert-keras pretrain: error: argument --rtd-weight: must be at least 0, got nan "
+        "(see albert-keras pretrain --help)"]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("valid, good, bad", [
+    ("[0, 1)", [0, 0.5], [1, -0.1, NAN, math.inf]),
+    ("(0, inf)", [1e-9, 1e9], [0, -1, math.inf, NAN]),
+    ("[1, inf)", [1, 7], [0, -5]),
+    ("(-inf, inf)", [-1e30, 0], [NAN, math.inf, -math.inf]),
+])
+def test_intervals(valid, good, bad):
+    assert all(in_interval(v, valid) for v in good)
+    assert not any(in_interval(v, valid) for v in bad)
+
+
+def test_a_typo_in_an_interval_fails_at_declaration():
+    with pytest.raises(ValueError, match="not an interval"):
+        option(1, "x", valid="0..1")

@@ -1,6 +1,9 @@
 """``bench --profile``: every op cut out on its own computes what it computes
 inside the whole model, and the profile covers every op of the graph."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter
@@ -116,3 +119,11 @@ def test_string_in_model_profiles_every_op(classifier_folder, tmp_path):
     assert not profile["skipped"]
     assert [r["op"] for r in profile["ops"]] == names
     assert any("Sentencepiece" in name for name in names)
+
+
+def test_bench_writes_nothing_to_stderr(tflite_files):
+    # LiteRT announces its XNNPACK delegate on stderr unless told not to
+    done = subprocess.run([sys.executable, "-m", "albert_keras_cli", "bench",
+                           tflite_files["dynamic"], "--runs", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -91,3 +91,43 @@ def test_choices(tmp_path):
     path = _write(tmp_path / "d.jsonl", "\n".join(json.dumps(r) for r in rows))
     with pytest.raises(readers.TaskDataError, match=r"d\.jsonl:3: 3 choices, but earlier rows have 2"):
         readers.read_choices(path)
+
+
+def test_equal_numbers_are_one_label_and_json_values_keep_their_spelling(tmp_path):
+    path = _write(tmp_path / "n.jsonl", "\n".join(json.dumps(r) for r in [
+        {"text": "a", "label": 0}, {"text": "b", "label": 0.0}, {"text": "c", "label": "0.0"},
+        {"text": "d", "label": True}, {"text": "e", "label": " 1.50"}]) + "\n")
+    examples = readers.read_text_table(path)
+    names = readers.discover_labels(examples.labels)
+    assert names == ["0", "1.5", "true"]
+    assert readers.label_ids(path, examples, names) == [0, 0, 0, 2, 1]
+    # a model trained before labels were canonical knows "0.0": it still matches
+    assert readers.label_ids(path, examples, ["0.0", "1.5", "true"]) == [0, 0, 0, 2, 1]
+
+
+@pytest.mark.parametrize("row, words", [
+    ({"text": "a", "label": [1, 2]}, "n.jsonl:1: column 'label' holds a JSON list"),
+    ({"text": "a", "label": {"x": 1}}, "n.jsonl:1: column 'label' holds a JSON object"),
+    ({"text": {"body": "a"}, "label": "x"}, "n.jsonl:1: column 'text' holds a JSON object"),
+    ({"text": 12, "label": "x"}, "n.jsonl:1: column 'text' holds a number"),
+])
+def test_non_scalar_labels_and_texts_are_refused_with_file_and_row(tmp_path, row, words):
+    path = _write(tmp_path / "n.jsonl", json.dumps(row) + "\n")
+    with pytest.raises(readers.TaskDataError) as error:
+        readers.read_text_table(path)
+    assert str(error.value).endswith(words) or words in str(error.value)
+
+
+@pytest.mark.parametrize("value", ["nan", "1e999", "-inf", "true"])
+def test_regression_targets_must_be_finite_numbers(tmp_path, value):
+    path = _write(tmp_path / "r.csv", f"text,label\na,1.5\nb,{value}\n")
+    examples = readers.read_text_table(path)
+    with pytest.raises(readers.TaskDataError, match=r"r\.csv:3: label .* (not a finite number|"
+                                                    r"is not a number)"):
+        readers.regression_targets(path, examples)
+
+
+def test_many_numeric_labels_suggest_regression():
+    assert readers.looks_like_regression([str(i / 10) for i in range(40)], 40)
+    assert not readers.looks_like_regression([str(i) for i in range(5)], 400)
+    assert not readers.looks_like_regression([f"c{i}" for i in range(40)], 40)
