@@ -10,6 +10,7 @@ sample (``FUZZ_EXAMPLES``, default 25 per reader); raise it for a long run:
 """
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -28,10 +29,13 @@ from albert_keras.data.corpus import read_documents
 from albert_keras.data.reader import DataError
 from albert_keras.data.reader import verify_shards
 from albert_keras.tasks.readers import TaskDataError
+from albert_keras.tasks.readers import discover_labels
+from albert_keras.tasks.readers import label_ids
 from albert_keras.tasks.readers import read_choices
 from albert_keras.tasks.readers import read_conll
 from albert_keras.tasks.readers import read_squad
 from albert_keras.tasks.readers import read_text_table
+from albert_keras.tasks.readers import regression_targets
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get(
@@ -142,6 +146,39 @@ def test_text_table_reader(name, seed):
     @given(data=mutated(seed))
     def run(data):
         _check(read_text_table, data, name)
+
+    run()
+
+
+# Any JSON value, in the text and label fields of a JSONL task file.
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                  max_size=3),
+    max_leaves=5)
+
+
+def _labels_of(path, regression):
+    examples = read_text_table(path)
+    if regression:
+        values = regression_targets(path, examples)
+        assert all(math.isfinite(v) for v in values)
+        return
+    assert all(isinstance(t, str) and t.strip() for t in examples.texts)
+    names = discover_labels(examples.labels)
+    # equal values are one label, and every row finds its own
+    assert len(set(names)) == len(names)
+    assert len(label_ids(path, examples, names)) == len(examples.texts)
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_task_files_with_mixed_json_types(regression):
+    @FUZZ
+    @given(rows=st.lists(st.fixed_dictionaries({"text": _JSON_VALUES, "label": _JSON_VALUES}),
+                         min_size=1, max_size=6))
+    def run(rows):
+        data = "\n".join(json.dumps(r) for r in rows).encode()
+        _check(lambda p: _labels_of(p, regression), data, "t.jsonl")
 
     run()
 
