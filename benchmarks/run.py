@@ -229,7 +229,7 @@ def bench_input(seconds_budget=60):
 
 
 def bench_pipeline(steps=40):
-    """The main job's pipeline end to end (``run_pretraining``), cut to ``steps``.
+    """The small-corpus recipe's pipeline end to end (``run_pretraining``), cut to ``steps``.
 
     Tokenizer, both data phases, fit and the held-out evaluation, as
     ``albert-keras pretrain`` runs them; returns the wall time of each stage

@@ -314,25 +314,3 @@ def assert_layer_decay_slows(start, tuned):
     assert moved[0.01]["pooler"] > 0.3 * moved[1.0]["pooler"], moved
     assert moved[0.01]["transformer"] < 0.05 * moved[1.0]["transformer"], moved
     assert moved[0.01]["embeddings"] < 1e-3 * moved[1.0]["embeddings"], moved
-
-
-def load_benchmark_script(name):
-    """The module of ``benchmarks/NAME.py``, imported as a test would use it.
-
-    Benchmark scripts import their sibling scripts as top-level names, so
-    the folder is on ``sys.path`` while the module loads.
-    """
-    import importlib.util
-    import sys
-
-    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "benchmarks")
-    sys.path.insert(0, folder)
-    try:
-        spec = importlib.util.spec_from_file_location(f"{name}_script",
-                                                      os.path.join(folder, f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(folder)
-    return module

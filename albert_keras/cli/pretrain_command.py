@@ -6,7 +6,7 @@ from albert_keras.cli.flags import add_flags
 from albert_keras.cli.flags import config_from_args
 from albert_keras.cli.flags import refuse_changed
 
-# The pipeline's own defaults for the main job (a 10-minute CPU run).
+# The pipeline's own defaults for the small-corpus run (a 10-minute CPU run).
 TOKENIZER_DEFAULTS = {"vocab_size": 8000}
 DATA_DEFAULTS = {"dupe_factor": 4, "eval_fraction": 0.05}
 

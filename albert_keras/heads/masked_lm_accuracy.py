@@ -16,7 +16,7 @@ class MaskedLMAccuracy(keras.metrics.Mean):
     job's shape (64 x 27 masked slots x 8,000 pieces) those passes took
     three times as long as the argmax itself and half as long as the
     softmax cross-entropy (TensorFlow profiler); the update here is 4.8
-    times cheaper (``benchmarks/masked_lm_accuracy_cost.py``). A
+    times cheaper (``docs/reports/code/masked_lm_accuracy_cost.py``). A
     ``-0.0`` logit matters only when the top logit is exactly zero and
     another is ``-0.0`` (then the lower index wins), so the argmax here
     skips them.

@@ -8,7 +8,7 @@ penalty has no weights, so a model keeps ALBERT's parameters and files; it
 only changes what the attention computes. We use it because it gives every
 head a preference for nearby tokens from the first step: measured on the
 built-in corpus, the model then learns to use its neighbours within the
-main job's budget instead of sitting at the frequent-token plateau.
+small-corpus run's budget instead of sitting at the frequent-token plateau.
 
 No library ships an encoder-side ALiBi for Keras, so the two functions are
 written here; the slopes follow the paper's reference code and are checked

@@ -97,7 +97,7 @@ class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
     several times the corrected step (for a steady gradient 3.2x at step 1,
     6.5x near step 12, 5x at step 40, 3.2x at step 100, 1.35x at step 800),
     and the excluded variables take that step
-    unscaled: the main job (800 steps at 8e-3) collapsed to predicting the
+    unscaled: the small-corpus run (800 steps at 8e-3) collapsed to predicting the
     most frequent token with SOP at chance. So the correction is on by
     default here (as in the LAMB paper's algorithm); ``bias_correction=False``
     gives the original's steps exactly.

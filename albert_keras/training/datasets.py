@@ -72,7 +72,7 @@ def untuned_options():
     Keras drops the previous validation's iterator before each validation,
     and the training iterator when ``fit`` returns (once per sequence-length
     phase). Dropping an autotuned iterator waited for a background thread of
-    the autotuner: 14 to 18 s in three of five validations of the main job
+    the autotuner: 14 to 18 s in three of five validations of the small-corpus run
     (py-spy: in ~LogicalThreadWrapper under ~RootDataset::Iterator), a fifth
     of its training time, and 37 and 73 s outside the epochs in two of four
     1,600-step runs. Untuned, the parallel stages keep their starting

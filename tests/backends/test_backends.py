@@ -22,7 +22,7 @@ BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 @pytest.fixture(scope="module", params=["none", "alibi"])
 def reference(tmp_path_factory, request):
     """A tiny encoder saved under TensorFlow, padded inputs and its outputs;
-    once with ALBERT's attention and once with ALiBi (the main job's)."""
+    once with ALBERT's attention and once with ALiBi (the small-corpus recipe's)."""
     folder = tmp_path_factory.mktemp("tf")
     keras.utils.set_random_seed(3)
     encoder = AlbertEncoder(AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,

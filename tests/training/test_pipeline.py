@@ -8,7 +8,7 @@ import pytest
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.data_config import DataConfig
 from albert_keras.training.pipeline import PipelineConfig
-from albert_keras.training.pipeline import main_job_recipe
+from albert_keras.training.pipeline import small_corpus_recipe
 from albert_keras.training.pipeline import resolved_data_config
 from albert_keras.training.pipeline import run_pretraining
 from albert_keras.training.pretrain_config import PretrainConfig
@@ -35,9 +35,9 @@ def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
     def resolved(pipeline, **train):
         t = PretrainConfig(**train)
         packing = resolved_data_config(None, t).packing
-        return main_job_recipe(pipeline, t).objective, packing
+        return small_corpus_recipe(pipeline, t).objective, packing
 
-    assert resolved(PipelineConfig()) == ("mlm", "pairs")  # the main job
+    assert resolved(PipelineConfig()) == ("mlm", "pairs")  # the small-corpus run
     # your own corpus, a data folder or a model to continue: ALBERT's default
     assert resolved(PipelineConfig(input=["corpus.txt"])) == ("auto", "pairs")
     assert resolved(PipelineConfig(data="runs/data")) == ("auto", "pairs")
@@ -49,7 +49,7 @@ def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
 
 def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
     def overrides(pipeline, **train):
-        return main_job_recipe(pipeline, PretrainConfig(**train)).model_overrides
+        return small_corpus_recipe(pipeline, PretrainConfig(**train)).model_overrides
 
     main_job = {"position_bias": "alibi", "alibi_slope_scale": 4.0}
     assert overrides(PipelineConfig()) == {**main_job, "num_hidden_layers": 2}
@@ -70,10 +70,10 @@ def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
 
 def test_the_built_in_corpus_gets_its_own_rate_and_warmup_unless_told_otherwise():
     def schedule(pipeline, **train):
-        t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        t = small_corpus_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return t.learning_rate, t.warmup_steps
 
-    assert schedule(PipelineConfig()) == (1.6e-2, 150)  # the main job
+    assert schedule(PipelineConfig()) == (1.6e-2, 150)  # the small-corpus run
     # values the user gives win, even when they equal the library's defaults
     assert schedule(PipelineConfig(), learning_rate=8e-3) == (8e-3, 150)
     assert schedule(PipelineConfig(), warmup_steps=40) == (1.6e-2, 40)
@@ -86,9 +86,9 @@ def test_the_built_in_corpus_gets_its_own_rate_and_warmup_unless_told_otherwise(
 
 def test_the_built_in_corpus_masks_more_unless_told_otherwise():
     def rate(pipeline, **train):
-        return main_job_recipe(pipeline, PretrainConfig(**train)).mask_rate
+        return small_corpus_recipe(pipeline, PretrainConfig(**train)).mask_rate
 
-    assert rate(PipelineConfig()) == 0.4  # the main job
+    assert rate(PipelineConfig()) == 0.4  # the small-corpus run
     assert rate(PipelineConfig(), mask_rate=0.15) == 0.15  # given, even BERT's
     # stored masks have the data's rate: nothing to choose
     assert rate(PipelineConfig(), dynamic_masking=False) is None
@@ -105,10 +105,10 @@ def test_the_built_in_corpus_masks_more_unless_told_otherwise():
 
 def test_the_main_job_trains_two_layers_for_longer_unless_told_otherwise():
     def shape(pipeline, **train):
-        t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        t = small_corpus_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return t.model_overrides.get("num_hidden_layers"), t.total_steps
 
-    assert shape(PipelineConfig()) == (2, 1600)  # the main job
+    assert shape(PipelineConfig()) == (2, 1600)  # the small-corpus run
     assert shape(PipelineConfig(), total_steps=300) == (2, 300)  # given steps win
     # a depth, preset or objective of the user's keeps the 800 steps
     assert shape(PipelineConfig(), model_overrides={"num_hidden_layers": 4}) == (4, 800)
@@ -136,50 +136,50 @@ def test_an_unset_rate_and_warmup_are_recorded_as_the_values_used(
 
 def test_recipe_main_job_applies_to_any_corpus_and_albert_to_none():
     def resolved(pipeline, **train):
-        t = main_job_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        t = small_corpus_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return (t.objective, t.model_overrides.get("num_hidden_layers"), t.learning_rate,
                 t.mask_rate, t.total_steps)
 
     main_job = ("mlm", 2, 1.6e-2, 0.4, 1600)
     albert = ("auto", None, 8e-3, None, 800)
     assert resolved(PipelineConfig()) == main_job
-    for recipe, expected in (("main_job", main_job), ("albert", albert)):
+    for recipe, expected in (("small_corpus", main_job), ("albert", albert)):
         for pipeline in (PipelineConfig(recipe=recipe),
                          PipelineConfig(input=["corpus.txt"], recipe=recipe),
                          PipelineConfig(data="runs/data", recipe=recipe)):
             assert resolved(pipeline) == expected
     # given values still win over the recipe
-    assert resolved(PipelineConfig(data="runs/data", recipe="main_job"),
+    assert resolved(PipelineConfig(data="runs/data", recipe="small_corpus"),
                     learning_rate=1e-3, total_steps=4800) == ("mlm", 2, 1e-3, 0.4, 4800)
     # ALBERT's on the built-in corpus keeps ALBERT's attention too
-    assert main_job_recipe(PipelineConfig(recipe="albert"),
+    assert small_corpus_recipe(PipelineConfig(recipe="albert"),
                            PretrainConfig()).model_overrides == {}
 
 
 def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
-    with pytest.raises(ValueError, match="--recipe main_job makes a new model; it cannot "
+    with pytest.raises(ValueError, match="--recipe small_corpus makes a new model; it cannot "
                                          "continue --init runs/model"):
-        main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(init="runs/model"))
+        small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(init="runs/model"))
     with pytest.raises(ValueError, match="--recipe 'main-job': expected one of auto, main_job, albert"):
-        main_job_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
+        small_corpus_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
     with caplog.at_level("INFO", logger="albert_keras"):
-        main_job_recipe(PipelineConfig(data="runs/data"), PretrainConfig())
-        main_job_recipe(PipelineConfig(data="runs/data", recipe="main_job"), PretrainConfig())
-        main_job_recipe(PipelineConfig(), PretrainConfig())
+        small_corpus_recipe(PipelineConfig(data="runs/data"), PretrainConfig())
+        small_corpus_recipe(PipelineConfig(data="runs/data", recipe="small_corpus"), PretrainConfig())
+        small_corpus_recipe(PipelineConfig(), PretrainConfig())
     said = [r.getMessage() for r in caplog.records if "recipe" in r.getMessage()]
     assert said == ["with --data: ALBERT's settings for what is not given "
-                    "(--recipe main_job for the main job's)"]
+                    "(--recipe small_corpus for the small-corpus recipe's)"]
 
 
 def test_another_objective_says_it_keeps_the_presets_depth(caplog):
     with caplog.at_level("INFO", logger="albert_keras"):
-        t = main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(objective="rtd"))
-        main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(
+        t = small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(objective="rtd"))
+        small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(
             objective="rtd", model_overrides={"num_hidden_layers": 2}))
-        main_job_recipe(PipelineConfig(recipe="main_job"), PretrainConfig(objective="mlm"))
+        small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(objective="mlm"))
     assert "num_hidden_layers" not in t.model_overrides
     said = [r.getMessage() for r in caplog.records if "depth" in r.getMessage()]
-    assert said == ["--recipe main_job with --objective rtd: albert_tiny's own depth; the main "
+    assert said == ["--recipe small_corpus with --objective rtd: albert_tiny's own depth; the main "
                     "job's 2 layers and 1,600 steps are mlm's (--model-overrides "
                     "'{\"num_hidden_layers\": 2}' --steps 1600 for the same model)"]
 

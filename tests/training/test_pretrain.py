@@ -325,22 +325,22 @@ def test_cli_recipe_main_job_on_a_data_folder(data_dir, tmp_path, capsys):
     args = _pretrain_args(data_dir, str(tmp_path / "albert"), steps=2)
     assert main(args) == 0
     assert "ALBERT's settings for what is not given" in capsys.readouterr().out
-    args = _pretrain_args(data_dir, str(tmp_path / "main_job"), steps=2,
-                          extra=("--recipe", "main_job"))
+    args = _pretrain_args(data_dir, str(tmp_path / "small_corpus"), steps=2,
+                          extra=("--recipe", "small_corpus"))
     assert main(args) == 0
     assert "ALBERT's settings" not in capsys.readouterr().out
     recorded = {}
-    for name in ("albert", "main_job"):
+    for name in ("albert", "small_corpus"):
         recorded[name] = json.loads((tmp_path / name / "train_config.json").read_text())
-    # the objective, masking, attention and rate the main job's recipe picks;
+    # the objective, masking, attention and rate the small-corpus recipe's recipe picks;
     # the flags given (depth, steps, warmup) stay as given
     assert (recorded["albert"]["objective"], recorded["albert"]["mask_rate"],
             recorded["albert"]["learning_rate"]) == ("mlm_sop", None, 8e-3)
-    assert (recorded["main_job"]["objective"], recorded["main_job"]["mask_rate"],
-            recorded["main_job"]["learning_rate"]) == ("mlm", 0.4, 1.6e-2)
-    assert recorded["main_job"]["model_overrides"] == {
+    assert (recorded["small_corpus"]["objective"], recorded["small_corpus"]["mask_rate"],
+            recorded["small_corpus"]["learning_rate"]) == ("mlm", 0.4, 1.6e-2)
+    assert recorded["small_corpus"]["model_overrides"] == {
         **SMALL, "position_bias": "alibi", "alibi_slope_scale": 4.0}
-    assert recorded["main_job"]["total_steps"] == recorded["albert"]["total_steps"] == 2
+    assert recorded["small_corpus"]["total_steps"] == recorded["albert"]["total_steps"] == 2
 
 
 def test_cli_pretrain_makes_the_short_sequence_data_itself(corpus_file, tmp_path, capsys):

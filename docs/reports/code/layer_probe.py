@@ -14,7 +14,7 @@ frozen, and two numbers are reported:
 The rows are the same seeded sample ``objectives.py --max-train/--max-eval``
 fine-tunes on, so the numbers sit next to its fine-tuning table.
 
-    python benchmarks/layer_probe.py --task sotu_century \\
+    python docs/reports/code/layer_probe.py --task sotu_century \\
         --model mlm=runs/pretrain --model rtd=runs/rtd --from-scratch runs/pretrain \\
         --max-train 1000 --max-eval 1000 --out /tmp/layer_probe.json
 """

@@ -10,7 +10,7 @@ with each objective on one data folder, then fine-tune every model, and the
 same architecture from scratch, on the sotu tasks with several seeds; mean
 and standard deviation of the eval accuracy, with the held-out pretraining
 metrics of each objective, and TF-IDF + logistic regression on the same
-rows. ``--short-data`` gives the main job's two phases. Fine-tuning keeps
+rows. ``--short-data`` gives the small-corpus recipe's two phases. Fine-tuning keeps
 its best epoch, chosen on the scored eval rows unless ``--validation-rows``
 sets apart other rows of the eval file to choose on. Results go to
 ``--out`` as they come; a rerun skips what the file already holds.
@@ -18,12 +18,12 @@ sets apart other rows of the eval file to choose on. Results go to
 ``--plot``: one or more ``--compare`` files (e.g. two budgets) drawn as bars
 with the seed spread, against TF-IDF and the majority class.
 
-    python benchmarks/objectives.py --step-cost --data runs/pretrain/data \\
-        --out benchmarks/results/objectives_step_cost.json
-    python benchmarks/objectives.py --compare --data runs/pretrain/data \\
+    python docs/reports/code/objectives.py --step-cost --data runs/pretrain/data \\
+        --out docs/reports/results/objectives_step_cost.json
+    python docs/reports/code/objectives.py --compare --data runs/pretrain/data \\
         --tasks runs/sotu_party runs/sotu_century --seeds 0 1 2
-    python benchmarks/objectives.py --plot benchmarks/results/objectives_two_phase.json \\
-        --plot-out benchmarks/results/objectives.png
+    python docs/reports/code/objectives.py --plot docs/reports/results/objectives_two_phase.json \\
+        --plot-out docs/reports/results/objectives.png
 """
 
 import argparse
@@ -150,11 +150,11 @@ def compare(args):
         models[name] = folder
         if name in results["pretraining"]:
             continue
-        # Equal wall-clock: the main job's steps for mlm_sop, fewer for an
+        # Equal wall-clock: the small-corpus recipe's steps for mlm_sop, fewer for an
         # objective whose step costs more (the --step-cost medians), so each
         # run's learning-rate schedule ends within the budget.
         steps = max(50, int(args.base_steps / ratios.get(name, 1.0)) // 50 * 50)
-        # --short-data: the main job's two phases, the first 7/8 of the steps
+        # --short-data: the small-corpus recipe's two phases, the first 7/8 of the steps
         # (whole epochs of 50) at the short folder's length
         short_steps = 0
         if args.short_data:
@@ -334,7 +334,7 @@ def main():
     parser.add_argument("--compare", action="store_true")
     parser.add_argument("--plot", nargs="+", default=[],
                         help="draw these --compare results files into --plot-out")
-    parser.add_argument("--plot-out", default="benchmarks/results/objectives.png")
+    parser.add_argument("--plot-out", default="docs/reports/results/objectives.png")
     parser.add_argument("--data", help="a pretraining data folder (--step-cost, --compare)")
     parser.add_argument("--short-data", default="",
                         help="--compare: a folder of shorter sequences for the first steps")
@@ -352,7 +352,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--mask-rate", type=float, default=None,
                         help="share of the tokens masked, drawn per batch (default: the "
-                             "data folder's stored rate; the main job masks 0.4). It sets "
+                             "data folder's stored rate; the small-corpus run masks 0.4). It sets "
                              "how many rows the vocabulary projection runs on, a large part "
                              "of every objective's step")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
@@ -361,8 +361,8 @@ def main():
     parser.add_argument("--tasks", nargs="*", default=[])
     parser.add_argument("--minutes", type=float, default=15.0, help="a cap per objective")
     parser.add_argument("--base-steps", type=int, default=800,
-                        help="mlm_sop's steps (the main job's); others scaled by step cost")
-    parser.add_argument("--step-cost-file", default="benchmarks/results/objectives_step_cost.json")
+                        help="mlm_sop's steps (the small-corpus recipe's); others scaled by step cost")
+    parser.add_argument("--step-cost-file", default="docs/reports/results/objectives_step_cost.json")
     parser.add_argument("--learning-rate", type=float, default=8e-3)
     parser.add_argument("--finetune-epochs", type=int, default=0)
     parser.add_argument("--finetune-learning-rate", type=float, default=0.0,
@@ -382,7 +382,7 @@ def main():
                              "outside the scored sample (0: on the scored rows, optimistic)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--work", default="", help="folder for the pretrained models")
-    parser.add_argument("--out", default="benchmarks/results/objectives.json")
+    parser.add_argument("--out", default="docs/reports/results/objectives.json")
     args = parser.parse_args()
     if (args.step_cost or args.compare) and not args.data:
         parser.error("--step-cost and --compare need --data")

@@ -6,7 +6,7 @@ holding one line of random words, periods and abbreviations, read the way
 shows as a flat seconds-per-MB column; bounded memory as a peak that does not
 grow with the line beyond the sentences kept. Not part of the test run.
 
-    python benchmarks/long_line.py --sizes 2 8 50
+    python docs/reports/code/long_line.py --sizes 2 8 50
 """
 
 import argparse

@@ -1,23 +1,23 @@
-"""The main job's recipe, measured: held-out MLM and SOP at equal wall-clock.
+"""The small-corpus recipe, measured: held-out MLM and SOP at equal wall-clock.
 
 Each recipe is a set of ``PretrainConfig`` fields (plus, optionally, other
 data folders, e.g. made with a higher ``--masked-lm-prob``). Equal
 wall-clock without trusting a shared machine's clock: every recipe's step
 time is first measured at both sequence lengths, all recipes interleaved
-round by round (medians), and each recipe gets the main job's 800 steps
+round by round (medians), and each recipe gets the small-corpus recipe's 800 steps
 scaled by how much faster or slower its steps are than the default's; 7/8
-of them at the short length, as the main job. Each model is then scored on
+of them at the short length, as the small-corpus run. Each model is then scored on
 one reference held-out split (``--eval-data``) whatever data it trained on,
 so that a recipe that masks more is not judged on harder examples.
 
-    python benchmarks/pretrain_recipe.py --data runs/pretrain/data \\
+    python docs/reports/code/pretrain_recipe.py --data runs/pretrain/data \\
         --short-data runs/pretrain/data_64 --recipes default batch16 \\
-        --work /tmp/recipes --out benchmarks/results/pretrain_recipe.json
+        --work /tmp/recipes --out docs/reports/results/pretrain_recipe.json
 
 ``--time-only`` measures the step times alone (interleaved, medians) and
 writes them with their ratios to the first recipe's:
 
-    python benchmarks/pretrain_recipe.py --data runs/pretrain/data \\
+    python docs/reports/code/pretrain_recipe.py --data runs/pretrain/data \\
         --short-data runs/pretrain/data_64 --time-only --rounds 5 \\
         --recipes main_job_mask15 main_job_mask40 --out /tmp/step_times.json
 
@@ -37,7 +37,7 @@ MAIN_JOB = {"objective": "mlm", "learning_rate": 1.6e-2, "warmup_steps": 150,
 
 
 def _main_job_shape(**model_fields):
-    """The main job at 40% masked with other ``AlbertConfig`` fields."""
+    """The small-corpus run at 40% masked with other ``AlbertConfig`` fields."""
     return {**MAIN_JOB, "mask_rate": 0.4,
             "model_overrides": {**MAIN_JOB["model_overrides"], **model_fields}}
 
@@ -66,12 +66,12 @@ RECIPES = {
                      "warmup_steps": 160}, None),
     "rtd_adamw_batch16": ({"objective": "rtd", "batch_size": 16, "optimizer": "adamw",
                            "learning_rate": 1e-3, "warmup_steps": 160}, None),
-    # the main job of 2026-11-25 (ALiBi x4, LAMB 1.6e-2 / 150) at BERT's 15%
+    # the small-corpus run of 2026-11-25 (ALiBi x4, LAMB 1.6e-2 / 150) at BERT's 15%
     # of tokens masked, and since 2026-11-26 at 40% (dynamic masking)
     "main_job_mask15": (MAIN_JOB, None),
     "main_job_mask40": ({**MAIN_JOB, "mask_rate": 0.4}, None),
     # smaller models for the same wall-clock (2026-11-26): at this budget the
-    # main job's model sees about one token per transformer weight, far
+    # small-corpus run's model sees about one token per transformer weight, far
     # fewer than compute-optimal training wants, so a cheaper step may win
     "main_job_layers2": (_main_job_shape(num_hidden_layers=2), None),
     "main_job_layers1": (_main_job_shape(num_hidden_layers=1), None),
@@ -176,7 +176,7 @@ def main():
                         help="the recipe that gets --base-steps; the others get as many "
                              "steps as fit in its wall-clock")
     parser.add_argument("--base-steps", type=int, default=800,
-                        help="the base recipe's steps (the main job's)")
+                        help="the base recipe's steps (the small-corpus recipe's)")
     parser.add_argument("--short-fraction", type=float, default=0.875)
     parser.add_argument("--time-only", action="store_true",
                         help="measure the recipes' step times (interleaved, medians) and "
@@ -187,7 +187,7 @@ def main():
                         help="take the step times from this --time-only output instead "
                              "of measuring them (so trainings can run side by side)")
     parser.add_argument("--work", default="")
-    parser.add_argument("--out", default="benchmarks/results/pretrain_recipe.json")
+    parser.add_argument("--out", default="docs/reports/results/pretrain_recipe.json")
     args = parser.parse_args()
 
     from albert_keras.training.pretrain import pretrain
@@ -242,7 +242,7 @@ def main():
     for name in todo:
         fields, variant = RECIPES[name]
         long_data, short_data = variants[variant]
-        # the main job's steps, scaled by this recipe's step cost against
+        # the small-corpus recipe's steps, scaled by this recipe's step cost against
         # the default's (whole epochs; 7 of 8 at the short length)
         budget = args.base_steps * per_step(args.base_recipe) / per_step(name)
         epoch = max(10, min(100, int(budget / 8) // 10 * 10))

@@ -1,4 +1,4 @@
-"""benchmarks/objectives.py: --compare refuses step costs timed at another mask rate, and
+"""docs/reports/code/objectives.py: --compare refuses step costs timed at another mask rate, and
 its task sampling keeps validation rows apart from the scored ones."""
 
 import csv
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.helpers import load_benchmark_script
+from conftest import load_script
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "benchmarks", "objectives.py")
@@ -56,7 +56,7 @@ def test_compare_accepts_step_costs_from_the_same_mask_rate(tmp_path):
 
 
 def _sample_task():
-    return load_benchmark_script("objectives").sample_task
+    return load_script("objectives").sample_task
 
 
 def _write_task(folder, n_train, n_eval):
@@ -99,7 +99,7 @@ def test_too_many_validation_rows_is_one_line_naming_the_file(tmp_path):
 
 
 def test_a_case_names_an_objective_with_changed_fields():
-    objectives = load_benchmark_script("objectives")
+    objectives = load_script("objectives")
     assert objectives.parse_case("mlm") == ("mlm", {})
     assert objectives.parse_case("rtd:rtd_mlm_weight=1,embedding_sharing=gdes") == (
         "rtd", {"rtd_mlm_weight": 1, "embedding_sharing": "gdes"})

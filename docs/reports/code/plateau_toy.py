@@ -12,15 +12,15 @@ how long they sit depends on the initializer range.
 ``--arm ours`` trains our ``AlbertEncoder`` + ``ReplacedTokenHead`` with
 ``model.fit`` and our ``AlbertAdamW`` (no decay); ``--arm keras_adam`` the
 same with ``keras.optimizers.Adam``; ``--arm lamb`` with our ``AlbertLamb``
-at ``--lamb-lr`` (decay 0.01, clipped at 1.0, as the main job); ``--arm hf``
+at ``--lamb-lr`` (decay 0.01, clipped at 1.0, as the small-corpus run); ``--arm hf``
 trains ``transformers.AlbertModel`` with a head of
 the same layout in torch. Each (arm, initializer range, seed) gets its held-out
 AUC after every epoch of 64 steps and the first step at which the AUC passed
 0.7 (``null``: not within the run). Results go to ``--out`` as they come,
 beside the runs already there.
 
-    python benchmarks/plateau_toy.py --arm ours hf --init 0.02 0.1 --seeds 0 1 \\
-        --out benchmarks/results/plateau_toy.json
+    python docs/reports/code/plateau_toy.py --arm ours hf --init 0.02 0.1 --seeds 0 1 \\
+        --out docs/reports/results/plateau_toy.json
 """
 
 import argparse
@@ -83,7 +83,7 @@ def run_ours(init, seed, epochs, data, optimizer="adamw", lamb_lr=8e-3):
     # steps where torch's Adam escapes by ~600.
     if optimizer == "keras_adam":
         optimizer = keras.optimizers.Adam(1e-3)
-    elif optimizer == "lamb":  # the main job's optimizer: decay 0.01, clipped at 1.0
+    elif optimizer == "lamb":  # the small-corpus recipe's optimizer: decay 0.01, clipped at 1.0
         optimizer = AlbertLamb(learning_rate=lamb_lr, weight_decay=0.01, epsilon=1e-6,
                                global_clipnorm=1.0)
     else:
@@ -143,7 +143,7 @@ def main(argv=None):
     parser.add_argument("--init", nargs="+", type=float, default=[0.02, 0.05, 0.1])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--epochs", type=int, default=16)
-    parser.add_argument("--out", default="benchmarks/results/plateau_toy.json")
+    parser.add_argument("--out", default="docs/reports/results/plateau_toy.json")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     data = (toy(rng, STEPS_PER_EPOCH * BATCH), toy(rng, 512))

@@ -12,7 +12,7 @@ Each fine-tuning run is a fresh ``finetune`` call in this process, seeds
 run; needs scikit-learn.
 
     albert-keras data sotu-task --out runs/sotu_century --max-train 1000
-    python benchmarks/finetune_recipe.py --init runs/pretrain --task runs/sotu_century
+    python docs/reports/code/finetune_recipe.py --init runs/pretrain --task runs/sotu_century
 """
 
 import argparse

@@ -4,7 +4,7 @@ What a model that has learnt only word counts would score on the folder's
 held-out split, with counts taken from its training split (the masked
 tokens restored first):
 
-* ``unigram``: always the most frequent token (the plateau the main job
+* ``unigram``: always the most frequent token (the plateau the small-corpus run
   sits near);
 * ``neighbours``: for each masked token, the token that maximises
   ``P(t) * P(left | t) / P(left) * P(right | t) / P(right)`` over the
@@ -15,8 +15,8 @@ tokens restored first):
 A transformer below ``neighbours`` has not yet learnt to use even the
 adjacent tokens. Written by hand: no library scores these on our records.
 
-    python benchmarks/mlm_references.py runs/pretrain/data_64 \\
-        --out benchmarks/results/mlm_references.json
+    python docs/reports/code/mlm_references.py runs/pretrain/data_64 \\
+        --out docs/reports/results/mlm_references.json
 """
 
 import argparse

@@ -1,4 +1,4 @@
-"""benchmarks/layer_probe.py: the pairwise cosine, the probe and the command's output."""
+"""docs/reports/code/layer_probe.py: the pairwise cosine, the probe and the command's output."""
 
 import csv
 import json
@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from tests.helpers import load_benchmark_script
+from conftest import load_script
 from tests.helpers import make_sentences
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -16,7 +16,7 @@ SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 def _module():
-    return load_benchmark_script("layer_probe")
+    return load_script("layer_probe")
 
 
 def test_mean_cosine_is_the_mean_over_pairs_of_different_rows():

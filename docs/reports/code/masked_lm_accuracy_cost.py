@@ -7,9 +7,9 @@ extra passes over the ``[batch, positions, vocabulary]`` tensor;
 compiled with ``tf.function`` and timed interleaved, round by round; the
 medians and their ratio go to ``--out``.
 
-    python benchmarks/masked_lm_accuracy_cost.py --out /tmp/accuracy_cost.json
+    python docs/reports/code/masked_lm_accuracy_cost.py --out /tmp/accuracy_cost.json
 
-The default shape is the main job's at sequence 64 (64 rows, 27 masked
+The default shape is the small-corpus recipe's at sequence 64 (64 rows, 27 masked
 slots at 40%, 8,000 pieces).
 """
 

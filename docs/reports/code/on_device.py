@@ -15,9 +15,9 @@ Phases (each skipped when its result is already in ``--out``):
 4. latency of every ``.tflite``, all of them invoked in turn in one process
    (batch 1, ``--threads``), medians.
 
-    python benchmarks/on_device.py --task runs/sotu_century \\
+    python docs/reports/code/on_device.py --task runs/sotu_century \\
         --teacher-init runs/pretrain --work /tmp/on_device \\
-        --out benchmarks/results/on_device.json
+        --out docs/reports/results/on_device.json
 """
 
 import argparse
@@ -109,7 +109,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--out", default="benchmarks/results/on_device.json")
+    parser.add_argument("--out", default="docs/reports/results/on_device.json")
     args = parser.parse_args()
 
     from albert_keras.export import ExportConfig
