@@ -82,8 +82,8 @@ def split_long(text, max_chars):
     re-slicing the rest of the text after every cut.
 
     Example:
-    >>> split_long("aaa bbb ccc", 7)
-    ['aaa bbb', 'ccc']
+    >>> split_long("aaa bbb ccc", 7)  # cut at the last whitespace inside the window
+    ['aaa', 'bbb ccc']
     """
     out = []
     start, end = 0, len(text)

@@ -30,7 +30,8 @@ def get_activation(name):
         name: ``gelu_new``, ``gelu``, ``relu``, ``tanh`` or ``linear``.
 
     Example:
-    >>> get_activation("gelu_new")(keras.ops.zeros((2,)))
+    >>> tuple(get_activation("gelu_new")(keras.ops.zeros((2,))).shape)
+    (2,)
     """
     try:
         return _ACTIVATIONS[name]

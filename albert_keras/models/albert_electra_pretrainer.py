@@ -94,7 +94,7 @@ class AlbertElectraPretrainer(keras.Model):
     >>> model = AlbertElectraPretrainer(
     ...     AlbertEncoder(config), AlbertEncoder(generator_config(config)))
     >>> ids = keras.ops.ones((1, 16), "int32")
-    >>> pos = keras.ops.ones((1, 2), "int32")
+    >>> pos = keras.ops.convert_to_tensor([[1, 2]], "int32")  # distinct positions
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids,
     ...              "masked_positions": pos, "masked_ids": pos,
     ...              "masked_weights": keras.ops.ones((1, 2))})

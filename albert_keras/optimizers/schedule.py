@@ -21,7 +21,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     Example:
     >>> schedule = WarmupPolynomialDecay(1e-3, total_steps=100, warmup_steps=10)
-    >>> float(schedule(5))
+    >>> round(float(schedule(5)), 6)
     0.0005
     """
 
