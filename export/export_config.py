@@ -24,19 +24,28 @@ class ExportConfig:
         with_tokenizer: string in (tokenizer and packer inside the graph).
         pair: a string-in model that takes ``text`` and ``text_pair``
             (default: when the task has pairs).
-        representative, validation_data: calibration and validation files
-            (default: the folder's training and eval files).
-        examples, calibration_examples: how many of each.
-        tolerance, min_cosine, min_agreement, max_probability_diff,
-            max_accuracy_drop: the agreement the export must reach with
-            Keras to be written, each judged on the outputs it fits
+        representative: the calibration file (default: the folder's
+            training file).
+        validation_data: the validation file (default: the folder's eval
+            file, else its training file, else ``representative``).
+        examples: how many validation examples.
+        calibration_examples: how many calibration examples.
+        tolerance: float modes: the largest |diff| from Keras.
+        min_cosine: quantized modes: the least mean cosine of vector outputs.
+        min_agreement: quantized modes: the least top-1 agreement.
+        max_probability_diff: quantized classifiers: the largest mean change
+            of the top class's probability.
+        max_accuracy_drop: quantized modes with labels: the largest accuracy
+            drop. Each bound is judged on the outputs it fits
             (``albert_keras.export.validation``).
         mask_value: the additive attention mask in the exported graph.
         part: which model of a folder.
         tokenizer: a tokenizer file (default: the folder's).
         num_choices: multiple choice: answers per question.
         seed: the choice of validation and calibration examples.
-        qat_data, qat_epochs, qat_learning_rate: the QAT fine-tune.
+        qat_data: the QAT fine-tune's training file (default: the folder's).
+        qat_epochs: its epochs.
+        qat_learning_rate: its learning rate.
         overwrite: replace an existing ``.tflite`` and its sidecar.
     """
 

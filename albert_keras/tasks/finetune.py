@@ -139,10 +139,10 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         init: a pretraining (or fine-tuned) model folder, a published HF
             or TF1 checkpoint folder, or a ``.keras`` file with ``tokenizer``
             given.
-        train_path, eval_path: task files (``eval_path`` may be None).
-            With a labelled ``eval_path`` and no ``validation_path``, every
-            epoch is scored on the eval file and the best one is kept, so the
-            reported score is optimistic.
+        train_path: the training task file.
+        eval_path: the eval task file, or None. With a labelled ``eval_path``
+            and no ``validation_path``, every epoch is scored on the eval file
+            and the best one is kept, so the reported score is optimistic.
         out_dir: the model folder to write.
         cfg: a ``FinetuneConfig``.
         tokenizer: a tokenizer file (default: the one in ``init``).

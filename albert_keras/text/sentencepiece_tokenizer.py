@@ -44,11 +44,13 @@ class SentencePieceTokenizer(PreprocessingLayer):
 
     Args:
         proto: a ``.model`` path or the serialized model bytes.
-        lowercase, keep_accents: HF ``AlbertTokenizer``'s steps before the
-            model (published ALBERT checkpoints: lower-case, strip accents),
-            run by tf-text's ``FastBertNormalizer`` with a table built from
-            HF's own normalizers. Default: none (our models normalize inside
-            the SentencePiece model).
+        lowercase: lower-case the text before the model, as HF's
+            ``AlbertTokenizer`` does for published ALBERT checkpoints; run by
+            tf-text's ``FastBertNormalizer`` with a table built from HF's own
+            normalizers. Default: no (our models normalize inside the
+            SentencePiece model).
+        keep_accents: keep accents (False strips them, as HF's
+            ``AlbertTokenizer`` does for published checkpoints).
 
     Call:
         A string tensor of rank 0 or 1. Returns int32 ids: a 1-D tensor for

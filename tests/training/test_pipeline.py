@@ -8,9 +8,9 @@ import pytest
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.data_config import DataConfig
 from albert_keras.training.pipeline import PipelineConfig
-from albert_keras.training.pipeline import small_corpus_recipe
 from albert_keras.training.pipeline import resolved_data_config
 from albert_keras.training.pipeline import run_pretraining
+from albert_keras.training.pipeline import small_corpus_recipe
 from albert_keras.training.pretrain_config import PretrainConfig
 
 

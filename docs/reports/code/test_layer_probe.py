@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import numpy as np
-
 from conftest import load_script
+
 from tests.helpers import make_sentences
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import load_script
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
