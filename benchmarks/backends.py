@@ -41,15 +41,17 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
+
+from common import PREDICTIONS  # noqa: E402  (benchmarks/ is the script's folder)
+from common import VOCAB  # noqa: E402
+from common import run_child  # noqa: E402
+from common import training_flops_per_token  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 
 # ALBERT-base: hidden, embedding, layers, heads, intermediate.
 BASE = (768, 128, 12, 12, 3072)
-VOCAB = 30000
-PREDICTIONS = 20
 CASES = ("ours-jax", "keras-hub-jax", "hf-eager", "hf-compile", "ours-torch",
          "ours-tensorflow", "ours-rtd-jax")
 
@@ -203,25 +205,10 @@ print("RESULT " + json.dumps({"flops": best}))
 """
 
 
-def _child(code, *argv, timeout):
-    try:
-        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
-                              text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if done.returncode or line is None:
-        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:200]}
-    return json.loads(line[len("RESULT "):])
-
-
 def model_flops_per_token(seq):
-    """Training FLOPs per token of ALBERT-base pretraining (3x the forward)."""
+    """Training FLOPs per token of ALBERT-base pretraining."""
     H, E, L, _, FFN = BASE
-    per_layer = 2 * (4 * H * H + 2 * H * FFN) + 2 * 2 * seq * H  # dense + scores/context
-    forward = L * per_layer + 2 * E * H  # + the E -> H projection
-    forward += PREDICTIONS / seq * 2 * (H * E + E * VOCAB)  # MLM head at the masked rows
-    return 3 * forward
+    return training_flops_per_token(H, E, L, FFN, seq)
 
 
 def render(results):
@@ -291,7 +278,7 @@ def main(argv=None):
 
     stem = args.out or os.path.join(RESULTS, f"backends_{args.device}")
     os.makedirs(os.path.dirname(stem) or ".", exist_ok=True)
-    peak = _child(PEAK_CHILD, args.device, timeout=args.timeout).get("flops")
+    peak = run_child(PEAK_CHILD, args.device, timeout=args.timeout).get("flops")
     results = {"machine": _machine(args.device), "matmul_peak_flops": peak,
                "args": vars(args), "rows": []}
     for shape in args.shapes:
@@ -300,7 +287,7 @@ def main(argv=None):
             spec = {"who": who, "batch": batch, "seq": seq, "base": BASE, "vocab": VOCAB,
                     "predictions": PREDICTIONS, "steps": args.steps, "warmup": args.warmup,
                     "repeats": args.repeats, "device": args.device}
-            out = _child(CHILD, json.dumps(spec), timeout=args.timeout)
+            out = run_child(CHILD, json.dumps(spec), timeout=args.timeout)
             row = {"who": who, "batch": batch, "seq": seq}
             if "error" in out:
                 row["error"] = out["error"]

@@ -33,6 +33,12 @@ import sys
 import tempfile
 import time
 
+from common import PREDICTIONS  # noqa: E402  (benchmarks/ is the script's folder)
+from common import VOCAB  # noqa: E402
+from common import cpu_name  # noqa: E402
+from common import run_child  # noqa: E402
+from common import training_flops_per_token  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 
@@ -41,8 +47,6 @@ SHAPES = {
     "base": (768, 128, 12, 12, 3072, 8, 128),
     "tiny": (256, 128, 4, 4, 1024, 64, 128),
 }
-VOCAB = 30000
-PREDICTIONS = 20
 
 CHILD = r"""
 import json, resource, sys, time
@@ -130,49 +134,18 @@ print("RESULT " + json.dumps({"flops": 2 * n ** 3 / sorted(times)[len(times) // 
 """
 
 
-def _child(code, *argv):
-    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if done.returncode or line is None:
-        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:200]}
-    return json.loads(line[len("RESULT "):])
-
-
-def flops_per_token(shape, seq, last_block_rows=None):
-    """Training FLOPs per token (3x the forward matmuls: forward + 2 backward).
-
-    ``last_block_rows``: the rows the last block computes, when fewer than
-    ``seq`` (ours computes only ``[CLS]`` and the masked positions there; its
-    keys and values still cover every position).
-    """
-    H, E, L, _, FFN, _, S = shape
-    per_layer = 2 * (4 * H * H + 2 * H * FFN) + 2 * 2 * S * H  # dense + attention scores/context
-    forward = L * per_layer + 2 * E * H  # + embedding projection
-    if last_block_rows is not None:
-        cut = last_block_rows / S
-        last = 2 * 2 * H * H + cut * (2 * (2 * H * H + 2 * H * FFN) + 2 * 2 * S * H)
-        forward += last - per_layer
-    forward += PREDICTIONS / S * 2 * (H * E + E * VOCAB)  # MLM head on the masked positions
-    return 3 * forward
-
-
 def executed_flops_per_token(who, shape, seq):
-    return flops_per_token(shape, seq, 1 + PREDICTIONS if who == "ours" else None)
+    H, E, L, _, FFN, _, _ = shape
+    return training_flops_per_token(H, E, L, FFN, seq,
+                                    1 + PREDICTIONS if who == "ours" else None)
 
 
 def machine():
-    info = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-            "python": platform.python_version()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            info["cpu"] = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
-    return info
+    return {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version()}
 
 
 def bench_pretrain(shapes, steps, warmup, threads):
-    peaks = {p: _child(PEAK_CHILD, p).get("flops") for p in ("float32", "bfloat16")}
+    peaks = {p: run_child(PEAK_CHILD, p).get("flops") for p in ("float32", "bfloat16")}
     rows = []
     cases = [("ours", "float32"), ("ours", "mixed_bfloat16"), ("keras-hub", "float32"),
              ("keras-hub", "mixed_bfloat16"), ("hf", "float32")]
@@ -182,7 +155,7 @@ def bench_pretrain(shapes, steps, warmup, threads):
             args = {"who": who, "precision": precision, "shape": shape, "vocab": VOCAB,
                     "predictions": PREDICTIONS, "steps": steps, "warmup": warmup,
                     "threads": threads}
-            result = _child(CHILD, json.dumps(args))
+            result = run_child(CHILD, json.dumps(args))
             row = {"shape": shape_name, "who": who, "precision": precision}
             if "error" in result:
                 row["error"] = result["error"]
