@@ -78,3 +78,21 @@ def test_notebooks_run_in_order(tmp_path, corpus_file, task_files):
     written = sorted(n for n in os.listdir(export_dir) if n.endswith(".tflite"))
     assert written == ["dynamic.tflite", "int8.tflite", "none.tflite", "qat.tflite",
                        "text_in.tflite"]
+
+
+def test_notebook_02_starts_from_a_published_checkpoint_folder(tmp_path, spm_path, task_files):
+    """A local HF ALBERT folder as ``checkpoint`` (what a hub download leaves on Colab)."""
+    import shutil
+
+    from tests.helpers import make_hf_model
+
+    hf = tmp_path / "albert-hf"
+    make_hf_model("AlbertModel", str(hf), vocab_size=120, max_position_embeddings=64)
+    shutil.copyfile(spm_path, hf / "spiece.model")
+    out = str(tmp_path / "finetune")
+    _run("02_finetune.ipynb", str(tmp_path), {
+        "checkpoint": str(hf), "train_csv": task_files["cls_train"],
+        "eval_csv": task_files["cls_eval"], "out_dir": out, "epochs": 1, "batch_size": 8,
+        "sequence_length": 32, "precision": "float32",
+    })
+    assert json.load(open(os.path.join(out, "task.json")))["task"] == "classify"
