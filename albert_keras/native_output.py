@@ -41,3 +41,4 @@ def stderr_silenced(enabled=True):
         os.dup2(saved, fd)
         os.close(saved)
         os.close(devnull)
+

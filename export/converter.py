@@ -223,13 +223,15 @@ def _int_spec(shape, name):
 
 def serving_function(model, sequence_length=128, tokenizer=None, pair=False,
                      truncate="longest_first", num_choices=None, max_predictions=20,
-                     special_ids=None):
+                     special_ids=None, probabilities=False):
     """The function the ``.tflite`` runs, with its named inputs and outputs.
 
     Ids-in: ``ids``, ``mask``, ``segment_ids`` (int32 ``[1, S]``; ``[1, C,
     S]`` for multiple choice; plus ``masked_positions`` ``[1, P]`` for the
     MLM). String-in (``tokenizer`` given): ``text`` (and ``text_pair``),
-    scalar strings; the tokenizer and packer run inside the graph.
+    scalar strings; the tokenizer and packer run inside the graph. With
+    ``probabilities`` a classifier outputs ``probability`` (the softmax of
+    its logits, what app runtimes show as scores) instead of ``logits``.
     """
     kind, output_names = model_kind(model)
     S = int(sequence_length)
@@ -239,6 +241,8 @@ def serving_function(model, sequence_length=128, tokenizer=None, pair=False,
         if kind == "mlm":
             inputs["masked_positions"] = extra
         out = model(inputs, training=False)
+        if probabilities and kind == "classifier":
+            return {"probability": tf.nn.softmax(tf.cast(out["logits"], tf.float32), -1)}
         return {name: tf.cast(out[name], tf.float32) for name in output_names}
 
     if tokenizer is not None:

@@ -46,7 +46,13 @@ class ExportConfig:
         qat_data: the QAT fine-tune's training file (default: the folder's).
         qat_epochs: its epochs.
         qat_learning_rate: its learning rate.
-        overwrite: replace an existing ``.tflite`` and its sidecar.
+        metadata: write TFLite Model Metadata for MediaPipe Tasks and the
+            TFLite Task Library (``albert_keras.export.metadata``).
+        mediapipe_min_agreement: with ``metadata``, how closely MediaPipe
+            (its own tokenizer, its runtime) must agree with Keras on our
+            tokenization: the share of texts with the same top label, or the
+            least cosine of an embedder's vectors.
+        overwrite: replace an existing ``.tflite``, its sidecar and its card.
     """
 
     quantize: str = option("none", "weights and activations in the .tflite",
@@ -79,8 +85,10 @@ class ExportConfig:
     mask_value: float = option(-120.0, "additive attention mask in the export (bounded "
                                        "for int8)", valid="[-1000000000, 0)")
     part: str = option("auto", "which model of a folder (pretraining folder: encoder or mlm; "
-                               "an rtd run's folder: also discriminator)",
-                       choices=("auto", "encoder", "mlm", "model", "discriminator"))
+                               "an rtd run's folder: also discriminator; any folder: "
+                               "embedder, the mean of the last layer as `embed` gives)",
+                       choices=("auto", "encoder", "mlm", "model", "discriminator",
+                                "embedder"))
     tokenizer: str = option(None, "tokenizer file (default: the folder's)")
     num_choices: int = option(None, "multiple choice: answers per question (default: "
                                     "the task's)", valid="[2, inf)")
@@ -88,5 +96,13 @@ class ExportConfig:
     qat_data: str = option(None, "qat: training file for the quantization-aware "
                                  "fine-tune (default: the folder's own)")
     qat_epochs: int = option(1, "qat: epochs of the quantization-aware fine-tune", valid="[1, inf)")
+    metadata: bool = option(False, "write TFLite Model Metadata for MediaPipe Tasks and the "
+                                   "TFLite Task Library (ids in; the tokenizer and labels "
+                                   "packed in the file; classifiers output probabilities); "
+                                   "MediaPipe runs it before it is written, when installed")
+    mediapipe_min_agreement: float = option(
+        0.99, "--metadata: the least share of validation texts on which MediaPipe, "
+              "tokenizing them itself, gives Keras' top label (embedders: the least cosine "
+              "with Keras' vector)", valid="(0, 1]")
     qat_learning_rate: float = option(1e-5, "qat: its learning rate", valid="(0, inf)")
     overwrite: bool = option(False, "replace an existing .tflite and its sidecar")

@@ -8,6 +8,7 @@ calibration) -> convert -> run in LiteRT and compare with Keras -> write
 Nothing is written when validation fails.
 """
 
+import dataclasses
 import json
 import logging
 import os
@@ -16,13 +17,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_keras import __version__
 from albert_keras.config import ALBERT_SPECIAL_IDS
+from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
+from albert_keras.export.app_runtime import check_app_model
+from albert_keras.export.app_runtime import run_in_mediapipe
 from albert_keras.export.converter import ExportError
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
 from albert_keras.export.export_config import ExportConfig
+from albert_keras.export.metadata import ModelInfo
+from albert_keras.export.metadata import with_metadata
+from albert_keras.export.model_card import model_card
 from albert_keras.export.validation import validate
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
@@ -42,6 +50,7 @@ from albert_keras.saving import load_model
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task import ValidationTexts
+from albert_keras.tasks.task import softmax
 from albert_keras.text.packer import AlbertPacker
 
 logger = logging.getLogger(__name__)
@@ -60,6 +69,17 @@ def load_source(source, part="auto", tokenizer=None):
     ``tokenizer`` is the host-side tokenizer, or None when there is none.
     """
     folder = folder_of(source)
+    if part == "embedder":
+        # what `albert-keras embed` computes by default: the last layer, mean-pooled
+        from albert_keras.model_folder import load_encoder
+        from albert_keras.models.albert_embedder import AlbertEmbedder
+
+        encoder = load_encoder(source, dtype="float32", output_hidden_states=True)
+        try:
+            pieces = read_tokenizer(source, tokenizer)
+        except FileNotFoundError:
+            pieces = None
+        return AlbertEmbedder(encoder), None, pieces, folder
     if is_checkpoint_folder(source):
         # A published checkpoint: its encoder, or with --part mlm its MLM model.
         # auto/encoder: its encoder; mlm: the model with the MLM head; model:
@@ -108,11 +128,13 @@ def _texts_from_file(path, spec, tokenizer, pair):
 
 
 class Examples:
-    """Feeds for the ``.tflite`` and the matching Keras inputs."""
+    """Feeds for the ``.tflite`` and the matching Keras inputs (and the texts
+    they were made from, when they were)."""
 
-    def __init__(self, keras_inputs, feeds, labels=None, source=""):
+    def __init__(self, keras_inputs, feeds, labels=None, source="", texts=None):
         self.keras_inputs, self.feeds, self.labels, self.source = \
             keras_inputs, feeds, labels, source
+        self.texts = texts
 
     def __len__(self):
         return len(self.feeds)
@@ -123,7 +145,7 @@ def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair
     """Up to ``count`` examples from ``path`` (random ids when it is None)."""
     rng = np.random.default_rng(seed)
     S = sequence_length
-    labels = None
+    labels = row_texts = None  # row_texts: the text of each row, when rows are texts
     if path is None:
         if string_in:
             raise ExportError("string-in validation needs texts: pass --validation-data")
@@ -156,6 +178,7 @@ def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair
             packed = packer(layer(tf.constant(texts)),
                             layer(tf.constant(pairs)) if pairs else None)
             x = {k: v.numpy() for k, v in packed.items()}
+            row_texts = None if pairs else texts
         source = path
     n = min(count, len(x["token_ids"]))
     x = {k: v[:n] for k, v in x.items()}
@@ -169,7 +192,8 @@ def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair
         names = {"token_ids": "ids", "padding_mask": "mask", "segment_ids": "segment_ids",
                  "masked_positions": "masked_positions"}
         feeds = [{names[k]: v[i:i + 1] for k, v in x.items()} for i in range(n)]
-    return Examples(x, feeds, labels[:n] if labels is not None else None, source)
+    return Examples(x, feeds, labels[:n] if labels is not None else None, source,
+                    row_texts[:n] if row_texts is not None else None)
 
 
 # -- the export ---------------------------------------------------------------------------------
@@ -181,7 +205,10 @@ def export_tflite(source, out, config=None):
     With ``quantize="qat"`` the (fine-tuned) model is first fine-tuned for
     ``qat_epochs`` with fake quantization on ``qat_data`` (default: its own
     training file), then converted to int8 with the learned ranges; it is
-    validated against that quantization-aware Keras model.
+    validated against that quantization-aware Keras model. With ``metadata``
+    the file also carries what MediaPipe Tasks and the TFLite Task Library
+    read (``albert_keras.export.metadata``), and MediaPipe runs it before it
+    is written, when installed. A model card (``MODEL.md``) goes beside it.
 
     Args:
         source: a model folder or ``.keras`` file.
@@ -192,136 +219,223 @@ def export_tflite(source, out, config=None):
     >>> export_tflite("runs/classifier", "model.tflite",
     ...               ExportConfig(quantize="dynamic"))  # doctest: +SKIP
     """
-    from albert_keras.export import validation as v
-
     c = config or ExportConfig()
+    paths = _check_request(source, out, c)
+    job = _load(source, c)
+    checks, calibration = _examples(job, c)
+    if c.quantize == "qat":
+        from albert_keras.export.qat import qat_finetune
+
+        job.model = qat_finetune(job.model, job.spec,
+                                 c.qat_data or data_file(job.folder, "train"), job.tokenizer,
+                                 epochs=c.qat_epochs, learning_rate=c.qat_learning_rate,
+                                 seed=c.seed)
+    blob, exported, reference = _convert(job, c, calibration)
+    report = _validate(job, c, blob, reference, checks)
+    if c.metadata:
+        blob, report["mediapipe"] = _add_metadata(job, c, blob, checks)
+    sidecar = _sidecar(job, c, exported, blob, report)
+    logger.info(f"validated; writing {out} ({len(blob) / 1e6:.1f} MB), {paths['sidecar']} "
+                f"and {paths['card']}")
+    # The model is renamed into place first: when that fails, the sidecar's
+    # and the card's temporary files are removed too, so a failure leaves none.
+    with atomic_write(paths["card"]) as card, atomic_write(paths["sidecar"]) as f, \
+            atomic_path(out) as tmp:
+        with open(tmp, "wb") as blob_file:
+            blob_file.write(blob)
+        sidecar["sha256"] = sha256_file(tmp)
+        json.dump(sidecar, f, indent=2, sort_keys=True)
+        card.write(model_card(sidecar, os.path.basename(out)))
+    return sidecar
+
+
+def _check_request(source, out, c):
+    """Everything that can be refused before any work; the side files' paths."""
     check_options(c)
     if keras.backend.backend() != "tensorflow":
         raise ExportError(f"the TFLite export runs on Keras' TensorFlow backend; this process "
                           f"runs {keras.backend.backend()} (set KERAS_BACKEND=tensorflow)")
     if not out.endswith(".tflite"):
         raise ExportError(f"{out}: the output must end in .tflite")
-    sidecar_path = out[: -len(".tflite")] + ".json"
-    for path in (out, sidecar_path):
+    stem = out[: -len(".tflite")]
+    paths = {"sidecar": stem + ".json", "card": stem + ".md"}
+    for path in (out, *paths.values()):
         # never over the source model (a folder's task.json, say), and an
-        # existing sidecar is named as itself
+        # existing side file is named as itself
         check_output(path, [source, c.tokenizer], c.overwrite)
-
     if c.quantize == "qat" and not read_task_spec(folder_of(source)):
         raise ExportError(f"{source}: --quantize qat fine-tunes with fake quantization, so it "
                           "needs a fine-tuned task folder (task.json and its training file)")
-    # -- source ----------------------------------------------------------------------------
+    if c.metadata and c.with_tokenizer:
+        raise ExportError("--metadata is for app runtimes, which tokenize themselves: it "
+                          "takes ids in, so drop --with-tokenizer")
+    return paths
+
+
+@dataclasses.dataclass
+class _Job:
+    """What the export works on, read once from the source."""
+
+    source: str
+    model: object
+    spec: object
+    tokenizer: object
+    folder: str
+    kind: str
+    output_names: tuple
+    sequence_length: int
+    pair: bool
+    num_choices: int
+
+
+def _load(source, c):
     model, spec, tokenizer, folder = load_source(source, c.part, c.tokenizer)
-    quantize, num_choices, pair = c.quantize, c.num_choices, c.pair
     kind, output_names = model_kind(model)
-    config = model.config
     S = int(c.sequence_length or (spec.sequence_length if spec else 128))
-    if S > config.max_position_embeddings:
+    if S > model.config.max_position_embeddings:
         raise ExportError(f"--seq-len {S} exceeds max_position_embeddings "
-                          f"{config.max_position_embeddings}")
+                          f"{model.config.max_position_embeddings}")
+    pair = c.pair
     if pair is None:
         pair = bool(spec and (spec.text_pair_column or spec.task == "qa"))
+    num_choices = c.num_choices
     if kind == "choice":
         num_choices = num_choices or (spec.num_choices if spec else None)
-    if c.with_tokenizer and tokenizer is None:
-        raise ExportError("--with-tokenizer needs the tokenizer file: pass --tokenizer")
+    if (c.with_tokenizer or c.metadata) and tokenizer is None:
+        raise ExportError(f"{'--metadata' if c.metadata else '--with-tokenizer'} needs the "
+                          "tokenizer file: pass --tokenizer")
+    if c.metadata:
+        output_names = check_app_model(kind, output_names, pair, tokenizer)
+    return _Job(source, model, spec, tokenizer, folder, kind, output_names, S, pair, num_choices)
 
-    # -- examples ----------------------------------------------------------------------------
-    validation_path = (c.validation_data or data_file(folder, "eval")
-                       or data_file(folder, "train") or c.representative)
-    calibration_path = c.representative or data_file(folder, "train")
-    common = dict(spec=spec, kind=kind, tokenizer=tokenizer, sequence_length=S,
-                  string_in=c.with_tokenizer, pair=pair, vocab_size=config.vocab_size,
-                  num_choices=num_choices)
+
+def _examples(job, c):
+    """The validation examples, and the calibration examples of int8 modes."""
+    validation_path = (c.validation_data or data_file(job.folder, "eval")
+                       or data_file(job.folder, "train") or c.representative)
+    calibration_path = c.representative or data_file(job.folder, "train")
+    common = dict(spec=job.spec, kind=job.kind, tokenizer=job.tokenizer,
+                  sequence_length=job.sequence_length, string_in=c.with_tokenizer,
+                  pair=job.pair, vocab_size=job.model.config.vocab_size,
+                  num_choices=job.num_choices)
     checks = build_examples(validation_path, count=c.examples, seed=c.seed, **common)
     calibration = None
-    if quantize in ("int8", "qat"):
+    if c.quantize in ("int8", "qat"):
         if calibration_path is None:
             raise ExportError("int8 needs representative examples from real data: "
                               "pass --representative FILE")
         calibration = build_examples(calibration_path, count=c.calibration_examples,
                                      seed=c.seed + 1, **common)
+    return checks, calibration
 
-    # -- quantization-aware training ----------------------------------------------------------
-    if quantize == "qat":
-        from albert_keras.export.qat import qat_finetune
 
-        model = qat_finetune(model, spec, c.qat_data or data_file(folder, "train"), tokenizer,
-                             epochs=c.qat_epochs, learning_rate=c.qat_learning_rate, seed=c.seed)
-
-    # -- convert ---------------------------------------------------------------------------------
-    exported = prepare_for_export(model, c.mask_value)
+def _convert(job, c, calibration):
+    """``(blob, the exported Keras model, the float Keras reference)``."""
+    exported = prepare_for_export(job.model, c.mask_value)
     # Keras' own numbers: the same weights in float32, with the mask it was
     # trained with and every row of the last block computed.
-    reference = prepare_for_export(model, _encoder(model).mask_value, cls_only=False)
-    layer = tokenizer.keras_layer() if c.with_tokenizer else None
-    truncate = spec.truncate if spec else "longest_first"
-    serve = serving_function(exported, S, tokenizer=layer, pair=pair, truncate=truncate,
-                             num_choices=num_choices,
-                             special_ids=tokenizer.special_ids if tokenizer else None)
-    logger.info(f"converting the {kind} ({quantize}, sequence {S}"
-        + (", string-in" if c.with_tokenizer else "") + ") ...")
-    blob = convert(exported, serve, quantize,
+    reference = prepare_for_export(job.model, _encoder(job.model).mask_value, cls_only=False)
+    layer = job.tokenizer.keras_layer() if c.with_tokenizer else None
+    serve = serving_function(
+        exported, job.sequence_length, tokenizer=layer, pair=job.pair,
+        truncate=job.spec.truncate if job.spec else "longest_first",
+        num_choices=job.num_choices,
+        special_ids=job.tokenizer.special_ids if job.tokenizer else None,
+        probabilities=c.metadata and job.kind == "classifier")
+    logger.info(f"converting the {job.kind} ({c.quantize}, sequence {job.sequence_length}"
+                + (", string-in" if c.with_tokenizer else "") + ") ...")
+    blob = convert(exported, serve, c.quantize,
                    representative=calibration.feeds if calibration else None, tokenizer=layer,
                    int8_scope=c.int8_scope)
+    return blob, exported, reference
 
-    # -- validate ------------------------------------------------------------------------------
+
+def reference_outputs(reference, keras_inputs, output_names):
+    """Keras' outputs per example, under the exported names (a classifier
+    exported with probabilities: the softmax of its logits)."""
+    outputs = reference.predict(dict(keras_inputs), batch_size=16, verbose=0)
+    if "probability" in output_names:
+        outputs = {"probability": softmax(np.asarray(outputs["logits"], np.float32))}
+    n = len(next(iter(outputs.values())))
+    return [{name: np.asarray(outputs[name][i:i + 1], np.float32) for name in output_names}
+            for i in range(n)]
+
+
+def _validate(job, c, blob, reference, checks):
+    from albert_keras.export import validation as v
+
     logger.info(f"validating {len(checks)} examples in LiteRT against Keras ...")
-    expected = []
-    batch = {k: v for k, v in checks.keras_inputs.items()}
-    outputs = reference.predict(batch, batch_size=16, verbose=0)
-    for i in range(len(checks)):
-        expected.append({name: np.asarray(outputs[name][i:i + 1], np.float32)
-                         for name in output_names})
+    expected = reference_outputs(reference, checks.keras_inputs, job.output_names)
     report = validate(
-        blob, checks.feeds, expected, quantize, tolerance=c.tolerance,
+        blob, checks.feeds, expected, c.quantize, tolerance=c.tolerance,
         min_cosine=v.DEFAULT_MIN_COSINE if c.min_cosine is None else c.min_cosine,
         min_agreement=v.DEFAULT_MIN_AGREEMENT if c.min_agreement is None else c.min_agreement,
-        labels=checks.labels, kind=kind,
+        labels=checks.labels, kind=job.kind,
         max_probability_diff=(v.DEFAULT_MAX_PROBABILITY_DIFF if c.max_probability_diff is None
                               else c.max_probability_diff),
         max_accuracy_drop=(v.DEFAULT_MAX_ACCURACY_DROP if c.max_accuracy_drop is None
                            else c.max_accuracy_drop),
     )
-    report["data"] = checks.source
-    if quantize in ("int8", "qat"):
+    # a file name, not a path: nothing shipped names the exporting machine
+    report["data"] = os.path.basename(checks.source) if os.path.sep in checks.source \
+        else checks.source
+    if c.quantize in ("int8", "qat"):
         from albert_keras.export.runtime import float_ops
 
         # Gathers of the embedding tables and the int32 inputs stay as they
         # are; ops without int8 kernels (or fed float by them) stay float.
         report["float_ops"] = float_ops(blob)
+    return report
 
-    # -- write ---------------------------------------------------------------------------------
-    logger.info(f"validated; writing {out} ({len(blob) / 1e6:.1f} MB) and {sidecar_path}")
-    sidecar = {
+
+def _add_metadata(job, c, blob, checks):
+    """The blob with app-runtime metadata, and MediaPipe's own check of it."""
+    info = ModelInfo(name=_model_name(job), description=_description(job),
+                     version=__version__)
+    labels = list(job.spec.labels) if job.kind == "classifier" and job.spec else None
+    blob = with_metadata(blob, info, job.tokenizer, OUTPUT_DESCRIPTIONS, labels=labels)
+    return blob, run_in_mediapipe(blob, job, c, checks)
+
+
+def _sidecar(job, c, exported, blob, report):
+    spec, tokenizer = job.spec, job.tokenizer
+    return {
         "format": SIDECAR_FORMAT,
-        "kind": kind,
+        "kind": job.kind,
         "task": spec.task if spec else None,
         "labels": list(spec.labels or []) if spec else [],
-        "sequence_length": S,
-        "quantize": quantize,
+        "sequence_length": job.sequence_length,
+        "quantize": c.quantize,
         "string_in": bool(c.with_tokenizer),
-        "inputs": (["text"] + (["text_pair"] if pair else [])) if c.with_tokenizer else
-                  (["ids", "mask", "segment_ids"] + (["masked_positions"] if kind == "mlm" else [])),
-        "outputs": list(output_names),
+        "metadata": bool(c.metadata),
+        "inputs": (["text"] + (["text_pair"] if job.pair else [])) if c.with_tokenizer else
+                  (["ids", "mask", "segment_ids"]
+                   + (["masked_positions"] if job.kind == "mlm" else [])),
+        "outputs": list(job.output_names),
         "special_ids": tokenizer.special_ids if tokenizer else DEFAULT_SPECIAL_IDS,
-        "truncate": truncate,
+        "tokenizer": tokenizer.kind if tokenizer else None,
+        "truncate": job.spec.truncate if job.spec else "longest_first",
         "mask_value": c.mask_value,
         # the last block computed only the [CLS] row (pooled-output models)
         "cls_only": bool(_encoder(exported).cls_only),
-        "num_choices": num_choices,
+        "num_choices": job.num_choices,
         "size_bytes": len(blob),
         "validation": report,
-        "source": os.path.abspath(source),
+        # the model's name, not its path: nothing shipped names the exporting machine
+        "source": _model_name(job),
     }
-    # The model is renamed into place first: when that fails, the sidecar's
-    # temporary file is removed too, so a failure leaves neither.
-    with atomic_write(sidecar_path) as f, atomic_path(out) as tmp:
-        with open(tmp, "wb") as blob_file:
-            blob_file.write(blob)
-        sidecar["sha256"] = sha256_file(tmp)
-        json.dump(sidecar, f, indent=2, sort_keys=True)
-    return sidecar
+
+
+def _model_name(job):
+    return os.path.basename(os.path.normpath(job.source)) or "model"
+
+
+def _description(job):
+    what = {"classifier": "Classifies a text", "embedder": "Embeds a text",
+            "qa": "Finds the answer to a question in a text"}[job.kind]
+    labels = f" into {', '.join(job.spec.labels)}" if job.kind == "classifier" and \
+        job.spec and job.spec.labels and len(job.spec.labels) <= 10 else ""
+    return f"{what}{labels}. An ALBERT-family encoder exported by albert-keras."
 
 
 def _encoder(model):

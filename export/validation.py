@@ -15,6 +15,8 @@ Quantized modes are judged by what a user of each output sees:
 NaN or inf anywhere is refused in every mode.
 """
 
+import time
+
 import numpy as np
 
 from albert_keras.export.runtime import TFLiteRunner
@@ -30,6 +32,7 @@ DEFAULT_EXAMPLES = 200  # one disagreement moves the agreement by half a point
 # How each model kind's outputs are judged.
 MEASURES = {
     ("classifier", "logits"): "classes",
+    ("classifier", "probability"): "probabilities",
     ("choice", "logits"): "classes",
     ("mlm", "sop_logits"): "classes",
     ("tagger", "logits"): "token_classes",
@@ -92,8 +95,17 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
         The report dict (``passed`` True), or raises ``ValidationError``.
     """
     runner = TFLiteRunner(blob)
-    got = [runner(feed) for feed in feeds]
-    report = {"quantize": quantize, "examples": len(feeds), "outputs": {}}
+    got, seconds = [], []
+    for feed in feeds:
+        started = time.perf_counter()
+        got.append(runner(feed))
+        seconds.append(time.perf_counter() - started)
+    report = {"quantize": quantize, "examples": len(feeds), "outputs": {},
+              # a rough latency for the model card (bench measures it properly)
+              "median_ms": round(1000 * float(np.median(seconds)), 2) if seconds else None}
+    if label_output not in (expected[0] if expected else {}) and expected and \
+            "probability" in expected[0]:
+        label_output = "probability"
     failures = []
     float_mode = quantize in ("none", "float16")
     limit = tolerance if tolerance is not None else DEFAULT_TOLERANCE.get(quantize)
@@ -118,16 +130,17 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
         if measure == "vectors" or not float_mode:
             cosines = [_cosine(g, e) for g, e in pairs]
             entry.update(min_cosine=min(cosines), mean_cosine=float(np.mean(cosines)))
-        if measure in ("classes", "token_classes", "span"):
+        if measure in ("classes", "probabilities", "token_classes", "span"):
             agree = [np.mean(np.argmax(g, -1) == np.argmax(e, -1)) for g, e in pairs]
             entry["top1_agreement"] = float(np.mean(agree))
-        if measure in ("classes", "token_classes"):
+        if measure in ("classes", "probabilities", "token_classes"):
             # the change of the probability Keras gives its own top class
+            as_probabilities = (lambda p: p) if measure == "probabilities" else _softmax
             moved = []
             for g, e in pairs:
                 top = np.argmax(e, -1)[..., None]
-                moved.append(np.abs(np.take_along_axis(_softmax(g), top, -1) -
-                                    np.take_along_axis(_softmax(e), top, -1)).ravel())
+                moved.append(np.abs(np.take_along_axis(as_probabilities(g), top, -1) -
+                                    np.take_along_axis(as_probabilities(e), top, -1)).ravel())
             moved = np.concatenate(moved)
             entry.update(mean_probability_diff=float(moved.mean()),
                          max_probability_diff=float(moved.max()))
@@ -143,11 +156,12 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
             continue
         if measure == "vectors" and entry["mean_cosine"] < min_cosine:
             failures.append(f"{name}: mean cosine {entry['mean_cosine']:.4f} < {min_cosine}")
-        if measure in ("classes", "token_classes", "binary") and \
+        if measure in ("classes", "probabilities", "token_classes", "binary") and \
                 entry["top1_agreement"] < min_agreement:
             failures.append(
                 f"{name}: top-1 agreement {entry['top1_agreement']:.3f} < {min_agreement}")
-        if measure == "classes" and entry["mean_probability_diff"] > max_probability_diff:
+        if measure in ("classes", "probabilities") and \
+                entry["mean_probability_diff"] > max_probability_diff:
             failures.append(f"{name}: mean probability change "
                             f"{entry['mean_probability_diff']:.3f} > {max_probability_diff}")
     if len(spans) == 4:  # start and end, TFLite and Keras
