@@ -273,3 +273,41 @@ def test_wordpiece_vocabulary_readers(name):
         _check(load, data, name)
 
     run()
+
+
+# Each Beam run starts a pipeline (seconds), so fewer examples than the readers get.
+BEAM_EXAMPLES = max(1, EXAMPLES // 8)
+
+
+def test_beam_data_creation(spm_path):
+    """The Beam runner meets the mutated corpora too: a data folder or one line
+    on stderr naming the file, exit status 2, never a traceback or a folder
+    left behind."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("apache_beam")
+
+    @settings(max_examples=BEAM_EXAMPLES, deadline=None, derandomize=not os.environ.get(
+        "FUZZ_EXAMPLES"), suppress_health_check=[HealthCheck.too_slow])
+    @given(data=mutated(_CORPUS))
+    def run(data):
+        folder = tempfile.mkdtemp()
+        try:
+            corpus, out = os.path.join(folder, "c.txt"), os.path.join(folder, "data")
+            with open(corpus, "wb") as f:
+                f.write(data)
+            done = subprocess.run([sys.executable, "-m", "albert_keras_cli", "data", "create",
+                                   "--input", corpus, "--tokenizer", spm_path, "--out", out,
+                                   "--runner", "beam", "--max-seq-length", "32"],
+                                  capture_output=True, text=True, timeout=600)
+            if done.returncode == 0:
+                assert os.path.isfile(os.path.join(out, "manifest.json"))
+            else:
+                lines = done.stderr.strip().splitlines()
+                assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+                assert "c.txt" in lines[0] and not os.path.exists(out), lines[0]
+        finally:
+            shutil.rmtree(folder)
+
+    run()
