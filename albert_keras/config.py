@@ -213,10 +213,6 @@ class AlbertConfig:
         """The E -> H mapping exists only when E != H (original code)."""
         return self.embedding_size != self.hidden_size
 
-    def group_of_layer(self, layer_index):
-        """Group used by layer ``layer_index`` (original ALBERT formula)."""
-        return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
-
     def block_plan(self):
         """Which attention and FFN module each block application uses.
 

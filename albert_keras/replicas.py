@@ -1,6 +1,7 @@
 """The ``tf.distribute`` replica context, for code that must also run off TensorFlow."""
 
 import keras
+from keras import ops
 
 
 def tf_replica_context():
@@ -22,3 +23,25 @@ def tf_replica_context():
     if replica is not None and replica.num_replicas_in_sync > 1:
         return replica
     return None
+
+
+def mean_over_replicas(value):
+    """``value`` averaged over the replicas (itself on one replica)."""
+    replica = tf_replica_context()
+    if replica is None:
+        return value
+    return replica.all_reduce("sum", ops.stop_gradient(value)) / replica.num_replicas_in_sync
+
+
+def weighted_mean(values, weights):
+    """``sum(values * weights)`` over the weights' sum in the global batch.
+
+    Normalized by the weight of the whole global batch (per replica), so a
+    replica with more masked tokens weighs more, as one device would weigh
+    them; ``1e-5`` keeps an all-zero batch finite (ALBERT's own loss).
+
+    Example:
+    >>> round(float(weighted_mean(ops.array([1.0, 3.0]), ops.array([1.0, 0.0]))), 4)
+    1.0
+    """
+    return ops.sum(values * weights) / (mean_over_replicas(ops.sum(weights)) + 1e-5)

@@ -18,7 +18,7 @@ SAMPLE_TEXT = ("The union is strong, and the state of our economy is the envy of
                "we will keep working for every family in every community.")
 
 
-def _feed(details):
+def sample_feed(details):
     """Inputs for a signature's ``get_input_details()``: the sample text, or
     small valid ids."""
     feed = {}
@@ -59,7 +59,7 @@ def _timed_runs(paths, runs, threads, warmup):
     from albert_keras.export.runtime import TFLiteRunner
 
     runners = [TFLiteRunner(path, num_threads=threads) for path in paths]
-    feeds = [_feed(runner.runner.get_input_details()) for runner in runners]
+    feeds = [sample_feed(runner.runner.get_input_details()) for runner in runners]
     for runner, feed in zip(runners, feeds):
         for _ in range(warmup):
             runner(feed)

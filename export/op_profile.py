@@ -216,7 +216,7 @@ def _whole_model_values(path_or_blob, threads, feed=None):
 
     from ai_edge_litert.interpreter import OpResolverType
 
-    from albert_keras.export.bench import _feed
+    from albert_keras.export.bench import sample_feed
     from albert_keras.export.runtime import make_interpreter
     from albert_keras.export.runtime import to_feed
 
@@ -229,7 +229,7 @@ def _whole_model_values(path_or_blob, threads, feed=None):
             experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     runner = interpreter.get_signature_runner()
     if feed is None:
-        feed = _feed(runner.get_input_details())
+        feed = sample_feed(runner.get_input_details())
     runner(**{k: to_feed(v) for k, v in feed.items()})
     values = {}
     for detail in interpreter.get_tensor_details():

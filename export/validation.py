@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from albert_keras.export.runtime import TFLiteRunner
+from albert_keras.tasks.task import softmax
 
 # Defaults (each has a CLI flag).
 DEFAULT_TOLERANCE = {"none": 1e-4, "float16": 1e-2}
@@ -60,12 +61,6 @@ def _cosine(a, b):
     a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
     denominator = np.linalg.norm(a) * np.linalg.norm(b)
     return float(a @ b / denominator) if denominator else float(np.allclose(a, b))
-
-
-def _softmax(x):
-    x = x - x.max(-1, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(-1, keepdims=True)
 
 
 def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT_MIN_COSINE,
@@ -135,7 +130,7 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
             entry["top1_agreement"] = float(np.mean(agree))
         if measure in ("classes", "probabilities", "token_classes"):
             # the change of the probability Keras gives its own top class
-            as_probabilities = (lambda p: p) if measure == "probabilities" else _softmax
+            as_probabilities = (lambda p: p) if measure == "probabilities" else softmax
             moved = []
             for g, e in pairs:
                 top = np.argmax(e, -1)[..., None]

@@ -42,6 +42,7 @@ from albert_keras.data.create import num_shards_for
 from albert_keras.data.create import shard_records
 from albert_keras.data.create import split_summary
 from albert_keras.data.data_config import DataConfig
+from albert_keras.data.reader import MANIFEST_FILE
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
@@ -331,7 +332,7 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
         os.remove(summary_path)
         manifest = _manifest(summary, config, tokenizer)
         tokenizer.save(tmp_dir)
-        write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
+        write_json(os.path.join(tmp_dir, MANIFEST_FILE), manifest)
     total = sum(s["examples"] for s in manifest["splits"].values())
     elapsed = time.time() - started
     logger.info(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "

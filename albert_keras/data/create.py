@@ -31,6 +31,7 @@ from albert_keras.data.data_config import DataConfig
 from albert_keras.data.full_sentences import pack_full_sentences
 from albert_keras.data.masking import mask_sequence
 from albert_keras.data.masking import masking_scheme
+from albert_keras.data.reader import MANIFEST_FILE
 from albert_keras.data.sop_pairs import document_pairs
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
@@ -394,7 +395,7 @@ def create_pretraining_data(
                 eval_docs=eval_docs if split == "eval" else None,
             )
         tokenizer.save(tmp_dir)
-        write_json(os.path.join(tmp_dir, "manifest.json"), manifest)
+        write_json(os.path.join(tmp_dir, MANIFEST_FILE), manifest)
     elapsed = time.time() - started
     total = sum(len(v) for v in results.values())
     logger.info(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "

@@ -17,9 +17,12 @@ from albert_keras.data.tfrecords import feature_spec
 from albert_keras.files import sha256_file
 from albert_keras.text.registry import load_tokenizer
 
+# The data folder's description: its config, splits, shards and checksums.
+MANIFEST_FILE = "manifest.json"
+
 
 def read_manifest(data_dir):
-    path = os.path.join(os.fspath(data_dir), "manifest.json")
+    path = os.path.join(os.fspath(data_dir), MANIFEST_FILE)
     try:
         with open(path, encoding="utf-8") as f:
             manifest = json.load(f)

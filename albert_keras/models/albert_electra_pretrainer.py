@@ -9,9 +9,9 @@ from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert_encoder import AlbertEncoder
-from albert_keras.models.albert_pretrainer import _mean_over_replicas
 from albert_keras.models.albert_pretrainer import _scale_for_replicas
 from albert_keras.replicas import tf_replica_context
+from albert_keras.replicas import weighted_mean
 
 SHARING = ("tied", "gdes", "none")
 
@@ -311,18 +311,18 @@ class AlbertElectraPretrainer(keras.Model):
         weights = ops.cast(y["masked_weights"], "float32")
         mlm = keras.losses.sparse_categorical_crossentropy(
             y["masked_ids"], y_pred["mlm_logits"], from_logits=True)
-        mlm_loss = ops.sum(mlm * weights) / (_mean_over_replicas(ops.sum(weights)) + 1e-5)
+        mlm_loss = weighted_mean(mlm, weights)
         mask = ops.cast(x["padding_mask"], "float32")
         labels = ops.cast(y_pred["rtd_labels"], "float32")
         rtd = keras.losses.binary_crossentropy(
             labels[..., None], y_pred["rtd_logits"][..., None], from_logits=True)
-        rtd_loss = ops.sum(rtd * mask) / (_mean_over_replicas(ops.sum(mask)) + 1e-5)
+        rtd_loss = weighted_mean(rtd, mask)
         losses = {"masked_lm_loss": mlm_loss, "rtd_loss": rtd_loss}
         if self.discriminator_mlm_head is not None:
             recovered = keras.losses.sparse_categorical_crossentropy(
                 y["masked_ids"], y_pred["discriminator_mlm_logits"], from_logits=True)
             losses["discriminator_masked_lm_loss"] = (
-                ops.sum(recovered * weights) / (_mean_over_replicas(ops.sum(weights)) + 1e-5))
+                weighted_mean(recovered, weights))
         if self.sop:
             losses["sop_loss"] = ops.mean(keras.losses.sparse_categorical_crossentropy(
                 y["sop_label"], y_pred["sop_logits"], from_logits=True))

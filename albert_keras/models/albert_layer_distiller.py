@@ -11,8 +11,8 @@ import keras
 from keras import ops
 
 from albert_keras.models.albert_encoder import AlbertEncoder
-from albert_keras.tasks.layer_map import parse_layer_map
-from albert_keras.tasks.layer_map import uniform_layer_map
+from albert_keras.models.layer_map import parse_layer_map
+from albert_keras.models.layer_map import uniform_layer_map
 
 # -- the losses ----------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (regi
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.replicas import tf_replica_context
+from albert_keras.replicas import weighted_mean
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -23,7 +24,7 @@ class AlbertPretrainer(TaskModel):
 
     Training: ``fit`` takes ``(x, y)`` with ``x`` the four inputs and ``y`` a
     dict of ``masked_ids``, ``masked_weights`` and ``sop_label`` (see
-    ``albert_keras.training.split_features``). The loss is the original's:
+    ``albert_keras.training.mlm_sop.split_features``). The loss is the original's:
     ``sum(w * CE(mlm)) / (sum(w) + 1e-5) + mean(CE(sop))``. Compile with an
     optimizer and no loss; ``fit`` reports ``masked_lm_accuracy``,
     ``masked_lm_loss``, ``sop_accuracy`` and ``sop_loss``.
@@ -140,7 +141,7 @@ class AlbertPretrainer(TaskModel):
         # Normalized by the masked-token count of the whole global batch (per
         # replica), so that replicas with more masked tokens weigh more, as
         # one device would weigh them.
-        mlm_loss = ops.sum(mlm * weights) / (_mean_over_replicas(ops.sum(weights)) + 1e-5)
+        mlm_loss = weighted_mean(mlm, weights)
         if not self.sentence_order:
             return mlm_loss, None
         sop_loss = ops.mean(
@@ -176,14 +177,6 @@ class AlbertPretrainer(TaskModel):
     def get_config(self):
         return {**self._base_config(), "sop_dropout": self.sop_dropout,
                 "sentence_order": self.sentence_order}
-
-
-def _mean_over_replicas(value):
-    """``value`` averaged over the replicas (itself on one replica)."""
-    replica = tf_replica_context()
-    if replica is None:
-        return value
-    return replica.all_reduce("sum", ops.stop_gradient(value)) / replica.num_replicas_in_sync
 
 
 def _scale_for_replicas(loss):

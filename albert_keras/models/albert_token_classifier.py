@@ -11,7 +11,7 @@ from albert_keras.models.task_model import head_dense
 class AlbertTokenClassifier(TaskModel):
     """Every position of ``sequence_output`` -> dropout -> dense.
 
-    Words are labelled on their first piece; ``albert_keras.tasks.tagging``
+    Words are labelled on their first piece; ``albert_keras.tasks.tag``
     builds that alignment and decodes BIO tags back to word spans.
 
     Inputs: the encoder's three. Output: ``logits`` ``[B, S, num_classes]``

@@ -25,6 +25,7 @@ from albert_keras.data.sentence_split import split_sentences
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
 from albert_keras.model_folder import METRICS_CSV
+from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import load_task_model
 from albert_keras.model_folder import read_tokenizer
@@ -32,6 +33,7 @@ from albert_keras.model_folder import write_task_folder
 from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
+from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
@@ -41,7 +43,6 @@ from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.finetune import predict_outputs
 from albert_keras.tasks.finetune_config import size_defaults
-from albert_keras.tasks.layer_map import parse_layer_map
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.training.callbacks import NanGuard
@@ -217,7 +218,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
 
     # -- teacher and data -----------------------------------------------------------------
     teacher_model, spec_json = load_task_model(teacher)
-    spec = TaskSpec.from_json(spec_json, os.path.join(teacher, "task.json"))
+    spec = TaskSpec.from_json(spec_json, os.path.join(teacher, TASK_FILE))
     task = get_task(spec.task)
     pieces = read_tokenizer(teacher)
     train = task.read(train_path, spec, pieces)[0]

@@ -90,7 +90,7 @@ class DistillConfig:
     def validate(self):
         check_options(self)
         if self.layer_map:  # its form now; the depths are checked against the models
-            from albert_keras.tasks.layer_map import parse_layer_map
+            from albert_keras.models.layer_map import parse_layer_map
 
             parse_layer_map(self.layer_map, 10**6, 10**6)
         for name in ("epochs", "batch_size", "max_unlabeled"):

@@ -22,11 +22,6 @@ from albert_keras.text.packer import pack_texts
 MASK_TOKEN = "[MASK]"
 
 
-def _softmax(x):
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
 def _read_task(folder, path, require_labels=True):
     model, spec = load_task_model(folder)
     spec = TaskSpec.from_json(spec, os.path.join(folder, TASK_FILE))

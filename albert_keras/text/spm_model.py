@@ -122,9 +122,3 @@ def word_start_table(proto):
         table.append(p.piece.startswith(WORD_START) or p.type != NORMAL)
     return table
 
-
-def albert_vocabulary(proto_or_path):
-    """Checks an ALBERT SentencePiece model; returns ``(vocab_size, word_starts)``."""
-    _, proto, source = read_model_proto(proto_or_path)
-    check_albert_model(proto, source)
-    return len(proto.pieces), word_start_table(proto)

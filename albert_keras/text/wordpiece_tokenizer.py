@@ -311,9 +311,6 @@ class WordPiece(Tokenizer):
     def id_to_piece(self, index):
         return self.pieces[int(index)]
 
-    def piece_to_id(self, piece):
-        return self._index.get(piece, self._special_ids["unk"])
-
     def decode(self, ids):
         return self._hf.decode([int(i) for i in ids], skip_special_tokens=False)
 

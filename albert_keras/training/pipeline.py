@@ -15,6 +15,7 @@ from albert_keras.data.corpus import corpus_inputs
 from albert_keras.data.corpus import train_corpus_tokenizer
 from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.data_config import DataConfig
+from albert_keras.data.reader import MANIFEST_FILE
 from albert_keras.data.reader import read_manifest
 from albert_keras.files import check_output
 from albert_keras.files import removed_on_failure
@@ -190,9 +191,9 @@ def _run_stages(p, t, tokenizer_config, data_config, out):
     # -- 2. examples, with held-out documents (a killed run's are kept, when
     # they were made with the same settings)
     data_dir = p.data or os.path.join(out, "data")
-    if not p.data and os.path.isfile(os.path.join(data_dir, "manifest.json")):
+    if not p.data and os.path.isfile(os.path.join(data_dir, MANIFEST_FILE)):
         _check_kept_data(data_dir, data_config, out)
-    if not os.path.isfile(os.path.join(data_dir, "manifest.json")):
+    if not os.path.isfile(os.path.join(data_dir, MANIFEST_FILE)):
         create_pretraining_data(inputs, tokenizer, data_dir, data_config, workers=p.workers)
 
     # -- 3. shorter sequences for the first steps (BERT's two phases); off
@@ -205,7 +206,7 @@ def _run_stages(p, t, tokenizer_config, data_config, out):
                           (t.total_steps - 1) // t.steps_per_epoch * t.steps_per_epoch)
     if short_steps:
         short_data = p.short_data or os.path.join(out, f"data_{p.short_seq_length}")
-        if not os.path.isfile(os.path.join(short_data, "manifest.json")):
+        if not os.path.isfile(os.path.join(short_data, MANIFEST_FILE)):
             config = dataclasses.replace(
                 data_config, max_seq_length=p.short_seq_length,
                 # the same share of masked tokens at the shorter length

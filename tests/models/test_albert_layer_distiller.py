@@ -10,8 +10,8 @@ from albert_keras import AlbertEncoder
 from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
 from albert_keras.models.albert_layer_distiller import attention_transfer_loss
 from albert_keras.models.albert_layer_distiller import hidden_transfer_loss
-from albert_keras.tasks.layer_map import parse_layer_map
-from albert_keras.tasks.layer_map import uniform_layer_map
+from albert_keras.models.layer_map import parse_layer_map
+from albert_keras.models.layer_map import uniform_layer_map
 from tests.helpers import run_model_test
 from tests.models.test_albert_encoder import TINY
 from tests.models.test_albert_encoder import encoder_inputs
