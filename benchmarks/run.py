@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+# the sibling helper module, also when this file is imported by path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import PREDICTIONS  # noqa: E402  (benchmarks/ is the script's folder)
 from common import VOCAB  # noqa: E402
 from common import cpu_name  # noqa: E402
