@@ -107,6 +107,12 @@ def _refuse_modelless(path):
 
 def read_tokenizer(init, tokenizer=None):
     """The host-side tokenizer of a folder (or the ``tokenizer`` file given)."""
+    if tokenizer is None and os.path.isdir(init):
+        from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
+        from albert_keras.convert.keras_hub_preset import preset_tokenizer
+
+        if is_keras_hub_preset(init):
+            return preset_tokenizer(init)
     path = tokenizer_path(init, tokenizer)
     record = None if tokenizer else _record(folder_of(init))
     if record:

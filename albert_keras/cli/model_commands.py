@@ -47,6 +47,21 @@ def cmd_convert(args):
     from albert_keras.saving import load_model
     from albert_keras.saving import save_model
 
+    if args.to == "keras-hub":
+        from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
+        from albert_keras.files import check_output
+        from albert_keras.model_folder import load_encoder
+        from albert_keras.model_folder import read_tokenizer
+
+        check_output(args.out, [args.src], args.overwrite, folder=True)
+        encoder = load_encoder(args.src, dtype="float32")
+        save_keras_hub_preset(encoder, read_tokenizer(args.src, args.tokenizer), args.out)
+        print(f"wrote keras-hub preset {args.out} (keras_hub.models."
+              f"{'Bert' if encoder.config.sharing == 'none' else 'Albert'}Backbone.from_preset)")
+        return 0
+    if args.tokenizer:
+        raise CliError("--tokenizer is for --to keras-hub (the other outputs hold no "
+                       "tokenizer)")
     if args.to == "hf":
         if not args.src.endswith(".keras"):
             raise CliError(f"{args.src}: --to hf takes a .keras model file")
@@ -81,12 +96,18 @@ def add_parsers(sub):
     p = sub.add_parser("convert",
                        help="HF folder or TF1 checkpoint -> .keras, or .keras -> HF folder")
     p.add_argument("src", help="HF folder (ALBERT, BERT or ELECTRA), TF1 checkpoint (prefix "
-                   "or folder), or .keras")
-    p.add_argument("--out", required=True, help=".keras file, or folder with --to hf")
+                   "or folder), keras-hub preset folder, or .keras (a model folder too with "
+                   "--to keras-hub)")
+    p.add_argument("--out", required=True,
+                   help=".keras file, or folder with --to hf or --to keras-hub")
     p.add_argument("--from", dest="source_format", default="auto",
-                   choices=("auto", "hf", "tf1"), help="the source's format (default: auto)")
-    p.add_argument("--to", default="keras", choices=("keras", "hf"),
-                   help="the output's format (default: keras)")
+                   choices=("auto", "hf", "tf1", "keras-hub"),
+                   help="the source's format (default: auto)")
+    p.add_argument("--to", default="keras", choices=("keras", "hf", "keras-hub"),
+                   help="the output's format (default: keras); keras-hub: a preset folder "
+                        "that keras_hub's from_preset loads, tokenizer included")
+    p.add_argument("--tokenizer", default=None,
+                   help="--to keras-hub: the tokenizer file (default: the source folder's)")
     p.add_argument("--model-type", default="auto", choices=("auto", "albert", "bert", "electra"),
                    help="--to hf: the HF model family (default: auto: bert for an unshared "
                         "E = H layout, electra for a discriminator, else albert)")

@@ -1,20 +1,23 @@
-"""Checkpoint interop: HF transformers folders and original TF1 checkpoints."""
+"""Checkpoint interop: HF transformers folders, original TF1 checkpoints and
+keras-hub preset folders."""
 
 from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.hf import is_hf_folder
 from albert_keras.convert.hf import load_hf
 from albert_keras.convert.hf import save_hf
+from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
+from albert_keras.convert.keras_hub_preset import load_keras_hub_preset
 from albert_keras.convert.tf1 import is_tf1_checkpoint
 from albert_keras.convert.tf1 import load_tf1
 
 
 def load_checkpoint(src, source_format="auto", config_path=None, strict=True):
-    """Loads an HF folder or a TF1 checkpoint into our model.
+    """Loads an HF folder, a TF1 checkpoint or a keras-hub preset into our model.
 
     Args:
-        src: an HF folder (``config.json`` + weights), or a TF1 checkpoint
-            prefix or folder.
-        source_format: ``auto``, ``hf`` or ``tf1``.
+        src: an HF folder (``config.json`` + weights), a TF1 checkpoint
+            prefix or folder, or a keras-hub preset folder (``save_to_preset``'s).
+        source_format: ``auto``, ``hf``, ``tf1`` or ``keras-hub``.
         config_path: TF1 only: the ``albert_config.json`` to use.
         strict: unexpected tensors are errors.
 
@@ -25,7 +28,9 @@ def load_checkpoint(src, source_format="auto", config_path=None, strict=True):
     >>> model, report = load_checkpoint("albert-base-v2/")  # doctest: +SKIP
     """
     if source_format == "auto":
-        if is_hf_folder(src):
+        if is_keras_hub_preset(src):  # it has a config.json too: checked first
+            source_format = "keras-hub"
+        elif is_hf_folder(src):
             source_format = "hf"
         elif is_tf1_checkpoint(src):
             source_format = "tf1"
@@ -38,6 +43,9 @@ def load_checkpoint(src, source_format="auto", config_path=None, strict=True):
         return load_hf(src, strict=strict)
     if source_format == "tf1":
         return load_tf1(src, config_path=config_path, strict=strict)
+    if source_format == "keras-hub":
+        encoder, _ = load_keras_hub_preset(src)
+        return encoder, {"loaded": ["the keras-hub backbone"], "skipped": [], "unused": []}
     raise ConversionError(f"unknown source format {source_format!r}")
 
 
@@ -45,6 +53,7 @@ __all__ = [
     "ConversionError",
     "load_checkpoint",
     "load_hf",
+    "load_keras_hub_preset",
     "load_tf1",
     "save_hf",
 ]
