@@ -73,15 +73,21 @@ def test_the_cli_reference_is_the_parsers():
 
 def test_python_examples_run(classifier_folder, tmp_path, monkeypatch):
     """The README's and the guides' Python blocks, in order, in a folder that
-    holds what they name (the tour's fine-tuned folder and its export)."""
+    holds what they name (the tour's fine-tuned folder, its export and a
+    keras-hub preset)."""
+    from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite
+    from albert_keras.model_folder import load_encoder
+    from albert_keras.model_folder import read_tokenizer
 
     monkeypatch.chdir(tmp_path)
     os.makedirs("runs")
     os.symlink(classifier_folder, os.path.join("runs", "reviews"))
     export_tflite("runs/reviews", "reviews_text.tflite",
                   ExportConfig(with_tokenizer=True, examples=8))
+    save_keras_hub_preset(load_encoder(classifier_folder, dtype="float32"),
+                          read_tokenizer(classifier_folder), "albert_preset")
     blocks = [(path, block) for path in PAGES for block in _blocks(path, ("python",))]
     assert len(blocks) >= 3
     for path, block in blocks:
