@@ -5,6 +5,7 @@ work itself lives in the package (``training.pipeline``, ``tasks``,
 ``export``, ``data``, ``convert``), where tests and notebooks call it too.
 """
 
+import _thread
 import argparse
 import json
 import logging
@@ -13,6 +14,8 @@ import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import albert_keras
 from albert_keras.cli import data_commands
@@ -117,8 +120,38 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be."""
 
 
+# "requested": a SIGTERM came; "unwound": the command caught it and is ending.
+_STOP = {"requested": False, "unwound": False}
+_REPEAT_SECONDS = 5.0
+
+
 def _stop_on_sigterm(signum, frame):
+    """Raises ``_Terminated`` in the main thread.
+
+    An exception raised by a signal handler is lost when the signal lands in
+    a garbage-collection callback or a ``__del__`` (JAX, which TensorFlow
+    imports where it is installed, registers such a callback): the command
+    would go on training. So the first SIGTERM also starts a watchdog that
+    delivers it again every few seconds until the command has unwound.
+    """
+    if not _STOP["requested"]:
+        _STOP["requested"] = True
+        threading.Thread(target=_repeat_until_unwound, daemon=True).start()
     raise _Terminated()
+
+
+def _quiet_lost_stops(unraisable, default=sys.unraisablehook):
+    """A SIGTERM lost in a callback is delivered again; no traceback for it."""
+    if not isinstance(unraisable.exc_value, _Terminated):
+        default(unraisable)
+
+
+def _repeat_until_unwound():
+    while True:
+        time.sleep(_REPEAT_SECONDS)
+        if _STOP["unwound"]:
+            return
+        _thread.interrupt_main(signal.SIGTERM)
 
 
 _NEGATIVE_LIST = re.compile(r"^-\d+(\.\d+)?(,-?\d+(\.\d+)?)*$")
@@ -150,6 +183,7 @@ def main(argv=None):
     # What timeout, kill, schedulers and container stops send: the same clean
     # stop as Ctrl-C (nothing half-written, a resumable checkpoint kept).
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    sys.unraisablehook = _quiet_lost_stops
     _import_tensorflow(args.verbose)
     albert_keras.load_all()
     _show_progress(args.verbose)
@@ -161,6 +195,7 @@ def main(argv=None):
         print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
+        _STOP["unwound"] = True
         terminated = isinstance(e, _Terminated)
         print(f"albert-keras {args.command}: {'terminated' if terminated else 'interrupted'}",
               file=sys.stderr)

@@ -20,6 +20,7 @@ import logging
 import multiprocessing
 import os
 import random
+import signal
 import time
 
 import numpy as np
@@ -50,6 +51,13 @@ _WORKER = {}
 
 
 def _init_worker(state):
+    # A forked worker inherits the command line's SIGTERM handler, which
+    # raises instead of exiting: pool.terminate() (its SIGTERM) would then
+    # never end the worker, and the stopping run would hang. Workers die on
+    # SIGTERM and leave Ctrl-C to the parent, which terminates them.
+    if multiprocessing.parent_process() is not None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER.clear()
     _WORKER.update(state)
 

@@ -171,7 +171,12 @@ def _sigterm_once(argv, folder, timeout=300):
     while not os.path.exists(folder) and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=timeout)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # never leave a run behind to slow the rest of the suite
+        proc.communicate()
+        raise AssertionError("the run went on after SIGTERM") from None
     return proc.returncode, err
 
 
