@@ -11,8 +11,7 @@ from conftest import load_script
 
 from tests.helpers import make_sentences
 
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "benchmarks", "layer_probe.py")
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layer_probe.py")
 
 
 def _module():

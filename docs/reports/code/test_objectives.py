@@ -10,8 +10,7 @@ import sys
 import pytest
 from conftest import load_script
 
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "benchmarks", "objectives.py")
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "objectives.py")
 
 
 def _compare(tmp_path, step_cost_file, *extra):
