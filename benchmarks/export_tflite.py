@@ -88,7 +88,7 @@ def export(who, head, mode, seq, folder, calibration):
     return out, None
 
 
-def main():
+def main():  # noqa: PLR0915 (to split into named steps: issue 59)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heads", nargs="+", default=["encoder", "classifier"],
                         choices=["encoder", "classifier"])

@@ -189,7 +189,7 @@ def run_hf(hf_folder, train, evaluation, task, spec, args, seed):
     return result["eval_main"], epoch_seconds(marks), total
 
 
-def main():
+def main():  # noqa: PLR0915 (to split into named steps: issue 59)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", default="classify", choices=tuple(MAIN))
     parser.add_argument("--init", required=True)

@@ -221,7 +221,7 @@ def _int_spec(shape, name):
     return tf.TensorSpec(shape, tf.int32, name=name)
 
 
-def serving_function(model, sequence_length=128, tokenizer=None, pair=False,
+def serving_function(model, sequence_length=128, tokenizer=None, pair=False,  # noqa: C901,PLR0913 (to split into named steps: issue 59)
                      truncate="longest_first", num_choices=None, max_predictions=20,
                      special_ids=None, probabilities=False):
     """The function the ``.tflite`` runs, with its named inputs and outputs.
@@ -293,7 +293,7 @@ FLOAT_OPS_IN_DENSE_INT8 = ("MEAN", "SQUARED_DIFFERENCE", "RSQRT", "NEG", "MUL", 
 INT8_SCOPES = ("dense", "all")
 
 
-def convert(model, serve, quantize="none", representative=None, tokenizer=None,
+def convert(model, serve, quantize="none", representative=None, tokenizer=None,  # noqa: C901 (to split into named steps: issue 59)
             int8_scope="dense"):
     """Converts ``serve`` (from ``serving_function``) to TFLite bytes.
 

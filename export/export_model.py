@@ -140,7 +140,7 @@ class Examples:
         return len(self.feeds)
 
 
-def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair, count, seed,
+def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair, count, seed,  # noqa: PLR0913 (to split into named steps: issue 59)
                    vocab_size, num_choices=None, max_predictions=20):
     """Up to ``count`` examples from ``path`` (random ids when it is None)."""
     rng = np.random.default_rng(seed)

@@ -63,7 +63,7 @@ def _cosine(a, b):
     return float(a @ b / denominator) if denominator else float(np.allclose(a, b))
 
 
-def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT_MIN_COSINE,
+def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT_MIN_COSINE,  # noqa: C901,PLR0912,PLR0913,PLR0915 (to split into named steps: issue 59)
              min_agreement=DEFAULT_MIN_AGREEMENT, labels=None, label_output="logits",
              kind=None, max_probability_diff=DEFAULT_MAX_PROBABILITY_DIFF,
              max_accuracy_drop=DEFAULT_MAX_ACCURACY_DROP):

@@ -156,7 +156,7 @@ def cmd_embed(args):
     return 0
 
 
-def add_parsers(sub, add_backend_flag):
+def add_parsers(sub, add_backend_flag):  # noqa: PLR0915 (to split into named steps: issue 59)
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     p = sub.add_parser(

@@ -279,7 +279,7 @@ class _Progress:
 # -- the driver ------------------------------------------------------------------------
 
 
-def create_pretraining_data(
+def create_pretraining_data(  # noqa: PLR0915 (to split into named steps: issue 59)
     inputs, tokenizer_path, out_dir, config=None, workers=1, overwrite=False
 ):
     """Creates SOP + MLM pretraining shards from text.

@@ -27,7 +27,7 @@ def unmask(features):
     return tf.tensor_scatter_nd_update(tokens, index, update)
 
 
-def mask_batch(
+def mask_batch(  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
     token_ids,
     padding_mask,
     word_starts,

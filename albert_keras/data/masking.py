@@ -77,7 +77,7 @@ def candidate_words(tokens, word_starts, whole_word=True, special_ids=None):
     return words
 
 
-def mask_sequence(
+def mask_sequence(  # noqa: PLR0913 (to split into named steps: issue 59)
     tokens,
     word_starts,
     rng,

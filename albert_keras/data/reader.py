@@ -99,7 +99,7 @@ def verify_shards(data_dir, split):
     return manifest
 
 
-def pretraining_dataset(
+def pretraining_dataset(  # noqa: C901,PLR0913,PLR0915 (to split into named steps: issue 59)
     data_dir,
     split="train",
     batch_size=32,

@@ -56,7 +56,7 @@ class AttentionBlock(keras.layers.Layer):
     (2, 8, 32)
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (a layer constructor: its arguments mirror get_config)
         self,
         hidden_size,
         num_heads,

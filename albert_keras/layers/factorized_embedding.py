@@ -33,7 +33,7 @@ class FactorizedEmbedding(keras.layers.Layer):
     (2, 8, 32)
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (a layer constructor: its arguments mirror get_config)
         self,
         vocab_size,
         embedding_size,

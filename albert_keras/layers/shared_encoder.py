@@ -50,7 +50,7 @@ class SharedEncoder(keras.layers.Layer):
     5
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (a layer constructor: its arguments mirror get_config)
         self,
         num_layers,
         num_groups,

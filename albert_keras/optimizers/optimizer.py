@@ -242,7 +242,7 @@ class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
                                              ops.add(ops.sqrt(v_hat), self.epsilon)))
 
 
-def make_optimizer(
+def make_optimizer(  # noqa: PLR0913 (to split into named steps: issue 59)
     name="lamb",
     learning_rate=1.76e-3,
     total_steps=125000,

@@ -182,7 +182,7 @@ def _transfer_layers(teacher_encoder, encoder, x, cfg, folder):
 # -- the run -------------------------------------------------------------------------------
 
 
-def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,
+def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
             overwrite=False, callbacks=(), validation_path=None):
     """Distils a fine-tuned ``teacher`` folder into a new student folder.
 

@@ -131,7 +131,7 @@ def make_dataset(data, batch_size, shuffle, seed):
     return ds.batch(batch_size, drop_remainder=shuffle and len(data) >= batch_size).prefetch(2)
 
 
-def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False,
+def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False,  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
              callbacks=(), validation_path=None):
     """Fine-tunes the encoder of ``init`` on a task; returns the eval metrics.
 

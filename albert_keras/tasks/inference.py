@@ -103,7 +103,7 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
 # -- embeddings --------------------------------------------------------------------------
 
 
-def embed(folder, texts, layers=(-1,), pooling="mean", combine="concat", normalize=False,
+def embed(folder, texts, layers=(-1,), pooling="mean", combine="concat", normalize=False,  # noqa: PLR0913 (to split into named steps: issue 59)
           sequence_length=128, batch_size=64, tokenizer=None):
     """``[N, D]`` float32 text embeddings from any of our model folders."""
     encoder = load_encoder(folder, dtype="float32", output_hidden_states=pooling != "pooled")

@@ -41,7 +41,7 @@ def _paragraphs(path, min_words):
             yield text
 
 
-def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=20, seed=0,
+def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=20, seed=0,  # noqa: C901 (to split into named steps: issue 59)
                     max_train=0, overwrite=False):
     """Writes ``train.csv`` and ``eval.csv`` (``text,label,speech``).
 

@@ -99,7 +99,7 @@ def _encode(changed):
     return keys, values, bytes(pool), zero
 
 
-def build_double_array(keys, values):
+def build_double_array(keys, values):  # noqa: C901,PLR0915 (to split into named steps: issue 59)
     """A darts-clone unit array mapping each byte string to its value.
 
     Args:

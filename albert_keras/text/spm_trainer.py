@@ -29,7 +29,7 @@ class EmptyInputError(ValueError):
     """The sentences to train on were all empty."""
 
 
-def train_sentencepiece(
+def train_sentencepiece(  # noqa: PLR0913 (to split into named steps: issue 59)
     sentences,
     out_path,
     vocab_size=30000,

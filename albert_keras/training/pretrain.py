@@ -124,7 +124,7 @@ def pretrain(data_dir, out_dir, train_config=None):
         keras.mixed_precision.set_global_policy(caller_policy)
 
 
-def _pretrain(data_dir, out_dir, train_config):
+def _pretrain(data_dir, out_dir, train_config):  # noqa: C901,PLR0912,PLR0915 (to split into named steps: issue 59)
     train_config = (train_config or PretrainConfig()).with_defaults()
     train_config.validate()
     data_dir, out_dir = os.fspath(data_dir), os.fspath(out_dir)

@@ -131,7 +131,7 @@ def step_cost_ratios(path, mask_rate):
     return timed["ratio_to_mlm_sop"]
 
 
-def compare(args):
+def compare(args):  # noqa: C901,PLR0915 (to split into named steps: issue 59)
     from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune import resolve_pooling
     from albert_keras.tasks.finetune_config import FinetuneConfig

@@ -89,7 +89,7 @@ def plot(results, path):
     fig.savefig(path, dpi=120)
 
 
-def main():
+def main():  # noqa: C901,PLR0912,PLR0915 (to split into named steps: issue 59)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", required=True, help="a task folder (train.csv, eval.csv)")
     parser.add_argument("--teacher", default="", help="a fine-tuned teacher folder")

@@ -164,7 +164,7 @@ def held_out(folder, eval_data):
     return metrics
 
 
-def main():
+def main():  # noqa: PLR0915 (to split into named steps: issue 59)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="the sequence-128 data folder")
     parser.add_argument("--short-data", required=True, help="the sequence-64 data folder")
