@@ -20,8 +20,10 @@ def cmd_pretrain(args):
 
     if args.data:
         # the data folder's examples are made: its own settings hold
-        refuse_changed(args, args.parser, [f.name for f in dataclasses.fields(DataConfig)]
-                       + [f.name for f in dataclasses.fields(TokenizerConfig)],
+        # (--seed is PretrainConfig's: it seeds the run, with or without --data)
+        refuse_changed(args, args.parser, [f.name for f in dataclasses.fields(DataConfig)
+                                           + dataclasses.fields(TokenizerConfig)
+                                           if f.name != "seed"],
                        "--data brings examples made already (make new ones with "
                        "`albert-keras data create`)")
     if args.init:

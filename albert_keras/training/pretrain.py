@@ -10,6 +10,7 @@ The model folder is the hand-off to fine-tuning and export:
 ``checkpoints/``, ``logs/`` (TensorBoard) and ``metrics.csv``.
 """
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -124,7 +125,39 @@ def pretrain(data_dir, out_dir, train_config=None):
         keras.mixed_precision.set_global_policy(caller_policy)
 
 
-def _pretrain(data_dir, out_dir, train_config):  # noqa: C901,PLR0912,PLR0915 (to split into named steps: issue 59)
+def _pretrain(data_dir, out_dir, train_config):
+    run = _plan(data_dir, out_dir, train_config)
+    strategy, precision = _runtime(run)
+    model, initial_epoch = _model(run, strategy)
+    chief = is_chief(strategy)
+    if chief:
+        write_json(os.path.join(run.out_dir, TRAIN_CONFIG_FILE),
+                   {**dataclasses.asdict(run.config), "objective": run.objective.name})
+    fitted = _fit(run, model, strategy, initial_epoch, chief)
+    if not chief:
+        return {"steps": int(model.optimizer.iterations.numpy()), "chief": False}
+    return _finish(run, model, fitted, precision)
+
+
+@dataclasses.dataclass
+class _Run:
+    """What a pretraining run works from, settled before anything is built."""
+
+    data_dir: str
+    out_dir: str
+    config: PretrainConfig
+    manifest: dict
+    objective: object
+    # (data folder, its sequence length, first epoch, end epoch) of each phase
+    phases: list
+
+    @property
+    def ckpt_dir(self):
+        return os.path.join(self.out_dir, CHECKPOINTS)
+
+
+def _plan(data_dir, out_dir, train_config):
+    """The settings, the checked data and the phases of the run."""
     train_config = (train_config or PretrainConfig()).with_defaults()
     train_config.validate()
     data_dir, out_dir = os.fspath(data_dir), os.fspath(out_dir)
@@ -134,7 +167,6 @@ def _pretrain(data_dir, out_dir, train_config):  # noqa: C901,PLR0912,PLR0915 (t
         verify_shards(data_dir, "eval")
     seq_len = manifest["config"]["max_seq_length"]
     objective = get_objective(train_config.objective, manifest, train_config)
-    # (data folder, its sequence length, first epoch, end epoch) of each phase
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
     phases = [(data_dir, seq_len, 0, epochs)]
     if train_config.short_seq_steps:
@@ -145,27 +177,30 @@ def _pretrain(data_dir, out_dir, train_config):  # noqa: C901,PLR0912,PLR0915 (t
              0, switch),
             (data_dir, seq_len, switch, epochs),
         ]
+    return _Run(data_dir, out_dir, train_config, manifest, objective, phases)
 
-    # -- precision, determinism, strategy ------------------------------------------
-    keras.utils.set_random_seed(train_config.seed)
+
+def _runtime(run):
+    """Seeds, determinism, steps per execution, the strategy and the precision
+    (``run.config`` takes the steps per execution the runtime allows)."""
+    keras.utils.set_random_seed(run.config.seed)
     if keras.backend.backend() != "tensorflow":
         logger.info(f"the model runs on {keras.backend.backend()}; the input pipeline "
                     "is tf.data, on TensorFlow, on every backend")
-    if train_config.deterministic and keras.backend.backend() == "tensorflow":
+    if run.config.deterministic and keras.backend.backend() == "tensorflow":
         # (JAX's CPU and GPU kernels are deterministic without a switch.)
         tf.config.experimental.enable_op_determinism()
-    spe = math.gcd(train_config.steps_per_epoch, train_config.steps_per_execution,
-                   train_config.total_steps)
-    if spe != train_config.steps_per_execution:
+    c = run.config
+    spe = math.gcd(c.steps_per_epoch, c.steps_per_execution, c.total_steps)
+    if spe != c.steps_per_execution:
         # Keras rounds an epoch up to whole executions, which would shift the
         # schedule and the resume position; and the run must be able to stop
         # on its last step when that is not at the end of an epoch.
         logger.info(f"steps_per_execution set to {spe} to divide steps_per_epoch "
-                    f"({train_config.steps_per_epoch}) and the run's steps "
-                    f"({train_config.total_steps})")
-        train_config = dataclasses.replace(train_config, steps_per_execution=spe)
-    strategy = make_strategy(train_config.strategy)
-    if train_config.steps_per_execution > 1 and isinstance(
+                    f"({c.steps_per_epoch}) and the run's steps ({c.total_steps})")
+        run.config = dataclasses.replace(c, steps_per_execution=spe)
+    strategy = make_strategy(run.config.strategy)
+    if run.config.steps_per_execution > 1 and isinstance(
         strategy,
         (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy),
     ):
@@ -173,38 +208,33 @@ def _pretrain(data_dir, out_dir, train_config):  # noqa: C901,PLR0912,PLR0915 (t
         # step per execution ("You must feed a value for placeholder tensor",
         # keras-team/keras#19246, open). TPUStrategy is not affected.
         logger.info("steps_per_execution set to 1 under MirroredStrategy (keras#19246)")
-        train_config = dataclasses.replace(train_config, steps_per_execution=1)
-    if train_config.steps_per_execution > 1 and keras.backend.backend() == "torch":
+        run.config = dataclasses.replace(run.config, steps_per_execution=1)
+    if run.config.steps_per_execution > 1 and keras.backend.backend() == "torch":
         # Keras' torch trainer runs one step per call and refuses more.
         logger.info("steps_per_execution set to 1 on the torch backend")
-        train_config = dataclasses.replace(train_config, steps_per_execution=1)
+        run.config = dataclasses.replace(run.config, steps_per_execution=1)
     # After the strategy: a TPU's devices are listed only once it is connected.
-    precision = resolve_precision(train_config.precision)
+    precision = resolve_precision(run.config.precision)
     keras.mixed_precision.set_global_policy(precision)
+    return strategy, precision
 
-    # -- model: resumed, new, or continued from --init -------------------------------
-    os.makedirs(out_dir, exist_ok=True)
-    ckpt_dir = os.path.join(out_dir, CHECKPOINTS)
-    resume_path, initial_epoch = latest_checkpoint(ckpt_dir)
-    recorded_path = os.path.join(out_dir, TRAIN_CONFIG_FILE)
-    if resume_path and os.path.isfile(recorded_path):
-        conflicts = resume_conflicts(read_json(recorded_path), train_config, objective.name)
-        if conflicts:
-            raise TrainingError(
-                f"{out_dir} holds a run started with other settings: {'; '.join(conflicts)}. "
-                "Resume with the run's own settings, or pass --overwrite to start again "
-                f"(safe to change when resuming: "
-                f"{', '.join(flag_of(PretrainConfig, k) for k in SAFE_ON_RESUME)})")
-    source = None
+
+def _model(run, strategy):
+    """``(model, initial epoch)``: resumed from the newest checkpoint, continued
+    from ``--init``, or new from the preset."""
+    os.makedirs(run.out_dir, exist_ok=True)
+    resume_path, initial_epoch = latest_checkpoint(run.ckpt_dir)
+    _check_resume(run, resume_path)
+    source = config = None
     if resume_path:
-        config = None  # the checkpoint holds the model (checked when it was new)
-    elif train_config.init:
-        source, source_encoder = _init_source(train_config.init, manifest["vocab_size"])
+        pass  # the checkpoint holds the model (checked when it was new)
+    elif run.config.init:
+        source, source_encoder = _init_source(run.config.init, run.manifest["vocab_size"])
         config = source_encoder.config
     else:
-        config = get_preset(train_config.preset, vocab_size=manifest["vocab_size"],
-                            **train_config.model_overrides)
-    longest = max(phase[1] for phase in phases)
+        config = get_preset(run.config.preset, vocab_size=run.manifest["vocab_size"],
+                            **run.config.model_overrides)
+    longest = max(phase[1] for phase in run.phases)
     if config is not None and config.max_position_embeddings < longest:
         raise ValueError(
             f"max_position_embeddings {config.max_position_embeddings} is shorter "
@@ -218,117 +248,135 @@ def _pretrain(data_dir, out_dir, train_config):  # noqa: C901,PLR0912,PLR0915 (t
             # Rebuilt here so the variables belong to the strategy (and the run's policy).
             encoder = AlbertEncoder(config, mask_value=source_encoder.mask_value)
             encoder.set_weights(source_encoder.get_weights())
-            model = _build(objective, encoder, train_config)
-            objective.continue_from(source, model)
-            logger.info(f"starting from {train_config.init}")
+            model = _build(run.objective, encoder, run.config)
+            run.objective.continue_from(source, model)
+            logger.info(f"starting from {run.config.init}")
         else:
-            model = _build(objective, AlbertEncoder(config), train_config)
-    chief = is_chief(strategy)
-    if chief:
-        write_json(os.path.join(out_dir, TRAIN_CONFIG_FILE),
-                   {**dataclasses.asdict(train_config), "objective": objective.name})
+            model = _build(run.objective, AlbertEncoder(config), run.config)
+    return model, initial_epoch
 
-    eval_ds = eval_dataset(strategy, data_dir, manifest, train_config, objective)
 
-    # -- fit ----------------------------------------------------------------------
+def _check_resume(run, resume_path):
+    """A run is resumed only with its own settings."""
+    recorded_path = os.path.join(run.out_dir, TRAIN_CONFIG_FILE)
+    if not (resume_path and os.path.isfile(recorded_path)):
+        return
+    conflicts = resume_conflicts(read_json(recorded_path), run.config, run.objective.name)
+    if conflicts:
+        raise TrainingError(
+            f"{run.out_dir} holds a run started with other settings: {'; '.join(conflicts)}. "
+            "Resume with the run's own settings, or pass --overwrite to start again "
+            f"(safe to change when resuming: "
+            f"{', '.join(flag_of(PretrainConfig, k) for k in SAFE_ON_RESUME)})")
+
+
+def _callbacks(run, chief, eval_ds):
     nan_guard = NanGuard()
-    budget = TimeBudget(train_config.max_minutes)
+    budget = TimeBudget(run.config.max_minutes)
     # the last epoch ends at total_steps when that is not a whole epoch
-    callbacks = [nan_guard, budget, StepLimit(train_config.total_steps)]
+    callbacks = [nan_guard, budget, StepLimit(run.config.total_steps)]
     if chief:
         callbacks[1:1] = [
-            ResumableCheckpoint(ckpt_dir, objective.monitor_for(eval_ds is not None)),
-            keras.callbacks.CSVLogger(os.path.join(out_dir, METRICS_CSV), append=True),
-            keras.callbacks.TensorBoard(os.path.join(out_dir, LOGS), write_graph=False),
+            ResumableCheckpoint(run.ckpt_dir, run.objective.monitor_for(eval_ds is not None)),
+            keras.callbacks.CSVLogger(os.path.join(run.out_dir, METRICS_CSV), append=True),
+            keras.callbacks.TensorBoard(os.path.join(run.out_dir, LOGS), write_graph=False),
         ]
+    return callbacks, nan_guard, budget
+
+
+def _fit(run, model, strategy, initial_epoch, chief):
+    """Trains every phase not done yet; ``{"tokens", "wall", "start_step",
+    "stopped_early"}`` of this call."""
+    c = run.config
+    eval_ds = eval_dataset(strategy, run.data_dir, run.manifest, c, run.objective)
+    callbacks, nan_guard, budget = _callbacks(run, chief, eval_ds)
     live = interactive() and not os.environ.get("CI")
-    started = time.time()
-    tokens = 0
+    started, tokens = time.time(), 0
     start_step = int(model.optimizer.iterations.numpy())  # > 0 when resumed
-    for phase_data, phase_len, first, end in phases:
+    for phase_data, phase_len, first, end in run.phases:
         if initial_epoch >= end or nan_guard.bad_step is not None or budget.stopped_early:
             continue
         begin = max(initial_epoch, first)
-        if len(phases) > 1:
-            logger.info(f"steps {begin * train_config.steps_per_epoch}-"
-                f"{min(end * train_config.steps_per_epoch, train_config.total_steps)}: "
-                f"sequences of {phase_len} "
-                f"from {phase_data}")
+        if len(run.phases) > 1:
+            logger.info(f"steps {begin * c.steps_per_epoch}-"
+                        f"{min(end * c.steps_per_epoch, c.total_steps)}: "
+                        f"sequences of {phase_len} from {phase_data}")
         # A resumed run continues with the batches an uninterrupted run would see.
-        train_ds = train_dataset(strategy, phase_data, train_config, objective,
-                                 (begin - first) * train_config.steps_per_epoch)
+        train_ds = train_dataset(strategy, phase_data, c, run.objective,
+                                 (begin - first) * c.steps_per_epoch)
         before = int(model.optimizer.iterations.numpy())
         # A fresh step function per phase: traced for this phase's static shape
         # (TPUs need one), not relaxed to an unknown length by retracing.
         model.train_function = None
-        try:
+        progress = [] if live else [ProgressLog(c.total_steps, c.log_every,
+                                                c.batch_size * phase_len)]
+        with _named_failures(run, phase_data, strategy):
             with unused_pooler_quiet():  # rtd's discriminator reads no pooler
-                model.fit(
-                    train_ds,
-                    epochs=end,
-                    initial_epoch=begin,
-                    steps_per_epoch=train_config.steps_per_epoch,
-                    validation_data=eval_ds,
-                    validation_steps=train_config.eval_steps if eval_ds else None,
-                    callbacks=callbacks + ([] if live else [ProgressLog(
-                        train_config.total_steps, train_config.log_every,
-                        train_config.batch_size * phase_len)]),
-                    shuffle=False,  # the dataset shuffles itself
-                    verbose="auto" if live else 2,
-                )
-        except tf.errors.OpError as e:
-            if isinstance(e, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
-                # a record the first-records check could not see: name it
-                bad = find_bad_record(phase_data, read_manifest(phase_data), "train")
-                if bad is not None:
-                    raise TrainingError(str(bad)) from None
-            if not is_multi_worker(strategy):
-                raise
-            # A lost peer surfaces as a failed collective (Unavailable,
-            # DeadlineExceeded, Cancelled, ...) with pages of gRPC detail.
-            newest, epoch = latest_checkpoint(ckpt_dir)
-            where = (f"the newest checkpoint is {newest} (epoch {epoch})" if newest
-                     else "no checkpoint was written yet")
-            raise TrainingError(
-                f"a worker was lost during training ({type(e).__name__}); {where}; "
-                "run the same command on every worker to resume") from None
-        tokens += (int(model.optimizer.iterations.numpy()) - before) * (
-            train_config.batch_size * phase_len)
-    wall = time.time() - started
+                model.fit(train_ds, epochs=end, initial_epoch=begin,
+                          steps_per_epoch=c.steps_per_epoch, validation_data=eval_ds,
+                          validation_steps=c.eval_steps if eval_ds else None,
+                          callbacks=callbacks + progress,
+                          shuffle=False,  # the dataset shuffles itself
+                          verbose="auto" if live else 2)
+        tokens += (int(model.optimizer.iterations.numpy()) - before) * c.batch_size * phase_len
     if nan_guard.bad_step is not None:
         raise TrainingError(
             f"the loss became NaN at step {nan_guard.bad_step}; stopped. The last "
-            f"good checkpoint is in {ckpt_dir}. Lower --learning-rate or use "
+            f"good checkpoint is in {run.ckpt_dir}. Lower --learning-rate or use "
             "--precision float32"
         )
+    return {"tokens": tokens, "wall": time.time() - started, "start_step": start_step,
+            "stopped_early": budget.stopped_early}
 
-    # -- final evaluation and the model folder ---------------------------------------
-    if not chief:
-        return {"steps": int(model.optimizer.iterations.numpy()), "chief": False}
+
+@contextlib.contextmanager
+def _named_failures(run, phase_data, strategy):
+    """A bad record or a lost worker during training, in one line."""
+    try:
+        yield
+    except tf.errors.OpError as e:
+        if isinstance(e, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
+            # a record the first-records check could not see: name it
+            bad = find_bad_record(phase_data, read_manifest(phase_data), "train")
+            if bad is not None:
+                raise TrainingError(str(bad)) from None
+        if not is_multi_worker(strategy):
+            raise
+        # A lost peer surfaces as a failed collective (Unavailable,
+        # DeadlineExceeded, Cancelled, ...) with pages of gRPC detail.
+        newest, epoch = latest_checkpoint(run.ckpt_dir)
+        where = (f"the newest checkpoint is {newest} (epoch {epoch})" if newest
+                 else "no checkpoint was written yet")
+        raise TrainingError(
+            f"a worker was lost during training ({type(e).__name__}); {where}; "
+            "run the same command on every worker to resume") from None
+
+
+def _finish(run, model, fitted, precision):
+    """The held-out evaluation, the model folder and the run's metrics."""
     metrics = {}
-    if "eval" in manifest["splits"]:
-        metrics = objective.evaluate(model, data_dir, "eval")
-        metrics.update(objective.baselines(data_dir))
+    if "eval" in run.manifest["splits"]:
+        metrics = run.objective.evaluate(model, run.data_dir, "eval")
+        metrics.update(run.objective.baselines(run.data_dir))
     steps = int(model.optimizer.iterations.numpy())
     # every token of the run, a resumed run's earlier part included (each
     # phase's steps x batch x its sequence length); the speed is this call's
-    spe = train_config.steps_per_epoch
-    run_tokens = sum(
-        max(0, min(steps, end * spe) - first * spe) * train_config.batch_size * length
-        for _, length, first, end in phases)
+    spe, batch = run.config.steps_per_epoch, run.config.batch_size
+    run_tokens = sum(max(0, min(steps, end * spe) - first * spe) * batch * length
+                     for _, length, first, end in run.phases)
     metrics.update({
         "steps": steps,
-        "steps_this_call": steps - start_step,
-        "wall_seconds": round(wall, 1),
+        "steps_this_call": steps - fitted["start_step"],
+        "wall_seconds": round(fitted["wall"], 1),
         "train_tokens": run_tokens,
-        "train_tokens_per_second": round(tokens / max(wall, 1e-9), 1),
-        "stopped_by_time_budget": budget.stopped_early,
+        "train_tokens_per_second": round(fitted["tokens"] / max(fitted["wall"], 1e-9), 1),
+        "stopped_by_time_budget": fitted["stopped_early"],
         "precision": precision,
-        "objective": objective.name,
+        "objective": run.objective.name,
     })
-    write_pretraining_folder(
-        out_dir, model, load_tokenizer(os.path.join(data_dir, manifest["tokenizer"])))
-    write_json(os.path.join(out_dir, METRICS_FILE), metrics)
+    write_pretraining_folder(run.out_dir, model, load_tokenizer(
+        os.path.join(run.data_dir, run.manifest["tokenizer"])))
+    write_json(os.path.join(run.out_dir, METRICS_FILE), metrics)
     return metrics
 
 

@@ -170,7 +170,7 @@ def test_layer_decay_slows_the_students_lower_layers(teachers, task_files, init_
         tuned[decay] = load_encoder(out, dtype="float32")
         assert json.load(open(os.path.join(out, "train_config.json")))["layer_decay"] == decay
     assert_layer_decay_slows(load_encoder(init_folder, dtype="float32"), tuned)
-    with pytest.raises(ValueError, match=r"layer_decay must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"--layer-decay must be in \(0, 1\]"):
         DistillConfig(layer_decay=0).validate()
 
 
@@ -193,7 +193,7 @@ def test_distill_command_and_its_errors(teachers, task_files, init_folder, tmp_p
     assert not os.path.exists(tmp_path / "bad")
     code = main(["distill", "--teacher", teachers["classify"], "--train",
                  task_files["cls_train"], "--out", str(tmp_path / "bad"), "--alpha", "1.5"])
-    assert code == 2 and "alpha must be in [0, 1]" in capsys.readouterr().err
+    assert code == 2 and "argument --alpha: must be in [0, 1]" in capsys.readouterr().err
     code = main(["distill", "--teacher", teachers["classify"], "--train",
                  task_files["cls_train"], "--out", str(tmp_path / "bad"), "--layer-epochs",
                  "1", "--layer-map", "1-2"])

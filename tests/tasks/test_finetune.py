@@ -157,7 +157,7 @@ def test_a_held_out_share_of_the_training_file_chooses_the_epoch(
     assert code != 0 and err.count("\n") == 0
     assert f"{tiny}: validation_split 0.1 of 2 examples leaves 2 to train on" in err
     assert not os.path.exists(tmp_path / "tiny")
-    with pytest.raises(ValueError, match=r"validation_split must be in \(0, 1\), got 1.5"):
+    with pytest.raises(ValueError, match=r"--validation-split must be in \(0, 1\), got 1.5"):
         FinetuneConfig(validation_split=1.5).validate()
 
 
@@ -170,7 +170,7 @@ def test_layer_decay_slows_the_lower_layers(init_folder, task_files, tmp_path):
         tuned[decay] = load_encoder(out, dtype="float32")
         assert json.load(open(os.path.join(out, "train_config.json")))["layer_decay"] == decay
     assert_layer_decay_slows(load_encoder(init_folder, dtype="float32"), tuned)
-    with pytest.raises(ValueError, match=r"layer_decay must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"--layer-decay must be in \(0, 1\]"):
         FinetuneConfig(layer_decay=1.5).validate()
 
 
@@ -227,7 +227,7 @@ def test_ema_scores_and_keeps_the_moving_average(init_folder, task_files, tmp_pa
     for got, want in zip(seen.final, _moving_average(seen.steps, momentum)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     for bad in (1.0, -0.1, float("nan")):
-        with pytest.raises(ValueError, match=r"ema must be in \[0, 1\)"):
+        with pytest.raises(ValueError, match=r"--ema must be in \[0, 1\)"):
             FinetuneConfig(ema=bad).validate()
 
 
