@@ -14,14 +14,11 @@ def make_interpreter(blob_or_path, num_threads=2, **options):
 
     kwargs = {"model_path": blob_or_path} if isinstance(blob_or_path, str) else \
         {"model_content": bytes(blob_or_path)}
-    # LiteRT announces its XNNPACK delegate on stderr when it first allocates
     with stderr_silenced():
-        interpreter = InterpreterWithCustomOps(
+        return InterpreterWithCustomOps(
             custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
             num_threads=num_threads, **kwargs, **options,
         )
-        interpreter.allocate_tensors()
-    return interpreter
 
 
 def to_feed(value):
@@ -45,7 +42,9 @@ class TFLiteRunner:
     def __init__(self, blob_or_path, num_threads=2):
         self.interpreter = make_interpreter(blob_or_path, num_threads)
         self.signature = self.interpreter.get_signature_list()["serving_default"]
-        self.runner = self.interpreter.get_signature_runner("serving_default")
+        # LiteRT announces its XNNPACK delegate on stderr when it first allocates
+        with stderr_silenced():
+            self.runner = self.interpreter.get_signature_runner("serving_default")
 
     @property
     def input_names(self):

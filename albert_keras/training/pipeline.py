@@ -199,7 +199,10 @@ def _run_stages(p, t, tokenizer_config, data_config, out):
     # -- 3. shorter sequences for the first steps (BERT's two phases); off
     # when --data is given without --short-data, or sequences are short already
     short_data, short_steps = "", 0
-    if (p.short_seq_fraction > 0 and p.short_seq_length < data_config.max_seq_length
+    # a given data folder's sequences are its own length, not the flag's
+    full_length = (read_manifest(data_dir)["config"]["max_seq_length"] if p.data
+                   else data_config.max_seq_length)
+    if (p.short_seq_fraction > 0 and p.short_seq_length < full_length
             and (p.short_data or not p.data)):
         epochs = int(p.short_seq_fraction * t.total_steps + 1e-9) // t.steps_per_epoch
         short_steps = min(epochs * t.steps_per_epoch,

@@ -162,9 +162,8 @@ class PretrainConfig:
                 left ``None``.
         """
         total = total_steps if self.total_steps is None else self.total_steps
-        # a default warmup never outlasts a short run: at most a tenth of it
-        warmup = min(warmup_steps, total // 10) if self.warmup_steps is None else \
-            self.warmup_steps
+        # a default warmup never outlasts a short run
+        warmup = min(warmup_steps, total) if self.warmup_steps is None else self.warmup_steps
         return dataclasses.replace(
             self,
             learning_rate=learning_rate if self.learning_rate is None else self.learning_rate,

@@ -207,8 +207,8 @@ def test_a_failed_validation_writes_nothing(classifier_folder, tmp_path):
     out = str(tmp_path / "bad.tflite")
     with pytest.raises(ValidationError) as info:
         export_tflite(classifier_folder, out,
-                      ExportConfig(quantize="dynamic", min_agreement=1.5, **QUIET))
-    assert "top-1 agreement" in str(info.value)
+                      ExportConfig(quantize="float16", tolerance=1e-12, **QUIET))
+    assert "max |diff|" in str(info.value)
     assert not info.value.report["passed"]
     assert os.listdir(tmp_path) == []
 

@@ -191,9 +191,11 @@ def test_distill_command_and_its_errors(teachers, task_files, init_folder, tmp_p
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and init_folder in err
     assert not os.path.exists(tmp_path / "bad")
-    code = main(["distill", "--teacher", teachers["classify"], "--train",
-                 task_files["cls_train"], "--out", str(tmp_path / "bad"), "--alpha", "1.5"])
-    assert code == 2 and "argument --alpha: must be in [0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:  # refused where argparse reads it
+        main(["distill", "--teacher", teachers["classify"], "--train",
+              task_files["cls_train"], "--out", str(tmp_path / "bad"), "--alpha", "1.5"])
+    assert stopped.value.code == 2
+    assert "argument --alpha: must be in [0, 1]" in capsys.readouterr().err
     code = main(["distill", "--teacher", teachers["classify"], "--train",
                  task_files["cls_train"], "--out", str(tmp_path / "bad"), "--layer-epochs",
                  "1", "--layer-map", "1-2"])

@@ -54,7 +54,7 @@ def test_encoder_dropout_changes_the_config_and_no_weight(init_folder):
     assert not np.allclose(first, second)
     np.testing.assert_array_equal(plain(inputs, training=True)["sequence_output"],
                                   plain(inputs, training=True)["sequence_output"])
-    with pytest.raises(ValueError, match="encoder_dropout"):
+    with pytest.raises(ValueError, match="--encoder-dropout"):
         FinetuneConfig(encoder_dropout=1.0).validate()
 
 

@@ -160,7 +160,8 @@ def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
     with pytest.raises(ValueError, match="--recipe small_corpus makes a new model; it cannot "
                                          "continue --init runs/model"):
         small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(init="runs/model"))
-    with pytest.raises(ValueError, match="--recipe 'main-job': expected one of auto, main_job, albert"):
+    with pytest.raises(ValueError, match="--recipe 'main-job': expected one of auto, "
+                                         "small_corpus, albert"):
         small_corpus_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
     with caplog.at_level("INFO", logger="albert_keras"):
         small_corpus_recipe(PipelineConfig(data="runs/data"), PretrainConfig())
@@ -169,6 +170,12 @@ def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
     said = [r.getMessage() for r in caplog.records if "recipe" in r.getMessage()]
     assert said == ["with --data: ALBERT's settings for what is not given "
                     "(--recipe small_corpus for the small-corpus recipe's)"]
+    # the old name still works, and says the new one
+    caplog.clear()
+    with caplog.at_level("INFO", logger="albert_keras"):
+        old = small_corpus_recipe(PipelineConfig(recipe="main_job"), PretrainConfig())
+    assert old == small_corpus_recipe(PipelineConfig(), PretrainConfig())
+    assert any("now called small_corpus" in r.getMessage() for r in caplog.records)
 
 
 def test_another_objective_says_it_keeps_the_presets_depth(caplog):
@@ -179,7 +186,7 @@ def test_another_objective_says_it_keeps_the_presets_depth(caplog):
         small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(objective="mlm"))
     assert "num_hidden_layers" not in t.model_overrides
     said = [r.getMessage() for r in caplog.records if "depth" in r.getMessage()]
-    assert said == ["--recipe small_corpus with --objective rtd: albert_tiny's own depth; the main "
-                    "job's 2 layers and 1,600 steps are mlm's (--model-overrides "
+    assert said == ["--recipe small_corpus with --objective rtd: albert_tiny's own depth; the "
+                    "small-corpus recipe's 2 layers and 1,600 steps are mlm's (--model-overrides "
                     "'{\"num_hidden_layers\": 2}' --steps 1600 for the same model)"]
 

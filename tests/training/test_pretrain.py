@@ -131,7 +131,7 @@ def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0, extra=(
     short = []
     if short_steps:
         short = ["--short-data", short_data, "--short-seq-length", "16",
-                 "--max-seq-length", "32", "--short-seq-fraction", str(short_steps / steps)]
+                 "--short-seq-fraction", str(short_steps / steps)]
     return ["pretrain", *short, "--data", data_dir,
             "--tokenizer", os.path.join(data_dir, "spm.model"), "--out", out,
             "--model-overrides", json.dumps(SMALL), "--batch-size", "8",
