@@ -16,9 +16,9 @@ from albert_keras.tasks.registry import TASKS
 from albert_keras.training.pretrain_config import STRATEGIES
 
 # Defaults by model width, for --epochs and --learning-rate left unset.
-# Narrow models (the small-corpus recipe's is 256 wide) measured on sotu century, 1,000
-# training rows: 10 epochs at 3e-4 with the best epoch kept gave 0.812
-# accuracy where 3 epochs at 1e-4 gave 0.780 (docs/reports/code/finetune_recipe.py).
+# Narrow models (the small-corpus recipe's is 256 wide) fine-tune better for
+# longer at a higher rate, with the best epoch kept
+# (docs/reports/pretraining-worth-it.md).
 # Base-sized and larger published checkpoints take the ALBERT and BERT
 # papers' fine-tuning range (1e-5 to 5e-5, 2 to 4 epochs); not measured
 # here, as no such checkpoint is on this machine.

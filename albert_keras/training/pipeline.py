@@ -147,7 +147,7 @@ def small_corpus_recipe(pipeline, train_config):
     if overrides["position_bias"] == "alibi":
         overrides.setdefault("alibi_slope_scale", 4.0)
     mask_rate = train_config.mask_rate
-    # measured for mlm and rtd (the docstring gives the numbers); mlm_sop
+    # measured for mlm and rtd (docs/reports/small-corpus-recipe.md); mlm_sop
     # keeps the data's rate
     if mask_rate is None and train_config.dynamic_masking and objective in ("mlm", "rtd"):
         mask_rate = SMALL_CORPUS_MASK_RATE

