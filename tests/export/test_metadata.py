@@ -10,6 +10,11 @@ import unicodedata
 import numpy as np
 import pytest
 
+# MediaPipe is in the test extra: a missing install fails here, never skips
+from mediapipe.tasks.python.core.base_options import BaseOptions  # noqa: E402
+from mediapipe.tasks.python.text import text_classifier  # noqa: E402
+from mediapipe.tasks.python.text import text_embedder  # noqa: E402
+
 from albert_keras.export import ExportConfig
 from albert_keras.export import export_tflite
 from albert_keras.export.converter import ExportError
@@ -18,11 +23,6 @@ from albert_keras.tasks import inference
 from tests.helpers import make_hf_model
 from tests.helpers import make_sentences
 from tests.helpers import make_wordpiece_vocab
-
-mediapipe = pytest.importorskip("mediapipe", reason="the mediapipe extra")
-from mediapipe.tasks.python.core.base_options import BaseOptions  # noqa: E402
-from mediapipe.tasks.python.text import text_classifier  # noqa: E402
-from mediapipe.tasks.python.text import text_embedder  # noqa: E402
 
 # held-out texts with punctuation, digits, CJK and emoji (no accents: see the
 # WordPiece test for those)

@@ -286,8 +286,6 @@ def test_beam_data_creation(spm_path):
     import subprocess
     import sys
 
-    pytest.importorskip("apache_beam")
-
     @settings(max_examples=BEAM_EXAMPLES, deadline=None, derandomize=not os.environ.get(
         "FUZZ_EXAMPLES"), suppress_health_check=[HealthCheck.too_slow])
     @given(data=mutated(_CORPUS))
