@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 # MediaPipe is in the test extra: a missing install fails here, never skips
-from mediapipe.tasks.python.core.base_options import BaseOptions  # noqa: E402
-from mediapipe.tasks.python.text import text_classifier  # noqa: E402
-from mediapipe.tasks.python.text import text_embedder  # noqa: E402
+from mediapipe.tasks.python.core.base_options import BaseOptions
+from mediapipe.tasks.python.text import text_classifier
+from mediapipe.tasks.python.text import text_embedder
 
 from albert_keras.export import ExportConfig
 from albert_keras.export import export_tflite
@@ -24,8 +24,8 @@ from tests.helpers import make_hf_model
 from tests.helpers import make_sentences
 from tests.helpers import make_wordpiece_vocab
 
-# held-out texts with punctuation, digits, CJK and emoji (no accents: see the
-# WordPiece test for those)
+# held-out texts with accents, Hangul, punctuation, digits, CJK and emoji (the
+# WordPiece tests use the subset MediaPipe's WordPiece tokenizer agrees on)
 TEXTS = [t + suffix for t, suffix in zip(
     make_sentences(60, seed=11),
     ["", " Hello, World!", " (really) 42 times.", " 東京 data 😀", " don't; stop."] * 12)]
