@@ -15,6 +15,10 @@ SHARING_MODES = ("all", "attention", "ffn", "none")
 # config does not import the layers (it must load without Keras).
 POSITION_BIASES = ("none", "alibi")
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "tanh", "linear", "gelu_pytorch_tanh")
+# DeBERTa's disentangled attention: the terms a head may add to content-to-
+# content scores (content-to-position, position-to-content), HF's names.
+POSITION_ATTENTION_TERMS = ("c2p", "p2c")
+RELATIVE_EMBEDDING_NORMS = ("none", "layer_norm")
 
 # Special token ids (the ALBERT convention: the original SentencePiece models put them first).
 PAD_ID = 0
@@ -109,6 +113,27 @@ class AlbertConfig:
         alibi_slope_scale: multiplies ALiBi's slopes (1: the paper's, made
             for sequences of a thousand tokens and more; larger makes every
             head more local). Only with ``position_bias="alibi"``.
+        relative_attention: DeBERTa's disentangled attention (He et al.
+            2021): every head also scores query content against the key's
+            relative position (``c2p``) and the query's relative position
+            against key content (``p2c``), from one shared table of
+            relative-position embeddings. The fields below (HF
+            ``DebertaV2Config``'s names) apply only with it.
+        max_relative_positions: the largest distance with its own embedding;
+            -1 takes ``max_position_embeddings``.
+        position_buckets: with a positive value, distances beyond
+            ``position_buckets // 2`` share log-spaced buckets, and the
+            table has ``2 * position_buckets`` rows (DeBERTa-v3: 256).
+        pos_att_type: the relative terms, ``"c2p|p2c"`` (either order),
+            ``"c2p"``, ``"p2c"`` or ``""``.
+        share_att_key: the position projections reuse the content query and
+            key projections (DeBERTa-v3) instead of their own.
+        norm_rel_ebd: ``layer_norm`` normalises the relative table before
+            use (DeBERTa-v3), ``none`` does not.
+        position_biased_input: add absolute position embeddings to the input
+            (ALBERT, BERT, DeBERTa-v1); DeBERTa-v3 does not.
+        pooler_hidden_act: the pooler's activation: ``tanh`` (ALBERT, BERT)
+            or DeBERTa's ``gelu`` (``ContextPooler``).
 
     Example:
     >>> config = AlbertConfig(vocab_size=30000)
@@ -134,14 +159,29 @@ class AlbertConfig:
     sharing: str = "all"
     position_bias: str = "none"
     alibi_slope_scale: float = 1.0
+    relative_attention: bool = False
+    max_relative_positions: int = -1
+    position_buckets: int = -1
+    pos_att_type: str = "c2p|p2c"
+    share_att_key: bool = False
+    norm_rel_ebd: str = "none"
+    position_biased_input: bool = True
+    pooler_hidden_act: str = "tanh"
 
     def __post_init__(self):
         self.validate()
 
     # -- validation --------------------------------------------------------
 
-    def validate(self):  # noqa: C901 (to split into named steps: issue 59)
+    def validate(self):
         """Raises ConfigError naming the first field that is out of range."""
+        self._validate_sizes()
+        self._validate_rates()
+        self._validate_choices()
+        self._validate_alibi()
+        self._validate_relative()
+
+    def _validate_sizes(self):
         for name in (
             "vocab_size",
             "embedding_size",
@@ -152,11 +192,25 @@ class AlbertConfig:
             "num_attention_heads",
             "intermediate_size",
             "max_position_embeddings",
-            "type_vocab_size",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        value = self.type_vocab_size  # 0: no segment embedding (DeBERTa-v3)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"type_vocab_size must be a non-negative integer, got {value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ConfigError(
+                f"hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_attention_heads ({self.num_attention_heads})"
+            )
+        if self.num_hidden_groups > self.num_hidden_layers:
+            raise ConfigError(
+                f"num_hidden_groups ({self.num_hidden_groups}) must not exceed "
+                f"num_hidden_layers ({self.num_hidden_layers})"
+            )
+
+    def _validate_rates(self):
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
@@ -169,25 +223,23 @@ class AlbertConfig:
                 or value <= 0
             ):
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
-        if self.hidden_size % self.num_attention_heads:
-            raise ConfigError(
-                f"hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_attention_heads ({self.num_attention_heads})"
-            )
-        if self.num_hidden_groups > self.num_hidden_layers:
-            raise ConfigError(
-                f"num_hidden_groups ({self.num_hidden_groups}) must not exceed "
-                f"num_hidden_layers ({self.num_hidden_layers})"
-            )
-        if self.sharing not in SHARING_MODES:
-            raise ConfigError(
-                f"sharing must be one of {SHARING_MODES}, got {self.sharing!r}"
-            )
-        if self.position_bias not in POSITION_BIASES:
-            raise ConfigError(
-                f"position_bias must be one of {POSITION_BIASES}, got "
-                f"{self.position_bias!r}"
-            )
+
+    def _validate_choices(self):
+        for name, allowed in (("sharing", SHARING_MODES),
+                              ("position_bias", POSITION_BIASES),
+                              ("hidden_act", ACTIVATIONS),
+                              ("pooler_hidden_act", ACTIVATIONS),
+                              ("norm_rel_ebd", RELATIVE_EMBEDDING_NORMS)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(
+                    f"{name} must be one of {allowed}, got {getattr(self, name)!r}"
+                )
+        for name in ("relative_attention", "share_att_key", "position_biased_input"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got "
+                                  f"{getattr(self, name)!r}")
+
+    def _validate_alibi(self):
         scale = self.alibi_slope_scale
         if (isinstance(scale, bool) or not isinstance(scale, (int, float))
                 or not math.isfinite(scale) or scale <= 0):
@@ -197,16 +249,63 @@ class AlbertConfig:
                 f"alibi_slope_scale={scale!r} needs position_bias='alibi' "
                 f"(got {self.position_bias!r})"
             )
-        if self.hidden_act not in ACTIVATIONS:
-            raise ConfigError(
-                f"hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}"
-            )
+
+    def _validate_relative(self):
+        if not isinstance(self.pos_att_type, str):
+            raise ConfigError(f"pos_att_type must be a string such as 'c2p|p2c', "
+                              f"got {self.pos_att_type!r}")
+        unknown = set(self.position_attention_terms) - set(POSITION_ATTENTION_TERMS)
+        if unknown:
+            raise ConfigError(f"pos_att_type: unknown term {sorted(unknown)[0]!r} "
+                              f"(known: {', '.join(POSITION_ATTENTION_TERMS)})")
+        for name in ("max_relative_positions", "position_buckets"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or (
+                    value < 1 and value != -1):
+                raise ConfigError(f"{name} must be a positive integer or -1, got {value!r}")
+        if self.position_buckets == 1:
+            raise ConfigError("position_buckets must be at least 2 (or -1)")
+        if self.relative_attention:
+            if self.position_bias != "none":
+                raise ConfigError("relative_attention and position_bias="
+                                  f"{self.position_bias!r} cannot be combined")
+            return
+        defaults = AlbertConfig.__dataclass_fields__
+        for name in ("max_relative_positions", "position_buckets", "pos_att_type",
+                     "share_att_key", "norm_rel_ebd"):
+            if getattr(self, name) != defaults[name].default:
+                raise ConfigError(f"{name}={getattr(self, name)!r} needs "
+                                  "relative_attention=true")
+        if not self.position_biased_input:
+            raise ConfigError("position_biased_input=false needs relative_attention=true "
+                              "(the model would have no position information)")
 
     # -- derived -----------------------------------------------------------
 
     @property
     def head_size(self):
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def position_attention_terms(self):
+        """The relative terms as a tuple, e.g. ``("c2p", "p2c")``."""
+        return tuple(t.strip() for t in self.pos_att_type.lower().split("|") if t.strip())
+
+    @property
+    def relative_span(self):
+        """Half the rows of the relative table: the attention span."""
+        if self.position_buckets > 0:
+            return self.position_buckets
+        if self.max_relative_positions > 0:
+            return self.max_relative_positions
+        return self.max_position_embeddings
+
+    @property
+    def max_relative_distance(self):
+        """The distance where log bucketing ends (HF's max_relative_positions)."""
+        if self.max_relative_positions > 0:
+            return self.max_relative_positions
+        return self.max_position_embeddings
 
     @property
     def has_embedding_projection(self):
@@ -249,8 +348,12 @@ class AlbertConfig:
         for key, value in data.items():
             if key not in fields:
                 raise ConfigError(f"{source}: unknown config key {key!r}")
-            kind = {int: int, float: (int, float), str: str}.get(fields[key])
-            if kind and (not isinstance(value, kind) or isinstance(value, bool)):
+            kind = {int: int, float: (int, float), str: str, bool: bool}.get(fields[key])
+            if fields[key] is bool:
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{source}: {key} must be true or false, "
+                                      f"not {value!r}")
+            elif kind and (not isinstance(value, kind) or isinstance(value, bool)):
                 raise ConfigError(f"{source}: {key} must be a {fields[key].__name__}, "
                                   f"not {type(value).__name__}")
         try:
@@ -278,10 +381,17 @@ class AlbertConfig:
         the paper's partial sharings have no equivalent there, and neither
         has ALiBi (the formats have no field for it).
         """
-        if self.position_bias != "none":
+        if self.position_bias != "none" or self.relative_attention:
+            what = ("relative_attention" if self.relative_attention
+                    else f"position_bias={self.position_bias!r}")
             raise ConfigError(
-                f"position_bias={self.position_bias!r} has no equivalent in "
-                f"{target}; keep the model as .keras"
+                f"{what} has no equivalent in {target}; keep the model as .keras"
+            )
+        if self.pooler_hidden_act != "tanh" or self.type_vocab_size == 0:
+            raise ConfigError(
+                f"{target} has a tanh pooler and a segment table (pooler_hidden_act="
+                f"{self.pooler_hidden_act!r}, type_vocab_size={self.type_vocab_size}); "
+                "keep the model as .keras"
             )
         if self.sharing == "all":
             return self.num_hidden_groups

@@ -11,6 +11,7 @@ from albert_keras.config import PAD_ID
 from albert_keras.config import SEP_ID
 from albert_keras.config import AlbertConfig
 from albert_keras.config import ConfigError
+from albert_keras.convert import hf_deberta_config
 from albert_keras.convert.tf1_config import INERT_FIELDS
 
 _DEFAULTS = AlbertConfig()
@@ -23,7 +24,7 @@ _HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_att
 # ELECTRA's sequence-summary keys configure HF's classification head only.
 _HF_ELECTRA_KEYS = _HF_BERT_KEYS | {"summary_type", "summary_use_proj", "summary_activation",
                                     "summary_last_dropout", "embedding_size"}
-MODEL_TYPES = ("albert", "bert", "electra")
+MODEL_TYPES = ("albert", "bert", "electra", hf_deberta_config.MODEL_TYPE)
 # Keys PretrainedConfig writes for every model (labels, generation, bookkeeping).
 _HF_GENERIC_KEYS = {
     "_name_or_path",
@@ -67,7 +68,7 @@ _HF_GENERIC_KEYS = {
 
 
 def from_hf_dict(data, source="config.json"):  # noqa: C901 (to split into named steps: issue 59)
-    """Reads a HF transformers ``config.json`` (ALBERT, BERT or ELECTRA)."""
+    """Reads a HF transformers ``config.json`` (ALBERT, BERT, ELECTRA or DeBERTa-v2/v3)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
     model_type = data.get("model_type")
@@ -75,6 +76,8 @@ def from_hf_dict(data, source="config.json"):  # noqa: C901 (to split into named
         raise ConfigError(
             f"{source}: model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type!r}"
         )
+    if model_type == hf_deberta_config.MODEL_TYPE:
+        return hf_deberta_config.from_deberta_dict(data, source, _HF_GENERIC_KEYS)
     known = {"albert": _HF_ALBERT_KEYS, "bert": _HF_BERT_KEYS,
              "electra": _HF_ELECTRA_KEYS}[model_type]
     out = {}
@@ -137,10 +140,22 @@ def to_hf_dict(config, model_type=None):
 
     Args:
         config: our ``AlbertConfig``.
-        model_type: ``bert``, ``albert`` or ``electra`` (default: ``bert``
+        model_type: ``bert``, ``albert``, ``electra`` or ``deberta-v2``
+            (default: ``deberta-v2`` with relative attention, else ``bert``
             when the layout is BERT's, else ``albert``). ELECTRA takes any
             unshared layout, with or without an E -> H projection.
     """
+    if model_type == hf_deberta_config.MODEL_TYPE or (
+            model_type is None and config.relative_attention):
+        return hf_deberta_config.to_deberta_dict(config)
+    if config.relative_attention:
+        raise ConfigError(f"relative_attention has no equivalent in HF {model_type}; "
+                          "write model_type deberta-v2 or keep the model as .keras")
+    if config.pooler_hidden_act != "tanh" or config.type_vocab_size == 0:
+        raise ConfigError("HF ALBERT, BERT and ELECTRA have a tanh pooler and a segment "
+                          f"table (pooler_hidden_act={config.pooler_hidden_act!r}, "
+                          f"type_vocab_size={config.type_vocab_size}); keep the model "
+                          "as .keras")
     if config.position_bias != "none":
         raise ConfigError(
             f"position_bias={config.position_bias!r} has no equivalent in HF "

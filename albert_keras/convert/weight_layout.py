@@ -13,7 +13,7 @@ REQUIRED_GROUP = "encoder"
 
 def group_of(name):
     head = name.split("/")[0]
-    if head in ("pooler", "mlm", "sop", "rtd"):
+    if head in ("pooler", "mlm", "sop", "rtd", "classifier", "decoder_position"):
         return head
     return REQUIRED_GROUP
 
@@ -29,17 +29,27 @@ def _norm(prefix, layer):
 def encoder_variables(encoder):
     """Canonical name -> variable for an ``AlbertEncoder``."""
     emb = encoder.embeddings
+    # Without position_biased_input only DeBERTa's enhanced mask decoder
+    # reads the absolute table: an optional group, as in DeBERTa-v3 files.
+    position = "embeddings/position" if emb.position_biased_input else "decoder_position"
     out = {
         "embeddings/word": emb.token_embedding.embeddings,
-        "embeddings/segment": emb.segment_embedding.embeddings,
-        "embeddings/position": emb.position_embedding.embeddings,
+        position: emb.position_embedding.embeddings,
         **_norm("embeddings/layer_norm", emb.layer_norm),
     }
+    if emb.segment_embedding is not None:
+        out["embeddings/segment"] = emb.segment_embedding.embeddings
     if emb.projection is not None:
         out.update(_dense("projection", emb.projection))
+    table = encoder.transformer.rel_embeddings
+    if table is not None:
+        out["relative/embeddings"] = table.embeddings
+        if table.norm is not None:
+            out.update(_norm("relative/layer_norm", table.norm))
     for k, block in enumerate(encoder.transformer.attention_blocks):
-        for part in ("query", "key", "value"):
-            out.update(_dense(f"attention_{k}/{part}", getattr(block, part)))
+        for part in ("query", "key", "value", "pos_key", "pos_query"):
+            if getattr(block, part, None) is not None:
+                out.update(_dense(f"attention_{k}/{part}", getattr(block, part)))
         out.update(_dense(f"attention_{k}/output", block.output_dense))
         out.update(_norm(f"attention_{k}/layer_norm", block.layer_norm))
     for k, block in enumerate(encoder.transformer.ffn_blocks):
@@ -61,6 +71,8 @@ def model_variables(model):
         out["mlm/output_bias"] = mlm.output_bias
         if getattr(model, "sop_head", None) is not None:  # none under RoBERTa's MLM-only
             out.update(_dense("sop", model.sop_head.classifier))
+    if type(model).__name__ == "AlbertClassifier":
+        out.update(_dense("classifier", model.get_layer("classifier")))
     if hasattr(model, "rtd_head"):
         out.update(_dense("rtd/dense", model.rtd_head.dense))
         out.update(_dense("rtd/output", model.rtd_head.output_dense))
@@ -153,6 +165,45 @@ def hf_electra_names(config):
     out["mlm/output_bias"] = ("generator_lm_head.bias", None)
     out.update(_hf_linear("discriminator_predictions.dense", "rtd/dense"))
     out.update(_hf_linear("discriminator_predictions.dense_prediction", "rtd/output"))
+    return out
+
+
+def hf_deberta_names(config, legacy_head=True):
+    """Canonical name -> (HF DeBERTa-v2/v3 tensor name, transform); prefix
+    ``deberta.`` omitted.
+
+    Args:
+        config: our ``AlbertConfig`` (a DeBERTa layout).
+        legacy_head: the masked-LM head as ``cls.predictions.*`` (HF's
+            default, ``legacy=True``) or as ``lm_predictions.lm_head.*``
+            (the original DeBERTa layout, ``legacy=False``).
+    """
+    out = {
+        "embeddings/word": ("embeddings.word_embeddings.weight", None),
+        **_hf_norm("embeddings.LayerNorm", "embeddings/layer_norm"),
+        "relative/embeddings": ("encoder.rel_embeddings.weight", None),
+        **_hf_norm("encoder.LayerNorm", "relative/layer_norm"),
+    }
+    position = "embeddings/position" if config.position_biased_input else "decoder_position"
+    out[position] = ("embeddings.position_embeddings.weight", None)
+    if config.type_vocab_size:
+        out["embeddings/segment"] = ("embeddings.token_type_embeddings.weight", None)
+    for k in range(config.num_hidden_layers):
+        hf = f"encoder.layer.{k}"
+        for part in ("query", "key", "value", "pos_key", "pos_query"):
+            out.update(_hf_linear(f"{hf}.attention.self.{part}_proj", f"attention_{k}/{part}"))
+        out.update(_hf_linear(f"{hf}.attention.output.dense", f"attention_{k}/output"))
+        out.update(_hf_norm(f"{hf}.attention.output.LayerNorm", f"attention_{k}/layer_norm"))
+        out.update(_hf_linear(f"{hf}.intermediate.dense", f"ffn_{k}/intermediate"))
+        out.update(_hf_linear(f"{hf}.output.dense", f"ffn_{k}/output"))
+        out.update(_hf_norm(f"{hf}.output.LayerNorm", f"ffn_{k}/layer_norm"))
+    out.update(_hf_linear("pooler.dense", "pooler"))
+    head = "cls.predictions.transform" if legacy_head else "lm_predictions.lm_head"
+    out.update(_hf_linear(f"{head}.dense", "mlm/dense"))
+    out.update(_hf_norm(f"{head}.LayerNorm", "mlm/layer_norm"))
+    out["mlm/output_bias"] = ("cls.predictions.bias" if legacy_head
+                              else "lm_predictions.lm_head.bias", None)
+    out.update(_hf_linear("classifier", "classifier"))
     return out
 
 

@@ -128,8 +128,8 @@ class AttentionBlock(keras.layers.Layer):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
 
-    def call(self, x, padding_mask, training=False, query_positions=None,
-             return_attention=False):
+    def call(self, x, padding_mask, training=False, query_positions=None,  # noqa: PLR0913 (Keras call arguments)
+             return_attention=False, query_states=None, rel_embeddings=None):
         """Attends from every position, or only from ``query_positions``.
 
         Args:
@@ -146,8 +146,17 @@ class AttentionBlock(keras.layers.Layer):
                 ``[B, N, Q, S]`` (float32), as ``(output, probs)``; the
                 explicit path runs then, since the fused kernel keeps them
                 to itself. Distillation's attention transfer reads them.
+            query_states: optional ``[B, Q, H]`` states to attend from
+                instead of ``x`` (keys and values still come from ``x``); the
+                residual is then ``query_states``. DeBERTa's enhanced mask
+                decoder feeds absolute positions in this way. Their
+                positions are ``query_positions``, or ``0..Q-1``.
+            rel_embeddings: the relative-position table; only the
+                disentangled block (``DisentangledAttentionBlock``) reads it.
         """
-        if query_positions is not None:
+        if query_states is not None:
+            queries = query_states
+        elif query_positions is not None:
             positions = ops.cast(query_positions, "int32")[:, :, None]
             queries = ops.take_along_axis(x, positions, axis=1)
         else:
@@ -160,7 +169,7 @@ class AttentionBlock(keras.layers.Layer):
             context = self._fused_attention(q, k, v, padding_mask)
         else:
             context, probs = self._explicit_attention(
-                q, k, v, padding_mask, training, query_positions
+                q, k, v, padding_mask, training, query_positions, rel_embeddings
             )
         batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(context, (batch, seq, self.hidden_size))
@@ -179,22 +188,35 @@ class AttentionBlock(keras.layers.Layer):
             return False
         return not (training and self.attention_dropout > 0)
 
-    def _explicit_attention(self, q, k, v, padding_mask, training,
-                            query_positions=None):
+    def _score_scale(self):
+        """The factor on ``q k^T``: ``1 / sqrt(head_size)``."""
+        return 1.0 / float(self.head_size) ** 0.5
+
+    def _position_scores(self, q, k, query_positions, rel_embeddings, training):
+        """Scores added for positions, float32 ``[B|1, N, T, S]``, or None.
+
+        ``q``/``k`` are ``[B, N, T|S, D]``. Here: ALiBi's distance penalty;
+        the disentangled block adds DeBERTa's relative terms.
+        """
+        if self.position_bias != "alibi":
+            return None
+        return alibi_bias(self.num_heads, ops.shape(k)[2], query_positions,
+                          self.alibi_slope_scale)
+
+    def _explicit_attention(self, q, k, v, padding_mask, training,  # noqa: PLR0913 (the attention's inputs)
+                            query_positions=None, rel_embeddings=None):
         """``[B, T, N, D]`` context from ``[B, T|S, N, D]`` heads, and the
         float32 probabilities ``[B, N, T, S]`` before dropout."""
-        scale = 1.0 / float(self.head_size) ** 0.5
         q, k, v = (ops.transpose(t, (0, 2, 1, 3)) for t in (q, k, v))
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
-        scores = ops.cast(scores, "float32") * scale
+        scores = ops.cast(scores, "float32") * self._score_scale()
         # Built here, inside a layer: in Keras 3.15's functional API,
         # ``tensor * python_float`` comes back as a sparse tensor.
         bias = (1.0 - ops.cast(padding_mask, "float32")) * self.mask_value
         scores = scores + bias[:, None, None, :]
-        if self.position_bias == "alibi":
-            scores = scores + alibi_bias(
-                self.num_heads, ops.shape(k)[2], query_positions, self.alibi_slope_scale
-            )
+        extra = self._position_scores(q, k, query_positions, rel_embeddings, training)
+        if extra is not None:
+            scores = scores + extra
         probs = ops.softmax(scores, axis=-1)
         dropped = self.probs_dropout(ops.cast(probs, v.dtype), training=training)
         return ops.transpose(ops.matmul(dropped, v), (0, 2, 1, 3)), probs
@@ -219,7 +241,10 @@ class AttentionBlock(keras.layers.Layer):
         return context[:, :queries] if odd else context
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None,
-                             query_positions_shape=None):
+                             query_positions_shape=None, query_states_shape=None,
+                             rel_embeddings_shape=None):
+        if query_states_shape is not None:
+            return tuple(query_states_shape)
         if query_positions_shape is not None:
             return tuple(query_positions_shape) + (x_shape[-1],)
         return x_shape

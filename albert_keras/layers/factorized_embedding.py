@@ -25,6 +25,14 @@ class FactorizedEmbedding(keras.layers.Layer):
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
         quantize_aware: fake-quantize the dense projections (QAT).
+        position_biased_input: add the position table to the input
+            (DeBERTa-v3 does not: its attention sees relative positions).
+            The table is kept either way; DeBERTa's enhanced mask decoder
+            reads it.
+        mask_padding: multiply the normalised embeddings by the padding mask
+            (DeBERTa does; it changes only rows at padded positions).
+
+    ``type_vocab_size=0`` leaves out the segment table (DeBERTa-v3).
 
     Example:
     >>> layer = FactorizedEmbedding(100, 16, 32, 64)
@@ -44,9 +52,13 @@ class FactorizedEmbedding(keras.layers.Layer):
         layer_norm_eps=1e-12,
         initializer_range=0.02,
         quantize_aware=False,
+        position_biased_input=True,
+        mask_padding=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.position_biased_input = bool(position_biased_input)
+        self.mask_padding = bool(mask_padding)
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.hidden_size = hidden_size
@@ -66,13 +78,15 @@ class FactorizedEmbedding(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        self.segment_embedding = keras.layers.Embedding(
-            type_vocab_size,
-            embedding_size,
-            embeddings_initializer=init(),
-            dtype=self.dtype_policy,
-            name="segment_embedding",
-        )
+        self.segment_embedding = None
+        if type_vocab_size > 0:
+            self.segment_embedding = keras.layers.Embedding(
+                type_vocab_size,
+                embedding_size,
+                embeddings_initializer=init(),
+                dtype=self.dtype_policy,
+                name="segment_embedding",
+            )
         self.position_embedding = keras.layers.Embedding(
             max_position_embeddings,
             embedding_size,
@@ -101,7 +115,8 @@ class FactorizedEmbedding(keras.layers.Layer):
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
-        self.segment_embedding.build(token_ids_shape)
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
         self.position_embedding.build(token_ids_shape)
         self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_size,))
         if self.projection is not None:
@@ -136,10 +151,12 @@ class FactorizedEmbedding(keras.layers.Layer):
         ):
             return tf.identity(token_ids)
 
-    def call(self, token_ids, segment_ids, training=False, token_table=None):
+    def call(self, token_ids, segment_ids, training=False, token_table=None,
+             padding_mask=None):
         """Embeds ``token_ids``; ``token_table`` (V x E) replaces the layer's
         own word table, for models that share one between two encoders
-        (ELECTRA's generator and discriminator)."""
+        (ELECTRA's generator and discriminator). ``padding_mask`` is read
+        with ``mask_padding``."""
         token_ids = self._check_length(token_ids)
         seq_len = ops.shape(token_ids)[1]
         positions = self.position_embedding.embeddings[:seq_len]
@@ -152,9 +169,14 @@ class FactorizedEmbedding(keras.layers.Layer):
         else:
             words = ops.take(ops.cast(token_table, self.compute_dtype),
                              ops.cast(token_ids, "int32"), axis=0)
-        x = words + self.segment_embedding(segment_ids)
-        x = x + ops.cast(positions, x.dtype)[None, :, :]
+        x = words
+        if self.segment_embedding is not None:
+            x = x + self.segment_embedding(segment_ids)
+        if self.position_biased_input:
+            x = x + ops.cast(positions, x.dtype)[None, :, :]
         x = self.layer_norm(x)
+        if self.mask_padding and padding_mask is not None:
+            x = x * ops.cast(padding_mask, x.dtype)[:, :, None]
         x = self.dropout_layer(x, training=training)
         if self.projection is not None:
             x = self.projection(x, training=training)
@@ -176,6 +198,8 @@ class FactorizedEmbedding(keras.layers.Layer):
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
                 "quantize_aware": self.quantize_aware,
+                "position_biased_input": self.position_biased_input,
+                "mask_padding": self.mask_padding,
             }
         )
         return config

@@ -4,7 +4,9 @@ import keras
 
 from albert_keras.config import block_plan
 from albert_keras.layers.attention_block import AttentionBlock
+from albert_keras.layers.disentangled_attention import DisentangledAttentionBlock
 from albert_keras.layers.feed_forward_block import FeedForwardBlock
+from albert_keras.layers.relative_position import RelativeEmbedding
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -41,6 +43,11 @@ class SharedEncoder(keras.layers.Layer):
             ``AttentionBlock``).
         position_bias: ``none`` or ``alibi`` (see ``AttentionBlock``).
         alibi_slope_scale: multiplies ALiBi's slopes.
+        relative: DeBERTa's disentangled attention, as a dict of
+            ``AlbertConfig``'s relative fields (``span``,
+            ``position_buckets``, ``max_relative_positions``,
+            ``pos_att_type``, ``share_att_key``, ``norm_rel_ebd``), or None.
+            The encoder then owns the one relative table every block reads.
 
     Example:
     >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
@@ -68,9 +75,11 @@ class SharedEncoder(keras.layers.Layer):
         mask_value=-10000.0,
         position_bias="none",
         alibi_slope_scale=1.0,
+        relative=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.relative = dict(relative) if relative else None
         self.num_layers = num_layers
         self.num_groups = num_groups
         self.inner_group_num = inner_group_num
@@ -91,10 +100,23 @@ class SharedEncoder(keras.layers.Layer):
 
         num_attention = 1 + max(a for blocks in self.plan for a, _ in blocks)
         num_ffn = 1 + max(f for blocks in self.plan for _, f in blocks)
+        self.rel_embeddings = None
+        block_class, extra = AttentionBlock, {}
+        if self.relative:
+            block_class = DisentangledAttentionBlock
+            extra = {k: self.relative[k] for k in ("span", "position_buckets",
+                                                   "max_relative_positions",
+                                                   "pos_att_type", "share_att_key")}
+            self.rel_embeddings = RelativeEmbedding(
+                self.relative["span"], hidden_size,
+                layer_norm=self.relative["norm_rel_ebd"] == "layer_norm",
+                layer_norm_eps=layer_norm_eps, initializer_range=initializer_range,
+                dtype=self.dtype_policy, name="rel_embeddings")
         self.attention_blocks = [
-            AttentionBlock(
+            block_class(
                 hidden_size,
                 num_heads,
+                **extra,
                 dropout=dropout,
                 attention_dropout=attention_dropout,
                 layer_norm_eps=layer_norm_eps,
@@ -124,6 +146,8 @@ class SharedEncoder(keras.layers.Layer):
         ]
 
     def build(self, x_shape, padding_mask_shape=None):
+        if self.rel_embeddings is not None:
+            self.rel_embeddings.build()
         for block in self.attention_blocks:
             block.build(x_shape)
         for block in self.ffn_blocks:
@@ -149,12 +173,13 @@ class SharedEncoder(keras.layers.Layer):
         """
         states, attention = [x], []
         steps = [pair for blocks in self.plan for pair in blocks]
+        table = self.relative_table()
         for step, (attention_index, ffn_index) in enumerate(steps):
             last = step == len(steps) - 1
             x = self.attention_blocks[attention_index](
                 x, padding_mask, training=training,
                 query_positions=query_positions if last else None,
-                return_attention=return_attention,
+                return_attention=return_attention, rel_embeddings=table,
             )
             if return_attention:
                 x, probs = x
@@ -162,6 +187,32 @@ class SharedEncoder(keras.layers.Layer):
             x = self.ffn_blocks[ffn_index](x, training=training)
             states.append(x)
         return (states, attention) if return_attention else states
+
+    def relative_table(self):
+        """The (normalised) relative table, or None without relative attention."""
+        return None if self.rel_embeddings is None else self.rel_embeddings.table()
+
+    def decode(self, x, padding_mask, query_states, query_positions, training=False):
+        """Runs the last block from ``query_states`` over keys ``x``.
+
+        DeBERTa's enhanced mask decoder re-applies the last layer this way
+        (``albert_keras.heads.enhanced_mask_decoder``).
+
+        Args:
+            x: ``[B, S, H]``, the keys and values (a hidden state).
+            padding_mask: ``[B, S]``.
+            query_states: ``[B, Q, H]``.
+            query_positions: ``[B, Q]`` positions of the query rows.
+            training: dropout on or off.
+
+        Returns:
+            ``[B, Q, H]``.
+        """
+        attention_index, ffn_index = self.plan[-1][-1]
+        out = self.attention_blocks[attention_index](
+            x, padding_mask, training=training, query_positions=query_positions,
+            query_states=query_states, rel_embeddings=self.relative_table())
+        return self.ffn_blocks[ffn_index](out, training=training)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None,
                              query_positions_shape=None):
@@ -190,6 +241,7 @@ class SharedEncoder(keras.layers.Layer):
                 "mask_value": self.mask_value,
                 "position_bias": self.position_bias,
                 "alibi_slope_scale": self.alibi_slope_scale,
+                "relative": self.relative,
             }
         )
         return config

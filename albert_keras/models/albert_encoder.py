@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from albert_keras.config import AlbertConfig
+from albert_keras.layers.activations import get_activation
 from albert_keras.layers.factorized_embedding import FactorizedEmbedding
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.shared_encoder import SharedEncoder
@@ -17,21 +18,25 @@ class TokenPooler(keras.layers.Layer):
         hidden_size: H.
         initializer_range: stddev of the truncated-normal initializer.
         quantize_aware: fake-quantize the dense layer (QAT).
+        activation: ``tanh`` (ALBERT, BERT) or another config activation
+            name (DeBERTa's ``ContextPooler``: exact ``gelu``).
 
     Example:
     >>> tuple(TokenPooler(32)(keras.ops.ones((2, 8, 32))).shape)
     (2, 32)
     """
 
-    def __init__(self, hidden_size, initializer_range=0.02, quantize_aware=False, **kwargs):
+    def __init__(self, hidden_size, initializer_range=0.02, quantize_aware=False,
+                 activation="tanh", **kwargs):
         super().__init__(**kwargs)
+        self.activation = activation
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.quantize_aware = bool(quantize_aware)
         self.dense = make_dense(
             hidden_size,
             quantize_aware=self.quantize_aware,
-            activation="tanh",
+            activation=get_activation(activation),
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=initializer_range
             ),
@@ -56,6 +61,7 @@ class TokenPooler(keras.layers.Layer):
                 "hidden_size": self.hidden_size,
                 "initializer_range": self.initializer_range,
                 "quantize_aware": self.quantize_aware,
+                "activation": self.activation,
             }
         )
         return config
@@ -71,6 +77,20 @@ class StackHiddenStates(keras.layers.Layer):
     def compute_output_shape(self, shapes):
         first = shapes[0]
         return (first[0], len(shapes)) + tuple(first[1:])
+
+
+def _relative_options(config):
+    """The ``SharedEncoder(relative=...)`` dict of a DeBERTa-style config."""
+    if not config.relative_attention:
+        return None
+    return {
+        "span": config.relative_span,
+        "position_buckets": config.position_buckets,
+        "max_relative_positions": config.max_relative_distance,
+        "pos_att_type": config.pos_att_type,
+        "share_att_key": config.share_att_key,
+        "norm_rel_ebd": config.norm_rel_ebd,
+    }
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -137,6 +157,8 @@ class AlbertEncoder(keras.Model):
             layer_norm_eps=config.layer_norm_eps,
             initializer_range=config.initializer_range,
             quantize_aware=quantize_aware,
+            position_biased_input=config.position_biased_input,
+            mask_padding=config.relative_attention,
             dtype=dtype,
             name="embeddings",
         )
@@ -157,6 +179,7 @@ class AlbertEncoder(keras.Model):
             mask_value=mask_value,
             position_bias=config.position_bias,
             alibi_slope_scale=config.alibi_slope_scale,
+            relative=_relative_options(config),
             dtype=dtype,
             name="transformer",
         )
@@ -164,6 +187,7 @@ class AlbertEncoder(keras.Model):
             config.hidden_size,
             initializer_range=config.initializer_range,
             quantize_aware=quantize_aware,
+            activation=config.pooler_hidden_act,
             dtype=dtype,
             name="pooler",
         )
@@ -173,7 +197,8 @@ class AlbertEncoder(keras.Model):
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"],
+                       padding_mask=inputs["padding_mask"])
         # cls_only: query position 0 in every row of the batch.
         first = ops.zeros_like(inputs["token_ids"][:, :1]) if cls_only else None
         states = transformer(x, inputs["padding_mask"], query_positions=first)
