@@ -194,15 +194,28 @@ BERT = dict(
 ELECTRA = dict(BERT, embedding_size=16)
 
 
+# DeBERTa-v3's layout in miniature: relative attention with log buckets (a
+# sequence of 12 reaches past position_buckets // 2), shared position keys,
+# a normalised relative table, no absolute positions, no segments.
+DEBERTA_V3 = dict(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                  intermediate_size=37, max_position_embeddings=64, relative_attention=True,
+                  position_buckets=8, max_relative_positions=-1, norm_rel_ebd="layer_norm",
+                  share_att_key=True, pos_att_type=["p2c", "c2p"],
+                  position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
 def make_hf_model(cls_name, folder, seed=0, **config):
     """Builds ``transformers.<cls_name>``, perturbs every weight, saves it."""
     import torch
     import transformers
 
     torch.manual_seed(seed)
-    family = next(f for f in ("Albert", "Bert", "Electra") if cls_name.startswith(f))
+    family = next(f for f in ("Albert", "Bert", "Electra", "DebertaV2")
+                  if cls_name.startswith(f))
     base = getattr(transformers, f"{family}Config")
-    defaults = {"Albert": ALBERT, "Bert": BERT, "Electra": ELECTRA}[family]
+    defaults = {"Albert": ALBERT, "Bert": BERT, "Electra": ELECTRA,
+                "DebertaV2": DEBERTA_V3}[family]
     model = getattr(transformers, cls_name)(base(**{**defaults, **config})).eval()
     with torch.no_grad():
         # Random LayerNorms and biases too, so a swapped tensor cannot hide.
