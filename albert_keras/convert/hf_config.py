@@ -17,7 +17,11 @@ from albert_keras.convert.tf1_config import INERT_FIELDS
 _DEFAULTS = AlbertConfig()
 
 # HF keys that carry model hyperparameters we map one to one.
-_HF_MODEL_FIELDS = {f.name for f in dataclasses.fields(AlbertConfig)} - {"sharing"}
+# (DeBERTa's relative fields belong to model_type deberta-v2 only.)
+_HF_MODEL_FIELDS = {f.name for f in dataclasses.fields(AlbertConfig)} - {
+    "sharing", "relative_attention", "max_relative_positions", "position_buckets",
+    "pos_att_type", "share_att_key", "norm_rel_ebd", "position_biased_input",
+    "pooler_hidden_act"}
 # Model-specific HF keys that do not change the encoder's computation.
 _HF_ALBERT_KEYS = {"classifier_dropout_prob"}
 _HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_attention"}
@@ -67,7 +71,7 @@ _HF_GENERIC_KEYS = {
 }
 
 
-def from_hf_dict(data, source="config.json"):  # noqa: C901 (to split into named steps: issue 59)
+def from_hf_dict(data, source="config.json"):
     """Reads a HF transformers ``config.json`` (ALBERT, BERT, ELECTRA or DeBERTa-v2/v3)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
@@ -98,6 +102,12 @@ def from_hf_dict(data, source="config.json"):  # noqa: C901 (to split into named
                 )
         elif key not in known and key not in _HF_GENERIC_KEYS:
             raise ConfigError(f"{source}: unknown config key {key!r}")
+    _fill_model_type(model_type, out, source)
+    return AlbertConfig.from_dict(out, source)
+
+
+def _fill_model_type(model_type, out, source):
+    """Sharing, E and defaults that each HF model type implies."""
     if model_type == "albert":
         if out.get("embedding_size", 128) == out.get("hidden_size", 768):
             raise ConfigError(
@@ -133,7 +143,7 @@ def from_hf_dict(data, source="config.json"):  # noqa: C901 (to split into named
         out.setdefault("hidden_dropout_prob", 0.1)
         out.setdefault("attention_probs_dropout_prob", 0.1)
         out.setdefault("vocab_size", 30522)
-    return AlbertConfig.from_dict(out, source)
+
 
 def to_hf_dict(config, model_type=None):
     """Writes a HF ``config.json``.

@@ -16,17 +16,13 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import MASK_ID
-from albert_keras.config import PAD_ID
-from albert_keras.config import SEP_ID
-from albert_keras.config import UNK_ID
 from albert_keras.files import read_json
 from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.normalizer_table import changed_codepoints
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 from albert_keras.text.spm_model import check_albert_model
 from albert_keras.text.spm_model import read_model_proto
+from albert_keras.text.spm_model import special_ids_of
 from albert_keras.text.spm_model import word_start_table
 from albert_keras.text.tokenizer import Tokenizer
 
@@ -160,8 +156,9 @@ class SentencePiece(Tokenizer):
 
     @property
     def special_ids(self):
-        # ALBERT's SentencePiece models put the special pieces first.
-        return {"pad": PAD_ID, "unk": UNK_ID, "cls": CLS_ID, "sep": SEP_ID, "mask": MASK_ID}
+        # ALBERT's models put the special pieces first; DeBERTa's put [PAD]
+        # [CLS] [SEP] [UNK] first and add [MASK] after the last piece.
+        return special_ids_of(self._facts, self._source)
 
     def check(self):
         """Refuses models the in-graph tokenizer would get wrong; returns self."""
@@ -242,12 +239,25 @@ class SentencePiece(Tokenizer):
 CHECKPOINT_NAMES = ("spiece.model", "30k-clean.model")
 
 
+def _deberta_options(config, path):
+    """HF ``DebertaV2Tokenizer``'s options: lower-casing (off by default), no
+    accent stripping; its punctuation splitting has no in-graph equivalent."""
+    if config.get("split_by_punct"):
+        raise ValueError(f"{path}: split_by_punct=true (DebertaV2Tokenizer) is not "
+                         "supported: the in-graph tokenizer cannot split punctuation "
+                         "the same way")
+    return {"lowercase": bool(config.get("do_lower_case", False)), "keep_accents": True}
+
+
 def _checkpoint_options(source):
     """``{"lowercase", "keep_accents"}`` for the model file ``source``."""
     folder = os.path.dirname(os.path.abspath(source)) if isinstance(source, str) else ""
     config_path = os.path.join(folder, "tokenizer_config.json")
     if isinstance(source, str) and os.path.isfile(config_path):
         config = read_json(config_path)
+        if isinstance(config, dict) and str(config.get("tokenizer_class", "")).startswith(
+                "DebertaV2"):
+            return _deberta_options(config, config_path)
         if isinstance(config, dict) and ("do_lower_case" in config or
                                          "keep_accents" in config):
             return {"lowercase": bool(config.get("do_lower_case", True)),

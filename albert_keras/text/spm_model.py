@@ -87,12 +87,49 @@ def read_model_proto(proto_or_path):
     return data, proto, source
 
 
+# DeBERTa-v2/v3's SentencePiece models put [PAD], [CLS], [SEP], [UNK] first
+# and have no [MASK] piece: HF adds it right after the last piece
+# (deberta-v3-base: 128,000 pieces, [MASK] = 128000).
+DEBERTA_PIECES = {"pad": "[PAD]", "cls": "[CLS]", "sep": "[SEP]", "unk": "[UNK]"}
+
+
+def special_ids_of(proto, source):
+    """The special ids of a model: ALBERT's convention or DeBERTa's.
+
+    Returns:
+        ``{"pad", "unk", "cls", "sep", "mask"}`` -> id. Under DeBERTa's
+        convention ``mask`` may be one past the last piece (an added token).
+
+    Raises:
+        TokenizerError: neither convention fits; the message names the
+            first piece that is wrong.
+    """
+    pieces = [p.piece for p in proto.pieces]
+    albert = dict(zip(("pad", "unk", "cls", "sep", "mask"), SPECIAL_PIECES))
+    if all(i < len(pieces) and pieces[i] == SPECIAL_PIECES[i] for i in SPECIAL_PIECES):
+        return albert
+    index = {piece: i for i, piece in enumerate(pieces)}
+    if all(piece in index for piece in DEBERTA_PIECES.values()):
+        out = {name: index[piece] for name, piece in DEBERTA_PIECES.items()}
+        out["mask"] = index.get("[MASK]", len(pieces))
+        return out
+    for i, piece in SPECIAL_PIECES.items():
+        if i >= len(pieces) or pieces[i] != piece:
+            found = pieces[i] if i < len(pieces) else None
+            raise TokenizerError(
+                f"{source}: id {i} must be {piece!r} (ALBERT convention; DeBERTa's "
+                f"[PAD] [CLS] [SEP] [UNK] pieces are not all there either), found {found!r}"
+            )
+    return albert
+
+
 def check_albert_model(proto, source):
     """Refuses models the in-graph tokenizer would get wrong.
 
     ``tensorflow_text.FastSentencepieceTokenizer`` returns wrong ids for BPE
     models without raising (measured with tensorflow-text 2.21), so only unigram models
-    are accepted. The special pieces must sit at ALBERT's ids.
+    are accepted. The special pieces must follow ALBERT's or DeBERTa's
+    convention (``special_ids_of``).
     """
     if proto.model_type != UNIGRAM:
         name = MODEL_TYPES.get(proto.model_type, str(proto.model_type))
@@ -102,13 +139,7 @@ def check_albert_model(proto, source):
             "ids for it without an error; train a unigram model "
             "(albert-keras tokenizer train)"
         )
-    for index, piece in SPECIAL_PIECES.items():
-        if index >= len(proto.pieces) or proto.pieces[index].piece != piece:
-            found = proto.pieces[index].piece if index < len(proto.pieces) else None
-            raise TokenizerError(
-                f"{source}: id {index} must be {piece!r} (ALBERT convention), "
-                f"found {found!r}"
-            )
+    special_ids_of(proto, source)
 
 
 def word_start_table(proto):
