@@ -209,9 +209,12 @@ class SharedEncoder(keras.layers.Layer):
             ``[B, Q, H]``.
         """
         attention_index, ffn_index = self.plan[-1][-1]
+        # The table through a layer call (not a variable read), so that a
+        # functional graph built on this method reads the live weights.
+        table = None if self.rel_embeddings is None else self.rel_embeddings(x)
         out = self.attention_blocks[attention_index](
             x, padding_mask, training=training, query_positions=query_positions,
-            query_states=query_states, rel_embeddings=self.relative_table())
+            query_states=query_states, rel_embeddings=table)
         return self.ffn_blocks[ffn_index](out, training=training)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None,

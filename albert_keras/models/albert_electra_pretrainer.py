@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from albert_keras.config import AlbertConfig
+from albert_keras.heads.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
@@ -87,6 +88,9 @@ class AlbertElectraPretrainer(keras.Model):
         sop: add sentence-order prediction on the discriminator.
         temperature: of the generator's sampling distribution.
         seed: the sampling seed.
+        enhanced_mask_decoder: the generator decodes its masked tokens with
+            DeBERTa's enhanced mask decoder
+            (``albert_keras.heads.enhanced_mask_decoder``).
 
     Example:
     >>> from albert_keras.presets import get_preset
@@ -102,8 +106,9 @@ class AlbertElectraPretrainer(keras.Model):
     (1, 16)
     """
 
-    def __init__(self, encoder, generator, embedding_sharing="tied", rtd_weight=50.0,
-                 sop=False, temperature=1.0, seed=0, rtd_mlm_weight=0.0, **kwargs):
+    def __init__(self, encoder, generator, embedding_sharing="tied", rtd_weight=50.0,  # noqa: PLR0913 (a model constructor: its arguments mirror get_config)
+                 sop=False, temperature=1.0, seed=0, rtd_mlm_weight=0.0,
+                 enhanced_mask_decoder=False, **kwargs):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         if isinstance(generator, dict):
@@ -126,6 +131,7 @@ class AlbertElectraPretrainer(keras.Model):
         self.sop = bool(sop)
         self.temperature = float(temperature)
         self.seed = int(seed)
+        self.enhanced_mask_decoder = bool(enhanced_mask_decoder)
         if embedding_sharing == "tied":
             # the generator's own table is never read (nor trained)
             generator.token_embedding.trainable = False
@@ -228,7 +234,8 @@ class AlbertElectraPretrainer(keras.Model):
         encoder.set_weights(source.get_weights())
         encoder.token_embedding.embeddings.assign(
             ops.convert_to_numpy(self._generator_table()))
-        model = AlbertPretrainer(encoder, sentence_order=False)
+        model = AlbertPretrainer(encoder, sentence_order=False,
+                                 enhanced_mask_decoder=self.enhanced_mask_decoder)
         model.mlm_head.copy_own_weights(self.mlm_head)
         return model
 
@@ -238,14 +245,19 @@ class AlbertElectraPretrainer(keras.Model):
         (the encoder's three inputs and ``masked_positions``): what
         ``fill-mask`` shows for an ``rtd`` model."""
         gen = self.generator
+        padding_mask = ops.cast(inputs["padding_mask"], "int32")
+        positions = ops.cast(inputs["masked_positions"], "int32")
         x = gen.embeddings(ops.cast(inputs["token_ids"], "int32"),
                            ops.cast(inputs["segment_ids"], "int32"), training=training,
                            token_table=(self._generator_table()
-                                        if self.embedding_sharing == "tied" else None))
-        # the last block on the masked rows only
-        rows = gen.transformer(x, ops.cast(inputs["padding_mask"], "int32"),
-                               training=training,
-                               query_positions=ops.cast(inputs["masked_positions"], "int32"))[-1]
+                                        if self.embedding_sharing == "tied" else None),
+                           padding_mask=padding_mask)
+        if self.enhanced_mask_decoder:
+            hidden = gen.transformer(x, padding_mask, training=training)[-2]
+            rows = enhanced_mask_decode(gen, hidden, padding_mask, positions, training)
+        else:  # the last block on the masked rows only
+            rows = gen.transformer(x, padding_mask, training=training,
+                                   query_positions=positions)[-1]
         return self.mlm_head(rows)
 
     def call(self, inputs, training=False):
@@ -276,7 +288,7 @@ class AlbertElectraPretrainer(keras.Model):
         # discriminator: every token
         enc = self.encoder
         x = enc.embeddings(replaced_ids, segment_ids, training=training,
-                           token_table=self._discriminator_table())
+                           token_table=self._discriminator_table(), padding_mask=padding_mask)
         sequence = enc.transformer(x, padding_mask, training=training)[-1]
         outputs = {
             "mlm_logits": mlm_logits,
@@ -373,6 +385,7 @@ class AlbertElectraPretrainer(keras.Model):
             "embedding_sharing": self.embedding_sharing,
             "rtd_weight": self.rtd_weight,
             "sop": self.sop,
+            "enhanced_mask_decoder": self.enhanced_mask_decoder,
             "temperature": self.temperature,
             "seed": self.seed,
             "rtd_mlm_weight": self.rtd_mlm_weight,

@@ -134,7 +134,8 @@ class AlbertLayerDistiller(keras.Model):
     @staticmethod
     def _run(encoder, inputs, training):
         x = encoder.embeddings(ops.cast(inputs["token_ids"], "int32"),
-                               ops.cast(inputs["segment_ids"], "int32"), training=training)
+                               ops.cast(inputs["segment_ids"], "int32"), training=training,
+                               padding_mask=inputs["padding_mask"])
         return encoder.transformer(x, ops.cast(inputs["padding_mask"], "int32"),
                                    training=training, return_attention=True)
 

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.heads.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
@@ -35,6 +36,11 @@ class AlbertPretrainer(TaskModel):
         dtype: a dtype policy; defaults to the encoder's.
         sentence_order: with the SOP head and loss; ``False`` is
             RoBERTa's MLM-only objective (no ``sop_logits``).
+        enhanced_mask_decoder: decode the masked tokens with DeBERTa's
+            enhanced mask decoder (absolute positions added before the last
+            block, which runs twice; see
+            ``albert_keras.heads.enhanced_mask_decoder``). The SOP head and
+            the encoder's own outputs are unchanged.
 
     Example:
     >>> from albert_keras.presets import get_preset
@@ -47,7 +53,8 @@ class AlbertPretrainer(TaskModel):
     (1, 2, 30000)
     """
 
-    def __init__(self, encoder, sop_dropout=0.1, dtype=None, sentence_order=True, **kwargs):
+    def __init__(self, encoder, sop_dropout=0.1, dtype=None, sentence_order=True,  # noqa: PLR0913 (Keras model arguments mirror get_config)
+                 enhanced_mask_decoder=False, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         config = encoder.config
 
@@ -75,11 +82,16 @@ class AlbertPretrainer(TaskModel):
             for name in ENCODER_INPUTS + ("masked_positions",)
         }
         encoded = encoder({name: inputs[name] for name in ENCODER_INPUTS})
-        outputs = {
-            "mlm_logits": mlm_head(
-                encoded["sequence_output"], inputs["masked_positions"]
-            ),
-        }
+        if enhanced_mask_decoder:
+            x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"],
+                                   padding_mask=inputs["padding_mask"])
+            hidden = encoder.transformer(x, inputs["padding_mask"])[-2]
+            rows = enhanced_mask_decode(encoder, hidden, inputs["padding_mask"],
+                                        inputs["masked_positions"])
+            outputs = {"mlm_logits": mlm_head(rows)}
+        else:
+            outputs = {"mlm_logits": mlm_head(encoded["sequence_output"],
+                                              inputs["masked_positions"])}
         if sop_head is not None:
             outputs["sop_logits"] = sop_head(encoded["pooled_output"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -91,6 +103,7 @@ class AlbertPretrainer(TaskModel):
         self.sop_head = sop_head
         self.sop_dropout = sop_dropout
         self.sentence_order = bool(sentence_order)
+        self.enhanced_mask_decoder = bool(enhanced_mask_decoder)
         self._pretraining_metrics = [
             MaskedLMAccuracy(),
             keras.metrics.Mean(name="masked_lm_loss"),
@@ -117,14 +130,25 @@ class AlbertPretrainer(TaskModel):
         if encoder.output_hidden_states:  # a caller wants every state: the plain graph
             return super().call(inputs, training=training)
         masked_positions = ops.cast(inputs["masked_positions"], "int32")
-        x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)
-        cls_and_masked = ops.concatenate(
-            [ops.zeros_like(masked_positions[:, :1]), masked_positions], axis=1
-        )
-        rows = encoder.transformer(
-            x, inputs["padding_mask"], training=training, query_positions=cls_and_masked
-        )[-1]
-        outputs = {"mlm_logits": self.mlm_head(rows[:, 1:])}
+        padding_mask = inputs["padding_mask"]
+        x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training,
+                               padding_mask=padding_mask)
+        if self.enhanced_mask_decoder:
+            # the last block on [CLS] only; the decoder takes the masked rows
+            states = encoder.transformer(x, padding_mask, training=training,
+                                         query_positions=ops.zeros_like(masked_positions[:, :1]))
+            rows = states[-1]
+            masked_rows = enhanced_mask_decode(encoder, states[-2], padding_mask,
+                                               masked_positions, training)
+        else:
+            cls_and_masked = ops.concatenate(
+                [ops.zeros_like(masked_positions[:, :1]), masked_positions], axis=1
+            )
+            rows = encoder.transformer(
+                x, padding_mask, training=training, query_positions=cls_and_masked
+            )[-1]
+            masked_rows = rows[:, 1:]
+        outputs = {"mlm_logits": self.mlm_head(masked_rows)}
         if self.sop_head is not None:
             outputs["sop_logits"] = self.sop_head(encoder.pooler(rows), training=training)
         return outputs
@@ -176,7 +200,8 @@ class AlbertPretrainer(TaskModel):
 
     def get_config(self):
         return {**self._base_config(), "sop_dropout": self.sop_dropout,
-                "sentence_order": self.sentence_order}
+                "sentence_order": self.sentence_order,
+                "enhanced_mask_decoder": self.enhanced_mask_decoder}
 
 
 def _scale_for_replicas(loss):
