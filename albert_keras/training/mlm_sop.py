@@ -40,7 +40,9 @@ class MlmSop(Objective):
 
     def build_model(self, encoder, optimizer, steps_per_execution):
         model = AlbertPretrainer(encoder, sop_dropout=0.0,  # the original has none
-                                 sentence_order=self.sentence_task is not None)
+                                 sentence_order=self.sentence_task is not None,
+                                 enhanced_mask_decoder=bool(getattr(
+                                     self.train_config, "enhanced_mask_decoder", False)))
         model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution)
         return model
 

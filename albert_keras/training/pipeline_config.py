@@ -10,7 +10,7 @@ import os
 from albert_keras.options import option
 
 # ``--recipe``: which defaults fill what the user does not give
-RECIPES = ("auto", "small_corpus", "albert")
+RECIPES = ("auto", "small_corpus", "albert", "deberta_v3")
 
 
 @dataclasses.dataclass
@@ -31,9 +31,11 @@ class PipelineConfig:
         overwrite: start again even when ``out`` holds a finished run.
         recipe: ``auto`` (the small-corpus recipe on the built-in corpus,
             ALBERT's settings with ``input``, ``data`` or an ``init``
-            model), ``small_corpus`` (the small-corpus recipe's on any corpus) or
-            ``albert`` (ALBERT's everywhere). Settings given explicitly
-            always win over either recipe.
+            model), ``small_corpus`` (the small-corpus recipe's on any corpus),
+            ``albert`` (ALBERT's everywhere) or ``deberta_v3`` (replaced-token
+            detection with DeBERTa-v3's gradient-disentangled embedding sharing
+            on a disentangled-attention encoder, the small-corpus recipe's
+            budget otherwise). Settings given explicitly always win.
     """
 
     out: str = option(os.path.join("runs", "pretrain"), "the model folder")
@@ -57,5 +59,7 @@ class PipelineConfig:
                                  "2 shared layers with ALiBi, learning rate 1.6e-2, 1,600 "
                                  "steps), albert (the paper's mlm_sop, 4 layers, 8e-3, 800 "
                                  "steps); auto: small_corpus on the built-in corpus, albert with "
-                                 "--input, --data or --init (main_job: small_corpus's old name)",
+                                 "--input, --data or --init; deberta_v3: rtd with gdes on a "
+                                 "disentangled-attention encoder (main_job: small_corpus's old "
+                                 "name)",
                          choices=[*RECIPES, "main_job"])

@@ -144,6 +144,11 @@ class PretrainConfig:
                                     choices=("tied", "gdes", "none"))
     rtd_weight: float = option(50.0, "rtd: weight of the discriminator loss (ELECTRA: 50)", valid="[0, inf)")
     rtd_sop: bool = option(False, "rtd: add sentence-order prediction on the discriminator")
+    enhanced_mask_decoder: bool = option(False, "decode the masked tokens with DeBERTa's "
+                                                "enhanced mask decoder (absolute positions "
+                                                "added before the last layer, which runs "
+                                                "twice); mlm, mlm_sop, mlm_nsp and rtd's "
+                                                "generator")
     rtd_mlm_weight: float = option(0.0, "rtd: weight of a masked-LM loss on the discriminator "
                                         "(it also recovers the original tokens, as COCO-LM's "
                                         "corrective LM; 0: none, ELECTRA)", valid="[0, inf)")

@@ -67,7 +67,8 @@ class Rtd(Objective):
         model = AlbertElectraPretrainer(
             encoder, generator, embedding_sharing=sharing,
             rtd_weight=self._option("rtd_weight", 50.0), sop=self._option("rtd_sop", False),
-            seed=self._option("seed", 0), rtd_mlm_weight=self._option("rtd_mlm_weight", 0.0))
+            seed=self._option("seed", 0), rtd_mlm_weight=self._option("rtd_mlm_weight", 0.0),
+            enhanced_mask_decoder=bool(self._option("enhanced_mask_decoder", False)))
         model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution)
         return model
 
