@@ -361,3 +361,67 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
                       "segment_ids": feed["segment_ids"]})[output].numpy()
     blob = convert(exported, serving_function(exported, 16, num_choices=2), "none")
     np.testing.assert_allclose(TFLiteRunner(blob)(feed)[output], expected, atol=1e-4)
+
+
+def _deberta_v3_config(**changes):
+    from albert_keras import AlbertConfig
+
+    return AlbertConfig(**{**dict(
+        vocab_size=300, embedding_size=32, hidden_size=64, num_hidden_layers=3,
+        num_attention_heads=4, intermediate_size=128, max_position_embeddings=64,
+        relative_attention=True, position_buckets=8, share_att_key=True,
+        norm_rel_ebd="layer_norm", position_biased_input=False, type_vocab_size=0,
+        pooler_hidden_act="gelu", hidden_act="gelu"), **changes})
+
+
+@pytest.mark.parametrize("quantize", ["none", "float16", "dynamic"])
+@pytest.mark.parametrize("layout", ["albert_shared", "deberta_v2"])
+def test_deberta_models_export_and_match_keras(quantize, layout):
+    """Disentangled attention (relative index, gathers, both terms) converts
+    to TFLite builtins and follows Keras at two lengths. ``albert_shared``:
+    one shared block with a factorized embedding; ``deberta_v2``: own
+    position projections, absolute positions and segments."""
+    from albert_keras import AlbertClassifier
+    from albert_keras import AlbertEncoder
+
+    keras.utils.set_random_seed(0)
+    config = _deberta_v3_config() if layout == "albert_shared" else _deberta_v3_config(
+        embedding_size=64, num_hidden_groups=3, sharing="none", share_att_key=False,
+        position_biased_input=True, type_vocab_size=2, norm_rel_ebd="none")
+    model = prepare_for_export(AlbertClassifier(AlbertEncoder(config), 3))
+    serve = serving_function(model, 24)
+    runner = TFLiteRunner(convert(model, serve, quantize))
+    rng = np.random.default_rng(0)
+    for real in (24, 11):  # 24 reaches the log buckets (beyond 8 // 2)
+        mask = (np.arange(24) < real).astype(np.int32)[None]
+        feed = {"ids": rng.integers(5, 300, (1, 24)).astype(np.int32) * mask, "mask": mask,
+                "segment_ids": (np.arange(24) >= 12).astype(np.int32)[None] * mask}
+        expected = serve(**feed)["logits"].numpy()
+        np.testing.assert_allclose(runner(feed)["logits"], expected,
+                                   atol={"none": 1e-4, "float16": 1e-2}.get(quantize, 0.05))
+
+
+@pytest.mark.parametrize("quantize", ["int8", "int4"])
+def test_a_fine_tuned_deberta_classifier_validates_in_integer_modes(task_files, tmp_path,
+                                                                      quantize):
+    """An ALBERT-shared DeBERTa encoder (with its tokenizer beside it),
+    fine-tuned, then exported with full-integer and int4 weights: each file
+    passes the export's validation against Keras on the eval rows."""
+    from albert_keras import AlbertEncoder
+    from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+    from albert_keras.text.spm_trainer import train_sentencepiece
+    from tests.helpers import make_sentences
+
+    init = tmp_path / "init.keras"
+    keras.utils.set_random_seed(0)
+    AlbertEncoder(_deberta_v3_config()).save(init)
+    train_sentencepiece(make_sentences(2000), str(tmp_path / "spm.model"), vocab_size=300)
+    out = str(tmp_path / "cls")
+    finetune(str(init), task_files["cls_train"], task_files["cls_eval"], out,
+             FinetuneConfig(task="classify", epochs=3, batch_size=8, sequence_length=32,
+                            learning_rate=1e-3))
+    sidecar = export_tflite(out, str(tmp_path / f"{quantize}.tflite"),
+                            ExportConfig(quantize=quantize, **QUIET))
+    report = sidecar["validation"]
+    assert report["passed"] and report["outputs"]["logits"]["top1_agreement"] >= 0.9
