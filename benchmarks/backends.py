@@ -2,6 +2,8 @@
 
     python benchmarks/backends.py --device gpu                  # the full table
     python benchmarks/backends.py --device cpu --shapes 2x32    # a short CPU run
+    python benchmarks/backends.py --device gpu --cases ours-deberta-jax keras-hub-deberta-jax \
+        hf-deberta-eager hf-deberta-compile --out benchmarks/results/backends_gpu_deberta
 
 One optimizer step (AdamW, bf16 mixed precision) of ALBERT-base-shaped
 pretraining on random ids, each case in a fresh subprocess. Keras cases
@@ -21,6 +23,13 @@ hide. Tokens/s, then:
 * ``keras-hub-jax``: keras-hub's ``AlbertMaskedLM`` (MLM only).
 * ``hf-eager`` / ``hf-compile``: transformers' ``AlbertForPreTraining`` under
   ``torch.autocast(bfloat16)``, eager and with ``torch.compile``.
+* The DeBERTa speed case, DeBERTa-v3-base's shape (E = H = 768, no sharing,
+  relative attention over 256 buckets, shared position keys), masked LM on
+  the same 20 positions: ``ours-deberta-<backend>`` (``AlbertPretrainer``
+  without SOP), ``keras-hub-deberta-jax`` (keras-hub's ``DebertaV3MaskedLM``)
+  and ``hf-deberta-eager`` / ``hf-deberta-compile`` (``DebertaV2ForMaskedLM``).
+  Its rows are compared with each other only, and get no MFU (the FLOP count
+  is ALBERT's).
 
 MFU uses one FLOP count for everyone (the standard training count: 3x the
 forward matmuls of every layer at every position, plus the MLM head on the
@@ -57,6 +66,8 @@ RESULTS = os.path.join(HERE, "results")
 BASE = (768, 128, 12, 12, 3072)
 CASES = ("ours-jax", "keras-hub-jax", "hf-eager", "hf-compile", "ours-torch",
          "ours-tensorflow", "ours-rtd-jax")
+DEBERTA_CASES = ("ours-deberta-jax", "keras-hub-deberta-jax", "hf-deberta-eager",
+                 "hf-deberta-compile", "ours-deberta-torch", "ours-deberta-tensorflow")
 
 # -- the child: one case, one process -------------------------------------------------
 CHILD = r"""
@@ -84,10 +95,19 @@ if who.startswith("hf"):
     import torch, transformers
     torch.manual_seed(0)
     dev = "cuda" if gpu else "cpu"
-    config = transformers.AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
-        num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    model = transformers.AlbertForPreTraining(config).to(dev)
+    if "deberta" in who:
+        config = transformers.DebertaV2Config(vocab_size=V, hidden_size=H,
+            num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+            relative_attention=True, position_buckets=256, pos_att_type=["p2c", "c2p"],
+            share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
+            type_vocab_size=0, max_position_embeddings=512)
+        model = transformers.DebertaV2ForMaskedLM(config).to(dev)
+    else:
+        config = transformers.AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
+            num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = transformers.AlbertForPreTraining(config).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     mlm = torch.full((B, S), -100, dtype=torch.long)
     mlm.scatter_(1, torch.tensor(positions, dtype=torch.long), torch.tensor(labels, dtype=torch.long))
@@ -95,6 +115,8 @@ if who.startswith("hf"):
              token_type_ids=torch.zeros((B, S), dtype=torch.long),
              attention_mask=torch.ones((B, S), dtype=torch.long),
              labels=mlm, sentence_order_label=torch.zeros((B,), dtype=torch.long))
+    if "deberta" in who:  # MLM only, no segments
+        del x["sentence_order_label"], x["token_type_ids"]
     x = {k: v.to(dev) for k, v in x.items()}
     def loss_fn(x):
         with torch.autocast(dev, dtype=torch.bfloat16):
@@ -120,6 +142,11 @@ else:
         config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
                               num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        if "-deberta-" in who:  # DeBERTa-v3-base's layout
+            config = config.replace(embedding_size=H, num_hidden_groups=L, sharing="none",
+                relative_attention=True, position_buckets=256, pos_att_type="p2c|c2p",
+                share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
+                type_vocab_size=0, hidden_act="gelu", pooler_hidden_act="gelu")
         y = {"masked_ids": labels, "masked_weights": np.ones((B, P), "float32"),
              "sop_label": np.zeros((B,), "int32")}
         x["masked_positions"] = positions
@@ -133,15 +160,23 @@ else:
                                             AlbertEncoder(generator_config(config, 0.25)))
             x.update(masked_ids=labels, masked_weights=y["masked_weights"])
         else:
-            model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+            model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0,
+                                     sentence_order="-deberta-" not in who)
         model.compile(optimizer=keras.optimizers.AdamW(1e-4),
                       steps_per_execution=args["steps"])
         sample_weight = None
     else:
         import keras_hub
-        backbone = keras_hub.models.AlbertBackbone(vocabulary_size=V, num_layers=L, num_heads=A,
-            embedding_dim=E, hidden_dim=H, intermediate_dim=I, dropout=0.0)
-        model = keras_hub.models.AlbertMaskedLM(backbone)
+        if "deberta" in who:
+            backbone = keras_hub.models.DebertaV3Backbone(vocabulary_size=V, num_layers=L,
+                num_heads=A, hidden_dim=H, intermediate_dim=I, dropout=0.0,
+                max_sequence_length=512, bucket_size=256)
+            model = keras_hub.models.DebertaV3MaskedLM(backbone)
+            del x["segment_ids"]
+        else:
+            backbone = keras_hub.models.AlbertBackbone(vocabulary_size=V, num_layers=L,
+                num_heads=A, embedding_dim=E, hidden_dim=H, intermediate_dim=I, dropout=0.0)
+            model = keras_hub.models.AlbertMaskedLM(backbone)
         model.compile(optimizer=keras.optimizers.AdamW(1e-4),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       weighted_metrics=[], steps_per_execution=args["steps"])
@@ -226,9 +261,10 @@ def render(results):
         if "error" in r:
             lines.append(f"| {shape} | {r['who']} | - | - | - | - | {r['error'][:80]} |")
             continue
+        family = "deberta" in r["who"]  # DeBERTa rows are compared with each other
         peers = [p["tokens_per_s"] for p in rows if "tokens_per_s" in p
                  and not p["who"].startswith("ours") and (p["batch"], p["seq"]) ==
-                 (r["batch"], r["seq"])]
+                 (r["batch"], r["seq"]) and ("deberta" in p["who"]) == family]
         vs = (f"{r['tokens_per_s'] / max(peers):.2f}x" if peers and "-rtd-" not in r["who"]
               else "-")
         # the FLOP count is MLM's; the rtd case's extra generator work is not
@@ -236,7 +272,7 @@ def render(results):
         # best peer" would mislead: it gets its step cost against ours
         # (mlm_sop) on the same backend and shape instead
         mfu = (f"{100 * model_flops_per_token(r['seq']) * r['tokens_per_s'] / peak:.1f}%"
-               if peak and "-rtd-" not in r["who"] else "-")
+               if peak and "-rtd-" not in r["who"] and not family else "-")
         memory = f"{r['peak_bytes'] / 2 ** 30:.1f}" + (" (RSS)" if r["memory_kind"] == "rss"
                                                         else "")
         note = "; ".join(r.get("fallbacks") or [])
@@ -265,8 +301,10 @@ def main(argv=None):
     parser.add_argument("--shapes", nargs="+", default=["32x128", "128x128", "32x512",
                                                         "128x512"],
                         help="batch x seq pairs (default: 32x128 128x128 32x512 128x512)")
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES,
-                        help="what to run (default: all)")
+    parser.add_argument("--cases", nargs="+", default=list(CASES),
+                        choices=CASES + DEBERTA_CASES,
+                        help="what to run (default: the ALBERT cases; the DeBERTa speed "
+                             "case is " + " ".join(DEBERTA_CASES) + ")")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (default: 10)")
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed steps first, compilation included (default: 3)")
