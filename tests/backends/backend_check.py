@@ -65,9 +65,11 @@ def main(in_dir, out_dir):
     np.savez(os.path.join(out_dir, "outputs.npz"), **outputs)
     encoder.save(os.path.join(out_dir, "encoder.keras"))
 
-    # -- a short pretraining fit ---------------------------------------------------
+    # -- a short pretraining fit of the same architecture ------------------------------
     keras.utils.set_random_seed(0)
-    pretrainer = AlbertPretrainer(AlbertEncoder(TINY))
+    config = encoder.config
+    pretrainer = AlbertPretrainer(AlbertEncoder(config),
+                                  enhanced_mask_decoder=config.relative_attention)
     pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-2))
     x = _inputs(8, 12)
     x["masked_positions"] = np.tile(np.array([[1, 2, 3]], "int32"), (8, 1))
