@@ -108,9 +108,11 @@ def add_parsers(sub):
                         "that keras_hub's from_preset loads, tokenizer included")
     p.add_argument("--tokenizer", default=None,
                    help="--to keras-hub: the tokenizer file (default: the source folder's)")
-    p.add_argument("--model-type", default="auto", choices=("auto", "albert", "bert", "electra"),
-                   help="--to hf: the HF model family (default: auto: bert for an unshared "
-                        "E = H layout, electra for a discriminator, else albert)")
+    p.add_argument("--model-type", default="auto",
+                   choices=("auto", "albert", "bert", "electra", "deberta-v2"),
+                   help="--to hf: the HF model family (default: auto: deberta-v2 with "
+                        "relative attention, bert for an unshared E = H layout, electra for "
+                        "a discriminator, else albert)")
     p.add_argument("--config", default=None,
                    help="TF1: albert_config.json (default: next to the checkpoint)")
     p.add_argument("--allow-unused", action="store_true",

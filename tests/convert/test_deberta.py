@@ -196,3 +196,18 @@ def test_an_albert_shared_deberta_shares_its_blocks_and_refuses_hf_export(tmp_pa
     with pytest.raises(ConfigError, match="keep it as .keras"):
         save_hf(model, str(tmp_path / "hf"))
     assert not os.path.exists(tmp_path / "hf")
+
+
+def test_convert_command_reads_and_writes_deberta_folders(tmp_path):
+    import transformers
+
+    from albert_keras.cli import main
+
+    hf = make_hf_model("DebertaV2ForMaskedLM", str(tmp_path / "in"))
+    assert main(["convert", str(tmp_path / "in"), "--out", str(tmp_path / "m.keras")]) == 0
+    assert main(["convert", str(tmp_path / "m.keras"), "--to", "hf",
+                 "--out", str(tmp_path / "out")]) == 0
+    back = transformers.DebertaV2ForMaskedLM.from_pretrained(str(tmp_path / "out")).eval()
+    inputs = _inputs({})
+    assert max_diff(_hf_run(back, inputs, 0).logits, _hf_run(hf, inputs, 0).logits,
+                    inputs["padding_mask"]) < TOL

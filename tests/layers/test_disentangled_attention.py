@@ -1,0 +1,105 @@
+"""DeBERTa's relative positions and disentangled attention block."""
+
+import keras
+import numpy as np
+import pytest
+
+from albert_keras import AlbertEncoder
+from albert_keras.config import AlbertConfig
+from albert_keras.config import ConfigError
+from albert_keras.layers.disentangled_attention import DisentangledAttentionBlock
+from albert_keras.layers.relative_position import RelativeEmbedding
+from albert_keras.layers.relative_position import log_bucket_position
+from albert_keras.layers.relative_position import relative_index
+from tests.helpers import run_layer_test
+from tests.helpers import run_model_test
+
+TABLE = np.random.default_rng(0).normal(size=(16, 32)).astype("float32")
+
+
+@pytest.mark.parametrize("buckets, max_position", [(256, 512), (8, 64), (32, 128), (6, 20)])
+def test_buckets_equal_transformers_for_every_distance(buckets, max_position):
+    import torch
+    from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
+
+    distances = np.arange(-700, 700)
+    expected = make_log_bucket_position(torch.tensor(distances), buckets, max_position)
+    ours = keras.ops.convert_to_numpy(log_bucket_position(distances, buckets, max_position))
+    np.testing.assert_array_equal(ours, expected.long().numpy())
+
+
+def test_index_of_chosen_query_rows_equals_the_full_index_at_those_rows():
+    full = keras.ops.convert_to_numpy(relative_index(20, 8, 8, 64))[0]
+    rows = np.array([[0, 5, 19], [3, 3, 7]], "int32")
+    some = keras.ops.convert_to_numpy(relative_index(20, 8, 8, 64, query_positions=rows))
+    np.testing.assert_array_equal(some, full[rows])
+
+
+@pytest.mark.parametrize("terms, shared", [("c2p|p2c", True), ("c2p", False), ("p2c", False),
+                                           ("", False)])
+def test_layer_contract(terms, shared):
+    run_layer_test(
+        DisentangledAttentionBlock,
+        dict(hidden_size=32, num_heads=4, span=8, position_buckets=8,
+             max_relative_positions=64, pos_att_type=terms, share_att_key=shared),
+        lambda b, s: (np.random.default_rng(s).normal(size=(b, s, 32)).astype("float32"),
+                      np.ones((b, s), "int32")),
+        lambda b, s: (b, s, 32),
+        call_kwargs={"rel_embeddings": TABLE},
+    )
+
+
+def test_relative_embedding_contract():
+    table = RelativeEmbedding(8, 32, layer_norm=True)
+    assert tuple(table.table().shape) == (16, 32)
+    clone = RelativeEmbedding.from_config(table.get_config())
+    assert clone.get_config() == table.get_config()
+
+
+def test_the_last_block_on_chosen_rows_equals_the_full_block_at_those_rows():
+    """The pretrainer's shortcut (query rows only) under relative positions."""
+    block = DisentangledAttentionBlock(32, 4, span=8, position_buckets=8,
+                                       max_relative_positions=64)
+    x = np.random.default_rng(1).normal(size=(2, 20, 32)).astype("float32")
+    mask = np.ones((2, 20), "int32")
+    mask[1, 15:] = 0
+    rows = np.array([[0, 5, 12], [0, 2, 14]], "int32")
+    full = np.asarray(block(x, mask, rel_embeddings=TABLE))
+    some = np.asarray(block(x, mask, rel_embeddings=TABLE, query_positions=rows))
+    np.testing.assert_allclose(some, np.take_along_axis(full, rows[:, :, None], axis=1),
+                               atol=1e-5)
+
+
+def test_encoder_contract_in_float32_and_bfloat16():
+    config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
+                          num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
+                          max_position_embeddings=32, relative_attention=True,
+                          position_buckets=4, share_att_key=True, norm_rel_ebd="layer_norm",
+                          position_biased_input=False, type_vocab_size=0)
+
+    def inputs(b, s):
+        ids = np.random.default_rng(s).integers(5, 60, (b, s)).astype("int32")
+        return {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": np.ones_like(ids)}
+
+    run_model_test(lambda dtype: AlbertEncoder(config, dtype=dtype), inputs,
+                   lambda b, s: {"sequence_output": (b, s, 16), "pooled_output": (b, 16)})
+    full = AlbertEncoder(config)
+    mixed = AlbertEncoder(config, dtype="mixed_bfloat16")
+    mixed.set_weights(full.get_weights())
+    feed = inputs(2, 12)
+    np.testing.assert_allclose(np.asarray(mixed(feed)["sequence_output"], "float32"),
+                               np.asarray(full(feed)["sequence_output"]), atol=0.1)
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"share_att_key": True}, "needs relative_attention=true"),
+    ({"relative_attention": True, "position_bias": "alibi"}, "cannot be combined"),
+    ({"relative_attention": True, "pos_att_type": "c2p|x"}, "unknown term 'x'"),
+    ({"relative_attention": True, "position_buckets": 0}, "position_buckets"),
+    ({"relative_attention": True, "norm_rel_ebd": "rms"}, "norm_rel_ebd"),
+    ({"position_biased_input": False}, "no position information"),
+    ({"type_vocab_size": -1}, "type_vocab_size"),
+])
+def test_bad_relative_fields_are_named(fields, words):
+    with pytest.raises(ConfigError, match=words):
+        AlbertConfig(**fields)
