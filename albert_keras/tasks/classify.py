@@ -1,10 +1,15 @@
 """``classify``: one label (or one number, with ``regression``) per text or pair."""
 
+import json
 import logging
+import os
 
 import keras
 import numpy as np
 
+from albert_keras.config import CLASSIFIER_POOLINGS
+from albert_keras.model_folder import TRAIN_CONFIG_FILE
+from albert_keras.model_folder import folder_of
 from albert_keras.models.albert_classifier import AlbertClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
@@ -56,6 +61,10 @@ class Classify(Task):
         data = TaskData(x, None if y is None else {"logits": y}, extra={"examples": examples,
                                                                 "lengths": np.asarray(lengths)})
         return data, spec
+
+    def head_options(self, cfg, init):
+        """The classifier reads ``cfg.pooling``, ``auto`` resolved for ``init``."""
+        return {"pooling": resolve_pooling(cfg.pooling, init)}
 
     def build_model(self, spec, encoder, dropout=0.1, pooling="pooled"):
         classes = 1 if spec.regression else len(spec.labels)
@@ -111,3 +120,27 @@ class Classify(Task):
         if ex.labels is not None and not spec.regression:
             labels = readers.label_ids(path, ex, spec.labels)
         return ValidationTexts(ex.texts, ex.pairs, labels)
+
+
+def resolve_pooling(pooling, init):
+    """``auto`` pooling for a classifier on ``init``: ``mean`` when the model
+    folder was pretrained here without a sentence task, else ``pooled``.
+
+    Masked LM alone (``mlm``) and ``rtd`` without ``rtd_sop`` never train the
+    ``[CLS]`` row for a sentence task nor the pooler at all (it gets no
+    gradient), so the head reads the mean over tokens instead. A fine-tuned
+    folder keeps the pooling it was trained with; a published checkpoint,
+    whose pooler its sentence task trained, reads the pooler as the original.
+    """
+    if pooling != "auto":
+        return pooling
+    path = os.path.join(folder_of(init), TRAIN_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return "pooled"
+    with open(path, encoding="utf-8") as f:
+        trained = json.load(f)
+    if trained.get("pooling") in CLASSIFIER_POOLINGS:
+        return trained["pooling"]
+    objective = trained.get("objective")
+    no_sentence_task = objective == "mlm" or (objective == "rtd" and not trained.get("rtd_sop"))
+    return "mean" if no_sentence_task else "pooled"

@@ -24,7 +24,6 @@ from albert_keras.data.corpus import sotu_files
 from albert_keras.data.sentence_split import split_sentences
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
-from albert_keras.model_folder import METRICS_CSV
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import load_task_model
@@ -34,17 +33,17 @@ from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
 from albert_keras.models.layer_map import parse_layer_map
-from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
-from albert_keras.tasks.best_epoch import epoch_selector
-from albert_keras.tasks.best_epoch import hold_out
-from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.distill_config import DistillConfig
-from albert_keras.tasks.finetune import predict_outputs
-from albert_keras.tasks.finetune_config import size_defaults
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
+from albert_keras.tasks.task_run import eval_scores
+from albert_keras.tasks.task_run import fit_with_selection
+from albert_keras.tasks.task_run import predict_outputs
+from albert_keras.tasks.task_run import read_task_sets
+from albert_keras.tasks.task_run import task_optimizer
+from albert_keras.tasks.task_run import with_size_defaults
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
 
@@ -182,7 +181,7 @@ def _transfer_layers(teacher_encoder, encoder, x, cfg, folder):
 # -- the run -------------------------------------------------------------------------------
 
 
-def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
+def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  # noqa: PLR0913 (the command's files and flags, as finetune takes them)
             overwrite=False, callbacks=(), validation_path=None):
     """Distils a fine-tuned ``teacher`` folder into a new student folder.
 
@@ -211,125 +210,141 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  
     """
     cfg = cfg or DistillConfig()
     cfg.validate()
+    paths = (train_path, eval_path, validation_path)
     unlabeled_file = unlabeled if unlabeled not in (None, CORPUS) else None
-    check_output(out_dir, [teacher, train_path, eval_path, unlabeled_file, cfg.student_init,
-                           validation_path], overwrite, folder=True)
+    check_output(out_dir, [teacher, *paths, unlabeled_file, cfg.student_init], overwrite,
+                 folder=True)
     keras.utils.set_random_seed(cfg.seed)
+    taught = _teach(teacher, paths, unlabeled, cfg)
+    keras.utils.set_random_seed(cfg.seed)
+    student, model, cfg, total = _student(taught, cfg)
+    task, spec, sets = taught.task, taught.spec, taught.sets
+    with writing_folder(out_dir) as tmp:
+        layer_result = {}
+        if taught.teacher_encoder is not None:  # TinyBERT's first stage, when asked for
+            layer_result = _transfer_layers(taught.teacher_encoder, student.encoder,
+                                            taught.x, cfg, tmp)
+            taught.teacher_encoder = None
+        history, best = fit_with_selection(model, _soft_target_dataset(taught, cfg),
+                                           (task, spec, sets, cfg, total), tmp, callbacks)
+        result = {"train_loss": float(history.history["loss"][-1]),
+                  "soft_loss": float(history.history["soft_loss"][-1]),
+                  "labelled_rows": len(sets.train), "unlabelled_rows": taught.rows - len(sets.train),
+                  **layer_result, **eval_scores(task, spec, student, sets, best)}
+        if sets.labelled_eval:
+            result.update({f"teacher_{k}": v for k, v in taught.teacher_scores.items()
+                           if isinstance(v, (int, float))})
+        write_task_folder(
+            tmp, student, taught.pieces, spec.to_json(), result,
+            {**dataclasses.asdict(cfg), "teacher": os.path.abspath(teacher),
+             **{name: os.path.abspath(path) if path else None
+                for name, path in zip(("train", "eval", "validation"), paths)},
+             "unlabeled": (unlabeled if unlabeled in (None, CORPUS)
+                           else os.path.abspath(unlabeled))})
+    return result
 
-    # -- teacher and data -----------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Taught:
+    """What the teacher gives the student: rows, its scores and its setup."""
+
+    task: object
+    spec: object
+    pieces: object
+    sets: object
+    x: dict
+    rows: int
+    teacher_out: dict
+    teacher_scores: dict
+    vocab_size: int
+    teacher_encoder: object = None
+
+
+def _teach(teacher, paths, unlabeled, cfg):
+    """Reads the files (and unlabelled rows) and scores them with the teacher."""
     teacher_model, spec_json = load_task_model(teacher)
     spec = TaskSpec.from_json(spec_json, os.path.join(teacher, TASK_FILE))
     task = get_task(spec.task)
     pieces = read_tokenizer(teacher)
-    train = task.read(train_path, spec, pieces)[0]
-    evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
-    validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
-    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed,
-                                 train_path)
-    extra_x = None
-    if unlabeled is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = (_corpus_file(spec, tmp, cfg.max_unlabeled, cfg.seed)
-                    if unlabeled == CORPUS else unlabeled)
-            extra = task.read(path, spec, pieces, require_labels=False)[0]
-        extra_x = _take(extra, cfg.max_unlabeled, cfg.seed)
-    x = train.x if extra_x is None else {
-        k: np.concatenate([train.x[k], extra_x[k]]) for k in train.x}
+    sets, _ = read_task_sets(task, spec, pieces, paths, cfg.validation_split, cfg.seed)
+    extra_x = _unlabelled_rows(task, spec, pieces, unlabeled, cfg)
+    x = sets.train.x if extra_x is None else {
+        k: np.concatenate([sets.train.x[k], extra_x[k]]) for k in sets.train.x}
     rows = len(next(iter(x.values())))
-    logger.info(f"distill {spec.task}: {len(train)} labelled rows, {rows - len(train)} "
-                "unlabelled; the teacher scores them")
+    logger.info(f"distill {spec.task}: {len(sets.train)} labelled rows, "
+                f"{rows - len(sets.train)} unlabelled; the teacher scores them")
     teacher_out = teacher_model.predict(x, batch_size=64, verbose=0)
-    teacher_out = {k: np.asarray(v, np.float32) for k, v in teacher_out.items()}
-    labels, label_weight = _targets(train, rows - len(train), teacher_out.keys())
-    teacher_scores = (task.score(spec, evaluation, predict_outputs(teacher_model, evaluation))
-                      if evaluation is not None and evaluation.y is not None else {})
-    vocab_size = teacher_model.encoder.config.vocab_size
+    teacher_scores = (task.score(spec, sets.evaluation,
+                                 predict_outputs(teacher_model, sets.evaluation))
+                      if sets.labelled_eval else {})
+    taught = _Taught(task, spec, pieces, sets, x, rows,
+                     {k: np.asarray(v, np.float32) for k, v in teacher_out.items()},
+                     teacher_scores, teacher_model.encoder.config.vocab_size)
     # The layer stage runs the teacher's encoder in every step; without it
     # the teacher is no longer needed.
-    teacher_encoder = teacher_model.encoder if cfg.layer_epochs else None
+    taught.teacher_encoder = teacher_model.encoder if cfg.layer_epochs else None
     del teacher_model
-    if teacher_encoder is None:
+    if taught.teacher_encoder is None:
         keras.backend.clear_session()
-    keras.utils.set_random_seed(cfg.seed)
+    return taught
 
-    # -- student ---------------------------------------------------------------------------
+
+def _unlabelled_rows(task, spec, pieces, unlabeled, cfg):
+    if unlabeled is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = (_corpus_file(spec, tmp, cfg.max_unlabeled, cfg.seed)
+                if unlabeled == CORPUS else unlabeled)
+        extra = task.read(path, spec, pieces, require_labels=False)[0]
+    return _take(extra, cfg.max_unlabeled, cfg.seed)
+
+
+def _student_encoder(taught, cfg):
+    """The student's encoder: ``student_init``'s, or a new one of the preset."""
     if cfg.student_init:
-        if not _same_tokenizer(read_tokenizer(cfg.student_init), pieces):
+        if not _same_tokenizer(read_tokenizer(cfg.student_init), taught.pieces):
             raise ValueError(f"{cfg.student_init}: its tokenizer is not the teacher's "
-                             f"({pieces.source}); the student must read the same pieces")
+                             f"({taught.pieces.source}); the student must read the same "
+                             "pieces")
         encoder = load_encoder(cfg.student_init, dtype=cfg.precision)
     else:
-        config = get_preset(cfg.student, vocab_size=vocab_size, **(cfg.student_overrides or {}))
+        config = get_preset(cfg.student, vocab_size=taught.vocab_size,
+                            **(cfg.student_overrides or {}))
         encoder = AlbertEncoder(config, dtype=cfg.precision)
-    if encoder.config.vocab_size != vocab_size:
-        raise ValueError(f"{cfg.student_init}: vocabulary of {encoder.config.vocab_size}, the "
-                         f"teacher's has {vocab_size}")
-    if spec.sequence_length > encoder.config.max_position_embeddings:
-        raise ValueError(f"the task's sequence length {spec.sequence_length} exceeds the "
-                         f"student's max_position_embeddings "
+    if encoder.config.vocab_size != taught.vocab_size:
+        raise ValueError(f"{cfg.student_init}: vocabulary of {encoder.config.vocab_size}, "
+                         f"the teacher's has {taught.vocab_size}")
+    if taught.spec.sequence_length > encoder.config.max_position_embeddings:
+        raise ValueError(f"the task's sequence length {taught.spec.sequence_length} exceeds "
+                         f"the student's max_position_embeddings "
                          f"{encoder.config.max_position_embeddings}")
-    chosen = {k: v for k, v in size_defaults(encoder.config.hidden_size).items()
-              if getattr(cfg, k) is None}
-    cfg = dataclasses.replace(cfg, **chosen)
-    steps_per_epoch = max(1, rows // cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs
-    student = task.build_model(spec, encoder, cfg.dropout)
-    optimizer = make_optimizer(
-        "adamw", learning_rate=cfg.learning_rate, total_steps=total,
-        warmup_steps=int(cfg.warmup_fraction * total), weight_decay=cfg.weight_decay,
-        clip_norm=1.0, lr_scales=layer_rate_scales(encoder, cfg.layer_decay))
+    return encoder
+
+
+def _student(taught, cfg):
+    """``(student task model, distiller, cfg with the width's defaults, steps)``."""
+    encoder = _student_encoder(taught, cfg)
+    cfg = with_size_defaults(cfg, encoder.config.hidden_size)
+    total = max(1, taught.rows // cfg.batch_size) * cfg.epochs
+    student = taught.task.build_model(taught.spec, encoder, cfg.dropout)
+    optimizer = task_optimizer(cfg, encoder, total)
     # One optimizer for both: the distiller steps it, and the student's
     # saved file carries it as a fine-tuned folder's does.
-    student.compile(optimizer=optimizer, **task.compile_args(spec))
+    student.compile(optimizer=optimizer, **taught.task.compile_args(taught.spec))
     model = AlbertDistiller(student, temperature=cfg.temperature, alpha=cfg.alpha,
-                            regression=bool(spec.regression))
+                            regression=bool(taught.spec.regression))
     model.compile(optimizer=optimizer)
+    return student, model, cfg, total
 
-    with writing_folder(out_dir) as tmp:
-        import tensorflow as tf
 
-        # -- intermediate layers (optional) ----------------------------------------------
-        layer_result = {}
-        if teacher_encoder is not None:
-            layer_result = _transfer_layers(teacher_encoder, encoder, x, cfg, tmp)
-            del teacher_encoder
+def _soft_target_dataset(taught, cfg):
+    """The rows with the teacher's outputs, the labels where there are any."""
+    import tensorflow as tf
 
-        # -- fit -------------------------------------------------------------------------
-
-        ds = tf.data.Dataset.from_tensor_slices(
-            (x, {"teacher": teacher_out, "labels": labels, "label_weight": label_weight}))
-        ds = ds.shuffle(rows, seed=cfg.seed, reshuffle_each_iteration=True)
-        ds = ds.batch(cfg.batch_size, drop_remainder=rows >= cfg.batch_size).prefetch(2)
-        guard = NanGuard()
-        callbacks = [guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
-                     ProgressLog(total, every=50), *callbacks]
-        labelled = evaluation is not None and evaluation.y is not None
-        best = epoch_selector(task, spec, evaluation, validation, cfg.select_metric,
-                              cfg.patience)
-        if best is not None:
-            callbacks.insert(1, best)
-        # the dataset shuffles itself (and Keras warns on shuffle=True with one)
-        history = model.fit(ds, epochs=cfg.epochs, callbacks=callbacks, verbose=2,
-                            shuffle=False)
-        if guard.bad_step is not None:
-            raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
-
-        # -- evaluate and write ------------------------------------------------------------
-        result = {"train_loss": float(history.history["loss"][-1]),
-                  "soft_loss": float(history.history["soft_loss"][-1]),
-                  "labelled_rows": len(train), "unlabelled_rows": rows - len(train),
-                  **layer_result}
-        if labelled:
-            result.update(task.score(spec, evaluation, predict_outputs(student, evaluation)))
-            result.update({f"teacher_{k}": v for k, v in teacher_scores.items()
-                           if isinstance(v, (int, float))})
-        result.update(selection_report(best))
-        write_task_folder(
-            tmp, student, pieces, spec.to_json(), result,
-            {**dataclasses.asdict(cfg), "teacher": os.path.abspath(teacher),
-             "train": os.path.abspath(train_path),
-             "eval": os.path.abspath(eval_path) if eval_path else None,
-             "validation": os.path.abspath(validation_path) if validation_path else None,
-             "unlabeled": (unlabeled if unlabeled in (None, CORPUS)
-                           else os.path.abspath(unlabeled))})
-    return result
+    labels, label_weight = _targets(taught.sets.train, taught.rows - len(taught.sets.train),
+                                    taught.teacher_out.keys())
+    ds = tf.data.Dataset.from_tensor_slices(
+        (taught.x, {"teacher": taught.teacher_out, "labels": labels,
+                    "label_weight": label_weight}))
+    ds = ds.shuffle(taught.rows, seed=cfg.seed, reshuffle_each_iteration=True)
+    return ds.batch(cfg.batch_size, drop_remainder=taught.rows >= cfg.batch_size).prefetch(2)

@@ -9,7 +9,6 @@ renamed at the end.
 """
 
 import dataclasses
-import json
 import logging
 import os
 
@@ -17,26 +16,19 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
-from albert_keras.model_folder import METRICS_CSV
-from albert_keras.model_folder import TRAIN_CONFIG_FILE
-from albert_keras.model_folder import folder_of
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.model_folder import write_task_folder
-from albert_keras.optimizers.layer_decay import layer_rate_scales
-from albert_keras.optimizers.optimizer import make_optimizer
-from albert_keras.tasks.best_epoch import epoch_selector
-from albert_keras.tasks.best_epoch import hold_out
-from albert_keras.tasks.best_epoch import selection_report
 from albert_keras.tasks.finetune_config import FinetuneConfig
-from albert_keras.tasks.finetune_config import size_defaults
 from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task_run import eval_scores
+from albert_keras.tasks.task_run import fit_with_selection
+from albert_keras.tasks.task_run import read_task_sets
+from albert_keras.tasks.task_run import task_optimizer
+from albert_keras.tasks.task_run import with_size_defaults
 from albert_keras.tasks.tokenizer_fit import check_tokenizer_fit
-from albert_keras.training.callbacks import NanGuard
-from albert_keras.training.callbacks import ProgressLog
 from albert_keras.training.strategy import make_strategy
 from albert_keras.training.unused_weights import unused_pooler_quiet
 
@@ -53,30 +45,6 @@ SPEC_FIELDS = ("sequence_length", "truncate", "regression", "text_column", "text
 def task_spec(cfg):
     """The ``TaskSpec`` of a new run; the training file fills in its labels."""
     return get_task(cfg.task).new_spec(**{k: getattr(cfg, k) for k in SPEC_FIELDS})
-
-
-def resolve_pooling(pooling, init):
-    """``auto`` pooling for a classifier on ``init``: ``mean`` when the model
-    folder was pretrained here without a sentence task, else ``pooled``.
-
-    Masked LM alone (``mlm``) and ``rtd`` without ``rtd_sop`` never train the
-    ``[CLS]`` row for a sentence task nor the pooler at all (it gets no
-    gradient), so the head reads the mean over tokens instead. A fine-tuned
-    folder keeps the pooling it was trained with; a published checkpoint,
-    whose pooler its sentence task trained, reads the pooler as the original.
-    """
-    if pooling != "auto":
-        return pooling
-    path = os.path.join(folder_of(init), TRAIN_CONFIG_FILE)
-    if not os.path.isfile(path):
-        return "pooled"
-    with open(path, encoding="utf-8") as f:
-        trained = json.load(f)
-    if trained.get("pooling") in CLASSIFIER_POOLINGS:
-        return trained["pooling"]
-    objective = trained.get("objective")
-    no_sentence_task = objective == "mlm" or (objective == "rtd" and not trained.get("rtd_sop"))
-    return "mean" if no_sentence_task else "pooled"
 
 
 def truncation_report(data, sequence_length, max_length=None):
@@ -114,10 +82,6 @@ def truncation_report(data, sequence_length, max_length=None):
     return {"train_inputs_cut": cut, "train_length_p95": p95}
 
 
-def predict_outputs(model, data, batch_size=64):
-    return model.predict(data.x, batch_size=batch_size, verbose=0)
-
-
 # -- the run -------------------------------------------------------------------------------
 
 
@@ -131,7 +95,7 @@ def make_dataset(data, batch_size, shuffle, seed):
     return ds.batch(batch_size, drop_remainder=shuffle and len(data) >= batch_size).prefetch(2)
 
 
-def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False,  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
+def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, overwrite=False,  # noqa: PLR0913 (the command's files and flags, as the CLI and HF's Trainer take them)
              callbacks=(), validation_path=None):
     """Fine-tunes the encoder of ``init`` on a task; returns the eval metrics.
 
@@ -160,99 +124,62 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     """
     cfg = cfg or FinetuneConfig()
     cfg.validate()
-    check_output(out_dir, [init, train_path, eval_path, tokenizer, validation_path], overwrite,
-                 folder=True)
+    paths = (train_path, eval_path, validation_path)
+    check_output(out_dir, [init, *paths, tokenizer], overwrite, folder=True)
     keras.utils.set_random_seed(cfg.seed)
-    # -- data ------------------------------------------------------------------------
     pieces = read_tokenizer(init, tokenizer)
     task = get_task(cfg.task)
-    train, spec = task.read(train_path, task_spec(cfg), pieces)
-    evaluation = task.read(eval_path, spec, pieces)[0] if eval_path else None
-    validation = task.read(validation_path, spec, pieces)[0] if validation_path else None
-    train, validation = hold_out(task, train, validation, cfg.validation_split, cfg.seed,
-                                 train_path)
-    logger.info(f"{cfg.task}: {len(train)} training rows"
-                + (f", {len(evaluation)} eval rows" if evaluation else "")
-                + (f", {len(validation)} validation rows" if validation else "")
-                + (f", labels {list(spec.labels)}"
-                   if spec.labels and len(spec.labels) <= 20 else ""))
-
-    # -- model -----------------------------------------------------------------------
-    strategy = make_strategy(cfg.strategy)
-    with strategy.scope():
-        encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch,
-                               dropout=cfg.encoder_dropout)
-        chosen = {k: v for k, v in size_defaults(encoder.config.hidden_size).items()
-                  if getattr(cfg, k) is None}
-        if chosen:
-            cfg = dataclasses.replace(cfg, **chosen)
-            logger.info(f"hidden size {encoder.config.hidden_size}: "
-                        + ", ".join(f"{k} {v}" for k, v in chosen.items()))
-        steps_per_epoch = max(1, len(train) // cfg.batch_size)
-        total = steps_per_epoch * cfg.epochs
-        check_tokenizer_fit(pieces, encoder.config.vocab_size, train.x["token_ids"],
-                            train.x["padding_mask"], train_path)
-        if cfg.sequence_length > encoder.config.max_position_embeddings:
-            raise ValueError(
-                f"sequence_length {cfg.sequence_length} exceeds the model's "
-                f"max_position_embeddings {encoder.config.max_position_embeddings}"
-            )
-        cut = truncation_report(train, cfg.sequence_length,
-                                encoder.config.max_position_embeddings)
-        if cfg.task == "classify":
-            cfg = dataclasses.replace(cfg, pooling=resolve_pooling(cfg.pooling, init))
-            logger.info(f"classifier head reads the {cfg.pooling} output")
-            model = task.build_model(spec, encoder, cfg.dropout, pooling=cfg.pooling)
-        else:
-            model = task.build_model(spec, encoder, cfg.dropout)
-        model.compile(
-            optimizer=make_optimizer(
-                "adamw", learning_rate=cfg.learning_rate, total_steps=total,
-                warmup_steps=int(cfg.warmup_fraction * total),
-                weight_decay=cfg.weight_decay, clip_norm=1.0,
-                lr_scales=layer_rate_scales(encoder, cfg.layer_decay),
-                ema_momentum=cfg.ema,
-            ),
-            **task.compile_args(spec),
-        )
-
+    sets, spec = read_task_sets(task, task_spec(cfg), pieces, paths, cfg.validation_split,
+                                cfg.seed)
+    _log_rows(cfg.task, sets, spec)
+    with make_strategy(cfg.strategy).scope():
+        model, cfg, total, cut = _task_model(init, task, spec, sets, pieces, cfg, train_path)
     with writing_folder(out_dir) as tmp:
-        # -- fit -------------------------------------------------------------------
-        guard = NanGuard()
-        callbacks = [guard, keras.callbacks.CSVLogger(os.path.join(tmp, METRICS_CSV)),
-                     ProgressLog(total, every=50), *callbacks]
-        best = epoch_selector(task, spec, evaluation, validation, cfg.select_metric,
-                              cfg.patience)
-        if best is not None:
-            callbacks.insert(1, best)
-        if cfg.ema:
-            # Before the selector, so the epoch's score is the average's and
-            # the weights it keeps are the average; Keras' callback swaps the
-            # raw weights back in for the next epoch's steps.
-            callbacks.insert(1, keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
         with unused_pooler_quiet():  # tagging and QA read no pooler
-            history = model.fit(
-                make_dataset(train, cfg.batch_size, True, cfg.seed),
-                epochs=cfg.epochs,
-                shuffle=False,  # the dataset shuffles itself
-                callbacks=callbacks,
-                verbose=2,  # one plain line per epoch; ProgressLog adds one per 50 steps
-            )
-        if guard.bad_step is not None:
-            raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
-
-        # -- evaluate (the best epoch's weights) and write ----------------------------
+            history, best = fit_with_selection(
+                model, make_dataset(sets.train, cfg.batch_size, True, cfg.seed),
+                (task, spec, sets, cfg, total), tmp, callbacks)
         result = {"train_loss": float(history.history["loss"][-1]), **cut}
         if cfg.validation_split:
             result.update({f"{name}_examples": int(task.example_of_rows(part).max()) + 1
-                           for name, part in (("train", train), ("validation", validation))})
-        if evaluation is not None and evaluation.y is not None:
-            result.update(task.score(spec, evaluation, predict_outputs(model, evaluation)))
-        result.update(selection_report(best))
+                           for name, part in (("train", sets.train),
+                                              ("validation", sets.validation))})
+        result.update(eval_scores(task, spec, model, sets, best))
         write_task_folder(
             tmp, model, pieces, spec.to_json(), result,
             {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
-             "train": os.path.abspath(train_path),
-             "eval": os.path.abspath(eval_path) if eval_path else None,
-             "validation": os.path.abspath(validation_path) if validation_path else None})
+             **{name: os.path.abspath(path) if path else None
+                for name, path in zip(("train", "eval", "validation"), paths)}})
     return result
+
+
+def _log_rows(task_name, sets, spec):
+    logger.info(f"{task_name}: {len(sets.train)} training rows"
+                + (f", {len(sets.evaluation)} eval rows" if sets.evaluation else "")
+                + (f", {len(sets.validation)} validation rows" if sets.validation else "")
+                + (f", labels {list(spec.labels)}"
+                   if spec.labels and len(spec.labels) <= 20 else ""))
+
+
+def _task_model(init, task, spec, sets, pieces, cfg, train_path):  # noqa: PLR0913 (one step's inputs)
+    """The compiled task model on ``init``'s encoder, the config with the
+    width's defaults and the head's choices, the step count, and the
+    truncation report."""
+    encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch,
+                           dropout=cfg.encoder_dropout)
+    config = encoder.config
+    cfg = with_size_defaults(cfg, config.hidden_size)
+    total = max(1, len(sets.train) // cfg.batch_size) * cfg.epochs
+    check_tokenizer_fit(pieces, config.vocab_size, sets.train.x["token_ids"],
+                        sets.train.x["padding_mask"], train_path)
+    if cfg.sequence_length > config.max_position_embeddings:
+        raise ValueError(f"sequence_length {cfg.sequence_length} exceeds the model's "
+                         f"max_position_embeddings {config.max_position_embeddings}")
+    cut = truncation_report(sets.train, cfg.sequence_length, config.max_position_embeddings)
+    options = task.head_options(cfg, init)
+    if options:
+        cfg = dataclasses.replace(cfg, **options)
+        logger.info("head: " + ", ".join(f"{k} {v}" for k, v in options.items()))
+    model = task.build_model(spec, encoder, cfg.dropout, **options)
+    model.compile(optimizer=task_optimizer(cfg, encoder, total), **task.compile_args(spec))
+    return model, cfg, total, cut

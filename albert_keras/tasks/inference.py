@@ -13,10 +13,10 @@ from albert_keras.model_folder import load_task_model
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.models.albert_embedder import AlbertEmbedder
 from albert_keras.tasks import readers
-from albert_keras.tasks.finetune import predict_outputs
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task import softmax
+from albert_keras.tasks.task_run import predict_outputs
 from albert_keras.text.packer import pack_texts
 
 MASK_TOKEN = "[MASK]"

@@ -274,7 +274,7 @@ def test_a_failed_run_leaves_nothing(init_folder, task_files, out_dir):
     ({"task": "classify", "pooling": "mean"}, "mean"),  # a fine-tuned folder
 ])
 def test_auto_pooling_follows_how_the_folder_was_trained(tmp_path, trained, expected):
-    from albert_keras.tasks.finetune import resolve_pooling
+    from albert_keras.tasks.classify import resolve_pooling
 
     if trained is not None:
         (tmp_path / "train_config.json").write_text(json.dumps(trained))

@@ -132,8 +132,8 @@ def step_cost_ratios(path, mask_rate):
 
 
 def compare(args):  # noqa: C901,PLR0915 (to split into named steps: issue 59)
+    from albert_keras.tasks.classify import resolve_pooling
     from albert_keras.tasks.finetune import finetune
-    from albert_keras.tasks.finetune import resolve_pooling
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.training.pretrain import pretrain
     from albert_keras.training.pretrain_config import PretrainConfig
