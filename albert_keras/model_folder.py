@@ -193,37 +193,112 @@ def part_file(source, part="auto"):
     return os.path.join(source, PARTS[part])
 
 
-def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=False,
-                 dropout=None):
-    """The encoder of any of our models, rebuilt with the ``dtype`` policy.
+def _stored_model(init):
+    """The model a source holds: a converted checkpoint, or our ``.keras``
+    file (the folder's encoder, task model or pretrainer, in that order)."""
+    if is_checkpoint_folder(init):
+        return load_checkpoint_folder(init)
+    return load_model(model_file(init, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)))
+
+
+def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0913 (load_encoder's options, passed on)
+                    output_hidden_states=False, dropout=None):
+    """The ``AlbertEncoder`` of ``model``, rebuilt with the ``dtype`` policy.
 
     The stored policy is the training one (often ``mixed_bfloat16``); the
     encoder is rebuilt from its config with ``dtype`` and the weights are
     copied, unless ``from_scratch`` (same architecture, new weights).
     ``dropout``, when given, replaces the config's hidden and attention
     dropout (ALBERT v2 and our presets pretrain without any); it changes no
-    weight.
+    weight. ``source`` names the model in errors.
     """
-    if is_checkpoint_folder(init):
-        model = load_checkpoint_folder(init)
-    else:
-        model = load_model(model_file(init, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)))
     encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
     if not isinstance(encoder, AlbertEncoder):
-        raise ValueError(f"{init}: {type(model).__name__} has no AlbertEncoder")
+        raise ValueError(f"{source}: {type(model).__name__} has no AlbertEncoder")
     config = encoder.config
     if dropout is not None:
         config = dataclasses.replace(config, hidden_dropout_prob=dropout,
                                      attention_probs_dropout_prob=dropout)
-    rebuilt = AlbertEncoder(
-        config,
-        output_hidden_states=output_hidden_states,
-        mask_value=encoder.mask_value,
-        dtype=dtype,
-    )
+    rebuilt = AlbertEncoder(config, output_hidden_states=output_hidden_states,
+                            mask_value=encoder.mask_value, dtype=dtype)
     if not from_scratch:
         rebuilt.set_weights(encoder.get_weights())
     return rebuilt
+
+
+def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=False,
+                 dropout=None):
+    """The encoder of any of our models or of a published checkpoint folder,
+    rebuilt with the ``dtype`` policy (see ``rebuilt_encoder``)."""
+    return rebuilt_encoder(_stored_model(init), init, dtype=dtype, from_scratch=from_scratch,
+                           output_hidden_states=output_hidden_states, dropout=dropout)
+
+
+@dataclasses.dataclass
+class ModelSource:
+    """A model to start from (``--init``, ``--teacher``, ``--student-init``),
+    resolved once.
+
+    It carries what every step needs from it: the tokenizer, the stored
+    model (read on first use, then kept), and what the folder records about
+    its training (``train_config.json``: objective, pooling) and its task
+    (``task.json``). The kind of source (our folder, a ``.keras`` file, an
+    HF, TF1 or keras-hub folder) is settled here, not by each step.
+
+    Args:
+        path: the folder or ``.keras`` file.
+        tokenizer_file: a tokenizer file given by the user (default: the
+            folder's own).
+
+    Example:
+    >>> source = ModelSource("runs/pretrain")  # doctest: +SKIP
+    >>> source.tokenizer.vocabulary_size, source.objective  # doctest: +SKIP
+    (8000, 'mlm')
+    """
+
+    path: str
+    tokenizer_file: str = None
+
+    def __post_init__(self):
+        self._tokenizer = self._model = None
+
+    @property
+    def tokenizer(self):
+        """The host-side tokenizer (read once)."""
+        if self._tokenizer is None:
+            self._tokenizer = read_tokenizer(self.path, self.tokenizer_file)
+        return self._tokenizer
+
+    @property
+    def model(self):
+        """The stored model (read once)."""
+        if self._model is None:
+            self._model = _stored_model(self.path)
+        return self._model
+
+    @property
+    def train_config(self):
+        """The folder's ``train_config.json`` as a dict ({} when absent)."""
+        path = os.path.join(folder_of(self.path), TRAIN_CONFIG_FILE)
+        record = read_json(path) if os.path.isfile(path) else {}
+        return record if isinstance(record, dict) else {}
+
+    @property
+    def objective(self):
+        """The pretraining objective the folder records, or None."""
+        return self.train_config.get("objective")
+
+    def task_model(self):
+        """``(model, task_spec_dict)`` of a fine-tuned folder."""
+        model, spec = load_task_model(self.path)
+        self._model = model
+        return model, spec
+
+    def encoder(self, dtype=None, from_scratch=False, output_hidden_states=False,
+                dropout=None):
+        """The source's encoder, rebuilt (see ``rebuilt_encoder``)."""
+        return rebuilt_encoder(self.model, self.path, dtype=dtype, from_scratch=from_scratch,
+                               output_hidden_states=output_hidden_states, dropout=dropout)
 
 
 def load_pretrainer(init):

@@ -1,15 +1,12 @@
 """``classify``: one label (or one number, with ``regression``) per text or pair."""
 
-import json
 import logging
-import os
 
 import keras
 import numpy as np
 
 from albert_keras.config import CLASSIFIER_POOLINGS
-from albert_keras.model_folder import TRAIN_CONFIG_FILE
-from albert_keras.model_folder import folder_of
+from albert_keras.model_folder import ModelSource
 from albert_keras.models.albert_classifier import AlbertClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
@@ -131,14 +128,15 @@ def resolve_pooling(pooling, init):
     gradient), so the head reads the mean over tokens instead. A fine-tuned
     folder keeps the pooling it was trained with; a published checkpoint,
     whose pooler its sentence task trained, reads the pooler as the original.
+
+    Args:
+        pooling: ``auto`` or one of ``CLASSIFIER_POOLINGS`` (kept as given).
+        init: a ``ModelSource``, or its path.
     """
     if pooling != "auto":
         return pooling
-    path = os.path.join(folder_of(init), TRAIN_CONFIG_FILE)
-    if not os.path.isfile(path):
-        return "pooled"
-    with open(path, encoding="utf-8") as f:
-        trained = json.load(f)
+    source = init if isinstance(init, ModelSource) else ModelSource(init)
+    trained = source.train_config
     if trained.get("pooling") in CLASSIFIER_POOLINGS:
         return trained["pooling"]
     objective = trained.get("objective")

@@ -25,9 +25,7 @@ from albert_keras.data.sentence_split import split_sentences
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
 from albert_keras.model_folder import TASK_FILE
-from albert_keras.model_folder import load_encoder
-from albert_keras.model_folder import load_task_model
-from albert_keras.model_folder import read_tokenizer
+from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
 from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_encoder import AlbertEncoder
@@ -262,10 +260,11 @@ class _Taught:
 
 def _teach(teacher, paths, unlabeled, cfg):
     """Reads the files (and unlabelled rows) and scores them with the teacher."""
-    teacher_model, spec_json = load_task_model(teacher)
+    source = ModelSource(teacher)
+    teacher_model, spec_json = source.task_model()
     spec = TaskSpec.from_json(spec_json, os.path.join(teacher, TASK_FILE))
     task = get_task(spec.task)
-    pieces = read_tokenizer(teacher)
+    pieces = source.tokenizer
     sets, _ = read_task_sets(task, spec, pieces, paths, cfg.validation_split, cfg.seed)
     extra_x = _unlabelled_rows(task, spec, pieces, unlabeled, cfg)
     x = sets.train.x if extra_x is None else {
@@ -302,11 +301,12 @@ def _unlabelled_rows(task, spec, pieces, unlabeled, cfg):
 def _student_encoder(taught, cfg):
     """The student's encoder: ``student_init``'s, or a new one of the preset."""
     if cfg.student_init:
-        if not _same_tokenizer(read_tokenizer(cfg.student_init), taught.pieces):
+        source = ModelSource(cfg.student_init)
+        if not _same_tokenizer(source.tokenizer, taught.pieces):
             raise ValueError(f"{cfg.student_init}: its tokenizer is not the teacher's "
                              f"({taught.pieces.source}); the student must read the same "
                              "pieces")
-        encoder = load_encoder(cfg.student_init, dtype=cfg.precision)
+        encoder = source.encoder(dtype=cfg.precision)
     else:
         config = get_preset(cfg.student, vocab_size=taught.vocab_size,
                             **(cfg.student_overrides or {}))

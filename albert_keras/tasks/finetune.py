@@ -18,8 +18,7 @@ import tensorflow as tf
 
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
-from albert_keras.model_folder import load_encoder
-from albert_keras.model_folder import read_tokenizer
+from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
@@ -127,13 +126,13 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     paths = (train_path, eval_path, validation_path)
     check_output(out_dir, [init, *paths, tokenizer], overwrite, folder=True)
     keras.utils.set_random_seed(cfg.seed)
-    pieces = read_tokenizer(init, tokenizer)
+    source = ModelSource(init, tokenizer)  # the one reader of init
     task = get_task(cfg.task)
-    sets, spec = read_task_sets(task, task_spec(cfg), pieces, paths, cfg.validation_split,
-                                cfg.seed)
+    sets, spec = read_task_sets(task, task_spec(cfg), source.tokenizer, paths,
+                                cfg.validation_split, cfg.seed)
     _log_rows(cfg.task, sets, spec)
     with make_strategy(cfg.strategy).scope():
-        model, cfg, total, cut = _task_model(init, task, spec, sets, pieces, cfg, train_path)
+        model, cfg, total, cut = _task_model(source, task, spec, sets, cfg, train_path)
     with writing_folder(out_dir) as tmp:
         with unused_pooler_quiet():  # tagging and QA read no pooler
             history, best = fit_with_selection(
@@ -146,7 +145,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
                                               ("validation", sets.validation))})
         result.update(eval_scores(task, spec, model, sets, best))
         write_task_folder(
-            tmp, model, pieces, spec.to_json(), result,
+            tmp, model, source.tokenizer, spec.to_json(), result,
             {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
              **{name: os.path.abspath(path) if path else None
                 for name, path in zip(("train", "eval", "validation"), paths)}})
@@ -161,12 +160,13 @@ def _log_rows(task_name, sets, spec):
                    if spec.labels and len(spec.labels) <= 20 else ""))
 
 
-def _task_model(init, task, spec, sets, pieces, cfg, train_path):  # noqa: PLR0913 (one step's inputs)
-    """The compiled task model on ``init``'s encoder, the config with the
+def _task_model(source, task, spec, sets, cfg, train_path):
+    """The compiled task model on the source's encoder, the config with the
     width's defaults and the head's choices, the step count, and the
     truncation report."""
-    encoder = load_encoder(init, dtype=cfg.precision, from_scratch=cfg.from_scratch,
-                           dropout=cfg.encoder_dropout)
+    encoder = source.encoder(dtype=cfg.precision, from_scratch=cfg.from_scratch,
+                             dropout=cfg.encoder_dropout)
+    pieces = source.tokenizer
     config = encoder.config
     cfg = with_size_defaults(cfg, config.hidden_size)
     total = max(1, len(sets.train) // cfg.batch_size) * cfg.epochs
@@ -176,7 +176,7 @@ def _task_model(init, task, spec, sets, pieces, cfg, train_path):  # noqa: PLR09
         raise ValueError(f"sequence_length {cfg.sequence_length} exceeds the model's "
                          f"max_position_embeddings {config.max_position_embeddings}")
     cut = truncation_report(sets.train, cfg.sequence_length, config.max_position_embeddings)
-    options = task.head_options(cfg, init)
+    options = task.head_options(cfg, source)
     if options:
         cfg = dataclasses.replace(cfg, **options)
         logger.info("head: " + ", ".join(f"{k} {v}" for k, v in options.items()))

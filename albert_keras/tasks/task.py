@@ -120,8 +120,8 @@ class Task:
 
     def head_options(self, cfg, init):
         """Fine-tuning choices this task's head takes from the config, resolved
-        for the ``init`` model: ``{field: value}``, passed to ``build_model``
-        and recorded in the run's config (none by default)."""
+        for the ``init`` model (a ``ModelSource``): ``{field: value}``, passed
+        to ``build_model`` and recorded in the run's config (none by default)."""
         return {}
 
     def build_model(self, spec, encoder, dropout=0.1):
