@@ -1,6 +1,7 @@
 """Reading pretraining shards into the pretraining feature dict (the encoder's
 three inputs plus masked_positions, masked_ids, masked_weights, sop_label)."""
 
+import dataclasses
 import json
 import os
 
@@ -99,21 +100,42 @@ def verify_shards(data_dir, split):
     return manifest
 
 
-def pretraining_dataset(  # noqa: C901,PLR0913,PLR0915 (to split into named steps: issue 59)
-    data_dir,
-    split="train",
-    batch_size=32,
-    dynamic_masking=False,
-    seed=0,
-    shuffle=True,
-    repeat=True,
-    drop_remainder=True,
-    shuffle_buffer=10000,
-    input_context=None,
-    verify=True,
-    skip_batches=0,
-    masked_lm_prob=None,
-):
+@dataclasses.dataclass(frozen=True)
+class ReadOptions:
+    """How ``pretraining_dataset`` reads a data folder.
+
+    Args:
+        batch_size: examples per batch; with an ``input_context``, per
+            replica (each element then feeds one replica).
+        dynamic_masking: re-mask every batch in TF ops (RoBERTa-style) from
+            the unmasked sequences, instead of the masks stored in the shards.
+        seed: shuffling and dynamic-masking seed.
+        shuffle: shuffle the files (a stateless order per pass) and the records.
+        repeat: pass over the data again and again.
+        drop_remainder: whole batches only (static shapes, as a TPU needs).
+        shuffle_buffer: records in the shuffle buffer.
+        verify: check shard checksums first (names a corrupted file).
+        skip_batches: global batches to pass over first (a resumed run
+            continues with the batches, and masks, an uninterrupted run
+            would see); skipped before parsing, so resuming late is cheap.
+        masked_lm_prob: with ``dynamic_masking``, the share of tokens to
+            mask instead of the data's (``None``). The gathered positions
+            ``P`` grow with it, in the data's ratio of positions to rate.
+    """
+
+    batch_size: int = 32
+    dynamic_masking: bool = False
+    seed: int = 0
+    shuffle: bool = True
+    repeat: bool = True
+    drop_remainder: bool = True
+    shuffle_buffer: int = 10000
+    verify: bool = True
+    skip_batches: int = 0
+    masked_lm_prob: float = None
+
+
+def pretraining_dataset(data_dir, split="train", options=None, input_context=None, **fields):
     """A ``tf.data.Dataset`` of pretraining feature dicts.
 
     Each element: int32 ``token_ids``, ``segment_ids``, ``padding_mask``
@@ -124,12 +146,7 @@ def pretraining_dataset(  # noqa: C901,PLR0913,PLR0915 (to split into named step
     Args:
         data_dir: a folder made by ``albert-keras data create``.
         split: ``train`` or ``eval``.
-        batch_size: examples per batch; with an ``input_context``, per
-            replica (each element then feeds one replica).
-        dynamic_masking: re-mask every batch in TF ops (RoBERTa-style) from
-            the unmasked sequences, instead of the masks stored in the shards.
-        seed: shuffling and dynamic-masking seed.
-        shuffle, repeat, drop_remainder, shuffle_buffer: the usual.
+        options: a ``ReadOptions``.
         input_context: a ``tf.distribute.InputContext``. Every input
             pipeline reads the same global batches (``batch_size`` times the
             replica count) and keeps its replicas' rows, so a step trains on
@@ -137,33 +154,48 @@ def pretraining_dataset(  # noqa: C901,PLR0913,PLR0915 (to split into named step
             many workers, and a run may resume on another topology. The price
             is that each worker reads and parses every global batch (cheap next
             to a training step; tokenization happened in ``data create``).
-        verify: check shard checksums first (names a corrupted file).
-        skip_batches: global batches to pass over first (a resumed run
-            continues with the batches, and masks, an uninterrupted run
-            would see); skipped before parsing, so resuming late is cheap.
-        masked_lm_prob: with ``dynamic_masking``, the share of tokens to
-            mask instead of the data's (``None``). The gathered positions
-            ``P`` grow with it, in the data's ratio of positions to rate.
+        **fields: ``ReadOptions`` fields, as a shorthand for ``options``.
 
     Example:
     >>> ds = pretraining_dataset("data/", batch_size=64)  # doctest: +SKIP
     """
+    o = dataclasses.replace(options or ReadOptions(), **fields)
     data_dir = os.fspath(data_dir)
-    manifest = verify_shards(data_dir, split) if verify else read_manifest(data_dir)
+    manifest = verify_shards(data_dir, split) if o.verify else read_manifest(data_dir)
     config = manifest["config"]
-    s, p = config["max_seq_length"], config["max_predictions"]
     files = [os.path.join(data_dir, x["file"]) for x in manifest["splits"][split]["shards"]]
+    replicas, local, first = _pipeline_share(input_context, o)
+    ds = _batched_records(files, o, o.batch_size * replicas)
+    spec = feature_spec(config["max_seq_length"], config["max_predictions"])
+    ds = ds.map(lambda records: _parse(records, spec), num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True)
+    if o.dynamic_masking:
+        ds = _dynamic_masks(ds, data_dir, manifest, o)
+    if replicas > 1:
+        # This pipeline's rows, one batch_size element per local replica
+        # (a distributed dataset hands consecutive elements to its replicas).
+        rows = local * o.batch_size
+        ds = ds.map(lambda f: {k: v[first:first + rows] for k, v in f.items()},
+                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if local > 1:
+            ds = ds.rebatch(o.batch_size, drop_remainder=True)
+    return ds.prefetch(tf.data.AUTOTUNE)
 
-    # Global batches: one per step over all replicas. This pipeline feeds
-    # `local` of them, rows [first, first + local * batch_size) of each.
-    replicas, local, first = 1, 1, 0
-    if input_context is not None:
-        replicas = input_context.num_replicas_in_sync
-        local = replicas // input_context.num_input_pipelines
-        first = input_context.input_pipeline_id * local * batch_size
-        if replicas > 1 and not drop_remainder:
-            raise ValueError("several replicas need drop_remainder=True (equal slices)")
 
+def _pipeline_share(input_context, o):
+    """``(replicas, local, first)``: global batches feed every replica; this
+    pipeline feeds ``local`` of them, rows ``[first, first + local * B)``."""
+    if input_context is None:
+        return 1, 1, 0
+    replicas = input_context.num_replicas_in_sync
+    local = replicas // input_context.num_input_pipelines
+    if replicas > 1 and not o.drop_remainder:
+        raise ValueError("several replicas need drop_remainder=True (equal slices)")
+    return replicas, local, input_context.input_pipeline_id * local * o.batch_size
+
+
+def _batched_records(files, o, global_batch):
+    """Serialized records in global batches, in an order set by the seed."""
     # The order is a function of the seed alone, never of how many iterators
     # were made before: Keras makes an extra one to build the model under a
     # tf.distribute strategy, and with reshuffle_each_iteration that shifted
@@ -173,77 +205,53 @@ def pretraining_dataset(  # noqa: C901,PLR0913,PLR0915 (to split into named step
 
     def one_pass(epoch):
         names = file_names
-        if shuffle:
+        if o.shuffle:
             order = tf.random.experimental.stateless_shuffle(
-                tf.range(len(files)), seed=tf.stack([tf.cast(seed, tf.int64), epoch]))
+                tf.range(len(files)), seed=tf.stack([tf.cast(o.seed, tf.int64), epoch]))
             names = tf.gather(file_names, order)
         return tf.data.Dataset.from_tensor_slices(names)
 
-    if repeat:
-        ds = tf.data.Dataset.counter().flat_map(one_pass)
-    else:
-        ds = one_pass(tf.constant(0, tf.int64))
-    ds = ds.interleave(
-        tf.data.TFRecordDataset,
-        cycle_length=min(len(files), 4),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
-    if shuffle:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)
-    ds = ds.batch(batch_size * replicas, drop_remainder=drop_remainder)
-    if skip_batches:
-        ds = ds.skip(skip_batches)
+    ds = (tf.data.Dataset.counter().flat_map(one_pass) if o.repeat
+          else one_pass(tf.constant(0, tf.int64)))
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 4),
+                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if o.shuffle:
+        ds = ds.shuffle(o.shuffle_buffer, seed=o.seed, reshuffle_each_iteration=False)
+    ds = ds.batch(global_batch, drop_remainder=o.drop_remainder)
+    return ds.skip(o.skip_batches) if o.skip_batches else ds
 
-    spec = feature_spec(s, p)
 
-    def parse(records):
-        parsed = tf.io.parse_example(records, spec)
-        out = {k: tf.cast(v, tf.int32) for k, v in parsed.items() if k != "masked_weights"}
-        out["masked_weights"] = parsed["masked_weights"]
-        out["sop_label"] = out["sop_label"][:, 0]
-        return out
+def _parse(records, spec):
+    parsed = tf.io.parse_example(records, spec)
+    out = {k: tf.cast(v, tf.int32) for k, v in parsed.items() if k != "masked_weights"}
+    out["masked_weights"] = parsed["masked_weights"]
+    out["sop_label"] = out["sop_label"][:, 0]
+    return out
 
-    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
-    if dynamic_masking:
-        tokenizer = load_tokenizer(os.path.join(data_dir, manifest["tokenizer"]))
-        word_starts = tf.constant(tokenizer.word_starts(), tf.bool)
+def _dynamic_masks(ds, data_dir, manifest, o):
+    """Every batch masked afresh from its unmasked sequences (seeded by step)."""
+    config = manifest["config"]
+    tokenizer = load_tokenizer(os.path.join(data_dir, manifest["tokenizer"]))
+    word_starts = tf.constant(tokenizer.word_starts(), tf.bool)
+    probs, whole_word = masking_scheme(config.get("masking", "ngram"), config["max_ngram"],
+                                       config["whole_word"])
+    rate = config["masked_lm_prob"] if o.masked_lm_prob is None else o.masked_lm_prob
+    if not 0 < rate < 1:
+        raise ValueError(f"masked_lm_prob must be in (0, 1), got {o.masked_lm_prob}")
+    # The data's share of slots per masked token (max_predictions 20 for
+    # 15% of 128 leaves room for whole words that overshoot), kept at the
+    # new rate, and never more slots than tokens.
+    s, p = config["max_seq_length"], config["max_predictions"]
+    predictions = min(s, max(p, round(p * rate / config["masked_lm_prob"])))
 
-        probs, whole_word = masking_scheme(config.get("masking", "ngram"),
-                                           config["max_ngram"], config["whole_word"])
-        rate = config["masked_lm_prob"] if masked_lm_prob is None else masked_lm_prob
-        if not 0 < rate < 1:
-            raise ValueError(f"masked_lm_prob must be in (0, 1), got {masked_lm_prob}")
-        # The data's share of slots per masked token (max_predictions 20 for
-        # 15% of 128 leaves room for whole words that overshoot), kept at
-        # the new rate, and never more slots than tokens.
-        predictions = min(s, max(p, round(p * rate / config["masked_lm_prob"])))
+    def remask(step, features):
+        masked = mask_batch(
+            unmask(features), features["padding_mask"], word_starts,
+            tf.stack([tf.cast(o.seed, tf.int64) * 1000, step]), manifest["vocab_size"],
+            masked_lm_prob=rate, max_predictions=predictions, whole_word=whole_word,
+            special_ids=tokenizer.special_ids, ngram_probs=probs)
+        return {**features, **masked}
 
-        def remask(step, features):
-            original = unmask(features)
-            masked = mask_batch(
-                original,
-                features["padding_mask"],
-                word_starts,
-                tf.stack([tf.cast(seed, tf.int64) * 1000, step]),
-                manifest["vocab_size"],
-                masked_lm_prob=rate,
-                max_predictions=predictions,
-                whole_word=whole_word,
-                special_ids=tokenizer.special_ids,
-                ngram_probs=probs,
-            )
-            return {**features, **masked}
-
-        ds = ds.enumerate(start=skip_batches).map(
-            remask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if replicas > 1:
-        # This pipeline's rows, one batch_size element per local replica
-        # (a distributed dataset hands consecutive elements to its replicas).
-        rows = local * batch_size
-        ds = ds.map(lambda f: {k: v[first:first + rows] for k, v in f.items()},
-                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        if local > 1:
-            ds = ds.rebatch(batch_size, drop_remainder=True)
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return ds.enumerate(start=o.skip_batches).map(
+        remask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
