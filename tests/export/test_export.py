@@ -401,27 +401,33 @@ def test_deberta_models_export_and_match_keras(quantize, layout):
                                    atol={"none": 1e-4, "float16": 1e-2}.get(quantize, 0.05))
 
 
-@pytest.mark.parametrize("quantize", ["int8", "int4"])
-def test_a_fine_tuned_deberta_classifier_validates_in_integer_modes(task_files, tmp_path,
-                                                                      quantize):
+@pytest.fixture(scope="module")
+def deberta_classifier_folder(task_files, tmp_path_factory):
     """An ALBERT-shared DeBERTa encoder (with its tokenizer beside it),
-    fine-tuned, then exported with full-integer and int4 weights: each file
-    passes the export's validation against Keras on the eval rows."""
+    fine-tuned on the tiny classification task."""
     from albert_keras import AlbertEncoder
     from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.text.spm_trainer import train_sentencepiece
     from tests.helpers import make_sentences
 
-    init = tmp_path / "init.keras"
+    folder = tmp_path_factory.mktemp("deberta")
     keras.utils.set_random_seed(0)
-    AlbertEncoder(_deberta_v3_config()).save(init)
-    train_sentencepiece(make_sentences(2000), str(tmp_path / "spm.model"), vocab_size=300)
-    out = str(tmp_path / "cls")
-    finetune(str(init), task_files["cls_train"], task_files["cls_eval"], out,
+    AlbertEncoder(_deberta_v3_config()).save(folder / "init.keras")
+    train_sentencepiece(make_sentences(2000), str(folder / "spm.model"), vocab_size=300)
+    out = str(folder / "cls")
+    finetune(str(folder / "init.keras"), task_files["cls_train"], task_files["cls_eval"], out,
              FinetuneConfig(task="classify", epochs=3, batch_size=8, sequence_length=32,
                             learning_rate=1e-3))
-    sidecar = export_tflite(out, str(tmp_path / f"{quantize}.tflite"),
+    return out
+
+
+@pytest.mark.parametrize("quantize", ["int8", "int4"])
+def test_a_fine_tuned_deberta_classifier_validates_in_integer_modes(deberta_classifier_folder,
+                                                                      tmp_path, quantize):
+    """Full-integer and int4 exports of the DeBERTa classifier each pass the
+    export's validation against Keras on the eval rows."""
+    sidecar = export_tflite(deberta_classifier_folder, str(tmp_path / f"{quantize}.tflite"),
                             ExportConfig(quantize=quantize, **QUIET))
     report = sidecar["validation"]
     assert report["passed"] and report["outputs"]["logits"]["top1_agreement"] >= 0.9
