@@ -7,6 +7,8 @@ span selection is sequential by nature; the loop runs over word ranks
 (at most S steps) and handles every row of the batch at once.
 """
 
+import dataclasses
+
 import tensorflow as tf
 
 from albert_keras.config import ALBERT_SPECIAL_IDS
@@ -27,19 +29,38 @@ def unmask(features):
     return tf.tensor_scatter_nd_update(tokens, index, update)
 
 
-def mask_batch(  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
-    token_ids,
-    padding_mask,
-    word_starts,
-    seed,
-    vocab_size,
-    masked_lm_prob=0.15,
-    max_predictions=20,
-    max_ngram=3,
-    whole_word=True,
-    special_ids=None,
-    ngram_probs=None,
-):
+@dataclasses.dataclass(frozen=True)
+class BatchMasking:
+    """What ``mask_batch`` masks, and how.
+
+    Args:
+        masked_lm_prob: share of the real tokens to mask.
+        max_predictions: the most masked tokens per row (the ``P`` slots).
+        max_ngram: longest n-gram (words), with ALBERT's n-gram weights.
+        whole_word: a word's pieces are masked together.
+        special_ids: the tokenizer's ``{"cls", "sep", "mask"}`` ids
+            (default: ALBERT's).
+        ngram_probs: the length distribution (SpanBERT's spans, single
+            tokens); its length replaces ``max_ngram``.
+    """
+
+    masked_lm_prob: float = 0.15
+    max_predictions: int = 20
+    max_ngram: int = 3
+    whole_word: bool = True
+    special_ids: dict = None
+    ngram_probs: tuple = None
+
+    @property
+    def weights(self):
+        return list(self.ngram_probs) if self.ngram_probs else ngram_weights(self.max_ngram)
+
+    @property
+    def ids(self):
+        return {**ALBERT_SPECIAL_IDS, **(self.special_ids or {})}
+
+
+def mask_batch(token_ids, padding_mask, word_starts, seed, vocab_size, scheme=None, **fields):
     """Masks a batch of packed, unmasked sequences.
 
     Args:
@@ -48,36 +69,40 @@ def mask_batch(  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
         word_starts: bool ``[V]``: does piece ``i`` start a word.
         seed: int ``[2]`` for the stateless random ops (vary it per batch).
         vocab_size: for random replacements.
-        masked_lm_prob, max_predictions, max_ngram, whole_word: as
-            ``masking.mask_sequence``.
-        special_ids: the tokenizer's ``{"cls", "sep", "mask"}`` ids
-            (default: ALBERT's).
-        ngram_probs: as ``masking.mask_sequence`` (SpanBERT's spans, single
-            tokens); its length replaces ``max_ngram``.
+        scheme: a ``BatchMasking`` (the rate, the slots, the n-grams).
+        **fields: ``BatchMasking`` fields, as a shorthand for ``scheme``.
 
     Returns:
         A dict of ``token_ids`` (masked), ``masked_positions``,
         ``masked_ids`` (int32 ``[B, P]``) and ``masked_weights`` (float32).
     """
-    if ngram_probs:
-        max_ngram = len(ngram_probs)
+    scheme = dataclasses.replace(scheme or BatchMasking(), **fields)
     token_ids = tf.cast(token_ids, tf.int32)
     padding_mask = tf.cast(padding_mask, tf.int32)
-    batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 6)
+    words = _words(token_ids, padding_mask, word_starts, scheme)
+    budget = tf.minimum(scheme.max_predictions, tf.maximum(1, tf.cast(tf.round(
+        tf.cast(tf.reduce_sum(padding_mask, axis=1), tf.float32) * scheme.masked_lm_prob),
+        tf.int32)))
+    order, ngram = _draw_words_and_ngrams(words, seeds, scheme)
+    covered = _greedy_selection(words, order, ngram, budget, len(scheme.weights))
+    return _masked_features(token_ids, words, covered, seeds, vocab_size, scheme)
 
-    # -- words ----------------------------------------------------------------
-    ids = {**ALBERT_SPECIAL_IDS, **(special_ids or {})}
+
+def _words(token_ids, padding_mask, word_starts, scheme):
+    """The maskable words of each row: which word each token is in, how many
+    tokens each word has, and their running sum."""
+    batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+    ids = scheme.ids
     special = (token_ids == ids["cls"]) | (token_ids == ids["sep"]) | (padding_mask == 0)
     candidate = ~special
     prev_special = tf.concat([tf.ones([batch, 1], tf.bool), special[:, :-1]], axis=1)
-    if whole_word:
+    if scheme.whole_word:
         starts_word = tf.gather(tf.cast(word_starts, tf.bool), token_ids)
         is_start = candidate & (starts_word | prev_special)
     else:
         is_start = candidate
     word_id = tf.cumsum(tf.cast(is_start, tf.int32), axis=1) - 1  # per token
-    num_words = tf.reduce_sum(tf.cast(is_start, tf.int32), axis=1)  # [B]
     word_of_token = tf.where(candidate, word_id, length)  # non-candidates -> S
     word_len = tf.reduce_sum(
         tf.one_hot(word_of_token, length + 1, dtype=tf.int32), axis=1
@@ -85,30 +110,34 @@ def mask_batch(  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
     cum_len = tf.concat(
         [tf.zeros([batch, 1], tf.int32), tf.cumsum(word_len, axis=1)], axis=1
     )  # [B, S + 1]
+    return {"candidate": candidate, "num": tf.reduce_sum(tf.cast(is_start, tf.int32), axis=1),
+            "of_token": word_of_token, "len": word_len, "cum_len": cum_len}
 
-    real = tf.cast(tf.reduce_sum(padding_mask, axis=1), tf.float32)
-    budget = tf.minimum(
-        max_predictions,
-        tf.maximum(1, tf.cast(tf.round(real * masked_lm_prob), tf.int32)),
-    )
 
-    # -- random word order and n-gram lengths -----------------------------------
+def _draw_words_and_ngrams(words, seeds, scheme):
+    """A random order of each row's words, and an n-gram length drawn for each."""
+    batch, length = tf.shape(words["len"])[0], tf.shape(words["len"])[1]
+    max_ngram = len(scheme.weights)
     word_index = tf.range(length)[None, :]
-    valid_word = word_index < num_words[:, None]
+    valid_word = word_index < words["num"][:, None]
     keys = tf.random.stateless_uniform([batch, length], seeds[0])
     keys = tf.where(valid_word, keys, 2.0)
     order = tf.argsort(keys, axis=1, stable=True)  # [B, S] word indices
-    weights = tf.constant(list(ngram_probs) if ngram_probs else ngram_weights(max_ngram),
-                          tf.float32)
-    max_n = tf.clip_by_value(num_words[:, None] - word_index, 1, max_ngram)  # [B, S]
+    weights = tf.constant(scheme.weights, tf.float32)
+    max_n = tf.clip_by_value(words["num"][:, None] - word_index, 1, max_ngram)  # [B, S]
     allowed = tf.range(1, max_ngram + 1)[None, None, :] <= max_n[:, :, None]
     probs = tf.where(allowed, weights[None, None, :], 0.0)
     cdf = tf.cumsum(probs, axis=-1) / tf.reduce_sum(probs, axis=-1, keepdims=True)
     u = tf.random.stateless_uniform([batch, length, 1], seeds[1])
     ngram = 1 + tf.reduce_sum(tf.cast(u > cdf[:, :, :-1], tf.int32), axis=-1)  # [B, S]
+    return order, ngram
 
-    # -- greedy selection, one word rank per step, all rows at once -------------
-    rows = tf.range(batch)
+
+def _greedy_selection(words, order, ngram, budget, max_ngram):
+    """Which words are masked: one word rank per step, all rows at once."""
+    batch, length = tf.shape(words["len"])[0], tf.shape(words["len"])[1]
+    rows, word_index = tf.range(batch), tf.range(length)[None, :]
+    num_words, cum_len, word_len = words["num"], words["cum_len"], words["len"]
 
     def body(r, covered, count):
         w = order[:, r]
@@ -129,21 +158,28 @@ def mask_batch(  # noqa: PLR0913,PLR0915 (to split into named steps: issue 59)
         added = tf.reduce_sum(tf.where(take, word_len, 0), axis=1)
         return r + 1, covered | take, count + added
 
-    _, covered, count = tf.while_loop(
+    _, covered, _ = tf.while_loop(
         lambda r, c, n: r < length,
         body,
         (tf.constant(0), tf.zeros([batch, length], tf.bool), tf.zeros([batch], tf.int32)),
     )
+    return covered
 
-    # -- tokens of the chosen words, and their replacements ----------------------
-    safe_word = tf.minimum(word_of_token, length - 1)
-    selected = candidate & tf.gather(covered, safe_word, batch_dims=1)
+
+def _masked_features(token_ids, words, covered, seeds, vocab_size, scheme):  # noqa: PLR0913 (the step's inputs)
+    """The chosen words' tokens replaced (80% [MASK], 10% random, 10% kept),
+    and their positions and original ids in ``P`` slots."""
+    batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+    max_predictions = scheme.max_predictions
+    safe_word = tf.minimum(words["of_token"], length - 1)
+    selected = words["candidate"] & tf.gather(covered, safe_word, batch_dims=1)
     u1 = tf.random.stateless_uniform([batch, length], seeds[2])
     u2 = tf.random.stateless_uniform([batch, length], seeds[3])
     random_ids = tf.random.stateless_uniform(
         [batch, length], seeds[4], minval=FIRST_NORMAL_ID, maxval=vocab_size, dtype=tf.int32
     )
-    replacement = tf.where(u1 < 0.8, ids["mask"], tf.where(u2 < 0.5, token_ids, random_ids))
+    replacement = tf.where(u1 < 0.8, scheme.ids["mask"],
+                           tf.where(u2 < 0.5, token_ids, random_ids))
     masked_tokens = tf.where(selected, replacement, token_ids)
 
     positions = tf.range(length)[None, :]
