@@ -366,16 +366,11 @@ def _validate(job, c, blob, reference, checks):
 
     logger.info(f"validating {len(checks)} examples in LiteRT against Keras ...")
     expected = reference_outputs(reference, checks.keras_inputs, job.output_names)
-    report = validate(
-        blob, checks.feeds, expected, c.quantize, tolerance=c.tolerance,
-        min_cosine=v.DEFAULT_MIN_COSINE if c.min_cosine is None else c.min_cosine,
-        min_agreement=v.DEFAULT_MIN_AGREEMENT if c.min_agreement is None else c.min_agreement,
-        labels=checks.labels, kind=job.kind,
-        max_probability_diff=(v.DEFAULT_MAX_PROBABILITY_DIFF if c.max_probability_diff is None
-                              else c.max_probability_diff),
-        max_accuracy_drop=(v.DEFAULT_MAX_ACCURACY_DROP if c.max_accuracy_drop is None
-                           else c.max_accuracy_drop),
-    )
+    given = {name: getattr(c, name) for name in ("tolerance", "min_cosine", "min_agreement",
+                                                 "max_probability_diff", "max_accuracy_drop")
+             if getattr(c, name) is not None}
+    report = validate(blob, checks.feeds, expected, c.quantize, v.Bounds(**given),
+                      labels=checks.labels, kind=job.kind)
     # a file name, not a path: nothing shipped names the exporting machine
     report["data"] = os.path.basename(checks.source) if os.path.sep in checks.source \
         else checks.source

@@ -15,6 +15,7 @@ Quantized modes are judged by what a user of each output sees:
 NaN or inf anywhere is refused in every mode.
 """
 
+import dataclasses
 import time
 
 import numpy as np
@@ -63,10 +64,29 @@ def _cosine(a, b):
     return float(a @ b / denominator) if denominator else float(np.allclose(a, b))
 
 
-def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT_MIN_COSINE,  # noqa: C901,PLR0912,PLR0913,PLR0915 (to split into named steps: issue 59)
-             min_agreement=DEFAULT_MIN_AGREEMENT, labels=None, label_output="logits",
-             kind=None, max_probability_diff=DEFAULT_MAX_PROBABILITY_DIFF,
-             max_accuracy_drop=DEFAULT_MAX_ACCURACY_DROP):
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """What a quantized (or float) file must meet against Keras.
+
+    Args:
+        tolerance: max |diff| for float modes (default 1e-4 / 1e-2 by mode).
+        min_cosine: vectors, quantized modes: least mean cosine.
+        min_agreement: class, span and replaced-token outputs, quantized
+            modes: least agreement with Keras.
+        max_probability_diff: class logits: largest mean change of the top
+            class's probability.
+        max_accuracy_drop: with labels: largest drop in accuracy.
+    """
+
+    tolerance: float = None
+    min_cosine: float = DEFAULT_MIN_COSINE
+    min_agreement: float = DEFAULT_MIN_AGREEMENT
+    max_probability_diff: float = DEFAULT_MAX_PROBABILITY_DIFF
+    max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
+
+
+def validate(blob, feeds, expected, quantize, bounds=None, labels=None,  # noqa: PLR0913 (the file, its feeds and Keras' answers, and what to hold them to)
+             label_output="logits", kind=None, **fields):
     """Runs ``blob`` on ``feeds`` and compares with Keras' ``expected``.
 
     Args:
@@ -74,37 +94,27 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
         feeds: list of feed dicts (input name -> one example).
         expected: list of dicts (output name -> Keras' output), same order.
         quantize: the mode, which picks the test.
-        tolerance: max |diff| for float modes (default 1e-4 / 1e-2).
-        min_cosine: vectors, quantized modes: least mean cosine.
-        min_agreement: class, span and replaced-token outputs, quantized
-            modes: least agreement with Keras.
+        bounds: the ``Bounds`` to hold the file to.
         labels: optional gold class per example, for task accuracy.
         label_output: the output whose argmax is the prediction.
         kind: the model kind (``export.converter.model_kind``), which picks
             each output's measure (default: every output is a vector).
-        max_probability_diff: class logits: largest mean change of the top
-            class's probability.
-        max_accuracy_drop: with labels: largest drop in accuracy.
+        **fields: ``Bounds`` fields, as a shorthand for ``bounds``.
 
     Returns:
         The report dict (``passed`` True), or raises ``ValidationError``.
     """
-    runner = TFLiteRunner(blob)
-    got, seconds = [], []
-    for feed in feeds:
-        started = time.perf_counter()
-        got.append(runner(feed))
-        seconds.append(time.perf_counter() - started)
+    bounds = dataclasses.replace(bounds or Bounds(), **fields)
+    got, seconds = _run(blob, feeds)
     report = {"quantize": quantize, "examples": len(feeds), "outputs": {},
               # a rough latency for the model card (bench measures it properly)
               "median_ms": round(1000 * float(np.median(seconds)), 2) if seconds else None}
     if label_output not in (expected[0] if expected else {}) and expected and \
             "probability" in expected[0]:
         label_output = "probability"
-    failures = []
     float_mode = quantize in ("none", "float16")
-    limit = tolerance if tolerance is not None else DEFAULT_TOLERANCE.get(quantize)
-    spans = []
+    limit = bounds.tolerance if bounds.tolerance is not None else DEFAULT_TOLERANCE.get(quantize)
+    failures, spans = [], []
     for name in expected[0]:
         if name not in got[0]:
             failures.append(f"output {name} is missing from the TFLite model")
@@ -112,74 +122,106 @@ def validate(blob, feeds, expected, quantize, tolerance=None, min_cosine=DEFAULT
         measure = measure_of(kind, name)
         pairs = [(np.asarray(g[name], np.float64), np.asarray(e[name], np.float64))
                  for g, e in zip(got, expected)]
-        entry = {"measure": measure,
-                 "max_abs_diff": max(float(np.max(np.abs(g - e))) for g, e in pairs)}
-        report["outputs"][name] = entry
-        finite = all(np.all(np.isfinite(g)) for g, _ in pairs)
-        entry["finite"] = bool(finite)
-        if not finite:
-            # NaN compares false with every bound, so it is checked first:
-            # this is what an unsafe conversion path produces (trap 2).
-            failures.append(f"{name}: the TFLite model outputs NaN or inf")
-            continue
-        if measure == "vectors" or not float_mode:
-            cosines = [_cosine(g, e) for g, e in pairs]
-            entry.update(min_cosine=min(cosines), mean_cosine=float(np.mean(cosines)))
-        if measure in ("classes", "probabilities", "token_classes", "span"):
-            agree = [np.mean(np.argmax(g, -1) == np.argmax(e, -1)) for g, e in pairs]
-            entry["top1_agreement"] = float(np.mean(agree))
-        if measure in ("classes", "probabilities", "token_classes"):
-            # the change of the probability Keras gives its own top class
-            as_probabilities = (lambda p: p) if measure == "probabilities" else softmax
-            moved = []
-            for g, e in pairs:
-                top = np.argmax(e, -1)[..., None]
-                moved.append(np.abs(np.take_along_axis(as_probabilities(g), top, -1) -
-                                    np.take_along_axis(as_probabilities(e), top, -1)).ravel())
-            moved = np.concatenate(moved)
-            entry.update(mean_probability_diff=float(moved.mean()),
-                         max_probability_diff=float(moved.max()))
-        if measure == "binary":
-            entry["top1_agreement"] = float(np.mean([np.mean((g > 0) == (e > 0))
-                                                     for g, e in pairs]))
+        entry = report["outputs"][name] = _measure(pairs, measure, float_mode)
         if measure == "span":
             spans.append([np.argmax(g, -1) for g, _ in pairs])
             spans.append([np.argmax(e, -1) for _, e in pairs])
-        if float_mode:
-            if entry["max_abs_diff"] > limit:
-                failures.append(f"{name}: max |diff| {entry['max_abs_diff']:.3g} > {limit:g}")
-            continue
-        if measure == "vectors" and entry["mean_cosine"] < min_cosine:
-            failures.append(f"{name}: mean cosine {entry['mean_cosine']:.4f} < {min_cosine}")
-        if measure in ("classes", "probabilities", "token_classes", "binary") and \
-                entry["top1_agreement"] < min_agreement:
-            failures.append(
-                f"{name}: top-1 agreement {entry['top1_agreement']:.3f} < {min_agreement}")
-        if measure in ("classes", "probabilities") and \
-                entry["mean_probability_diff"] > max_probability_diff:
-            failures.append(f"{name}: mean probability change "
-                            f"{entry['mean_probability_diff']:.3f} > {max_probability_diff}")
+        failures += _output_failures(name, entry, measure, float_mode, bounds, limit)
     if len(spans) == 4:  # start and end, TFLite and Keras
-        same = [np.array_equal(gs, es) and np.array_equal(ge, ee)
-                for gs, es, ge, ee in zip(spans[0], spans[1], spans[2], spans[3])]
-        report["span_agreement"] = float(np.mean(same))
-        if not float_mode and report["span_agreement"] < min_agreement:
-            failures.append(f"answer spans: agreement {report['span_agreement']:.3f} "
-                            f"< {min_agreement}")
+        failures += _span_failures(spans, report, float_mode, bounds)
     if labels is not None and label_output in expected[0]:
-        labels = np.asarray(labels)
-        keras_pred = np.array([np.argmax(e[label_output], -1).ravel()[0] for e in expected])
-        lite_pred = np.array([np.argmax(g[label_output], -1).ravel()[0] for g in got])
-        report["keras_accuracy"] = float(np.mean(keras_pred == labels))
-        report["tflite_accuracy"] = float(np.mean(lite_pred == labels))
-        drop = report["keras_accuracy"] - report["tflite_accuracy"]
-        if not float_mode and drop > max_accuracy_drop:
-            failures.append(f"accuracy drops by {drop:.3f} > {max_accuracy_drop} "
-                            f"({report['keras_accuracy']:.3f} -> "
-                            f"{report['tflite_accuracy']:.3f})")
+        failures += _accuracy_failures(got, expected, labels, label_output, report,
+                                       float_mode, bounds)
     report["passed"] = not failures
     report["failures"] = failures
     if failures:
         raise ValidationError(
             f"the {quantize} TFLite model disagrees with Keras: " + "; ".join(failures), report)
     return report
+
+
+def _run(blob, feeds):
+    """The file's outputs on every feed, and each call's seconds."""
+    runner = TFLiteRunner(blob)
+    got, seconds = [], []
+    for feed in feeds:
+        started = time.perf_counter()
+        got.append(runner(feed))
+        seconds.append(time.perf_counter() - started)
+    return got, seconds
+
+
+def _measure(pairs, measure, float_mode):
+    """One output's report entry: differences, cosines, agreements."""
+    entry = {"measure": measure,
+             "max_abs_diff": max(float(np.max(np.abs(g - e))) for g, e in pairs)}
+    entry["finite"] = bool(all(np.all(np.isfinite(g)) for g, _ in pairs))
+    if not entry["finite"]:
+        return entry
+    if measure == "vectors" or not float_mode:
+        cosines = [_cosine(g, e) for g, e in pairs]
+        entry.update(min_cosine=min(cosines), mean_cosine=float(np.mean(cosines)))
+    if measure in ("classes", "probabilities", "token_classes", "span"):
+        agree = [np.mean(np.argmax(g, -1) == np.argmax(e, -1)) for g, e in pairs]
+        entry["top1_agreement"] = float(np.mean(agree))
+    if measure in ("classes", "probabilities", "token_classes"):
+        # the change of the probability Keras gives its own top class
+        as_probabilities = (lambda p: p) if measure == "probabilities" else softmax
+        moved = []
+        for g, e in pairs:
+            top = np.argmax(e, -1)[..., None]
+            moved.append(np.abs(np.take_along_axis(as_probabilities(g), top, -1) -
+                                np.take_along_axis(as_probabilities(e), top, -1)).ravel())
+        moved = np.concatenate(moved)
+        entry.update(mean_probability_diff=float(moved.mean()),
+                     max_probability_diff=float(moved.max()))
+    if measure == "binary":
+        entry["top1_agreement"] = float(np.mean([np.mean((g > 0) == (e > 0))
+                                                 for g, e in pairs]))
+    return entry
+
+
+def _output_failures(name, entry, measure, float_mode, bounds, limit):  # noqa: PLR0913 (one output's entry and the bounds)
+    if not entry["finite"]:
+        # NaN compares false with every bound, so it is checked first: this
+        # is what an unsafe conversion path produces (trap 2).
+        return [f"{name}: the TFLite model outputs NaN or inf"]
+    if float_mode:
+        if entry["max_abs_diff"] > limit:
+            return [f"{name}: max |diff| {entry['max_abs_diff']:.3g} > {limit:g}"]
+        return []
+    failures = []
+    if measure == "vectors" and entry["mean_cosine"] < bounds.min_cosine:
+        failures.append(f"{name}: mean cosine {entry['mean_cosine']:.4f} < {bounds.min_cosine}")
+    if measure in ("classes", "probabilities", "token_classes", "binary") and \
+            entry["top1_agreement"] < bounds.min_agreement:
+        failures.append(
+            f"{name}: top-1 agreement {entry['top1_agreement']:.3f} < {bounds.min_agreement}")
+    if measure in ("classes", "probabilities") and \
+            entry["mean_probability_diff"] > bounds.max_probability_diff:
+        failures.append(f"{name}: mean probability change "
+                        f"{entry['mean_probability_diff']:.3f} > {bounds.max_probability_diff}")
+    return failures
+
+
+def _span_failures(spans, report, float_mode, bounds):
+    same = [np.array_equal(gs, es) and np.array_equal(ge, ee)
+            for gs, es, ge, ee in zip(spans[0], spans[1], spans[2], spans[3])]
+    report["span_agreement"] = float(np.mean(same))
+    if not float_mode and report["span_agreement"] < bounds.min_agreement:
+        return [f"answer spans: agreement {report['span_agreement']:.3f} "
+                f"< {bounds.min_agreement}"]
+    return []
+
+
+def _accuracy_failures(got, expected, labels, label_output, report, float_mode, bounds):  # noqa: PLR0913 (the step's inputs)
+    labels = np.asarray(labels)
+    keras_pred = np.array([np.argmax(e[label_output], -1).ravel()[0] for e in expected])
+    lite_pred = np.array([np.argmax(g[label_output], -1).ravel()[0] for g in got])
+    report["keras_accuracy"] = float(np.mean(keras_pred == labels))
+    report["tflite_accuracy"] = float(np.mean(lite_pred == labels))
+    drop = report["keras_accuracy"] - report["tflite_accuracy"]
+    if not float_mode and drop > bounds.max_accuracy_drop:
+        return [f"accuracy drops by {drop:.3f} > {bounds.max_accuracy_drop} "
+                f"({report['keras_accuracy']:.3f} -> {report['tflite_accuracy']:.3f})"]
+    return []
