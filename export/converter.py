@@ -293,7 +293,7 @@ FLOAT_OPS_IN_DENSE_INT8 = ("MEAN", "SQUARED_DIFFERENCE", "RSQRT", "NEG", "MUL", 
 INT8_SCOPES = ("dense", "all")
 
 
-def convert(model, serve, quantize="none", representative=None, tokenizer=None,  # noqa: C901 (to split into named steps: issue 59)
+def convert(model, serve, quantize="none", representative=None, tokenizer=None,
             int8_scope="dense"):
     """Converts ``serve`` (from ``serving_function``) to TFLite bytes.
 
@@ -311,12 +311,7 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None, 
             int8, the ops in ``FLOAT_OPS_IN_DENSE_INT8`` in float) or ``all``
             (every op the converter has an int8 kernel for).
     """
-    if quantize not in QUANTIZE_MODES:
-        raise ExportError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
-    if int8_scope not in INT8_SCOPES:
-        raise ExportError(f"int8_scope must be one of {INT8_SCOPES}, got {int8_scope!r}")
-    if quantize == "int8" and not representative:
-        raise ExportError("int8 needs representative examples (--representative DATA)")
+    _check_modes(quantize, int8_scope, representative)
     with tempfile.TemporaryDirectory() as folder:
         archive = keras.export.ExportArchive()
         archive.track(model)
@@ -324,47 +319,8 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None, 
             archive.track(tokenizer)
         archive.add_endpoint("serving_default", serve)
         archive.write_out(folder, verbose=False)
-        converter = tf.lite.TFLiteConverter.from_saved_model(folder)
-        # Builtins only: no Python runtime here ships the Flex delegate.
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-        converter.allow_custom_ops = tokenizer is not None
-        if tokenizer is not None:
-            import tensorflow_text
-
-            # int8 calibration runs the graph in LiteRT: the tokenizer's op
-            # must be known there too
-            converter.target_spec._experimental_custom_op_registerers = list(
-                tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
-        if quantize == "float16":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-            converter.target_spec.supported_types = [tf.float16]
-        elif quantize == "dynamic":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        elif quantize in ("int8", "qat"):
-            # qat: the fake-quant ops give the dense layers' ranges; the
-            # representative examples calibrate what they do not cover
-            # (embedding tables, LayerNorm, softmax), so both are int8.
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-            if representative:
-                feeds = list(representative)
-                converter.representative_dataset = lambda: (
-                    {k: to_feed(v) for k, v in feed.items()} for feed in feeds
-                )
-        try:
-            # the calibration inside runs TensorFlow's own (deprecated)
-            # tf.lite.Interpreter, which warns about itself; ours is LiteRT's
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=r"\s*Warning: tf.lite.Interpreter")
-                blob = _run_converter(converter, quantize, int8_scope)
-        except Exception as e:  # the converter raises several types
-            message = " ".join(str(e).split())
-            if "Flex" in message or "Select TF" in message or "select TF" in message or \
-                    "not supported by the tflite" in message.lower():
-                raise ExportError(
-                    "the model needs TensorFlow ops outside TFLite's builtins (the Flex "
-                    f"delegate), which LiteRT's Python runtime lacks: {message[:300]}"
-                ) from None
-            raise ExportError(f"TFLite conversion failed: {message[:300]}") from None
+        converter = _configured_converter(folder, quantize, representative, tokenizer)
+        blob = _converted(converter, quantize, int8_scope)
     if quantize == "int4":
         try:
             blob = _int4_weights(blob)
@@ -374,6 +330,61 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None, 
     if tokenizer is None:
         _refuse_custom_ops(blob)
     return blob
+
+
+def _check_modes(quantize, int8_scope, representative):
+    if quantize not in QUANTIZE_MODES:
+        raise ExportError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
+    if int8_scope not in INT8_SCOPES:
+        raise ExportError(f"int8_scope must be one of {INT8_SCOPES}, got {int8_scope!r}")
+    if quantize == "int8" and not representative:
+        raise ExportError("int8 needs representative examples (--representative DATA)")
+
+
+def _configured_converter(folder, quantize, representative, tokenizer):
+    """A converter on the saved model, builtins only, set for ``quantize``."""
+    converter = tf.lite.TFLiteConverter.from_saved_model(folder)
+    # Builtins only: no Python runtime here ships the Flex delegate.
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = tokenizer is not None
+    if tokenizer is not None:
+        import tensorflow_text
+
+        # int8 calibration runs the graph in LiteRT: the tokenizer's op
+        # must be known there too
+        converter.target_spec._experimental_custom_op_registerers = list(
+            tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
+    if quantize in ("float16", "dynamic", "int8", "qat"):
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantize == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    if quantize in ("int8", "qat") and representative:
+        # qat: the fake-quant ops give the dense layers' ranges; the
+        # representative examples calibrate what they do not cover
+        # (embedding tables, LayerNorm, softmax), so both are int8.
+        feeds = list(representative)
+        converter.representative_dataset = lambda: (
+            {k: to_feed(v) for k, v in feed.items()} for feed in feeds)
+    return converter
+
+
+def _converted(converter, quantize, int8_scope):
+    """The converter's bytes; a graph that needs Flex ops is named as such."""
+    try:
+        # the calibration inside runs TensorFlow's own (deprecated)
+        # tf.lite.Interpreter, which warns about itself; ours is LiteRT's
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"\s*Warning: tf.lite.Interpreter")
+            return _run_converter(converter, quantize, int8_scope)
+    except Exception as e:  # the converter raises several types
+        message = " ".join(str(e).split())
+        if "Flex" in message or "Select TF" in message or "select TF" in message or \
+                "not supported by the tflite" in message.lower():
+            raise ExportError(
+                "the model needs TensorFlow ops outside TFLite's builtins (the Flex "
+                f"delegate), which LiteRT's Python runtime lacks: {message[:300]}"
+            ) from None
+        raise ExportError(f"TFLite conversion failed: {message[:300]}") from None
 
 
 def _run_converter(converter, quantize, int8_scope):
