@@ -279,7 +279,7 @@ class _Progress:
 # -- the driver ------------------------------------------------------------------------
 
 
-def create_pretraining_data(  # noqa: PLR0915 (to split into named steps: issue 59)
+def create_pretraining_data(
     inputs, tokenizer_path, out_dir, config=None, workers=1, overwrite=False
 ):
     """Creates SOP + MLM pretraining shards from text.
@@ -310,10 +310,21 @@ def create_pretraining_data(  # noqa: PLR0915 (to split into named steps: issue 
     check_output(out_dir, [*inputs, tokenizer_path],
                  overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)), folder=True)
     tokenizer = load_tokenizer(tokenizer_path).check()
-    vocab_size, word_starts = tokenizer.vocabulary_size, tokenizer.word_starts()
     started = time.time()
+    documents, stats, eval_docs = _documents(inputs, config)
+    tokenized = _tokenized(documents, tokenizer_path, workers)
+    results, ngrams = _examples_by_split(tokenized, eval_docs, tokenizer, config, workers)
+    corpus = {"stats": stats, "documents": len(documents), "eval_docs": eval_docs}
+    manifest = _write_shards(out_dir, results, ngrams, tokenizer, config, corpus)
+    elapsed = time.time() - started
+    total = sum(len(v) for v in results.values())
+    logger.info(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
+                f"({total / max(elapsed, 1e-9):.0f} examples/s)")
+    return manifest
 
-    # -- documents ---------------------------------------------------------------
+
+def _documents(inputs, config):
+    """The corpus's usable documents, its statistics and the held-out ones."""
     stats = CorpusStats()
     documents = list(read_documents(
         inputs, layout=config.layout, text_field=config.text_field,
@@ -326,12 +337,13 @@ def create_pretraining_data(  # noqa: PLR0915 (to split into named steps: issue 
             f"{stats.skipped_one_sentence} one-sentence documents)"
         )
     eval_docs = held_out_documents(len(documents), config)
-    num_eval = len(eval_docs)
     logger.info(f"read {stats.documents} documents from {stats.files} files "
-        f"({num_eval} held out for evaluation)")
+                f"({len(eval_docs)} held out for evaluation)")
+    return documents, stats, eval_docs
 
-    # -- tokenize, pair, mask -----------------------------------------------------
-    all_indices = list(range(len(documents)))
+
+def _tokenized(documents, tokenizer_path, workers):
+    """Every document's sentences as ids, made by ``workers`` processes."""
     show, seen = _Progress("tokenizing", len(documents)), [0]
 
     def tokenized_progress(done, part):
@@ -339,27 +351,32 @@ def create_pretraining_data(  # noqa: PLR0915 (to split into named steps: issue 
         show(seen[0], seen[0], "documents")
 
     parts = _parallel(
-        _tokenize, _chunks(all_indices, 16),
+        _tokenize, _chunks(list(range(len(documents))), 16),
         {"tokenizer_path": os.fspath(tokenizer_path), "documents": documents}, workers,
         tokenized_progress,
     )
-    tokenized = [d for part in parts for d in part]
+    return [d for part in parts for d in part]
+
+
+def _examples_by_split(tokenized, eval_docs, tokenizer, config, workers):
+    """Paired (or packed) and masked examples per split, with the n-gram
+    lengths masked."""
     eval_set = set(eval_docs)
     state = {"tokenized": tokenized, "eval_set": eval_set, "config": config,
-             "word_starts": word_starts, "vocab_size": vocab_size,
+             "word_starts": tokenizer.word_starts(), "vocab_size": tokenizer.vocabulary_size,
              "special_ids": tokenizer.special_ids}
-    splits = {"train": [i for i in all_indices if i not in eval_set], "eval": eval_docs}
+    splits = {"train": [i for i in range(len(tokenized)) if i not in eval_set],
+              "eval": eval_docs}
     if config.packing == "full_sentences":
-        special = {**tokenizer.special_ids}
         tasks = [(split, chunk) for split, indices in splits.items()
                  for chunk in _chunks(packed_inputs(tokenized, indices, split, config,
-                                                    special["sep"]), 256)]
+                                                    tokenizer.special_ids["sep"]), 256)]
         state["tokenized"] = None  # the tasks carry their ids
         unit, work, count = "inputs", _packed_examples, sum(len(t[1]) for t in tasks)
     else:
         tasks = [(split, chunk) for split, indices in splits.items()
                  for chunk in _chunks(indices, 8)]
-        unit, work, count = "documents", _examples, len(documents)
+        unit, work, count = "documents", _examples, len(tokenized)
     show, made = _Progress("making examples", count, of=unit), [0, 0]
 
     def example_progress(done, part):
@@ -373,15 +390,20 @@ def create_pretraining_data(  # noqa: PLR0915 (to split into named steps: issue 
     for (split, _), (examples, counts) in zip(tasks, parts):
         results[split].extend(examples)
         ngrams[split] = [a + b for a, b in zip(ngrams[split], counts)]
+    return results, ngrams
 
-    # -- write -----------------------------------------------------------------
+
+def _write_shards(out_dir, results, ngrams, tokenizer, config, corpus):  # noqa: PLR0913 (the step's inputs)
+    """Shards, the tokenizer and ``manifest.json``, written under a temporary
+    name and renamed."""
+    num_eval = len(corpus["eval_docs"])
     with writing_folder(out_dir) as tmp_dir:
         manifest = {
             "format": FORMAT,
             "config": dataclasses.asdict(config),
             "tokenizer": tokenizer.file_name,
-            "vocab_size": vocab_size,
-            "corpus": stats.to_dict(),
+            "vocab_size": tokenizer.vocabulary_size,
+            "corpus": corpus["stats"].to_dict(),
             "splits": {},
         }
         for split, examples in results.items():
@@ -399,13 +421,9 @@ def create_pretraining_data(  # noqa: PLR0915 (to split into named steps: issue 
                 masked_tokens=sum(len(e[3]) for e in examples),
                 sop_ones=sum(e[5] for e in examples),
                 ngrams=ngrams[split], shards=shards,
-                documents=num_eval if split == "eval" else len(documents) - num_eval,
-                eval_docs=eval_docs if split == "eval" else None,
+                documents=num_eval if split == "eval" else corpus["documents"] - num_eval,
+                eval_docs=corpus["eval_docs"] if split == "eval" else None,
             )
         tokenizer.save(tmp_dir)
         write_json(os.path.join(tmp_dir, MANIFEST_FILE), manifest)
-    elapsed = time.time() - started
-    total = sum(len(v) for v in results.values())
-    logger.info(f"wrote {total} examples to {out_dir} in {elapsed:.1f}s "
-        f"({total / max(elapsed, 1e-9):.0f} examples/s)")
     return manifest
