@@ -300,13 +300,8 @@ def train_corpus_tokenizer(inputs, data_config, tokenizer_config, out_path, over
                                   errors=data_config.errors, stats=stats, min_sentences=1)
         for s in doc
     )
-    t = tokenizer_config
     try:
-        path = train_sentencepiece(
-            sentences, out_path, vocab_size=t.vocab_size, lowercase=t.lowercase,
-            character_coverage=t.character_coverage, input_sentence_size=t.input_sentence_size,
-            num_threads=t.threads, seed=t.seed, overwrite=overwrite,
-        )
+        path = train_sentencepiece(sentences, out_path, tokenizer_config, overwrite=overwrite)
     except EmptyInputError:
         names = ", ".join(map(str, inputs[:3])) + (", ..." if len(inputs) > 3 else "")
         raise CorpusError(f"{names}: no text to train a tokenizer on ({stats.files} file(s), "

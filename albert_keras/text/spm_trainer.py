@@ -29,37 +29,23 @@ class EmptyInputError(ValueError):
     """The sentences to train on were all empty."""
 
 
-def train_sentencepiece(  # noqa: PLR0913 (to split into named steps: issue 59)
-    sentences,
-    out_path,
-    vocab_size=30000,
-    lowercase=True,
-    character_coverage=0.99995,
-    input_sentence_size=10_000_000,
-    num_threads=None,
-    seed=12345,
-    overwrite=False,
-):
+def train_sentencepiece(sentences, out_path, config=None, overwrite=False, **fields):
     """Trains a unigram SentencePiece model as the original ALBERT did.
 
     Ids: ``<pad>`` 0, ``<unk>`` 1, ``[CLS]`` 2, ``[SEP]`` 3, ``[MASK]`` 4
-    (the last three as control symbols), no BOS/EOS.
+    (the last three as control symbols), no BOS/EOS. Case folding
+    (``lowercase``) picks SentencePiece's ``nmt_nfkc_cf`` rule. A corpus too
+    small for ``vocab_size`` gets a smaller vocabulary rather than an error;
+    read the real size from the model.
 
     Args:
         sentences: an iterable of strings (sentences or paragraphs).
         out_path: where to write the ``.model`` file (a ``.vocab`` is written
             beside it).
-        vocab_size: the target size. A corpus too small for it gets a
-            smaller vocabulary rather than an error; read the real size from
-            the model.
-        lowercase: case-fold (ALBERT v2 is uncased).
-        character_coverage: 0.99995 for alphabetic scripts; 0.9995 suits
-            Chinese/Japanese/Korean.
-        input_sentence_size: at most this many sentences are sampled
-            (shuffled) from a large input.
-        num_threads: defaults to all cores.
-        seed: SentencePiece's sampling seed.
+        config: a ``TokenizerConfig`` (size, case folding, character
+            coverage, sampled sentences, threads, seed).
         overwrite: replace an existing model.
+        **fields: ``TokenizerConfig`` fields, as a shorthand for ``config``.
 
     Returns:
         The path of the written model.
@@ -68,6 +54,7 @@ def train_sentencepiece(  # noqa: PLR0913 (to split into named steps: issue 59)
     >>> train_sentencepiece(["a sentence", "another"], "/tmp/spm.model",
     ...                     vocab_size=40)  # doctest: +SKIP
     """
+    c = dataclasses.replace(config or TokenizerConfig(), **fields)
     out_path = os.fspath(out_path)
     if not out_path.endswith(".model"):
         raise ValueError(f"{out_path}: the tokenizer file must end in .model")
@@ -88,7 +75,7 @@ def train_sentencepiece(  # noqa: PLR0913 (to split into named steps: issue 59)
                 count[0] += 1
                 yield s
 
-    spm.set_random_generator_seed(seed)
+    spm.set_random_generator_seed(c.seed)
     vocab_path = out_path[: -len(".model")] + ".vocab"
     with atomic_path(out_path, suffix=".model") as tmp_model, \
             atomic_path(vocab_path, suffix=".vocab") as tmp_vocab:
@@ -99,18 +86,18 @@ def train_sentencepiece(  # noqa: PLR0913 (to split into named steps: issue 59)
                 sentence_iterator=counted(),
                 model_prefix=prefix,
                 model_type="unigram",
-                vocab_size=vocab_size,
+                vocab_size=c.vocab_size,
                 hard_vocab_limit=False,
                 pad_id=0,
                 unk_id=1,
                 bos_id=-1,
                 eos_id=-1,
                 control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-                normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
-                character_coverage=character_coverage,
-                input_sentence_size=input_sentence_size,
+                normalization_rule_name="nmt_nfkc_cf" if c.lowercase else "nmt_nfkc",
+                character_coverage=c.character_coverage,
+                input_sentence_size=c.input_sentence_size,
                 shuffle_input_sentence=True,
-                num_threads=num_threads or os.cpu_count() or 1,
+                num_threads=c.threads or os.cpu_count() or 1,
                 minloglevel=2,
             )
         except RuntimeError as e:

@@ -12,6 +12,7 @@ scores TF-IDF + logistic regression on the same rows). Results go to
 
     python docs/reports/code/deberta.py --work runs/deberta \\
         --out docs/reports/results/deberta.json
+    python docs/reports/code/deberta.py --table docs/reports/results/deberta.json
 """
 
 import argparse
@@ -75,13 +76,44 @@ def make_tasks(work):
     return tasks
 
 
+ROWS = ("from_scratch", *VARIANTS)
+
+
+def table(path):
+    """The report's table: held-out MLM accuracy and pretraining throughput,
+    then fine-tuned accuracy (mean ± std over seeds) per task, TF-IDF last."""
+    with open(path, encoding="utf-8") as f:
+        results = json.load(f)
+    tasks = sorted(results.get("summary", {}))
+    lines = ["| model | held-out MLM accuracy | train tokens/s | "
+             + " | ".join(tasks) + " |", "|---|---:|---:|" + "---:|" * len(tasks)]
+    for name in ROWS:
+        pre = results["pretraining"].get(name, {})
+        if not pre and name != "from_scratch":
+            continue
+        cells = [f"{pre['masked_lm_accuracy']:.4f}" if pre else "-",
+                 f"{pre['train_tokens_per_second']:,.0f}" if pre else "-"]
+        for task in tasks:
+            cell = results["summary"][task].get(name)
+            cells.append(f"{cell['mean']:.3f} ± {cell['std']:.3f}" if cell else "-")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    baselines = results.get("baselines", {})
+    lines.append("| TF-IDF + logistic regression | - | - | "
+                 + " | ".join(f"{baselines[t]['tfidf_logreg']:.3f}" for t in tasks) + " |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", help="print the report's table from this results file")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--work", default="runs/deberta")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default="docs/reports/results/deberta.json")
     args = parser.parse_args()
+    if args.table:
+        print(table(args.table))
+        return
     results = {"settings": vars(args), "pretraining": {}, "finetuning": {}}
     if os.path.isfile(args.out):
         with open(args.out, encoding="utf-8") as f:
