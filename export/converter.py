@@ -13,6 +13,7 @@ converted model is validated against Keras before it is written anyway.
 """
 
 import contextlib
+import dataclasses
 import io
 import tempfile
 import warnings
@@ -221,57 +222,96 @@ def _int_spec(shape, name):
     return tf.TensorSpec(shape, tf.int32, name=name)
 
 
-def serving_function(model, sequence_length=128, tokenizer=None, pair=False,  # noqa: C901,PLR0913 (to split into named steps: issue 59)
-                     truncate="longest_first", num_choices=None, max_predictions=20,
-                     special_ids=None, probabilities=False):
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """The ``.tflite``'s inputs and outputs beyond the ids-in default.
+
+    Args:
+        tokenizer: the in-graph tokenizer layer: string inputs (``text``,
+            and ``text_pair`` with ``pair``), tokenized and packed in the graph.
+        pair: two texts per example.
+        truncate: how the packer cuts a long input.
+        num_choices: multiple choice: the ``C`` of ``[1, C, S]`` inputs.
+        max_predictions: the MLM's ``masked_positions`` length.
+        special_ids: the tokenizer's special ids, for the packer.
+        probabilities: a classifier outputs ``probability`` (the softmax of
+            its logits, what app runtimes show as scores) instead of ``logits``.
+    """
+
+    tokenizer: object = None
+    pair: bool = False
+    truncate: str = "longest_first"
+    num_choices: int = None
+    max_predictions: int = 20
+    special_ids: dict = None
+    probabilities: bool = False
+
+
+def serving_function(model, sequence_length=128, signature=None, **fields):
     """The function the ``.tflite`` runs, with its named inputs and outputs.
 
     Ids-in: ``ids``, ``mask``, ``segment_ids`` (int32 ``[1, S]``; ``[1, C,
     S]`` for multiple choice; plus ``masked_positions`` ``[1, P]`` for the
-    MLM). String-in (``tokenizer`` given): ``text`` (and ``text_pair``),
-    scalar strings; the tokenizer and packer run inside the graph. With
-    ``probabilities`` a classifier outputs ``probability`` (the softmax of
-    its logits, what app runtimes show as scores) instead of ``logits``.
+    MLM). String-in (``signature.tokenizer`` given): ``text`` (and
+    ``text_pair``), scalar strings; the tokenizer and packer run inside the
+    graph.
+
+    Args:
+        model: the Keras model to serve.
+        sequence_length: ``S``.
+        signature: a ``Signature``.
+        **fields: ``Signature`` fields, as a shorthand for ``signature``.
     """
+    sig = dataclasses.replace(signature or Signature(), **fields)
     kind, output_names = model_kind(model)
-    S = int(sequence_length)
 
     def run(ids, mask, segment_ids, extra=None):
         inputs = {"token_ids": ids, "padding_mask": mask, "segment_ids": segment_ids}
         if kind == "mlm":
             inputs["masked_positions"] = extra
         out = model(inputs, training=False)
-        if probabilities and kind == "classifier":
+        if sig.probabilities and kind == "classifier":
             return {"probability": tf.nn.softmax(tf.cast(out["logits"], tf.float32), -1)}
         return {name: tf.cast(out[name], tf.float32) for name in output_names}
 
-    if tokenizer is not None:
+    if sig.tokenizer is not None:
         if kind in ("choice", "mlm"):
             raise ExportError(f"--with-tokenizer does not support a {kind} model")
-        if pair:
-            @tf.function(input_signature=[tf.TensorSpec([], tf.string, name="text"),
-                                          tf.TensorSpec([], tf.string, name="text_pair")])
-            def serve(text, text_pair):
-                ids, mask, segments = pack_one(tokenizer(text), tokenizer(text_pair), S, truncate,
-                                                special_ids)
-                return run(ids, mask, segments)
-        else:
-            @tf.function(input_signature=[tf.TensorSpec([], tf.string, name="text")])
-            def serve(text):
-                ids, mask, segments = pack_one(tokenizer(text), None, S, truncate, special_ids)
-                return run(ids, mask, segments)
+        return _string_in(run, int(sequence_length), sig)
+    return _ids_in(run, kind, int(sequence_length), sig)
+
+
+def _string_in(run, S, sig):
+    """``text`` (and ``text_pair``) in: tokenized and packed in the graph."""
+    tokenizer = sig.tokenizer
+    if sig.pair:
+        @tf.function(input_signature=[tf.TensorSpec([], tf.string, name="text"),
+                                      tf.TensorSpec([], tf.string, name="text_pair")])
+        def serve(text, text_pair):
+            ids, mask, segments = pack_one(tokenizer(text), tokenizer(text_pair), S,
+                                           sig.truncate, sig.special_ids)
+            return run(ids, mask, segments)
         return serve
 
-    shape = [1, int(num_choices), S] if kind == "choice" else [1, S]
-    if kind == "choice" and not num_choices:
+    @tf.function(input_signature=[tf.TensorSpec([], tf.string, name="text")])
+    def serve_one(text):
+        ids, mask, segments = pack_one(tokenizer(text), None, S, sig.truncate, sig.special_ids)
+        return run(ids, mask, segments)
+    return serve_one
+
+
+def _ids_in(run, kind, S, sig):
+    """``ids``, ``mask``, ``segment_ids`` in (and ``masked_positions`` for the MLM)."""
+    if kind == "choice" and not sig.num_choices:
         raise ExportError("a multiple-choice export needs the number of choices")
+    shape = [1, int(sig.num_choices), S] if kind == "choice" else [1, S]
     if kind == "mlm":
         @tf.function(input_signature=[_int_spec(shape, "ids"), _int_spec(shape, "mask"),
                                       _int_spec(shape, "segment_ids"),
-                                      _int_spec([1, max_predictions], "masked_positions")])
-        def serve(ids, mask, segment_ids, masked_positions):
+                                      _int_spec([1, sig.max_predictions], "masked_positions")])
+        def serve_mlm(ids, mask, segment_ids, masked_positions):
             return run(ids, mask, segment_ids, masked_positions)
-        return serve
+        return serve_mlm
 
     @tf.function(input_signature=[_int_spec(shape, "ids"), _int_spec(shape, "mask"),
                                   _int_spec(shape, "segment_ids")])
