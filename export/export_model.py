@@ -140,60 +140,82 @@ class Examples:
         return len(self.feeds)
 
 
-def build_examples(path, spec, kind, tokenizer, sequence_length, string_in, pair, count, seed,  # noqa: PLR0913 (to split into named steps: issue 59)
-                   vocab_size, num_choices=None, max_predictions=20):
-    """Up to ``count`` examples from ``path`` (random ids when it is None)."""
+def build_examples(path, job, count, seed, string_in=False):
+    """Up to ``count`` examples from ``path`` (random ids when it is None).
+
+    Args:
+        path: a task or text file, or None.
+        job: the export's ``_Job`` (kind, spec, tokenizer, sequence length,
+            pair, choices, model).
+        count: the most examples.
+        seed: the sample's (and the random ids') seed.
+        string_in: feeds of texts (``text``, ``text_pair``) instead of ids.
+    """
     rng = np.random.default_rng(seed)
-    S = sequence_length
-    labels = row_texts = None  # row_texts: the text of each row, when rows are texts
     if path is None:
         if string_in:
             raise ExportError("string-in validation needs texts: pass --validation-data")
-        shape = (count, num_choices, S) if kind == "choice" else (count, S)
-        ids = rng.integers(5, vocab_size, shape).astype(np.int32)
-        lengths = rng.integers(3, S + 1, shape[:-1])
-        mask = (np.arange(S) < lengths[..., None]).astype(np.int32)
-        special = {**DEFAULT_SPECIAL_IDS, **(tokenizer.special_ids if tokenizer else {})}
-        ids = np.where(mask == 1, ids, special["pad"]).astype(np.int32)
-        ids[..., 0] = special["cls"]
-        x = {"token_ids": ids, "padding_mask": mask, "segment_ids": np.zeros_like(ids)}
-        source = "random ids (no data given)"
+        x, found, row_texts, source = _random_ids(job, count, rng), None, None, \
+            "random ids (no data given)"
     else:
-        if tokenizer is None:
-            raise ExportError("no tokenizer found for the validation texts: pass --tokenizer")
-        if spec is not None:
-            spec = spec.replace(sequence_length=S)
-        found = _texts_from_file(path, spec, tokenizer, pair)
-        texts, pairs, labels = found.texts, found.pairs, found.labels
-        if found.x is not None:
-            x = found.x
-        else:
-            order = rng.permutation(len(texts))[:count]
-            texts = [texts[i] for i in order]
-            pairs = [pairs[i] for i in order] if pairs else None
-            labels = [labels[i] for i in order] if labels is not None else None
-            layer = tokenizer.keras_layer()
-            packer = AlbertPacker(S, truncate=spec.truncate if spec else "longest_first",
-                                  special_ids=tokenizer.special_ids)
-            packed = packer(layer(tf.constant(texts)),
-                            layer(tf.constant(pairs)) if pairs else None)
-            x = {k: v.numpy() for k, v in packed.items()}
-            row_texts = None if pairs else texts
+        x, found, row_texts = _file_examples(path, job, count, rng)
         source = path
     n = min(count, len(x["token_ids"]))
     x = {k: v[:n] for k, v in x.items()}
-    if kind == "mlm":
-        x["masked_positions"] = np.tile(
-            np.minimum(np.arange(1, max_predictions + 1), S - 1), (n, 1)).astype(np.int32)
+    if job.kind == "mlm":
+        x["masked_positions"] = np.tile(np.minimum(np.arange(1, MLM_POSITIONS + 1),
+                                                   job.sequence_length - 1), (n, 1)).astype(np.int32)
     if string_in:
-        feeds = [{"text": texts[i], **({"text_pair": pairs[i]} if pairs else {})}
-                 for i in range(n)]
+        feeds = [{"text": found.texts[i],
+                  **({"text_pair": found.pairs[i]} if found.pairs else {})} for i in range(n)]
     else:
         names = {"token_ids": "ids", "padding_mask": "mask", "segment_ids": "segment_ids",
                  "masked_positions": "masked_positions"}
         feeds = [{names[k]: v[i:i + 1] for k, v in x.items()} for i in range(n)]
+    labels = found.labels if found is not None else None
     return Examples(x, feeds, labels[:n] if labels is not None else None, source,
                     row_texts[:n] if row_texts is not None else None)
+
+
+# The masked positions an MLM export takes (serving_function's default).
+MLM_POSITIONS = 20
+
+
+def _random_ids(job, count, rng):
+    """Random packed ids of random lengths, ``[CLS]`` first (no data given)."""
+    S = job.sequence_length
+    shape = (count, job.num_choices, S) if job.kind == "choice" else (count, S)
+    ids = rng.integers(5, job.model.config.vocab_size, shape).astype(np.int32)
+    lengths = rng.integers(3, S + 1, shape[:-1])
+    mask = (np.arange(S) < lengths[..., None]).astype(np.int32)
+    special = {**DEFAULT_SPECIAL_IDS, **(job.tokenizer.special_ids if job.tokenizer else {})}
+    ids = np.where(mask == 1, ids, special["pad"]).astype(np.int32)
+    ids[..., 0] = special["cls"]
+    return {"token_ids": ids, "padding_mask": mask, "segment_ids": np.zeros_like(ids)}
+
+
+def _file_examples(path, job, count, rng):
+    """``(x, found, row_texts)``: a sample of the file's rows, packed as the
+    model reads them (``found`` keeps the sampled texts, pairs and labels)."""
+    if job.tokenizer is None:
+        raise ExportError("no tokenizer found for the validation texts: pass --tokenizer")
+    spec = job.spec.replace(sequence_length=job.sequence_length) if job.spec else None
+    found = _texts_from_file(path, spec, job.tokenizer, job.pair)
+    if found.x is not None:
+        return found.x, found, None
+    order = rng.permutation(len(found.texts))[:count]
+    found = dataclasses.replace(
+        found, texts=[found.texts[i] for i in order],
+        pairs=[found.pairs[i] for i in order] if found.pairs else None,
+        labels=[found.labels[i] for i in order] if found.labels is not None else None)
+    layer = job.tokenizer.keras_layer()
+    packer = AlbertPacker(job.sequence_length,
+                          truncate=spec.truncate if spec else "longest_first",
+                          special_ids=job.tokenizer.special_ids)
+    packed = packer(layer(tf.constant(found.texts)),
+                    layer(tf.constant(found.pairs)) if found.pairs else None)
+    return ({k: v.numpy() for k, v in packed.items()}, found,
+            None if found.pairs else found.texts)
 
 
 # -- the export ---------------------------------------------------------------------------------
@@ -314,18 +336,14 @@ def _examples(job, c):
     validation_path = (c.validation_data or data_file(job.folder, "eval")
                        or data_file(job.folder, "train") or c.representative)
     calibration_path = c.representative or data_file(job.folder, "train")
-    common = dict(spec=job.spec, kind=job.kind, tokenizer=job.tokenizer,
-                  sequence_length=job.sequence_length, string_in=c.with_tokenizer,
-                  pair=job.pair, vocab_size=job.model.config.vocab_size,
-                  num_choices=job.num_choices)
-    checks = build_examples(validation_path, count=c.examples, seed=c.seed, **common)
+    checks = build_examples(validation_path, job, c.examples, c.seed, c.with_tokenizer)
     calibration = None
     if c.quantize in ("int8", "qat"):
         if calibration_path is None:
             raise ExportError("int8 needs representative examples from real data: "
                               "pass --representative FILE")
-        calibration = build_examples(calibration_path, count=c.calibration_examples,
-                                     seed=c.seed + 1, **common)
+        calibration = build_examples(calibration_path, job, c.calibration_examples,
+                                     c.seed + 1, c.with_tokenizer)
     return checks, calibration
 
 
