@@ -103,3 +103,19 @@ def test_encoder_contract_in_float32_and_bfloat16():
 def test_bad_relative_fields_are_named(fields, words):
     with pytest.raises(ConfigError, match=words):
         AlbertConfig(**fields)
+
+
+@pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
+def test_every_sharing_variant_shares_one_relative_table(sharing):
+    config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
+                          num_hidden_layers=4, num_hidden_groups=1, num_attention_heads=4,
+                          intermediate_size=32, max_position_embeddings=32, sharing=sharing,
+                          relative_attention=True, position_buckets=4)
+    encoder = AlbertEncoder(config)
+    ids = np.random.default_rng(0).integers(5, 60, (2, 12)).astype("int32")
+    out = encoder({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": np.ones_like(ids)})
+    assert np.all(np.isfinite(np.asarray(out["sequence_output"])))
+    tables = [w for w in encoder.weights if w.path.endswith("rel_embeddings/embeddings")]
+    assert len(tables) == 1  # one table for every layer, as DeBERTa's encoder has
+    attention = len(encoder.transformer.attention_blocks)
+    assert attention == (1 if sharing in ("all", "attention") else 4)

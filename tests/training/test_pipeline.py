@@ -190,3 +190,25 @@ def test_another_objective_says_it_keeps_the_presets_depth(caplog):
                     "small-corpus recipe's 2 layers and 1,600 steps are mlm's (--model-overrides "
                     "'{\"num_hidden_layers\": 2}' --steps 1600 for the same model)"]
 
+
+
+def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder():
+    from albert_keras.config import AlbertConfig
+    from albert_keras.training.pipeline import DEBERTA_V3_ENCODER
+
+    t = small_corpus_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig())
+    assert (t.objective, t.embedding_sharing, t.mask_rate) == ("rtd", "gdes", 0.4)
+    assert t.model_overrides == DEBERTA_V3_ENCODER
+    config = AlbertConfig(**t.model_overrides)  # a valid encoder
+    assert config.relative_attention and not config.position_biased_input
+    # values given win over the recipe's
+    mine = small_corpus_recipe(
+        PipelineConfig(recipe="deberta_v3"),
+        PretrainConfig(embedding_sharing="none", model_overrides={"position_buckets": 64},
+                       enhanced_mask_decoder=True))
+    assert mine.embedding_sharing == "none" and mine.model_overrides["position_buckets"] == 64
+    assert mine.enhanced_mask_decoder
+    for bad, words in ((dict(objective="mlm_sop"), "trains --objective rtd"),
+                       (dict(init="runs/model"), "makes a new model")):
+        with pytest.raises(ValueError, match=words):
+            small_corpus_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig(**bad))
