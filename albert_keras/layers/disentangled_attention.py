@@ -14,18 +14,26 @@ def _gather_rows(scores, index):
     """``out[..., i, j] = scores[..., i, index[..., i, j]]``.
 
     ``scores`` is ``[B, N, T, R]``; ``index`` is ``[B|1, T, S]`` and is
-    broadcast over heads and batch. On TensorFlow ``tf.gather`` with batch
-    dimensions is used, which TFLite runs as one builtin GATHER (the
-    generic ``take_along_axis`` lowers to a GATHER_ND over built indices).
+    broadcast over heads and batch. The leading dimensions are merged into
+    one first: TensorFlow 2.21's ``tf.gather`` with three batch dimensions
+    crashed the process (a segmentation fault in training) when one of them
+    was 1, as a one-head generator's is. With one batch dimension TFLite
+    runs it as one builtin GATHER; the other backends use
+    ``take_along_axis``.
     """
-    batch, heads, rows = ops.shape(scores)[0], ops.shape(scores)[1], ops.shape(scores)[2]
-    index = ops.broadcast_to(index[:, None, :, :],
-                             (batch, heads, rows, ops.shape(index)[-1]))
+    batch, heads, rows, table = (ops.shape(scores)[0], ops.shape(scores)[1],
+                                 ops.shape(scores)[2], ops.shape(scores)[3])
+    keys = ops.shape(index)[-1]
+    index = ops.broadcast_to(index[:, None, :, :], (batch, heads, rows, keys))
+    flat_scores = ops.reshape(scores, (-1, table))
+    flat_index = ops.reshape(index, (-1, keys))
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        return tf.gather(scores, index, batch_dims=3)
-    return ops.take_along_axis(scores, index, axis=-1)
+        out = tf.gather(flat_scores, flat_index, batch_dims=1)
+    else:
+        out = ops.take_along_axis(flat_scores, flat_index, axis=-1)
+    return ops.reshape(out, (batch, heads, rows, keys))
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -107,10 +115,26 @@ class DisentangledAttentionBlock(AttentionBlock):
         return 1.0 / (float(self.head_size) * (1 + len(self.terms))) ** 0.5
 
     def _heads(self, table):
-        """``[2P, H]`` -> ``[1, N, 2P, D]``."""
+        """``[2P, H]`` -> ``[N, 2P, D]``."""
         rows = ops.shape(table)[0]
         heads = ops.reshape(table, (rows, self.num_heads, self.head_size))
-        return ops.transpose(heads, (1, 0, 2))[None]
+        return ops.transpose(heads, (1, 0, 2))
+
+    @staticmethod
+    def _against_table(x, table):
+        """``x [B, N, T, D]`` scored against ``table [N, R, D]``: ``[B, N, T, R]``.
+
+        One matmul per head over all ``B * T`` rows, with no broadcast batch
+        dimension: TensorFlow 2.21's CPU BatchMatMul crashed the process (a
+        segmentation fault) on ``[B, 1, T, D] x [1, 1, D, R]``, a one-head
+        model's shapes.
+        """
+        batch, heads, rows, size = (ops.shape(x)[0], ops.shape(x)[1], ops.shape(x)[2],
+                                    ops.shape(x)[3])
+        per_head = ops.reshape(ops.transpose(x, (1, 0, 2, 3)), (heads, batch * rows, size))
+        scores = ops.matmul(per_head, ops.transpose(ops.cast(table, x.dtype), (0, 2, 1)))
+        scores = ops.reshape(scores, (heads, batch, rows, ops.shape(table)[1]))
+        return ops.transpose(scores, (1, 0, 2, 3))
 
     def _position_scores(self, q, k, query_positions, rel_embeddings, training):
         if not self.terms:
@@ -125,12 +149,12 @@ class DisentangledAttentionBlock(AttentionBlock):
         if "c2p" in self.terms:
             pos_key = self._heads((self.key if self.share_att_key else self.pos_key)(
                 table, training=training))
-            c2p = ops.matmul(q, ops.transpose(ops.cast(pos_key, q.dtype), (0, 1, 3, 2)))
+            c2p = self._against_table(q, pos_key)
             scores = scores + _gather_rows(ops.cast(c2p, "float32"), index) * scale
         if "p2c" in self.terms:
             pos_query = self._heads((self.query if self.share_att_key else self.pos_query)(
                 table, training=training))
-            p2c = ops.matmul(k, ops.transpose(ops.cast(pos_query, k.dtype), (0, 1, 3, 2)))
+            p2c = self._against_table(k, pos_query)
             # Row j of p2c belongs to key j; index^T picks, for each key, the
             # distance to every query. Transposed back to [.., T, S].
             gathered = _gather_rows(ops.cast(p2c, "float32"),

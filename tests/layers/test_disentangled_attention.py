@@ -119,3 +119,24 @@ def test_every_sharing_variant_shares_one_relative_table(sharing):
     assert len(tables) == 1  # one table for every layer, as DeBERTa's encoder has
     attention = len(encoder.transformer.attention_blocks)
     assert attention == (1 if sharing in ("all", "attention") else 4)
+
+
+def test_a_one_head_model_trains():
+    """One head (an ELECTRA generator of a 4-head model has one): the
+    relative scores are made without a broadcast batch matmul, which
+    crashed TensorFlow's CPU kernel on these shapes."""
+    from albert_keras import AlbertPretrainer
+
+    config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=8,
+                          num_hidden_layers=2, num_attention_heads=1, intermediate_size=16,
+                          max_position_embeddings=32, relative_attention=True,
+                          position_buckets=4, share_att_key=True)
+    model = AlbertPretrainer(AlbertEncoder(config), sentence_order=False)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-2))
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 60, (8, 16)).astype("int32")
+    x = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": np.ones_like(ids),
+         "masked_positions": np.tile(np.array([[1, 5, 9]], "int32"), (8, 1))}
+    y = {"masked_ids": ids[:, [1, 5, 9]], "masked_weights": np.ones((8, 3), "float32")}
+    losses = model.fit(x, y, batch_size=4, epochs=5, verbose=0).history["loss"]
+    assert losses[-1] < losses[0]
