@@ -6,6 +6,10 @@ question answerer and ELECTRA's discriminator never read it, so Keras warns
 the pooler instead would be saved in the encoder's file and silently stop a
 classifier fine-tuned from it later from training its pooler, so the warning
 is hidden, and only when every variable it names belongs to a pooler.
+
+The same holds for the absolute position table of a DeBERTa-v3 encoder
+(``position_biased_input=false``): only the enhanced mask decoder reads it,
+and it is kept for that decoder, so a run without the decoder never trains it.
 """
 
 import contextlib
@@ -14,15 +18,17 @@ import re
 import warnings
 
 # the names Keras lists: "encoder/pooler/pooler_dense/kernel", ...
+_UNREAD = r"'[^']*(?:pooler|position_embedding)[^']*'"
 _POOLER_ONLY = re.compile(
-    r"Gradients do not exist for variables \[('[^']*pooler[^']*', )*'[^']*pooler[^']*'\]")
+    rf"Gradients do not exist for variables \[({_UNREAD}, )*{_UNREAD}\]")
 
 logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
 def unused_pooler_quiet():
-    """Hides Keras' missing-gradient warning when it names only pooler variables.
+    """Hides Keras' missing-gradient warning when it names only pooler (and
+    unread position-table) variables.
 
     With the ``albert_keras`` logger at DEBUG (``--verbose``) it shows.
 
