@@ -156,7 +156,17 @@ def cmd_embed(args):
     return 0
 
 
-def add_parsers(sub, add_backend_flag):  # noqa: PLR0915 (to split into named steps: issue 59)
+def add_parsers(sub, add_backend_flag):
+    """The task commands' parsers: fine-tuning and distillation, then the
+    commands that use a fine-tuned or pretrained folder."""
+    _add_finetune(sub, add_backend_flag)
+    _add_distill(sub, add_backend_flag)
+    _add_evaluate_and_predict(sub)
+    _add_fill_mask(sub)
+    _add_embed(sub)
+
+
+def _add_finetune(sub, add_backend_flag):
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     p = sub.add_parser(
@@ -179,6 +189,8 @@ def add_parsers(sub, add_backend_flag):  # noqa: PLR0915 (to split into named st
                    help="replace an existing output folder (default: refuse)")
     p.set_defaults(func=cmd_finetune)
 
+
+def _add_distill(sub, add_backend_flag):
     from albert_keras.tasks.distill_config import DistillConfig
 
     p = sub.add_parser(
@@ -200,6 +212,8 @@ def add_parsers(sub, add_backend_flag):  # noqa: PLR0915 (to split into named st
                    help="replace an existing output folder (default: refuse)")
     p.set_defaults(func=cmd_distill)
 
+
+def _add_evaluate_and_predict(sub):
     p = sub.add_parser("evaluate", help="task metrics of a fine-tuned folder on a labelled file")
     p.add_argument("model", help="a fine-tuned model folder")
     p.add_argument("data", help="a labelled file in the task's format")
@@ -216,6 +230,8 @@ def add_parsers(sub, add_backend_flag):  # noqa: PLR0915 (to split into named st
                    help="replace an existing --out file (default: refuse)")
     p.set_defaults(func=cmd_predict)
 
+
+def _add_fill_mask(sub):
     p = sub.add_parser("fill-mask", help="top-k pieces for each [MASK] (pretraining folder)")
     p.add_argument("model", help="a pretraining folder, a pretrainer .keras, or a published "
                    "HF/TF1 checkpoint folder with an MLM head")
@@ -224,6 +240,8 @@ def add_parsers(sub, add_backend_flag):  # noqa: PLR0915 (to split into named st
     p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
     p.set_defaults(func=cmd_fill_mask)
 
+
+def _add_embed(sub):
     p = sub.add_parser("embed", help="text embeddings from any layer(s)")
     p.add_argument("model", help="any of our model folders, or a published HF/TF1 checkpoint "
                    "folder")
