@@ -273,7 +273,7 @@ def _typed(record, key, kind, default, where):
     return _of_type(record[key], kind, where, repr(key)) if key in record else default
 
 
-def read_squad(path, require_answers=True):  # noqa: C901 (to split into named steps: issue 59)
+def read_squad(path, require_answers=True):
     """Questions from a SQuAD v1.1 / v2.0 JSON file.
 
     Every answer is checked against its context: the text at
@@ -297,33 +297,44 @@ def read_squad(path, require_answers=True):  # noqa: C901 (to split into named s
             context = _typed(paragraph, "context", str, "", at)
             for qa in _typed(paragraph, "qas", list, [], at):
                 qa = _of_type(qa, dict, at, "a question")
-                qid = str(qa.get("id", len(examples)))
-                where = f"{path}: question {qid}"
-                question = _typed(qa, "question", str, "", where)
-                if not question.strip():
-                    raise TaskDataError(f"{where}: empty question")
-                if not context.strip():
-                    raise TaskDataError(f"{where}: empty context")
-                impossible = bool(qa.get("is_impossible", False))
-                answers = []
-                for answer in _typed(qa, "answers", list, [], where) if not impossible else []:
-                    answer = _of_type(answer, dict, where, "an answer")
-                    text = _typed(answer, "text", str, "", where)
-                    start = _typed(answer, "answer_start", int, None, where)
-                    if start is None:
-                        start = context.find(text)
-                    if not text or start < 0 or context[start:start + len(text)] != text:
-                        raise TaskDataError(
-                            f"{where}: answer {text!r} is not in its context at "
-                            f"character {answer.get('answer_start')}"
-                        )
-                    answers.append((text, int(start)))
-                if require_answers and not impossible and not answers:
-                    raise TaskDataError(f"{where}: no answers and not marked is_impossible")
-                examples.append(QAExample(qid, question, context, answers, impossible))
+                examples.append(_squad_question(qa, context, path, len(examples),
+                                                require_answers))
     if not examples:
         raise TaskDataError(f"{path}: no questions")
     return examples
+
+
+def _squad_question(qa, context, path, index, require_answers):
+    """One checked ``QAExample`` (``index`` names a question without an id)."""
+    qid = str(qa.get("id", index))
+    where = f"{path}: question {qid}"
+    question = _typed(qa, "question", str, "", where)
+    if not question.strip():
+        raise TaskDataError(f"{where}: empty question")
+    if not context.strip():
+        raise TaskDataError(f"{where}: empty context")
+    impossible = bool(qa.get("is_impossible", False))
+    answers = [] if impossible else [
+        _squad_answer(answer, context, where)
+        for answer in _typed(qa, "answers", list, [], where)]
+    if require_answers and not impossible and not answers:
+        raise TaskDataError(f"{where}: no answers and not marked is_impossible")
+    return QAExample(qid, question, context, answers, impossible)
+
+
+def _squad_answer(answer, context, where):
+    """``(text, start)`` of an answer that is where it says in its context."""
+    answer = _of_type(answer, dict, where, "an answer")
+    text = _typed(answer, "text", str, "", where)
+    start = _typed(answer, "answer_start", int, None, where)
+    if start is None:
+        start = context.find(text)
+    if not text or start < 0 or context[start:start + len(text)] != text:
+        raise TaskDataError(
+            f"{where}: answer {text!r} is not in its context at "
+            f"character {answer.get('answer_start')}"
+        )
+    return text, int(start)
 
 
 # -- multiple choice -----------------------------------------------------------------
