@@ -179,7 +179,7 @@ def _paragraph_to_sentences(paragraph, max_sentence_chars, stats):
     return out
 
 
-def read_documents(  # noqa: C901 (to split into named steps: issue 59)
+def read_documents(
     inputs,
     layout="auto",
     text_field="text",
@@ -214,50 +214,60 @@ def read_documents(  # noqa: C901 (to split into named steps: issue 59)
         raise CorpusError(f"errors must be 'strict' or 'replace', got {errors!r}")
     stats = stats if stats is not None else CorpusStats()
 
-    def emit(sentences):
+    def kept(sentences):
+        """The document if it is long enough (else counted as skipped)."""
         if not sentences:
             stats.skipped_empty += 1
-            return None
+            return False
         if len(sentences) < min_sentences:
             stats.skipped_one_sentence += 1
-            return None
+            return False
         stats.documents += 1
-        return sentences
+        return True
 
     for path in list_files(inputs):
         stats.files += 1
-        file_layout = layout
-        if layout == "auto":
-            suffix = os.path.splitext(path)[1].lower()
-            file_layout = ("jsonl" if suffix in (".jsonl", ".json")
-                           else TABLE_SUFFIXES.get(suffix, "lines"))
+        file_layout = _file_layout(path, layout)
         if file_layout in ("jsonl", "csv", "tsv"):
-            # one document per record or row; newlines in its text end paragraphs
-            records = (_jsonl_texts(path, text_field, errors, stats) if file_layout == "jsonl"
-                       else _table_texts(path, file_layout, text_field, errors, stats))
-            for _, text in records:
-                sentences = []
-                for paragraph in text.split("\n"):
-                    sentences += _paragraph_to_sentences(paragraph, max_sentence_chars, stats)
-                doc = emit(sentences)
-                if doc:
-                    yield doc
-            continue
-        # "lines": a blank line ends a document; "file": it ends a paragraph.
+            documents = _record_documents(path, file_layout, text_field, errors, stats,
+                                          max_sentence_chars)
+        else:
+            documents = _line_documents(path, file_layout, errors, stats, max_sentence_chars)
+        yield from (doc for doc in documents if kept(doc))
+
+
+def _file_layout(path, layout):
+    """``layout``, or for ``auto`` the one the file's suffix names."""
+    if layout != "auto":
+        return layout
+    suffix = os.path.splitext(path)[1].lower()
+    return "jsonl" if suffix in (".jsonl", ".json") else TABLE_SUFFIXES.get(suffix, "lines")
+
+
+def _record_documents(path, file_layout, text_field, errors, stats, max_sentence_chars):  # noqa: PLR0913 (the reader's options, passed on)
+    """One document per record or row; newlines in its text end paragraphs."""
+    records = (_jsonl_texts(path, text_field, errors, stats) if file_layout == "jsonl"
+               else _table_texts(path, file_layout, text_field, errors, stats))
+    for _, text in records:
         sentences = []
-        for _, line, whole in _lines(path, errors, stats, chunk=_LINE_CHUNK):
-            if line.strip():
-                sentences += _paragraph_to_sentences(line, max_sentence_chars, stats)
-            elif file_layout == "lines" and whole:
-                if sentences:
-                    doc = emit(sentences)
-                    if doc:
-                        yield doc
-                sentences = []
-        if sentences or file_layout == "file":
-            doc = emit(sentences)
-            if doc:
-                yield doc
+        for paragraph in text.split("\n"):
+            sentences += _paragraph_to_sentences(paragraph, max_sentence_chars, stats)
+        yield sentences
+
+
+def _line_documents(path, file_layout, errors, stats, max_sentence_chars):
+    """``lines``: a blank line ends a document; ``file``: it ends a paragraph
+    (the file is one document)."""
+    sentences = []
+    for _, line, whole in _lines(path, errors, stats, chunk=_LINE_CHUNK):
+        if line.strip():
+            sentences += _paragraph_to_sentences(line, max_sentence_chars, stats)
+        elif file_layout == "lines" and whole:
+            if sentences:
+                yield sentences
+            sentences = []
+    if sentences or file_layout == "file":
+        yield sentences
 
 
 def sotu_files():
