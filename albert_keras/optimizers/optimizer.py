@@ -1,5 +1,7 @@
 """LAMB as the original ALBERT applies it, and AdamW for fine-tuning."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -242,30 +244,19 @@ class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
                                              ops.add(ops.sqrt(v_hat), self.epsilon)))
 
 
-def make_optimizer(  # noqa: PLR0913 (to split into named steps: issue 59)
-    name="lamb",
-    learning_rate=1.76e-3,
-    total_steps=125000,
-    warmup_steps=3125,
-    weight_decay=0.01,
-    clip_norm=1.0,
-    beta_1=0.9,
-    beta_2=0.999,
-    epsilon=1e-6,
-    lr_scales=None,
-    ema_momentum=0.0,
-):
-    """The optimizer and schedule of the original recipe, for ``model``.
-
-    LayerNorm and bias variables are excluded from weight decay.
+@dataclasses.dataclass(frozen=True)
+class OptimizerSettings:
+    """The original recipe's optimizer settings.
 
     Args:
-        name: ``lamb`` (pretraining) or ``adamw`` (fine-tuning).
         learning_rate: peak rate after warmup (ALBERT: 0.00176 at batch 4096).
-        total_steps, warmup_steps: linear warmup, then linear decay to 0.
+        total_steps: steps of the schedule (linear decay to 0 at the end).
+        warmup_steps: steps of linear warmup.
         weight_decay: 0.01 in the original.
         clip_norm: global gradient-norm clipping.
-        beta_1, beta_2, epsilon: Adam moments.
+        beta_1: Adam's first-moment decay.
+        beta_2: Adam's second-moment decay.
+        epsilon: Adam's epsilon.
         lr_scales: ``adamw`` only: per-variable rate factors
             (``layer_rate_scales``).
         ema_momentum: above 0, the optimizer also keeps an exponential
@@ -273,6 +264,29 @@ def make_optimizer(  # noqa: PLR0913 (to split into named steps: issue 59)
             (Keras' ``use_ema``; ``keras.callbacks.SwapEMAWeights`` puts it
             in the model to score it, and ``fit`` leaves it there at the
             end). 0 keeps none.
+    """
+
+    learning_rate: float = 1.76e-3
+    total_steps: int = 125000
+    warmup_steps: int = 3125
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    lr_scales: dict = None
+    ema_momentum: float = 0.0
+
+
+def make_optimizer(name="lamb", settings=None, **fields):
+    """The optimizer and schedule of the original recipe.
+
+    LayerNorm and bias variables are excluded from weight decay.
+
+    Args:
+        name: ``lamb`` (pretraining) or ``adamw`` (fine-tuning).
+        settings: an ``OptimizerSettings``.
+        **fields: ``OptimizerSettings`` fields, as a shorthand for ``settings``.
 
     Returns:
         A Keras optimizer; its schedule and exclusions serialize with the model.
@@ -280,6 +294,10 @@ def make_optimizer(  # noqa: PLR0913 (to split into named steps: issue 59)
     Example:
     >>> opt = make_optimizer(total_steps=1000, warmup_steps=100)
     """
+    o = dataclasses.replace(settings or OptimizerSettings(), **fields)
+    learning_rate, total_steps, warmup_steps = o.learning_rate, o.total_steps, o.warmup_steps
+    beta_1, beta_2, epsilon, weight_decay = o.beta_1, o.beta_2, o.epsilon, o.weight_decay
+    clip_norm, lr_scales, ema_momentum = o.clip_norm, o.lr_scales, o.ema_momentum
     schedule = WarmupPolynomialDecay(learning_rate, total_steps, warmup_steps)
     kwargs = dict(
         learning_rate=schedule,
