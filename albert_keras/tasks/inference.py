@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_keras.model_folder import TASK_FILE
-from albert_keras.model_folder import load_encoder
+from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import load_pretrainer
 from albert_keras.model_folder import load_task_model
 from albert_keras.model_folder import read_tokenizer
@@ -103,13 +103,24 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
 # -- embeddings --------------------------------------------------------------------------
 
 
-def embed(folder, texts, layers=(-1,), pooling="mean", combine="concat", normalize=False,  # noqa: PLR0913 (to split into named steps: issue 59)
-          sequence_length=128, batch_size=64, tokenizer=None):
-    """``[N, D]`` float32 text embeddings from any of our model folders."""
-    encoder = load_encoder(folder, dtype="float32", output_hidden_states=pooling != "pooled")
-    model = AlbertEmbedder(encoder, layers=layers, pooling=pooling, combine=combine,
-                           normalize=normalize)
-    pieces = read_tokenizer(folder, tokenizer)
+def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None, **embedding):
+    """``[N, D]`` float32 text embeddings from any of our model folders.
+
+    Args:
+        folder: a model folder, a ``.keras`` file (with ``tokenizer``) or a
+            published checkpoint folder.
+        texts: the texts.
+        sequence_length: the packed length (at most the model's).
+        batch_size: texts per forward pass.
+        tokenizer: a tokenizer file (default: the folder's).
+        **embedding: ``AlbertEmbedder``'s choices: ``layers``, ``pooling``,
+            ``combine``, ``normalize``.
+    """
+    source = ModelSource(folder, tokenizer)
+    pooling = embedding.get("pooling", "mean")
+    encoder = source.encoder(dtype="float32", output_hidden_states=pooling != "pooled")
+    model = AlbertEmbedder(encoder, **embedding)
+    pieces = source.tokenizer
     for i, text in enumerate(texts):
         if not text.strip():
             raise readers.TaskDataError(f"text {i + 1} is empty")
