@@ -3,11 +3,10 @@
 import keras
 from keras import ops
 
+from albert_keras.config import POSITION_ATTENTION_TERMS
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.relative_position import relative_index
-
-POSITION_ATTENTION_TERMS = ("c2p", "p2c")
 
 
 def _gather_rows(scores, index):
