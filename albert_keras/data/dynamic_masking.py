@@ -11,9 +11,8 @@ import dataclasses
 
 import tensorflow as tf
 
-from albert_keras.config import ALBERT_SPECIAL_IDS
 from albert_keras.data.masking import FIRST_NORMAL_ID
-from albert_keras.data.masking import ngram_weights
+from albert_keras.data.masking import MaskingScheme
 
 
 def unmask(features):
@@ -29,37 +28,6 @@ def unmask(features):
     return tf.tensor_scatter_nd_update(tokens, index, update)
 
 
-@dataclasses.dataclass(frozen=True)
-class BatchMasking:
-    """What ``mask_batch`` masks, and how.
-
-    Args:
-        masked_lm_prob: share of the real tokens to mask.
-        max_predictions: the most masked tokens per row (the ``P`` slots).
-        max_ngram: longest n-gram (words), with ALBERT's n-gram weights.
-        whole_word: a word's pieces are masked together.
-        special_ids: the tokenizer's ``{"cls", "sep", "mask"}`` ids
-            (default: ALBERT's).
-        ngram_probs: the length distribution (SpanBERT's spans, single
-            tokens); its length replaces ``max_ngram``.
-    """
-
-    masked_lm_prob: float = 0.15
-    max_predictions: int = 20
-    max_ngram: int = 3
-    whole_word: bool = True
-    special_ids: dict = None
-    ngram_probs: tuple = None
-
-    @property
-    def weights(self):
-        return list(self.ngram_probs) if self.ngram_probs else ngram_weights(self.max_ngram)
-
-    @property
-    def ids(self):
-        return {**ALBERT_SPECIAL_IDS, **(self.special_ids or {})}
-
-
 def mask_batch(token_ids, padding_mask, word_starts, seed, vocab_size, scheme=None, **fields):
     """Masks a batch of packed, unmasked sequences.
 
@@ -69,14 +37,14 @@ def mask_batch(token_ids, padding_mask, word_starts, seed, vocab_size, scheme=No
         word_starts: bool ``[V]``: does piece ``i`` start a word.
         seed: int ``[2]`` for the stateless random ops (vary it per batch).
         vocab_size: for random replacements.
-        scheme: a ``BatchMasking`` (the rate, the slots, the n-grams).
-        **fields: ``BatchMasking`` fields, as a shorthand for ``scheme``.
+        scheme: a ``MaskingScheme`` (the rate, the slots, the n-grams).
+        **fields: ``MaskingScheme`` fields, as a shorthand for ``scheme``.
 
     Returns:
         A dict of ``token_ids`` (masked), ``masked_positions``,
         ``masked_ids`` (int32 ``[B, P]``) and ``masked_weights`` (float32).
     """
-    scheme = dataclasses.replace(scheme or BatchMasking(), **fields)
+    scheme = dataclasses.replace(scheme or MaskingScheme(), **fields)
     token_ids = tf.cast(token_ids, tf.int32)
     padding_mask = tf.cast(padding_mask, tf.int32)
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 6)

@@ -18,6 +18,8 @@ reproduced; here one seeded ``random.Random`` drives everything. The
 ``dynamic_masking`` module runs the same algorithm in TF ops.
 """
 
+import dataclasses
+
 from albert_keras.config import ALBERT_SPECIAL_IDS as ALBERT_IDS
 
 FIRST_NORMAL_ID = 5  # random replacements never pick a special token
@@ -77,20 +79,40 @@ def candidate_words(tokens, word_starts, whole_word=True, special_ids=None):
     return words
 
 
-def mask_sequence(  # noqa: PLR0913 (to split into named steps: issue 59)
-    tokens,
-    word_starts,
-    rng,
-    vocab_size,
-    masked_lm_prob=0.15,
-    max_predictions=20,
-    max_ngram=3,
-    whole_word=True,
-    drawn_counts=None,
-    masked_counts=None,
-    special_ids=None,
-    ngram_probs=None,
-):
+@dataclasses.dataclass(frozen=True)
+class MaskingScheme:
+    """What a masking step masks, and how (host and in-graph masking alike).
+
+    Args:
+        masked_lm_prob: share of the real tokens to mask.
+        max_predictions: the most masked tokens per sequence.
+        max_ngram: longest n-gram (words), with ``ngram_weights``.
+        whole_word: a word's pieces are masked together.
+        special_ids: the tokenizer's ``{"pad", "cls", "sep", "mask"}`` ids
+            (default: ALBERT's).
+        ngram_probs: the length distribution (``masking_scheme``); replaces
+            ``ngram_weights(max_ngram)``, and its length is the longest n.
+    """
+
+    masked_lm_prob: float = 0.15
+    max_predictions: int = 20
+    max_ngram: int = 3
+    whole_word: bool = True
+    special_ids: dict = None
+    ngram_probs: tuple = None
+
+    @property
+    def weights(self):
+        """The n-gram length weights; their count is the longest n."""
+        return list(self.ngram_probs) if self.ngram_probs else ngram_weights(self.max_ngram)
+
+    @property
+    def ids(self):
+        return {**ALBERT_IDS, **(self.special_ids or {})}
+
+
+def mask_sequence(tokens, word_starts, rng, vocab_size, scheme=None,  # noqa: PLR0913 (the sequence, its RNG, and two optional counters)
+                  drawn_counts=None, masked_counts=None, **fields):
     """Masks one packed sequence.
 
     Args:
@@ -98,50 +120,24 @@ def mask_sequence(  # noqa: PLR0913 (to split into named steps: issue 59)
         word_starts: per vocabulary id, does the piece start a word.
         rng: a seeded ``random.Random``.
         vocab_size: for random replacements.
-        masked_lm_prob, max_predictions, max_ngram, whole_word: see module.
+        scheme: a ``MaskingScheme`` (see the module for the algorithm).
         drawn_counts: optional list of length ``max_ngram`` counting every
             n drawn (distributed as ``ngram_weights``).
         masked_counts: the same for the n-grams actually masked; shorter
             than drawn, because an n-gram that would pass the budget is
             shortened and one that overlaps a masked token is skipped (as in
             the original).
-        special_ids: the tokenizer's ``{"pad", "cls", "sep", "mask"}`` ids
-            (default: ALBERT's).
-        ngram_probs: the length distribution (``masking_scheme``); replaces
-            ``ngram_weights(max_ngram)``, and its length is the longest n.
+        **fields: ``MaskingScheme`` fields, as a shorthand for ``scheme``.
 
     Returns:
         ``(masked_tokens, positions, labels)``, positions ascending.
     """
-    special = {**ALBERT_IDS, **(special_ids or {})}
-    words = candidate_words(tokens, word_starts, whole_word, special)
-    num_to_predict = min(max_predictions, max(1, int(round(len(tokens) * masked_lm_prob))))
-    weights = list(ngram_probs) if ngram_probs else ngram_weights(max_ngram)
-    max_ngram = len(weights)
-    order = list(range(len(words)))
-    rng.shuffle(order)
-    covered = set()
-    chosen = []
-    for w in order:
-        if len(chosen) >= num_to_predict:
-            break
-        max_n = min(max_ngram, len(words) - w)
-        n = rng.choices(range(1, max_n + 1), weights=weights[:max_n])[0]
-        if drawn_counts is not None:
-            drawn_counts[n - 1] += 1
-        span = []
-        while n >= 1:
-            span = [i for k in range(w, w + n) for i in words[k]]
-            if len(chosen) + len(span) <= num_to_predict:
-                break
-            n -= 1
-        if n == 0 or any(i in covered for i in span):
-            continue
-        covered.update(span)
-        chosen.extend(span)
-        if masked_counts is not None:
-            masked_counts[n - 1] += 1
-    chosen.sort()
+    scheme = dataclasses.replace(scheme or MaskingScheme(), **fields)
+    special = scheme.ids
+    words = candidate_words(tokens, word_starts, scheme.whole_word, special)
+    budget = min(scheme.max_predictions,
+                 max(1, int(round(len(tokens) * scheme.masked_lm_prob))))
+    chosen = _chosen_positions(words, budget, scheme.weights, rng, (drawn_counts, masked_counts))
     masked = list(tokens)
     for i in chosen:
         if rng.random() < 0.8:
@@ -151,3 +147,34 @@ def mask_sequence(  # noqa: PLR0913 (to split into named steps: issue 59)
         else:
             masked[i] = rng.randint(FIRST_NORMAL_ID, vocab_size - 1)
     return masked, chosen, [tokens[i] for i in chosen]
+
+
+def _chosen_positions(words, budget, weights, rng, counts):
+    """Token positions of the n-grams chosen, ascending (steps 3 of the module)."""
+    drawn_counts, masked_counts = counts
+    max_ngram = len(weights)
+    order = list(range(len(words)))
+    rng.shuffle(order)
+    covered = set()
+    chosen = []
+    for w in order:
+        if len(chosen) >= budget:
+            break
+        max_n = min(max_ngram, len(words) - w)
+        n = rng.choices(range(1, max_n + 1), weights=weights[:max_n])[0]
+        if drawn_counts is not None:
+            drawn_counts[n - 1] += 1
+        span = []
+        while n >= 1:
+            span = [i for k in range(w, w + n) for i in words[k]]
+            if len(chosen) + len(span) <= budget:
+                break
+            n -= 1
+        if n == 0 or any(i in covered for i in span):
+            continue
+        covered.update(span)
+        chosen.extend(span)
+        if masked_counts is not None:
+            masked_counts[n - 1] += 1
+    chosen.sort()
+    return chosen
