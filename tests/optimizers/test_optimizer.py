@@ -38,7 +38,7 @@ def test_lamb_skips_layer_norm_and_bias():
     assert any("output_bias" in p for p in skipped)
 
 
-def reference_lamb(w, grads, lr, wd, b1=0.9, b2=0.999, eps=1e-6, excluded=False,  # noqa: PLR0913 (to split into named steps: issue 59)
+def reference_lamb(w, grads, lr, wd, b1=0.9, b2=0.999, eps=1e-6, excluded=False,  # noqa: PLR0913 (the original optimizer's arguments, one for one)
                    bias_correction=False):
     """Steps of google-research/albert's ``lamb_optimizer.py``, transcribed
     in numpy: no bias correction; decay inside the trust ratio; a variable
