@@ -11,6 +11,7 @@ through these functions, so the file names are written down once.
 """
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -252,7 +253,7 @@ class ModelSource:
 
     Example:
     >>> source = ModelSource("runs/pretrain")  # doctest: +SKIP
-    >>> source.tokenizer.vocabulary_size, source.objective  # doctest: +SKIP
+    >>> source.tokenizer.vocabulary_size, source.train_config["objective"]  # doctest: +SKIP
     (8000, 'mlm')
     """
 
@@ -276,17 +277,12 @@ class ModelSource:
             self._model = _stored_model(self.path)
         return self._model
 
-    @property
+    @functools.cached_property
     def train_config(self):
-        """The folder's ``train_config.json`` as a dict ({} when absent)."""
+        """The folder's ``train_config.json`` as a dict ({} when absent; read once)."""
         path = os.path.join(folder_of(self.path), TRAIN_CONFIG_FILE)
         record = read_json(path) if os.path.isfile(path) else {}
         return record if isinstance(record, dict) else {}
-
-    @property
-    def objective(self):
-        """The pretraining objective the folder records, or None."""
-        return self.train_config.get("objective")
 
     def task_model(self):
         """``(model, task_spec_dict)`` of a fine-tuned folder."""

@@ -23,6 +23,7 @@ from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
 from albert_keras.export.app_runtime import check_app_model
 from albert_keras.export.app_runtime import run_in_mediapipe
 from albert_keras.export.converter import ExportError
+from albert_keras.export.converter import Signature
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
@@ -152,18 +153,15 @@ def build_examples(path, job, count, seed, string_in=False):
         string_in: feeds of texts (``text``, ``text_pair``) instead of ids.
     """
     rng = np.random.default_rng(seed)
-    if path is None:
-        if string_in:
-            raise ExportError("string-in validation needs texts: pass --validation-data")
-        x, found, row_texts, source = _random_ids(job, count, rng), None, None, \
-            "random ids (no data given)"
-    else:
-        x, found, row_texts = _file_examples(path, job, count, rng)
-        source = path
+    if path is None and string_in:
+        raise ExportError("string-in validation needs texts: pass --validation-data")
+    x, found, row_texts = ((_random_ids(job, count, rng), None, None) if path is None
+                           else _file_examples(path, job, count, rng))
+    source = path or "random ids (no data given)"
     n = min(count, len(x["token_ids"]))
     x = {k: v[:n] for k, v in x.items()}
     if job.kind == "mlm":
-        x["masked_positions"] = np.tile(np.minimum(np.arange(1, MLM_POSITIONS + 1),
+        x["masked_positions"] = np.tile(np.minimum(np.arange(1, Signature.max_predictions + 1),
                                                    job.sequence_length - 1), (n, 1)).astype(np.int32)
     if string_in:
         feeds = [{"text": found.texts[i],
@@ -175,10 +173,6 @@ def build_examples(path, job, count, seed, string_in=False):
     labels = found.labels if found is not None else None
     return Examples(x, feeds, labels[:n] if labels is not None else None, source,
                     row_texts[:n] if row_texts is not None else None)
-
-
-# The masked positions an MLM export takes (serving_function's default).
-MLM_POSITIONS = 20
 
 
 def _random_ids(job, count, rng):
