@@ -99,8 +99,105 @@ def _encode(changed):
     return keys, values, bytes(pool), zero
 
 
-def build_double_array(keys, values):  # noqa: C901,PLR0915 (to split into named steps: issue 59)
+def _trie(keys, values):
+    """``(children, leaf_value)``: each node's ``{label: child}``, and the value
+    of each node that ends a key (node 0 is the root)."""
+    children = [{}]
+    leaf_value = {}
+    for key, value in zip(keys, values):
+        node = 0
+        for byte in key:
+            child = children[node].get(byte)
+            if child is None:
+                child = len(children)
+                children.append({})
+                children[node][byte] = child
+            node = child
+        if children[node]:
+            raise ValueError("a key is a prefix of another")
+        leaf_value[node] = value
+    return children, leaf_value
+
+
+class _Placement:
+    """The unit array being filled, and where the next free slots may be.
+
+    A base serves one node only: a second node with the same base would reach
+    the first one's children through its own missing labels. ``taken`` marks
+    units in use, ``based`` bases in use.
+    """
+
+    _WINDOW = 4096  # candidate bases tried at once
+
+    def __init__(self):
+        self.arrays = {"units": np.zeros(1 << 16, np.uint32),
+                       "taken": np.zeros(1 << 16, bool), "based": np.zeros(1 << 16, bool)}
+        self.arrays["taken"][0] = True
+        self.leaf_cursor = 0  # below it, every slot is taken or a base: leaves only look ahead
+        self.inner_cursor = 0
+        self.resume = {}  # a label set's next base to try
+
+    def room(self, last):
+        """Grows the arrays until index ``last`` exists."""
+        while len(self.arrays["units"]) <= last:
+            if len(self.arrays["units"]) * 2 > _MAX_UNITS:
+                raise ValueError("the normalizer table needs more than 2**21 units")
+            for name, array in self.arrays.items():
+                self.arrays[name] = np.concatenate([array, np.zeros_like(array)])
+        return self.arrays["units"], self.arrays["taken"], self.arrays["based"]
+
+    def leaf_base(self):
+        """The first free base for a leaf (its value unit is its only child)."""
+        _, taken, based = self.room(self.leaf_cursor + 256)
+        while taken[self.leaf_cursor] or based[self.leaf_cursor]:
+            self.leaf_cursor += 1
+            _, taken, based = self.room(self.leaf_cursor + 256)
+        return self.leaf_cursor
+
+    def inner_base(self, labels):
+        """The first free base whose ``base ^ label`` slots are all free."""
+        wanted = np.asarray(labels, np.int64)
+        _, taken, _ = self.room(self.inner_cursor + 256)
+        while taken[self.inner_cursor]:
+            self.inner_cursor += 1
+            _, taken, _ = self.room(self.inner_cursor + 256)
+        # Slots are only ever taken, so a base that did not fit a label set
+        # never will: the search for the same set goes on where it stopped.
+        pattern = tuple(labels)
+        start = max(self.inner_cursor & ~255, self.resume.get(pattern, 0))
+        while True:
+            _, taken, based = self.room(start + self._WINDOW + 256)
+            candidates = np.arange(start, start + self._WINDOW, dtype=np.int64)
+            slots = candidates[:, None] ^ wanted[None, :]
+            hits = np.flatnonzero(~taken[slots].any(axis=1) & ~based[candidates])
+            if hits.size:
+                base = int(candidates[hits[0]])
+                self.resume[pattern] = base + 1
+                return base
+            start += self._WINDOW
+
+    def write(self, here, base, labels, value):
+        """Points the unit at ``here`` to ``base`` and fills its children's
+        units (and its value unit when ``value`` is not None)."""
+        units, taken, based = self.room(0)
+        based[base] = True
+        units[here] |= np.uint32(((here ^ base) << 10) | (0x100 if value is not None else 0))
+        if value is not None:
+            taken[base] = True
+            units[base] = np.uint32(value | 0x80000000)
+        for label in labels:
+            taken[base ^ label] = True
+            units[base ^ label] = np.uint32(label)
+
+    def used(self):
+        """The units up to the last one in use."""
+        return self.arrays["units"][:int(np.flatnonzero(self.arrays["taken"]).max()) + 1]
+
+
+def build_double_array(keys, values):
     """A darts-clone unit array mapping each byte string to its value.
+
+    Nodes are placed breadth first, each node's children at ``base ^ label``.
 
     Args:
         keys: distinct non-empty byte strings, none a prefix of another and
@@ -109,88 +206,33 @@ def build_double_array(keys, values):  # noqa: C901,PLR0915 (to split into named
 
     Returns:
         A ``uint32`` numpy array.
+
+    Example:
+    >>> units = build_double_array([b"a", b"b"], [7, 9]).tolist()
+    >>> def lookup(key):  # each unit's bits 10-30: the XOR offset to its children
+    ...     node = 0
+    ...     for byte in key:
+    ...         node ^= (units[node] >> 10) ^ byte
+    ...     return units[node ^ (units[node] >> 10)] & 0x7FFFFFFF
+    >>> lookup(b"a"), lookup(b"b")
+    (7, 9)
     """
-    # -- the trie: children by label, values at the leaves ---------------------------
-    trie = [{}]
-    leaf_value = {}
-    for key, value in zip(keys, values):
-        node = 0
-        for byte in key:
-            child = trie[node].get(byte)
-            if child is None:
-                child = len(trie)
-                trie.append({})
-                trie[node][byte] = child
-            node = child
-        if trie[node]:
-            raise ValueError("a key is a prefix of another")
-        leaf_value[node] = value
-
-    # -- placement: breadth first, each node's children at base ^ label --------------
-    # A base serves one node only: a second node with the same base would
-    # reach the first one's children through its own missing labels.
-    arrays = {"units": np.zeros(1 << 16, np.uint32), "taken": np.zeros(1 << 16, bool),
-              "based": np.zeros(1 << 16, bool)}  # taken: a unit in use; based: a base in use
-
-    def room(last):
-        """Grows the arrays until index ``last`` exists; returns them."""
-        while len(arrays["units"]) <= last:
-            if len(arrays["units"]) * 2 > _MAX_UNITS:
-                raise ValueError("the normalizer table needs more than 2**21 units")
-            for name, array in arrays.items():
-                arrays[name] = np.concatenate([array, np.zeros_like(array)])
-        return arrays["units"], arrays["taken"], arrays["based"]
-
-    units, taken, based = room(0)
-    taken[0] = True
+    children, leaf_value = _trie(keys, values)
+    placement = _Placement()
     position = {0: 0}
     queue = [0]
-    leaf_cursor = 0  # below it, every slot is taken or a base: leaves only look ahead
-    inner_cursor = 0
-    resume = {}
     for node in queue:
-        labels = sorted(trie[node])
-        if not labels:  # a leaf: its value unit is its only child
-            units, taken, based = room(leaf_cursor + 256)
-            while taken[leaf_cursor] or based[leaf_cursor]:
-                leaf_cursor += 1
-                units, taken, based = room(leaf_cursor + 256)
-            base = leaf_cursor
+        labels = sorted(children[node])
+        value = leaf_value.get(node)
+        if labels:
+            base = placement.inner_base(labels + ([0] if value is not None else []))
         else:
-            wanted = np.asarray(labels + ([0] if node in leaf_value else []), np.int64)
-            units, taken, based = room(inner_cursor + 256)
-            while taken[inner_cursor]:
-                inner_cursor += 1
-                units, taken, based = room(inner_cursor + 256)
-            # Slots are only ever taken, so a base that did not fit a label set
-            # never will: the search for the same set goes on where it stopped.
-            pattern = tuple(wanted.tolist())
-            start = max(inner_cursor & ~255, resume.get(pattern, 0))
-            base = None
-            while base is None:
-                units, taken, based = room(start + 4096 + 256)
-                candidates = np.arange(start, start + 4096, dtype=np.int64)
-                slots = candidates[:, None] ^ wanted[None, :]
-                fits = ~taken[slots].any(axis=1) & ~based[candidates]
-                hits = np.flatnonzero(fits)
-                if hits.size:
-                    base = int(candidates[hits[0]])
-                    resume[pattern] = base + 1
-                else:
-                    start += 4096
-        based[base] = True
-        here = position[node]
-        units[here] |= np.uint32(((here ^ base) << 10) | (0x100 if node in leaf_value else 0))
-        if node in leaf_value:
-            taken[base] = True
-            units[base] = np.uint32(leaf_value[node] | 0x80000000)
+            base = placement.leaf_base()
+        placement.write(position[node], base, labels, value)
         for label in labels:
-            slot = base ^ label
-            taken[slot] = True
-            units[slot] = np.uint32(label)
-            position[trie[node][label]] = slot
-            queue.append(trie[node][label])
-    return units[:int(np.flatnonzero(taken).max()) + 1]
+            position[children[node][label]] = base ^ label
+            queue.append(children[node][label])
+    return placement.used()
 
 
 def _flatbuffer(lowercase, trie, pool, zero):
