@@ -26,10 +26,11 @@ int8 kernel). ``int8_all`` is ours the stock way too.
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
+
+from common import cpu_name  # benchmarks/ is the script's folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = r"""
@@ -88,7 +89,7 @@ def export(who, head, mode, seq, folder, calibration):
     return out, None
 
 
-def main():  # noqa: PLR0915 (to split into named steps: issue 59)
+def _parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heads", nargs="+", default=["encoder", "classifier"],
                         choices=["encoder", "classifier"])
@@ -101,77 +102,100 @@ def main():  # noqa: PLR0915 (to split into named steps: issue 59)
     parser.add_argument("--profile", action="store_true",
                         help="also time each model's ops one by one (albert-keras bench "
                              "--profile) and keep the per-op-kind table")
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def _export_and_bench(args, folder):
+    """One row per (head, mode, library): size and fresh-process latency, or the error."""
     from albert_keras.export.bench import bench
-    from albert_keras.export.bench import measure_interleaved
-    from albert_keras.precision import cpu_flags
 
     rows = []
-    with tempfile.TemporaryDirectory() as folder:
-        for head in args.heads:
-            for mode in args.modes:
-                for who in ("ours", "keras-hub"):
-                    path, error = export(who, head, mode, args.seq, folder, args.calibration)
-                    if error:
-                        rows.append({"who": who, "head": head, "mode": mode, "error": error})
-                        print(f"{who} {head} {mode}: {error}", flush=True)
-                        continue
-                    result = bench(path, runs=args.runs, threads=args.threads)
-                    rows.append({"who": who, "head": head, "mode": mode, **result})
-                    print(f"{who} {head} {mode}: {result['size_mb']:.2f} MB, median "
-                          f"{result['median_ms']:.2f} ms", flush=True)
-        # The ratios come from alternating every model in one process.
-        done = [r for r in rows if "path" in r]
-        medians = measure_interleaved([r["path"] for r in done], runs=args.runs,
-                                      threads=args.threads)
-        for r, ms in zip(done, medians):
-            r["interleaved_ms"] = ms
-            print(f"interleaved: {r['who']} {r['head']} {r['mode']} {ms:.2f} ms", flush=True)
-        if args.profile:
-            from albert_keras.export.op_profile import format_profile
-            from albert_keras.export.op_profile import profile_ops
+    for head in args.heads:
+        for mode in args.modes:
+            for who in ("ours", "keras-hub"):
+                path, error = export(who, head, mode, args.seq, folder, args.calibration)
+                if error:
+                    rows.append({"who": who, "head": head, "mode": mode, "error": error})
+                    print(f"{who} {head} {mode}: {error}", flush=True)
+                    continue
+                result = bench(path, runs=args.runs, threads=args.threads)
+                rows.append({"who": who, "head": head, "mode": mode, **result})
+                print(f"{who} {head} {mode}: {result['size_mb']:.2f} MB, median "
+                      f"{result['median_ms']:.2f} ms", flush=True)
+    return rows
 
-            for r in done:
-                profile = profile_ops(r["path"], threads=args.threads, runs=args.runs)
-                r["profile"] = {"sum_ms": profile["sum_ms"], "by_type": profile["by_type"]}
-                print(f"\nper op: {r['who']} {r['head']} {r['mode']}", flush=True)
-                print("\n".join(format_profile(profile, whole_ms=r["interleaved_ms"], top=3)),
-                      flush=True)
 
-    print("\n| head | mode | ours MB | keras-hub MB | ours ms | keras-hub ms | latency ratio | "
-          "ours / keras-hub dynamic |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for head, mode in ((h, m) for h in args.heads for m in args.modes):
-        def find(who, mode=mode):
-            return next((r for r in rows if r["who"] == who and r["head"] == head
-                         and r["mode"] == mode), {})
-        ours, hub, hub_dynamic = find("ours"), find("keras-hub"), find("keras-hub", "dynamic")
-        def cell(r, k, f="{:.2f}"):
-            return f.format(r[k]) if k in r else r.get("error", "-")[:40]
-        ratio = (f"{ours['interleaved_ms'] / hub['interleaved_ms']:.2f}"
-                 if "interleaved_ms" in ours and "interleaved_ms" in hub else "-")
-        to_dynamic = (f"{ours['interleaved_ms'] / hub_dynamic['interleaved_ms']:.2f}"
-                      if "interleaved_ms" in hub_dynamic and "interleaved_ms" in ours else "-")
-        print(f"| {head} | {mode} | {cell(ours, 'size_mb')} | {cell(hub, 'size_mb')} | "
-              f"{cell(ours, 'interleaved_ms')} | {cell(hub, 'interleaved_ms')} | {ratio} | "
-              f"{to_dynamic} |")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            machine["cpu"] = next(line.split(":", 1)[1].strip() for line in f
-                                  if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+def _interleave(rows, args):
+    """The ratios come from alternating every model in one process."""
+    from albert_keras.export.bench import measure_interleaved
+
+    done = [r for r in rows if "path" in r]
+    medians = measure_interleaved([r["path"] for r in done], runs=args.runs,
+                                  threads=args.threads)
+    for r, ms in zip(done, medians):
+        r["interleaved_ms"] = ms
+        print(f"interleaved: {r['who']} {r['head']} {r['mode']} {ms:.2f} ms", flush=True)
+
+
+def _profile(rows, args):
+    from albert_keras.export.op_profile import format_profile
+    from albert_keras.export.op_profile import profile_ops
+
+    for r in (r for r in rows if "path" in r):
+        profile = profile_ops(r["path"], threads=args.threads, runs=args.runs)
+        r["profile"] = {"sum_ms": profile["sum_ms"], "by_type": profile["by_type"]}
+        print(f"\nper op: {r['who']} {r['head']} {r['mode']}", flush=True)
+        print("\n".join(format_profile(profile, whole_ms=r["interleaved_ms"], top=3)),
+              flush=True)
+
+
+def _table_row(rows, head, mode):
+    def find(who, mode=mode):
+        return next((r for r in rows if r["who"] == who and r["head"] == head
+                     and r["mode"] == mode), {})
+
+    def cell(r, k, f="{:.2f}"):
+        return f.format(r[k]) if k in r else r.get("error", "-")[:40]
+
+    def ratio(a, b):
+        return (f"{a['interleaved_ms'] / b['interleaved_ms']:.2f}"
+                if "interleaved_ms" in a and "interleaved_ms" in b else "-")
+
+    ours, hub, hub_dynamic = find("ours"), find("keras-hub"), find("keras-hub", "dynamic")
+    return (f"| {head} | {mode} | {cell(ours, 'size_mb')} | {cell(hub, 'size_mb')} | "
+            f"{cell(ours, 'interleaved_ms')} | {cell(hub, 'interleaved_ms')} | "
+            f"{ratio(ours, hub)} | {ratio(ours, hub_dynamic)} |")
+
+
+def _write(rows, args):
+    from albert_keras.precision import cpu_flags
+
     # int8 matmuls gain from AVX512 (VNNI) and lose their edge on AVX2 alone
-    machine["simd"] = sorted(f for f in cpu_flags() if f.startswith(("avx512", "avx2", "amx")))
+    machine = {"cpu": cpu_name(), "cores": os.cpu_count(),
+               "simd": sorted(f for f in cpu_flags() if f.startswith(("avx512", "avx2", "amx")))}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         kept = [{k: v for k, v in r.items() if k != "path"} for r in rows]  # temp paths
         json.dump({"machine": machine, "args": vars(args), "rows": kept}, f, indent=2)
     os.replace(tmp, args.out)
     print(f"\nwrote {args.out}")
+
+
+def main():
+    args = _parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        rows = _export_and_bench(args, folder)
+        _interleave(rows, args)
+        if args.profile:
+            _profile(rows, args)
+    print("\n| head | mode | ours MB | keras-hub MB | ours ms | keras-hub ms | latency ratio | "
+          "ours / keras-hub dynamic |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for head in args.heads:
+        for mode in args.modes:
+            print(_table_row(rows, head, mode))
+    _write(rows, args)
 
 
 if __name__ == "__main__":

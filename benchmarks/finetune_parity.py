@@ -35,11 +35,16 @@ import csv
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
 import numpy as np
-from finetune_recipe import tfidf_baseline  # the same baseline as the recipe table
+
+# The same TF-IDF baseline as the fine-tuning recipe's table (a report script).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "docs", "reports", "code"))
+from finetune_recipe import tfidf_baseline  # noqa: E402
 
 MAIN = {"classify": "accuracy", "tag": "entity_f1"}
 
@@ -189,7 +194,7 @@ def run_hf(hf_folder, train, evaluation, task, spec, args, seed):
     return result["eval_main"], epoch_seconds(marks), total
 
 
-def main():  # noqa: PLR0915 (to split into named steps: issue 59)
+def _parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", default="classify", choices=tuple(MAIN))
     parser.add_argument("--init", required=True)
@@ -203,18 +208,13 @@ def main():  # noqa: PLR0915 (to split into named steps: issue 59)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/finetune_parity.json")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    from albert_keras.convert import save_hf
-    from albert_keras.model_folder import load_encoder
-    from albert_keras.model_folder import read_tokenizer
-    from albert_keras.tasks.finetune import task_spec
-    from albert_keras.tasks.finetune_config import FinetuneConfig
-    from albert_keras.tasks.registry import get_task
 
+def _task_files(args, work):
+    """The train and eval files both stacks read, in the task's own format."""
     train = read_csv(os.path.join(args.task, "train.csv"), args.max_train)
     evaluation = read_csv(os.path.join(args.task, "eval.csv"), args.max_eval)
-    work = tempfile.mkdtemp()
     if args.kind == "classify":
         # Whole batches only: our fit drops a last partial batch, HF's would not.
         keep = len(train[0]) // args.batch_size * args.batch_size
@@ -226,29 +226,64 @@ def main():  # noqa: PLR0915 (to split into named steps: issue 59)
         files = [os.path.join(work, "train.conll"), os.path.join(work, "eval.conll")]
         write_conll(files[0], train[0])
         write_conll(files[1], evaluation[0])
+    return files
+
+
+def _read_task(args, files):
+    """``(task, spec, train_data, eval_data)`` as ``finetune`` reads them."""
+    from albert_keras.model_folder import read_tokenizer
+    from albert_keras.tasks.finetune import task_spec
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+    from albert_keras.tasks.registry import get_task
+
     tokenizer = read_tokenizer(args.init)
     task = get_task(args.kind)
     cfg = FinetuneConfig(task=args.kind, sequence_length=args.seq_length)
     train_data, spec = task.read(files[0], task_spec(cfg), tokenizer)
     eval_data = task.read(files[1], spec, tokenizer)[0]
+    return task, spec, train_data, eval_data
+
+
+def _baselines(files, train_data, eval_data):
+    """TF-IDF + logistic regression and the majority class (classification)."""
+    def labels(data):
+        return np.asarray(data.y["logits"] if isinstance(data.y, dict) else data.y)
+
+    y_train, y_eval = labels(train_data), labels(eval_data)
+    return {"tfidf_logreg": tfidf_baseline(files[0], files[1])[0],
+            "majority": float(np.mean(y_eval == np.bincount(y_train).argmax()))}
+
+
+def _write(results, path):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(results, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def _summarize(results):
+    for name in ("ours", "hf_trainer"):
+        accuracies = [r["score"] for r in results[name]]
+        results[f"{name}_mean"] = statistics.mean(accuracies)
+        results[f"{name}_std"] = statistics.pstdev(accuracies)
+        results[f"{name}_s_per_epoch_median"] = statistics.median(
+            r["s_per_epoch"] for r in results[name])
+
+
+def main():
+    args = _parse_args()
+    from albert_keras.convert import save_hf
+    from albert_keras.model_folder import load_encoder
+
+    work = tempfile.mkdtemp()
+    files = _task_files(args, work)
+    task, spec, train_data, eval_data = _read_task(args, files)
     results = {"kind": args.kind, "metric": MAIN[args.kind], "task": args.task,
                "train_rows": len(train_data), "eval_rows": len(eval_data),
                "settings": {k: v for k, v in vars(args).items() if k != "out"},
                "ours": [], "hf_trainer": []}
     if args.kind == "classify":
-        y_train = np.asarray(train_data.y["logits"] if isinstance(train_data.y, dict)
-                             else train_data.y)
-        y_eval = np.asarray(eval_data.y["logits"] if isinstance(eval_data.y, dict)
-                            else eval_data.y)
-        results["tfidf_logreg"] = tfidf_baseline(files[0], files[1])[0]
-        results["majority"] = float(np.mean(y_eval == np.bincount(y_train).argmax()))
-
-    def write():
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out + ".tmp", "w") as f:
-            json.dump(results, f, indent=2)
-        os.replace(args.out + ".tmp", args.out)
-
+        results.update(_baselines(files, train_data, eval_data))
     hf_folder = os.path.join(work, "hf")
     save_hf(load_encoder(args.init, dtype="float32"), hf_folder)
     for seed in args.seeds:  # interleaved: each seed runs both stacks
@@ -257,21 +292,16 @@ def main():  # noqa: PLR0915 (to split into named steps: issue 59)
                                 "s_whole_run": total})
         print(f"ours seed {seed}: {score:.4f}, {per_epoch:.1f} s/epoch, {total:.0f} s in all "
               "(reading, loading, tracing and saving the folder included)", flush=True)
-        write()
+        _write(results, args.out)
         score, per_epoch, total = run_hf(hf_folder, train_data, eval_data, task, spec, args,
                                          seed)
         results["hf_trainer"].append({"seed": seed, "score": score, "s_per_epoch": per_epoch,
                                       "s_whole_run": total})
         print(f"HF Trainer seed {seed}: {score:.4f}, {per_epoch:.1f} s/epoch, {total:.0f} s "
               "in train()", flush=True)
-        write()
-    for name in ("ours", "hf_trainer"):
-        accuracies = [r["score"] for r in results[name]]
-        results[f"{name}_mean"] = statistics.mean(accuracies)
-        results[f"{name}_std"] = statistics.pstdev(accuracies)
-        results[f"{name}_s_per_epoch_median"] = statistics.median(
-            r["s_per_epoch"] for r in results[name])
-    write()
+        _write(results, args.out)
+    _summarize(results)
+    _write(results, args.out)
     print(json.dumps({k: v for k, v in results.items() if not isinstance(v, list)}, indent=2))
 
 
