@@ -131,99 +131,128 @@ def step_cost_ratios(path, mask_rate):
     return timed["ratio_to_mlm_sop"]
 
 
-def compare(args):  # noqa: C901,PLR0915 (to split into named steps: issue 59)
-    from albert_keras.tasks.classify import resolve_pooling
-    from albert_keras.tasks.finetune import finetune
-    from albert_keras.tasks.finetune_config import FinetuneConfig
+def _pretraining_steps(name, args, ratios):
+    """``(steps, short_steps)`` for one objective at equal wall-clock.
+
+    The small-corpus recipe's steps for mlm_sop, fewer for an objective whose
+    step costs more (the --step-cost medians), so each run's learning-rate
+    schedule ends within the budget. --short-data: the recipe's two phases,
+    the first 7/8 of the steps (whole epochs of 50) at the short folder's length.
+    """
+    steps = max(50, int(args.base_steps / ratios.get(name, 1.0)) // 50 * 50)
+    short_steps = 0
+    if args.short_data:
+        short_steps = min(int(args.short_seq_fraction * steps + 1e-9) // 50 * 50,
+                          (steps - 1) // 50 * 50)
+    return steps, short_steps
+
+
+def _pretrain_one(name, args, ratios, folder):
     from albert_keras.training.pretrain import pretrain
     from albert_keras.training.pretrain_config import PretrainConfig
 
+    steps, short_steps = _pretraining_steps(name, args, ratios)
+    objective, fields = parse_case(name)
+    cfg = PretrainConfig(**{
+        "embedding_sharing": args.embedding_sharing, "learning_rate": args.learning_rate,
+        "mask_rate": args.mask_rate, "model_overrides": json.loads(args.model_overrides),
+        **fields, "objective": objective, "total_steps": steps, "steps_per_epoch": 50,
+        "max_minutes": args.minutes, "seed": 0,
+        "short_seq_data": args.short_data if short_steps else "",
+        "short_seq_steps": short_steps})
+    start = time.perf_counter()
+    metrics = pretrain(args.data, folder, cfg)
+    metrics["benchmark_wall_seconds"] = time.perf_counter() - start
+    return metrics
+
+
+def _pretrain_all(args, results, work):
+    """Each objective's pretrained folder, pretraining those not yet in ``results``."""
+    ratios = step_cost_ratios(args.step_cost_file, args.mask_rate)
+    models = {}
+    for name in args.objectives:
+        models[name] = os.path.join(work, name)
+        if name not in results["pretraining"]:
+            metrics = _pretrain_one(name, args, ratios, models[name])
+            results["pretraining"][name] = metrics
+            write(args.out, results)
+            print(name, json.dumps(metrics), flush=True)
+    # the baseline first, so a cut-short run still has it
+    if not args.no_from_scratch:
+        models = {"from_scratch": models[args.objectives[0]], **models}
+    return models
+
+
+def _finetune_config(args, name, folder, seed):
+    from albert_keras.tasks.classify import resolve_pooling
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+
+    cfg = FinetuneConfig(task="classify", seed=seed, from_scratch=name == "from_scratch")
+    if args.finetune_epochs:
+        cfg = dataclasses.replace(cfg, epochs=args.finetune_epochs)
+    if args.finetune_learning_rate:
+        cfg = dataclasses.replace(cfg, learning_rate=args.finetune_learning_rate)
+    # auto follows the folder's objective; from scratch takes the first
+    # objective's folder, so it gets that model's head
+    pooling = resolve_pooling(args.finetune_pooling, folder)
+    return dataclasses.replace(cfg, pooling=pooling, **json.loads(args.finetune_overrides))
+
+
+def _finetune_one(args, name, folder, seed, task):
+    """One fine-tuning run's record."""
+    from albert_keras.tasks.finetune import finetune
+
+    cfg = _finetune_config(args, name, folder, seed)
+    validation = os.path.join(task, "validation.csv") if args.validation_rows else None
+    with tempfile.TemporaryDirectory() as out:
+        m = finetune(folder, os.path.join(task, "train.csv"), os.path.join(task, "eval.csv"),
+                     os.path.join(out, "run"), cfg, validation_path=validation)
+    # the per-epoch scores too. Without --validation-rows the best epoch is
+    # chosen on the rows it is scored on, so the last epoch's is the
+    # unselected number; with it, the history is the validation rows' and
+    # "accuracy" the eval rows' at the epoch they chose.
+    history = f"{m.get('selected_on')}_history"
+    return {"seed": seed, "accuracy": m["accuracy"], "pooling": cfg.pooling,
+            "best_epoch": m.get("best_epoch"), history: m.get(history)}
+
+
+def _finetune_task(args, results, models, task, work):
+    """Every model and seed on one task (those not in ``results`` yet), its
+    TF-IDF and majority-class baselines, and the task's summary."""
+    task_name = os.path.basename(os.path.normpath(task))
+    task = sample_task(task, os.path.join(work, "tasks", task_name), args.max_train,
+                       args.max_eval, args.validation_rows)
+    baselines = results.setdefault("baselines", {})
+    if task_name not in baselines:  # the reference every model has to beat
+        tfidf, majority, _, _ = tfidf_baseline(os.path.join(task, "train.csv"),
+                                               os.path.join(task, "eval.csv"))
+        baselines[task_name] = {"tfidf_logreg": tfidf, "majority_class": majority}
+        write(args.out, results)
+    scores = results["finetuning"].setdefault(task_name, {})
+    for name, folder in models.items():
+        runs = scores.setdefault(name, [])
+        for seed in (s for s in args.seeds if not any(r["seed"] == s for r in runs)):
+            runs.append(_finetune_one(args, name, folder, seed, task))
+            write(args.out, results)
+            print(task_name, name, seed, runs[-1]["accuracy"], flush=True)
+    for name, runs in scores.items():
+        accuracies = [r["accuracy"] for r in runs]
+        results.setdefault("summary", {}).setdefault(task_name, {})[name] = {
+            "mean": statistics.mean(accuracies), "std": statistics.pstdev(accuracies)}
+    write(args.out, results)
+
+
+def compare(args):
+    """Pretrains each objective, then fine-tunes each (and a from-scratch
+    model) on every task; a killed run resumes from ``--out``."""
     results = {"settings": vars(args), "pretraining": {}, "finetuning": {}}
     if os.path.isfile(args.out):  # a killed run keeps what it measured
         with open(args.out) as f:
             results = json.load(f)
     work = args.work or tempfile.mkdtemp()
-    ratios = step_cost_ratios(args.step_cost_file, args.mask_rate)
-    models = {}
-    for name in args.objectives:
-        folder = os.path.join(work, name)
-        models[name] = folder
-        if name in results["pretraining"]:
-            continue
-        # Equal wall-clock: the small-corpus recipe's steps for mlm_sop, fewer for an
-        # objective whose step costs more (the --step-cost medians), so each
-        # run's learning-rate schedule ends within the budget.
-        steps = max(50, int(args.base_steps / ratios.get(name, 1.0)) // 50 * 50)
-        # --short-data: the small-corpus recipe's two phases, the first 7/8 of the steps
-        # (whole epochs of 50) at the short folder's length
-        short_steps = 0
-        if args.short_data:
-            short_steps = min(int(args.short_seq_fraction * steps + 1e-9) // 50 * 50,
-                              (steps - 1) // 50 * 50)
-        objective, fields = parse_case(name)
-        cfg = PretrainConfig(**{
-            "embedding_sharing": args.embedding_sharing, "learning_rate": args.learning_rate,
-            "mask_rate": args.mask_rate, "model_overrides": json.loads(args.model_overrides),
-            **fields, "objective": objective, "total_steps": steps, "steps_per_epoch": 50,
-            "max_minutes": args.minutes, "seed": 0,
-            "short_seq_data": args.short_data if short_steps else "",
-            "short_seq_steps": short_steps})
-        start = time.perf_counter()
-        metrics = pretrain(args.data, folder, cfg)
-        metrics["benchmark_wall_seconds"] = time.perf_counter() - start
-        results["pretraining"][name] = metrics
-        write(args.out, results)
-        print(name, json.dumps(metrics), flush=True)
-    # the baseline first, so a cut-short run still has it
-    if not args.no_from_scratch:
-        models = {"from_scratch": models[args.objectives[0]], **models}
+    models = _pretrain_all(args, results, work)
     for task in args.tasks:
-        task_name = os.path.basename(os.path.normpath(task))
-        task = sample_task(task, os.path.join(work, "tasks", task_name), args.max_train,
-                           args.max_eval, args.validation_rows)
-        validation = os.path.join(task, "validation.csv") if args.validation_rows else None
-        scores = results["finetuning"].setdefault(task_name, {})
-        baselines = results.setdefault("baselines", {})
-        if task_name not in baselines:  # the reference every model has to beat
-            tfidf, majority, _, _ = tfidf_baseline(os.path.join(task, "train.csv"),
-                                                   os.path.join(task, "eval.csv"))
-            baselines[task_name] = {"tfidf_logreg": tfidf, "majority_class": majority}
-            write(args.out, results)
-        for name, folder in models.items():
-            runs = scores.setdefault(name, [])
-            for seed in args.seeds:
-                if any(r["seed"] == seed for r in runs):
-                    continue
-                cfg = FinetuneConfig(task="classify", seed=seed,
-                                     from_scratch=name == "from_scratch")
-                if args.finetune_epochs:
-                    cfg = dataclasses.replace(cfg, epochs=args.finetune_epochs)
-                if args.finetune_learning_rate:
-                    cfg = dataclasses.replace(cfg, learning_rate=args.finetune_learning_rate)
-                # auto follows the folder's objective; from scratch takes the
-                # first objective's folder, so it gets that model's head
-                pooling = resolve_pooling(args.finetune_pooling, folder)
-                cfg = dataclasses.replace(cfg, pooling=pooling,
-                                          **json.loads(args.finetune_overrides))
-                with tempfile.TemporaryDirectory() as out:
-                    m = finetune(folder, os.path.join(task, "train.csv"),
-                                 os.path.join(task, "eval.csv"), os.path.join(out, "run"), cfg,
-                                 validation_path=validation)
-                # the per-epoch scores too. Without --validation-rows the best
-                # epoch is chosen on the rows it is scored on, so the last
-                # epoch's is the unselected number; with it, the history is
-                # the validation rows' and "accuracy" the eval rows' at the
-                # epoch they chose.
-                history = f"{m.get('selected_on')}_history"
-                runs.append({"seed": seed, "accuracy": m["accuracy"], "pooling": pooling,
-                             "best_epoch": m.get("best_epoch"), history: m.get(history)})
-                write(args.out, results)
-                print(task_name, name, seed, m["accuracy"], flush=True)
-        for name, runs in scores.items():
-            accuracies = [r["accuracy"] for r in runs]
-            results.setdefault("summary", {}).setdefault(task_name, {})[name] = {
-                "mean": statistics.mean(accuracies), "std": statistics.pstdev(accuracies)}
-        write(args.out, results)
+        _finetune_task(args, results, models, task, work)
     print(json.dumps(results.get("summary"), indent=2))
 
 
