@@ -163,6 +163,8 @@ def pretraining_dataset(data_dir, split="train", options=None, input_context=Non
     data_dir = os.fspath(data_dir)
     manifest = verify_shards(data_dir, split) if o.verify else read_manifest(data_dir)
     config = manifest["config"]
+    if split not in manifest["splits"]:  # verify_shards says so too; an unverified read not
+        raise DataError(f"{data_dir}: no {split!r} split (has {sorted(manifest['splits'])})")
     files = [os.path.join(data_dir, x["file"]) for x in manifest["splits"][split]["shards"]]
     replicas, local, first = _pipeline_share(input_context, o)
     ds = _batched_records(files, o, o.batch_size * replicas)

@@ -149,3 +149,19 @@ def test_corrupted_shard_is_named(data_dir, tmp_path):
 def test_not_a_data_folder(tmp_path):
     with pytest.raises(DataError, match="no manifest"):
         pretraining_dataset(str(tmp_path))
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_missing_split_is_one_line_naming_the_folder(tmp_path, data_dir, verify):
+    """Unverified reads too (held-out scoring reads with ``verify=False``):
+    a folder made without an eval split said only ``KeyError: 'eval'``."""
+    import json
+    import shutil
+
+    folder = tmp_path / "data"
+    shutil.copytree(data_dir, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["splits"]["eval"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match=rf"^{folder}: no 'eval' split \(has \['train'\]\)$"):
+        pretraining_dataset(str(folder), "eval", batch_size=2, verify=verify)

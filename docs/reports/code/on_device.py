@@ -89,7 +89,7 @@ def plot(results, path):
     fig.savefig(path, dpi=120)
 
 
-def main():  # noqa: C901,PLR0912,PLR0915 (to split into named steps: issue 59)
+def _parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", required=True, help="a task folder (train.csv, eval.csv)")
     parser.add_argument("--teacher", default="", help="a fine-tuned teacher folder")
@@ -110,102 +110,134 @@ def main():  # noqa: C901,PLR0912,PLR0915 (to split into named steps: issue 59)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--work", required=True)
     parser.add_argument("--out", default="docs/reports/results/on_device.json")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    from albert_keras.export import ExportConfig
-    from albert_keras.export import export_tflite
-    from albert_keras.export.bench import measure_interleaved
+
+def _teacher(args, results, files):
+    """The teacher's folder, fine-tuned first unless --teacher names one."""
+    from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+
+    folder = args.teacher or os.path.join(args.work, "teacher")
+    if "teacher" not in results["models"]:
+        if not args.teacher:
+            finetune(args.teacher_init, *files, folder,
+                     FinetuneConfig(epochs=args.teacher_epochs), overwrite=True)
+        with open(os.path.join(folder, "metrics.json")) as f:
+            results["models"]["teacher"] = {"accuracy": json.load(f)["accuracy"]}
+        write(args.out, results)
+    return folder
+
+
+def _student_run(args, how, folders, student, unlabeled, files):
+    """One student trained one way (distilled, with layer transfer, or on the
+    labels alone); its fields and metrics."""
     from albert_keras.tasks.distill import distill
     from albert_keras.tasks.distill_config import DistillConfig
     from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
-    results = {"settings": vars(args), "models": {}, "exports": {}}
-    if os.path.isfile(args.out):
-        with open(args.out) as f:
-            results = json.load(f)
-    os.makedirs(args.work, exist_ok=True)
-    train, evaluation = (os.path.join(args.task, f"{s}.csv") for s in ("train", "eval"))
     inits = dict(spec.split("=", 1) for spec in args.student_init)
+    fields = ({"student_init": inits[student]} if student in inits
+              else {"student_overrides": STUDENTS[student]})
+    name = f"{student}_{how}"
+    if how in ("distilled", "layers"):
+        cfg = DistillConfig(epochs=args.epochs, temperature=args.temperature, alpha=args.alpha,
+                            layer_epochs=args.layer_epochs if how == "layers" else 0, **fields)
+        metrics = distill(folders["teacher"], *files, folders[name], cfg,
+                          unlabeled=unlabeled, overwrite=True)
+    else:  # the same student, its labels only: pretrained or scratch alike
+        init = inits.get(student) or folders[f"{student}_distilled"]
+        metrics = finetune(init, *files, folders[name],
+                           FinetuneConfig(epochs=args.epochs * 2,
+                                          from_scratch=student not in inits),
+                           overwrite=True)
+    return {"accuracy": metrics["accuracy"], **fields}
 
-    # -- teacher and students ------------------------------------------------------------
-    folders = {"teacher": args.teacher or os.path.join(args.work, "teacher")}
-    if "teacher" not in results["models"]:
-        if not args.teacher:
-            finetune(args.teacher_init, train, evaluation, folders["teacher"],
-                     FinetuneConfig(epochs=args.teacher_epochs), overwrite=True)
-        with open(os.path.join(folders["teacher"], "metrics.json")) as f:
-            results["models"]["teacher"] = {"accuracy": json.load(f)["accuracy"]}
-        write(args.out, results)
+
+def _students(args, results, folders, files):
+    """Every student every way, skipping those already in ``results``."""
     unlabeled, count, held_out = unlabelled_file(
         args.task, os.path.join(args.work, "unlabeled.csv"), args.unlabeled)
     results["settings"]["unlabeled_rows"] = count
     results["settings"]["eval_texts_excluded"] = held_out
+    hows = ("distilled", "layers", "labels_only") if args.layer_epochs else (
+        "distilled", "labels_only")
     for student in args.students:
-        fields = ({"student_init": inits[student]} if student in inits
-                  else {"student_overrides": STUDENTS[student]})
-        hows = ("distilled", "layers", "labels_only") if args.layer_epochs else (
-            "distilled", "labels_only")
         for how in hows:
             name = f"{student}_{how}"
             folders[name] = os.path.join(args.work, name)
-            if name in results["models"]:
-                continue
-            if how in ("distilled", "layers"):
-                cfg = DistillConfig(epochs=args.epochs, temperature=args.temperature,
-                                    alpha=args.alpha,
-                                    layer_epochs=args.layer_epochs if how == "layers" else 0,
-                                    **fields)
-                metrics = distill(folders["teacher"], train, evaluation, folders[name], cfg,
-                                  unlabeled=unlabeled, overwrite=True)
-            else:  # the same student, its labels only: pretrained or scratch alike
-                init = inits.get(student) or folders[f"{student}_distilled"]
-                metrics = finetune(init, train, evaluation, folders[name],
-                                   FinetuneConfig(epochs=args.epochs * 2,
-                                                  from_scratch=student not in inits),
-                                   overwrite=True)
-            results["models"][name] = {"accuracy": metrics["accuracy"], **fields}
-            write(args.out, results)
-            print(name, metrics["accuracy"], flush=True)
+            if name not in results["models"]:
+                results["models"][name] = _student_run(args, how, folders, student, unlabeled,
+                                                       files)
+                write(args.out, results)
+                print(name, results["models"][name]["accuracy"], flush=True)
 
-    # -- exports ----------------------------------------------------------------------------
+
+def _export_one(folder, path, mode, evaluation):
+    """One validated export's entry (size, accuracies, agreement), or why it was refused."""
+    from albert_keras.export import ExportConfig
+    from albert_keras.export import export_tflite
+
+    try:
+        sidecar = export_tflite(folder, path, ExportConfig(
+            quantize=mode, validation_data=evaluation, examples=100000, overwrite=True))
+    except Exception as e:  # a refused export is a result too
+        return {"refused": " ".join(str(e).split())[:300]}
+    report = sidecar["validation"]
+    return {"size_mb": os.path.getsize(path) / 1e6,
+            "accuracy": report.get("tflite_accuracy"),
+            "keras_accuracy": report.get("keras_accuracy"),
+            "top1_agreement": report["outputs"]["logits"].get("top1_agreement")}
+
+
+def _exports(args, results, folders, evaluation):
+    """``{(model, mode): .tflite path}`` of every export that was written."""
     paths = {}
     for name, folder in folders.items():
         for mode in args.modes:
             path = os.path.join(args.work, f"{name}_{mode}.tflite")
             entry = results["exports"].setdefault(name, {}).get(mode)
             if entry is None:
-                try:
-                    sidecar = export_tflite(folder, path, ExportConfig(
-                        quantize=mode, validation_data=evaluation, examples=100000,
-                        overwrite=True))
-                except Exception as e:  # a refused export is a result too
-                    results["exports"][name][mode] = {"refused": " ".join(str(e).split())[:300]}
-                    write(args.out, results)
-                    continue
-                report = sidecar["validation"]
-                entry = {"size_mb": os.path.getsize(path) / 1e6,
-                         "accuracy": report.get("tflite_accuracy"),
-                         "keras_accuracy": report.get("keras_accuracy"),
-                         "top1_agreement": report["outputs"]["logits"].get("top1_agreement")}
-                results["exports"][name][mode] = entry
+                entry = results["exports"][name][mode] = _export_one(folder, path, mode,
+                                                                     evaluation)
                 write(args.out, results)
             if "refused" not in entry and os.path.isfile(path):
                 paths[(name, mode)] = path
+    return paths
 
-    # -- latency, every model in turn ------------------------------------------------------
+
+def _latencies(args, results, paths):
+    """Every model invoked in turn in one process; each against the teacher
+    exported the same way."""
+    from albert_keras.export.bench import measure_interleaved
+
     keys = sorted(paths)
     medians = measure_interleaved([paths[k] for k in keys], runs=args.runs, threads=args.threads)
     for (name, mode), ms in zip(keys, medians):
         results["exports"][name][mode]["latency_ms"] = ms
     teacher = results["exports"].get("teacher", {})
-    for name, model in results["exports"].items():
+    for model in results["exports"].values():
         for mode, entry in model.items():
             base = teacher.get(mode, {})
             if "latency_ms" in entry and "latency_ms" in base:
                 entry["latency_vs_teacher"] = entry["latency_ms"] / base["latency_ms"]
                 if base.get("accuracy"):
                     entry["accuracy_vs_teacher"] = entry["accuracy"] / base["accuracy"]
+
+
+def main():
+    args = _parse_args()
+    results = {"settings": vars(args), "models": {}, "exports": {}}
+    if os.path.isfile(args.out):
+        with open(args.out) as f:
+            results = json.load(f)
+    os.makedirs(args.work, exist_ok=True)
+    files = tuple(os.path.join(args.task, f"{s}.csv") for s in ("train", "eval"))
+    folders = {"teacher": _teacher(args, results, files)}
+    _students(args, results, folders, files)
+    paths = _exports(args, results, folders, files[1])
+    _latencies(args, results, paths)
     write(args.out, results)
     plot(results, os.path.splitext(args.out)[0] + ".png")
     print(json.dumps(results["exports"], indent=1))

@@ -164,7 +164,7 @@ def held_out(folder, eval_data):
     return metrics
 
 
-def main():  # noqa: PLR0915 (to split into named steps: issue 59)
+def _parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="the sequence-128 data folder")
     parser.add_argument("--short-data", required=True, help="the sequence-64 data folder")
@@ -189,86 +189,111 @@ def main():  # noqa: PLR0915 (to split into named steps: issue 59)
     parser.add_argument("--work", default="")
     parser.add_argument("--out", default="docs/reports/results/pretrain_recipe.json")
     args = parser.parse_args()
+    if not args.time_only and not args.work:
+        parser.error("--work is needed to train")
+    return args
 
-    from albert_keras.training.pretrain import pretrain
-    from albert_keras.training.pretrain_config import PretrainConfig
 
+def _variants(args):
+    """``{variant: (long data, short data)}``; None is --data and --short-data."""
     variants = {None: (args.data, args.short_data)}
     for spec in args.variant:
         name, folders = spec.split("=", 1)
         variants[name] = tuple(folders.split(","))
-    eval_data = args.eval_data or args.data
+    return variants
+
+
+def _timed_cases(names, variants):
+    """``{(recipe, "long" | "short"): (cfg, data)}`` for every recipe named."""
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    return {(name, which): (PretrainConfig(**RECIPES[name][0]), data)
+            for name in names
+            for which, data in zip(("long", "short"), variants[RECIPES[name][1]])}
+
+
+def _time_only(args, variants):
+    times = step_times(_timed_cases(args.recipes, variants), rounds=args.rounds,
+                       steps=args.timed_steps)
+    base = args.recipes[0]
+    report = {name: {"seconds_per_step": {w: times[(name, w)] for w in ("long", "short")},
+                     f"vs_{base}": {w: times[(name, w)] / times[(base, w)]
+                                    for w in ("long", "short")}}
+              for name in args.recipes}
+    write(args.out, {"settings": vars(args), "step_times": report})
+    print(json.dumps(report, indent=2))
+
+
+def _step_times_for(args, todo, variants):
+    """The step times of the recipes to train and the base recipe, measured
+    or read from --times."""
+    names = [args.base_recipe, *todo] if todo and args.base_recipe not in todo else todo
+    timed = _timed_cases(names, variants)
+    if not args.times:
+        return step_times(timed) if todo else {}
+    with open(args.times) as f:
+        measured = json.load(f)["step_times"]
+    return {(name, which): measured[name]["seconds_per_step"][which] for name, which in timed}
+
+
+def _schedule(args, name, times):
+    """``(steps, short_steps, steps_per_epoch)``: the small-corpus recipe's steps,
+    scaled by this recipe's step cost against the base recipe's (whole
+    epochs; 7 of 8 at the short length)."""
+    def per_step(recipe):
+        return (args.short_fraction * times[(recipe, "short")]
+                + (1 - args.short_fraction) * times[(recipe, "long")])
+
+    budget = args.base_steps * per_step(args.base_recipe) / per_step(name)
+    epoch = max(10, min(100, int(budget / 8) // 10 * 10))
+    epochs = max(8, round(budget / epoch))
+    return epochs * epoch, int(epochs * args.short_fraction) * epoch, epoch
+
+
+def _train_recipe(args, name, times, variants, eval_data):
+    """Pretrains one recipe on its schedule; its record for the results file."""
+    from albert_keras.training.pretrain import pretrain
+    from albert_keras.training.pretrain_config import PretrainConfig
+
+    fields, variant = RECIPES[name]
+    long_data, short_data = variants[variant]
+    steps, short_steps, epoch = _schedule(args, name, times)
+    # the fields left None (learning rate, warmup) filled as pretrain would
+    cfg = PretrainConfig(**fields).with_defaults(total_steps=steps)
+    cfg = dataclasses.replace(cfg, total_steps=steps, short_seq_data=short_data,
+                              short_seq_steps=short_steps,
+                              warmup_steps=min(cfg.warmup_steps, steps // 5),
+                              steps_per_epoch=epoch)
+    folder = os.path.join(args.work, name)
+    start = time.perf_counter()
+    trained = pretrain(long_data, folder, cfg)
+    wall = time.perf_counter() - start
+    return {"fields": fields, "data": [long_data, short_data],
+            "seconds_per_step": {"short": times[(name, "short")], "long": times[(name, "long")]},
+            "steps": steps, "short_steps": short_steps, "wall_seconds": wall,
+            "held_out": held_out(folder, eval_data), "own_eval": trained}
+
+
+def main():
+    args = _parse_args()
+    variants = _variants(args)
     if args.time_only:
-        timed = {(name, which): (PretrainConfig(**RECIPES[name][0]), data)
-                 for name in args.recipes
-                 for which, data in zip(("long", "short"), variants[RECIPES[name][1]])}
-        times = step_times(timed, rounds=args.rounds, steps=args.timed_steps)
-        base = args.recipes[0]
-        report = {name: {"seconds_per_step": {w: times[(name, w)] for w in ("long", "short")},
-                         f"vs_{base}": {w: times[(name, w)] / times[(base, w)]
-                                        for w in ("long", "short")}}
-                  for name in args.recipes}
-        write(args.out, {"settings": vars(args), "step_times": report})
-        print(json.dumps(report, indent=2))
+        _time_only(args, variants)
         return
-    if not args.work:
-        parser.error("--work is needed to train")
     results = {"settings": vars(args), "recipes": {}}
     if os.path.isfile(args.out):
         with open(args.out) as f:
             results = json.load(f)
     todo = [name for name in args.recipes if name not in results["recipes"]]
-    if args.base_recipe not in todo and todo:
-        todo_timed = [args.base_recipe, *todo]
-    else:
-        todo_timed = todo
-    timed = {}
-    for name in todo_timed:
-        fields, variant = RECIPES[name]
-        for which, data in zip(("long", "short"), variants[variant]):
-            timed[(name, which)] = (PretrainConfig(**fields), data)
-    if args.times:
-        with open(args.times) as f:
-            measured = json.load(f)["step_times"]
-        times = {(name, which): measured[name]["seconds_per_step"][which]
-                 for name, which in timed}
-    else:
-        times = step_times(timed) if todo else {}
-
-    def per_step(name):
-        return (args.short_fraction * times[(name, "short")]
-                + (1 - args.short_fraction) * times[(name, "long")])
-
+    times = _step_times_for(args, todo, variants)
     for name in todo:
-        fields, variant = RECIPES[name]
-        long_data, short_data = variants[variant]
-        # the small-corpus recipe's steps, scaled by this recipe's step cost against
-        # the default's (whole epochs; 7 of 8 at the short length)
-        budget = args.base_steps * per_step(args.base_recipe) / per_step(name)
-        epoch = max(10, min(100, int(budget / 8) // 10 * 10))
-        epochs = max(8, round(budget / epoch))
-        steps = epochs * epoch
-        short_steps = int(epochs * args.short_fraction) * epoch
-        t_short, t_long = times[(name, "short")], times[(name, "long")]
-        cfg = PretrainConfig(**fields)
-        cfg = dataclasses.replace(cfg, total_steps=steps, short_seq_data=short_data,
-                                  short_seq_steps=short_steps,
-                                  warmup_steps=min(cfg.warmup_steps, steps // 5),
-                                  steps_per_epoch=epoch)
-        folder = os.path.join(args.work, name)
-        start = time.perf_counter()
-        trained = pretrain(long_data, folder, cfg)
-        wall = time.perf_counter() - start
-        metrics = held_out(folder, eval_data)
-        results["recipes"][name] = {
-            "fields": fields, "data": [long_data, short_data],
-            "seconds_per_step": {"short": t_short, "long": t_long},
-            "steps": steps, "short_steps": short_steps, "wall_seconds": wall,
-            "held_out": metrics, "own_eval": trained,
-        }
+        record = _train_recipe(args, name, times, variants, args.eval_data or args.data)
+        results["recipes"][name] = record
         write(args.out, results)
-        print(name, steps, round(wall), json.dumps({k: round(v, 4) for k, v in metrics.items()
-                                                   if isinstance(v, float)}), flush=True)
+        metrics = record["held_out"]
+        print(name, record["steps"], round(record["wall_seconds"]),
+              json.dumps({k: round(v, 4) for k, v in metrics.items()
+                          if isinstance(v, float)}), flush=True)
 
 
 if __name__ == "__main__":
