@@ -249,6 +249,74 @@ def beam_options(workers=1, extra=""):
     return _checked_options(PipelineOptions(args))
 
 
+def _beam_config(config):
+    """``config`` checked, with ``auto`` packing resolved as Beam makes it."""
+    config = config or DataConfig()
+    if config.packing == "auto":
+        config = dataclasses.replace(config, packing="pairs")
+    config.validate()
+    if config.packing == "full_sentences":
+        # packing reads the documents of a split in one order, a sequential
+        # step the per-document Beam transforms here do not have
+        raise ValueError("--packing full_sentences is made by the in-process runner only "
+                         "(drop --beam)")
+    return config
+
+
+def _examples_graph(beam, p, files, config, tokenizer_path):
+    """Files to serialized examples: ``(made, plan)``, where ``made`` has the
+    examples and the per-split ``sums`` and ``ngrams`` outputs."""
+    Tokenize, Examples = _beam_steps(beam)
+    read = (p | "files" >> beam.Create(list(enumerate(files)))
+            | "read" >> beam.FlatMap(read_file, config))
+    docs = read | "docs" >> beam.Filter(lambda kv: kv[0] == "doc") | (
+        "doc_values" >> beam.Map(lambda kv: kv[1]))
+    plan = (read | "stats" >> beam.Filter(lambda kv: kv[0] == "stats")
+            | "stats_values" >> beam.Map(lambda kv: kv[1])
+            | "all_stats" >> beam.combiners.ToList()
+            | "plan" >> beam.Map(make_plan, config))
+    plan_side = beam.pvalue.AsSingleton(plan)
+    tokenized = docs | "tokenize" >> beam.ParDo(Tokenize(tokenizer_path), plan=plan_side)
+    extra = {}
+    if config.random_next:
+        extra["all_tokenized"] = beam.pvalue.AsDict(tokenized)
+    made = tokenized | "examples" >> beam.ParDo(
+        Examples(config, tokenizer_path), plan=plan_side, **extra,
+    ).with_outputs("sums", "ngrams", main="examples")
+    return made, plan
+
+
+def _shards_and_summary(beam, made, plan, config, tmp_dir):
+    """Examples grouped into shards and written; the summary file the
+    manifest is made from."""
+    counts = beam.pvalue.AsSingleton(
+        made.examples | "split_of" >> beam.Map(lambda e: (e[0], 1))
+        | "count" >> beam.CombinePerKey(sum)
+        | "counts" >> beam.combiners.ToDict())
+    shards = (made.examples
+              | "shard_of" >> beam.Map(_shard_key, counts, config)
+              | "group" >> beam.GroupByKey()
+              | "write" >> beam.Map(_write, tmp_dir, counts, config))
+    parts = [
+        shards | "tag_shards" >> beam.Map(lambda s: ("shard", s)),
+        made.sums | "sum" >> beam.CombinePerKey(_sum_lists)
+        | "tag_sums" >> beam.Map(lambda s: ("sums", s)),
+        made.ngrams | "ngram_sum" >> beam.CombinePerKey(_sum_lists)
+        | "tag_ngrams" >> beam.Map(lambda s: ("ngrams", s)),
+        plan | "tag_plan" >> beam.Map(lambda s: ("plan", s)),
+    ]
+    _ = (parts | "parts" >> beam.Flatten() | "summary" >> beam.combiners.ToList()
+         | "save" >> beam.Map(_write_summary, os.path.join(tmp_dir, SUMMARY)))
+
+
+def _read_summary(tmp_dir):
+    summary_path = os.path.join(tmp_dir, SUMMARY)
+    with open(summary_path, encoding="utf-8") as f:
+        summary = json.load(f)
+    os.remove(summary_path)
+    return summary
+
+
 def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, workers=1,
                                  overwrite=False, options=""):
     """Creates the shards of ``create_pretraining_data`` with Apache Beam.
@@ -264,15 +332,7 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
         The manifest dict.
     """
     beam = _import_beam()
-    config = config or DataConfig()
-    if config.packing == "auto":
-        config = dataclasses.replace(config, packing="pairs")
-    config.validate()
-    if config.packing == "full_sentences":
-        # packing reads the documents of a split in one order, a sequential
-        # step the per-document Beam transforms here do not have
-        raise ValueError("--packing full_sentences is made by the in-process runner only "
-                         "(drop --beam)")
+    config = _beam_config(config)
     out_dir = os.path.abspath(os.fspath(out_dir))
     inputs = [os.fspath(i) for i in inputs]
     # an empty folder (made beforehand) is not an output to protect
@@ -282,55 +342,15 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     tokenizer = load_tokenizer(tokenizer_path).check()
     files = [os.path.abspath(f) for f in list_files(inputs)]
     started = time.time()
-    Tokenize, Examples = _beam_steps(beam)
-
     pipeline_options = beam_options(workers, options)
     with writing_folder(out_dir) as tmp_dir, _beam_quiet():
         try:
             with beam.Pipeline(options=pipeline_options) as p:
-                read = (p | "files" >> beam.Create(list(enumerate(files)))
-                        | "read" >> beam.FlatMap(read_file, config))
-                docs = read | "docs" >> beam.Filter(lambda kv: kv[0] == "doc") | (
-                    "doc_values" >> beam.Map(lambda kv: kv[1]))
-                plan = (read | "stats" >> beam.Filter(lambda kv: kv[0] == "stats")
-                        | "stats_values" >> beam.Map(lambda kv: kv[1])
-                        | "all_stats" >> beam.combiners.ToList()
-                        | "plan" >> beam.Map(make_plan, config))
-                plan_side = beam.pvalue.AsSingleton(plan)
-                tokenized = docs | "tokenize" >> beam.ParDo(
-                    Tokenize(tokenizer_path), plan=plan_side)
-                extra = {}
-                if config.random_next:
-                    extra["all_tokenized"] = beam.pvalue.AsDict(tokenized)
-                made = tokenized | "examples" >> beam.ParDo(
-                    Examples(config, tokenizer_path), plan=plan_side, **extra,
-                ).with_outputs("sums", "ngrams", main="examples")
-                counts = beam.pvalue.AsSingleton(
-                    made.examples | "split_of" >> beam.Map(lambda e: (e[0], 1))
-                    | "count" >> beam.CombinePerKey(sum)
-                    | "counts" >> beam.combiners.ToDict())
-                shards = (made.examples
-                          | "shard_of" >> beam.Map(_shard_key, counts, config)
-                          | "group" >> beam.GroupByKey()
-                          | "write" >> beam.Map(_write, tmp_dir, counts, config))
-                parts = [
-                    shards | "tag_shards" >> beam.Map(lambda s: ("shard", s)),
-                    made.sums | "sum" >> beam.CombinePerKey(_sum_lists)
-                    | "tag_sums" >> beam.Map(lambda s: ("sums", s)),
-                    made.ngrams | "ngram_sum" >> beam.CombinePerKey(_sum_lists)
-                    | "tag_ngrams" >> beam.Map(lambda s: ("ngrams", s)),
-                    plan | "tag_plan" >> beam.Map(lambda s: ("plan", s)),
-                ]
-                _ = (parts | "parts" >> beam.Flatten() | "summary" >> beam.combiners.ToList()
-                     | "save" >> beam.Map(_write_summary, os.path.join(tmp_dir, SUMMARY)))
+                made, plan = _examples_graph(beam, p, files, config, tokenizer_path)
+                _shards_and_summary(beam, made, plan, config, tmp_dir)
         except Exception as e:  # runners wrap a step's error in their own
             raise _input_error(e, inputs) from None
-
-        summary_path = os.path.join(tmp_dir, SUMMARY)
-        with open(summary_path, encoding="utf-8") as f:
-            summary = json.load(f)
-        os.remove(summary_path)
-        manifest = _manifest(summary, config, tokenizer)
+        manifest = _manifest(_read_summary(tmp_dir), config, tokenizer)
         tokenizer.save(tmp_dir)
         write_json(os.path.join(tmp_dir, MANIFEST_FILE), manifest)
     total = sum(s["examples"] for s in manifest["splits"].values())
