@@ -145,19 +145,8 @@ def _fill_model_type(model_type, out, source):
         out.setdefault("vocab_size", 30522)
 
 
-def to_hf_dict(config, model_type=None):
-    """Writes a HF ``config.json``.
-
-    Args:
-        config: our ``AlbertConfig``.
-        model_type: ``bert``, ``albert``, ``electra`` or ``deberta-v2``
-            (default: ``deberta-v2`` with relative attention, else ``bert``
-            when the layout is BERT's, else ``albert``). ELECTRA takes any
-            unshared layout, with or without an E -> H projection.
-    """
-    if model_type == hf_deberta_config.MODEL_TYPE or (
-            model_type is None and config.relative_attention):
-        return hf_deberta_config.to_deberta_dict(config)
+def _check_expressible(config, model_type):
+    """Refuses what HF ALBERT, BERT and ELECTRA have no field for, in one line."""
     if config.relative_attention:
         raise ConfigError(f"relative_attention has no equivalent in HF {model_type}; "
                           "write model_type deberta-v2 or keep the model as .keras")
@@ -171,7 +160,13 @@ def to_hf_dict(config, model_type=None):
             f"position_bias={config.position_bias!r} has no equivalent in HF "
             "transformers' ALBERT, BERT or ELECTRA; keep the model as .keras"
         )
-    common = {
+    if model_type not in (None,) + MODEL_TYPES:
+        raise ConfigError(f"model_type must be one of {', '.join(MODEL_TYPES)}")
+
+
+def _common_fields(config):
+    """The fields HF's ALBERT, BERT and ELECTRA configs share."""
+    return {
         "vocab_size": config.vocab_size,
         "hidden_size": config.hidden_size,
         "num_hidden_layers": config.num_hidden_layers,
@@ -186,23 +181,9 @@ def to_hf_dict(config, model_type=None):
         "layer_norm_eps": config.layer_norm_eps,
         "pad_token_id": PAD_ID,
     }
-    if model_type not in (None,) + MODEL_TYPES:
-        raise ConfigError(f"model_type must be one of {', '.join(MODEL_TYPES)}")
-    if model_type == "electra":
-        if config.sharing != "none" or config.inner_group_num != 1:
-            raise ConfigError("ELECTRA shares no weights across layers; this model does "
-                              f"(sharing={config.sharing!r})")
-        return {"architectures": ["ElectraModel"], "model_type": "electra", **common,
-                "embedding_size": config.embedding_size}
-    if model_type == "bert" and not config.is_bert_layout:
-        raise ConfigError("a BERT checkpoint needs no sharing and embedding_size == "
-                          "hidden_size")
-    if config.is_bert_layout and model_type != "albert":
-        return {
-            "architectures": ["BertForPreTraining"],
-            "model_type": "bert",
-            **common,
-        }
+
+
+def _albert_dict(config, common):
     groups = config.groups_for_export("HF transformers")
     if not config.has_embedding_projection:
         raise ConfigError(
@@ -220,3 +201,32 @@ def to_hf_dict(config, model_type=None):
         "bos_token_id": CLS_ID,
         "eos_token_id": SEP_ID,
     }
+
+
+def to_hf_dict(config, model_type=None):
+    """Writes a HF ``config.json``.
+
+    Args:
+        config: our ``AlbertConfig``.
+        model_type: ``bert``, ``albert``, ``electra`` or ``deberta-v2``
+            (default: ``deberta-v2`` with relative attention, else ``bert``
+            when the layout is BERT's, else ``albert``). ELECTRA takes any
+            unshared layout, with or without an E -> H projection.
+    """
+    if model_type == hf_deberta_config.MODEL_TYPE or (
+            model_type is None and config.relative_attention):
+        return hf_deberta_config.to_deberta_dict(config)
+    _check_expressible(config, model_type)
+    common = _common_fields(config)
+    if model_type == "electra":
+        if config.sharing != "none" or config.inner_group_num != 1:
+            raise ConfigError("ELECTRA shares no weights across layers; this model does "
+                              f"(sharing={config.sharing!r})")
+        return {"architectures": ["ElectraModel"], "model_type": "electra", **common,
+                "embedding_size": config.embedding_size}
+    if model_type == "bert" and not config.is_bert_layout:
+        raise ConfigError("a BERT checkpoint needs no sharing and embedding_size == "
+                          "hidden_size")
+    if config.is_bert_layout and model_type != "albert":
+        return {"architectures": ["BertForPreTraining"], "model_type": "bert", **common}
+    return _albert_dict(config, common)

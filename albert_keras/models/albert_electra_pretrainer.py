@@ -36,6 +36,20 @@ def generator_config(config, fraction=0.25):
     })
 
 
+def _check_pair(encoder, generator, embedding_sharing):
+    """Refuses a generator whose vocabulary or embedding width differs from
+    the discriminator's, and an unknown embedding sharing."""
+    if embedding_sharing not in SHARING:
+        raise ValueError(f"embedding_sharing must be one of {SHARING}, "
+                         f"got {embedding_sharing!r}")
+    d, g = encoder.config, generator.config
+    if (d.vocab_size, d.embedding_size) != (g.vocab_size, g.embedding_size):
+        raise ValueError(
+            f"the generator's vocabulary and embedding width ({g.vocab_size}, "
+            f"{g.embedding_size}) must equal the discriminator's "
+            f"({d.vocab_size}, {d.embedding_size})")
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
 class AlbertElectraPretrainer(keras.Model):
     """Replaced-token detection (ELECTRA) with a small MLM generator.
@@ -113,15 +127,7 @@ class AlbertElectraPretrainer(keras.Model):
             encoder = keras.saving.deserialize_keras_object(encoder)
         if isinstance(generator, dict):
             generator = keras.saving.deserialize_keras_object(generator)
-        if embedding_sharing not in SHARING:
-            raise ValueError(f"embedding_sharing must be one of {SHARING}, "
-                             f"got {embedding_sharing!r}")
-        d, g = encoder.config, generator.config
-        if (d.vocab_size, d.embedding_size) != (g.vocab_size, g.embedding_size):
-            raise ValueError(
-                f"the generator's vocabulary and embedding width ({g.vocab_size}, "
-                f"{g.embedding_size}) must equal the discriminator's "
-                f"({d.vocab_size}, {d.embedding_size})")
+        _check_pair(encoder, generator, embedding_sharing)
         super().__init__(**kwargs)
         self.encoder = encoder
         self.generator = generator
@@ -135,7 +141,20 @@ class AlbertElectraPretrainer(keras.Model):
         if embedding_sharing == "tied":
             # the generator's own table is never read (nor trained)
             generator.token_embedding.trainable = False
-        # -- heads ------------------------------------------------------------------
+        self._make_heads()
+        self.seed_generator = keras.random.SeedGenerator(self.seed, name="sampling_seed")
+        # Tracked as a weight, so checkpoints carry the sampling state and a
+        # resumed run draws what an uninterrupted one would (Keras saves no
+        # SeedGenerator state by itself).
+        self.sampling_state = self.seed_generator.state
+        self._build_heads()
+        self.built = True
+        self._pretraining_metrics = self._make_metrics()
+
+    def _make_heads(self):
+        """The generator's MLM head, the replaced-token head and the optional
+        discriminator MLM and SOP heads."""
+        encoder, d, g = self.encoder, self.encoder.config, self.generator.config
         self.mlm_head = MaskedLMHead(
             self._generator_table_layer(), activation=g.hidden_act,
             layer_norm_eps=g.layer_norm_eps, initializer_range=g.initializer_range,
@@ -154,34 +173,35 @@ class AlbertElectraPretrainer(keras.Model):
             self.sop_head = SentenceOrderHead(
                 dropout=0.0, initializer_range=d.initializer_range,
                 dtype=encoder.dtype_policy, name="sop_head")
-        self.seed_generator = keras.random.SeedGenerator(self.seed, name="sampling_seed")
-        # Tracked as a weight, so checkpoints carry the sampling state and a
-        # resumed run draws what an uninterrupted one would (Keras saves no
-        # SeedGenerator state by itself).
-        self.sampling_state = self.seed_generator.state
-        self.mlm_head.build((None, None, g.hidden_size))
-        self.rtd_head.build((None, None, d.hidden_size))
-        if self.discriminator_mlm_head is not None:
-            self.discriminator_mlm_head.build((None, None, d.hidden_size))
-        if self.sop_head is not None:
-            self.sop_head.build((None, d.hidden_size))
-        self.built = True
-        self._pretraining_metrics = [
+
+    def _make_metrics(self):
+        """The pretraining metrics, in the order fit's logs show them."""
+        metrics = [
             MaskedLMAccuracy(),
             keras.metrics.Mean(name="masked_lm_loss"),
             keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0),
             keras.metrics.Mean(name="rtd_loss"),
         ]
         if self.discriminator_mlm_head is not None:
-            self._pretraining_metrics += [
+            metrics += [
                 MaskedLMAccuracy(name="discriminator_masked_lm_accuracy"),
                 keras.metrics.Mean(name="discriminator_masked_lm_loss"),
             ]
         if self.sop:
-            self._pretraining_metrics += [
+            metrics += [
                 keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy"),
                 keras.metrics.Mean(name="sop_loss"),
             ]
+        return metrics
+
+    def _build_heads(self):
+        d, g = self.encoder.config, self.generator.config
+        self.mlm_head.build((None, None, g.hidden_size))
+        self.rtd_head.build((None, None, d.hidden_size))
+        if self.discriminator_mlm_head is not None:
+            self.discriminator_mlm_head.build((None, None, d.hidden_size))
+        if self.sop_head is not None:
+            self.sop_head.build((None, d.hidden_size))
 
     @property
     def config(self):

@@ -93,6 +93,55 @@ def _relative_options(config):
     }
 
 
+def _layers(config, quantize_aware, mask_value, dtype):
+    """``(embeddings, transformer, pooler)`` of an encoder with ``config``."""
+    embeddings = FactorizedEmbedding(
+        vocab_size=config.vocab_size,
+        embedding_size=config.embedding_size,
+        hidden_size=config.hidden_size,
+        max_position_embeddings=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+        dropout=config.hidden_dropout_prob,
+        layer_norm_eps=config.layer_norm_eps,
+        initializer_range=config.initializer_range,
+        quantize_aware=quantize_aware,
+        position_biased_input=config.position_biased_input,
+        mask_padding=config.relative_attention,
+        dtype=dtype,
+        name="embeddings",
+    )
+    transformer = SharedEncoder(
+        num_layers=config.num_hidden_layers,
+        num_groups=config.num_hidden_groups,
+        inner_group_num=config.inner_group_num,
+        sharing=config.sharing,
+        hidden_size=config.hidden_size,
+        num_heads=config.num_attention_heads,
+        intermediate_size=config.intermediate_size,
+        activation=config.hidden_act,
+        dropout=config.hidden_dropout_prob,
+        attention_dropout=config.attention_probs_dropout_prob,
+        layer_norm_eps=config.layer_norm_eps,
+        initializer_range=config.initializer_range,
+        quantize_aware=quantize_aware,
+        mask_value=mask_value,
+        position_bias=config.position_bias,
+        alibi_slope_scale=config.alibi_slope_scale,
+        relative=_relative_options(config),
+        dtype=dtype,
+        name="transformer",
+    )
+    pooler = TokenPooler(
+        config.hidden_size,
+        initializer_range=config.initializer_range,
+        quantize_aware=quantize_aware,
+        activation=config.pooler_hidden_act,
+        dtype=dtype,
+        name="pooler",
+    )
+    return embeddings, transformer, pooler
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
 class AlbertEncoder(keras.Model):
     """ALBERT encoder: factorized embedding, shared transformer, pooler.
@@ -146,51 +195,7 @@ class AlbertEncoder(keras.Model):
         if cls_only and output_hidden_states:
             raise ValueError("cls_only and output_hidden_states cannot be combined: "
                              "the last hidden state would hold only the [CLS] row")
-        # -- layers ------------------------------------------------------------
-        embeddings = FactorizedEmbedding(
-            vocab_size=config.vocab_size,
-            embedding_size=config.embedding_size,
-            hidden_size=config.hidden_size,
-            max_position_embeddings=config.max_position_embeddings,
-            type_vocab_size=config.type_vocab_size,
-            dropout=config.hidden_dropout_prob,
-            layer_norm_eps=config.layer_norm_eps,
-            initializer_range=config.initializer_range,
-            quantize_aware=quantize_aware,
-            position_biased_input=config.position_biased_input,
-            mask_padding=config.relative_attention,
-            dtype=dtype,
-            name="embeddings",
-        )
-        transformer = SharedEncoder(
-            num_layers=config.num_hidden_layers,
-            num_groups=config.num_hidden_groups,
-            inner_group_num=config.inner_group_num,
-            sharing=config.sharing,
-            hidden_size=config.hidden_size,
-            num_heads=config.num_attention_heads,
-            intermediate_size=config.intermediate_size,
-            activation=config.hidden_act,
-            dropout=config.hidden_dropout_prob,
-            attention_dropout=config.attention_probs_dropout_prob,
-            layer_norm_eps=config.layer_norm_eps,
-            initializer_range=config.initializer_range,
-            quantize_aware=quantize_aware,
-            mask_value=mask_value,
-            position_bias=config.position_bias,
-            alibi_slope_scale=config.alibi_slope_scale,
-            relative=_relative_options(config),
-            dtype=dtype,
-            name="transformer",
-        )
-        pooler = TokenPooler(
-            config.hidden_size,
-            initializer_range=config.initializer_range,
-            quantize_aware=quantize_aware,
-            activation=config.pooler_hidden_act,
-            dtype=dtype,
-            name="pooler",
-        )
+        embeddings, transformer, pooler = _layers(config, quantize_aware, mask_value, dtype)
 
         # -- functional graph ----------------------------------------------------
         inputs = {
