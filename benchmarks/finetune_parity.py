@@ -127,6 +127,24 @@ def run_ours(init, train_csv, eval_csv, args, seed):
 # -- HF transformers -------------------------------------------------------------------------
 
 
+def _training_arguments(args, folder, seed, rows):
+    """HF ``TrainingArguments`` with our fine-tuning's settings: AdamW with
+    decay 0.01, 10% linear warmup then decay, clipping at 1.0, the best epoch kept."""
+    import transformers
+
+    steps = (rows // args.batch_size) * args.epochs
+    return transformers.TrainingArguments(
+        output_dir=folder, num_train_epochs=args.epochs,
+        per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=64,
+        learning_rate=args.learning_rate, weight_decay=0.01, warmup_steps=int(0.1 * steps),
+        lr_scheduler_type="linear", max_grad_norm=1.0, eval_strategy="epoch",
+        save_strategy="epoch", load_best_model_at_end=True,
+        metric_for_best_model="main", save_total_limit=1, seed=seed,
+        report_to=[], use_cpu=True, logging_strategy="no",
+        disable_tqdm=True,
+    )
+
+
 def run_hf(hf_folder, train, evaluation, task, spec, args, seed):
     """HF's Trainer on our features (``TaskData``), scored by our task."""
     import torch
@@ -163,18 +181,8 @@ def run_hf(hf_folder, train, evaluation, task, spec, args, seed):
         logits = prediction.predictions
         return {"main": float(task.score(spec, evaluation, {"logits": logits})[MAIN[args.kind]])}
 
-    steps = (len(train) // args.batch_size) * args.epochs
     with tempfile.TemporaryDirectory() as folder:
-        training_args = transformers.TrainingArguments(
-            output_dir=folder, num_train_epochs=args.epochs,
-            per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=64,
-            learning_rate=args.learning_rate, weight_decay=0.01, warmup_steps=int(0.1 * steps),
-            lr_scheduler_type="linear", max_grad_norm=1.0, eval_strategy="epoch",
-            save_strategy="epoch", load_best_model_at_end=True,
-            metric_for_best_model="main", save_total_limit=1, seed=seed,
-            report_to=[], use_cpu=True, logging_strategy="no",
-            disable_tqdm=True,
-        )
+        training_args = _training_arguments(args, folder, seed, len(train))
         marks = []
 
         class EpochClock(transformers.TrainerCallback):

@@ -357,7 +357,7 @@ def sample_task(task, out, max_train, max_eval, validation_rows=0):
     return out
 
 
-def main():
+def _parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step-cost", action="store_true")
     parser.add_argument("--compare", action="store_true")
@@ -412,6 +412,11 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--work", default="", help="folder for the pretrained models")
     parser.add_argument("--out", default="docs/reports/results/objectives.json")
+    return parser
+
+
+def main():
+    parser = _parser()
     args = parser.parse_args()
     if (args.step_cost or args.compare) and not args.data:
         parser.error("--step-cost and --compare need --data")
