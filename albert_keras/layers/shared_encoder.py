@@ -98,8 +98,16 @@ class SharedEncoder(keras.layers.Layer):
         self.alibi_slope_scale = float(alibi_slope_scale)
         self.plan = block_plan(num_layers, num_groups, inner_group_num, sharing)
 
+        self._make_blocks()
+
+    def _make_blocks(self):
+        """The distinct attention and feed-forward blocks the plan names, and
+        the relative position table of disentangled attention."""
         num_attention = 1 + max(a for blocks in self.plan for a, _ in blocks)
         num_ffn = 1 + max(f for blocks in self.plan for _, f in blocks)
+        common = {"dropout": self.dropout, "layer_norm_eps": self.layer_norm_eps,
+                  "initializer_range": self.initializer_range,
+                  "quantize_aware": self.quantize_aware, "dtype": self.dtype_policy}
         self.rel_embeddings = None
         block_class, extra = AttentionBlock, {}
         if self.relative:
@@ -108,40 +116,20 @@ class SharedEncoder(keras.layers.Layer):
                                                    "max_relative_positions",
                                                    "pos_att_type", "share_att_key")}
             self.rel_embeddings = RelativeEmbedding(
-                self.relative["span"], hidden_size,
+                self.relative["span"], self.hidden_size,
                 layer_norm=self.relative["norm_rel_ebd"] == "layer_norm",
-                layer_norm_eps=layer_norm_eps, initializer_range=initializer_range,
+                layer_norm_eps=self.layer_norm_eps, initializer_range=self.initializer_range,
                 dtype=self.dtype_policy, name="rel_embeddings")
         self.attention_blocks = [
-            block_class(
-                hidden_size,
-                num_heads,
-                **extra,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                layer_norm_eps=layer_norm_eps,
-                initializer_range=initializer_range,
-                quantize_aware=self.quantize_aware,
-                mask_value=self.mask_value,
-                position_bias=position_bias,
-                alibi_slope_scale=self.alibi_slope_scale,
-                dtype=self.dtype_policy,
-                name=f"attention_{i}",
-            )
+            block_class(self.hidden_size, self.num_heads, **extra, **common,
+                        attention_dropout=self.attention_dropout, mask_value=self.mask_value,
+                        position_bias=self.position_bias,
+                        alibi_slope_scale=self.alibi_slope_scale, name=f"attention_{i}")
             for i in range(num_attention)
         ]
         self.ffn_blocks = [
-            FeedForwardBlock(
-                hidden_size,
-                intermediate_size,
-                activation=activation,
-                dropout=dropout,
-                layer_norm_eps=layer_norm_eps,
-                initializer_range=initializer_range,
-                quantize_aware=self.quantize_aware,
-                dtype=self.dtype_policy,
-                name=f"ffn_{i}",
-            )
+            FeedForwardBlock(self.hidden_size, self.intermediate_size,
+                             activation=self.activation, **common, name=f"ffn_{i}")
             for i in range(num_ffn)
         ]
 
