@@ -120,3 +120,46 @@ def test_the_backend_follows_keras_json(tmp_path):
     env["KERAS_HOME"] = str(tmp_path)
     script = "import albert_keras, keras; print(keras.backend.backend())"
     assert _fresh(script, env) == "jax"
+
+
+def _imported_modules(path):
+    import ast
+
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module, node.lineno
+
+
+def test_model_floors_import_no_driver():
+    """Layers, heads and models are the library a Keras user builds on: they
+    import nothing from the drivers (tasks, training, data), anywhere in a
+    file, so a model can be built and loaded without them."""
+    drivers = ("albert_keras.tasks", "albert_keras.training", "albert_keras.data")
+    found = []
+    for floor in ("layers", "heads", "models"):
+        folder = os.path.join(_ROOT, "albert_keras", floor)
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                found += [f"albert_keras/{floor}/{name}:{line} imports {module}"
+                          for module, line in _imported_modules(path)
+                          if module.startswith(drivers)]
+    assert not found, "\n".join(found)
+    # the check itself sees an upward import
+    assert ("albert_keras.tasks.layer_map", 1) in list(_imported_modules_of_text(
+        "from albert_keras.tasks.layer_map import layer_map\n"))
+
+
+def _imported_modules_of_text(text):
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(text)
+    try:
+        return list(_imported_modules(f.name))
+    finally:
+        os.remove(f.name)
