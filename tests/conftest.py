@@ -11,7 +11,22 @@ import shutil  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tests import sampling  # noqa: E402
 from tests.helpers import make_sentences  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "sampled(keep): a long parametrized check; CI runs `keep` of its "
+                   "parameter sets, chosen by the commit (tests/sampling.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    sampling.sample(config, items)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    sampling.report(terminalreporter, config)
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,7 @@ def reference(tmp_path_factory, request):
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.sampled(keep=3)  # CI: 3 of these sets per commit
 def test_model_on_backend(backend, reference, tmp_path):
     folder, inputs, expected = reference
     env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": ""}

@@ -205,6 +205,7 @@ def beam_corpora(tmp_path_factory):
     ("one.txt", ["--beam-options=--direct_num_workers=abc"],
      "--beam-options: argument --direct_num_workers: invalid int value"),
 ])
+@pytest.mark.sampled(keep=2)  # CI: 2 of these sets per commit
 def test_beam_errors_are_one_line(beam_corpora, spm_path, name, extra, words):
     out = beam_corpora / f"out_{name}"
     done = subprocess.run(_CLI + ["data", "create", "--input", str(beam_corpora / name),

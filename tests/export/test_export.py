@@ -26,6 +26,7 @@ QUIET = dict(examples=16)
 
 
 @pytest.mark.parametrize("quantize", ["none", "float16", "dynamic", "int8", "int4"])
+@pytest.mark.sampled(keep=3)  # CI: 3 of these sets per commit
 def test_each_mode_validates(classifier_folder, tmp_path, quantize):
     out = str(tmp_path / f"{quantize}.tflite")
     sidecar = export_tflite(classifier_folder, out, ExportConfig(quantize=quantize, **QUIET))
@@ -326,6 +327,7 @@ def test_embedder_keras_file_string_in(init_folder, tmp_path):
 
 @pytest.mark.parametrize("head", ["classifier", "choice", "pooled", "tagger", "mean",
                                   "mean_classifier", "both_classifier"])
+@pytest.mark.sampled(keep=4)  # CI: 4 of these sets per commit
 def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
     """Classifier, multiple-choice and pooled-embedding exports compute only
     the [CLS] row in the last block (a tagger or a mean-pooled embedder needs
@@ -376,6 +378,7 @@ def _deberta_v3_config(**changes):
 
 @pytest.mark.parametrize("quantize", ["none", "float16", "dynamic"])
 @pytest.mark.parametrize("layout", ["albert_shared", "deberta_v2"])
+@pytest.mark.sampled(keep=3)  # CI: 3 of these sets per commit
 def test_deberta_models_export_and_match_keras(quantize, layout):
     """Disentangled attention (relative index, gathers, both terms) converts
     to TFLite builtins and follows Keras at two lengths. ``albert_shared``:

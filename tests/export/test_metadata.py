@@ -116,6 +116,7 @@ def test_a_sentencepiece_classifier_runs_in_mediapipe_with_predicts_labels(
 
 
 @pytest.mark.parametrize("quantize", ["float16", "dynamic", "int8", "int4"])
+@pytest.mark.sampled(keep=2)  # CI: 2 of these sets per commit
 def test_every_quantization_mode_runs_in_mediapipe(trained_classifier, tmp_path, quantize):
     """Float inputs and outputs in every mode: MediaPipe reads the probabilities
     as scores, and with its own tokenizer gives LiteRT's answers on our ids."""

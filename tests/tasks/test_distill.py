@@ -91,6 +91,7 @@ def test_classify_student_is_an_ordinary_task_folder(teachers, task_files, tmp_p
 
 
 @pytest.mark.parametrize("task", ["tag", "qa", "choice", "regression"])
+@pytest.mark.sampled(keep=2)  # CI: 2 of these sets per commit
 def test_every_task_distils(task, teachers, task_files, tmp_path):
     prefix = FILES.get(task, "cls")
     train = teachers["regression_file"] if task == "regression" else task_files[f"{prefix}_train"]

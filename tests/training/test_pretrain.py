@@ -148,6 +148,7 @@ def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0, extra=(
     # torch trains on one device, one step per execution
     (0, (), "torch"),
 ], ids=["one_phase", "two_phases", "rtd_gdes", "rtd_gdes_jax", "mlm_sop_torch"])
+@pytest.mark.sampled(keep=2)  # CI: 2 of these sets per commit
 def test_resume_after_kill_matches_an_uninterrupted_run(
     data_dir, short_data_dir, tmp_path, short_steps, extra, backend
 ):
@@ -374,6 +375,7 @@ print("RESULT " + json.dumps({"backend": keras.backend.backend(), "steps": metri
 
 
 @pytest.mark.parametrize("objective", ["mlm_sop", "rtd"])
+@pytest.mark.sampled(keep=1)  # CI: 1 of these sets per commit
 def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path, objective):
     """JAX training through keras.distribution, on two (forced) CPU devices:
     data- and model-parallel runs end with the one-device run's weights.
