@@ -219,3 +219,16 @@ def test_continued_gdes_rtd_with_another_generator_size_keeps_the_folded_table()
     np.testing.assert_allclose(keras.ops.convert_to_numpy(model._discriminator_table()), folded,
                                atol=1e-6)
     assert _same(model.rtd_head, source.rtd_head)
+
+
+def test_rtd_summary_says_when_the_discriminator_learned_nothing():
+    """A run whose discriminator answers "original" for every token (held-out
+    AUC 0.5, as --recipe deberta_v3 ended on the built-in corpus) says so."""
+    from albert_keras.training.rtd import Rtd
+
+    metrics = {"rtd_accuracy": 0.8688, "replaced_fraction": 0.1312, "rtd_auc": 0.5,
+               "masked_lm_accuracy": 0.2186, "most_frequent_token_accuracy": 0.0638}
+    dead = Rtd(PretrainConfig(objective="rtd")).summary(metrics)
+    assert "The discriminator has not learned (rtd_auc 0.50" in dead
+    alive = Rtd(PretrainConfig(objective="rtd")).summary({**metrics, "rtd_auc": 0.83})
+    assert "has not learned" not in alive and "rtd_auc 0.8300" in alive
