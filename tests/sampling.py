@@ -32,29 +32,21 @@ def sampling_applies():
 
 
 def choose(items, commit):
-    """``(kept, left_out)``: of each marked test's parameter sets, the ``keep``
-    whose hash with ``commit`` is smallest; unmarked items are all kept."""
+    """``(kept, left_out)``, both in the collected order: of each marked test's
+    parameter sets, the ``keep`` whose hash with ``commit`` is smallest;
+    unmarked items are all kept."""
     groups = collections.defaultdict(list)
-    kept, left_out = [], []
     for item in items:
         marker = item.get_closest_marker("sampled")
-        if marker is None:
-            kept.append(item)
-        else:
-            groups[(item.path, item.originalname)].append((item, marker.kwargs.get("keep", 1)))
-    chosen = set()
+        if marker is not None:
+            groups[(item.path, item.originalname)].append(item)
+    left = set()
     for members in groups.values():
-        keep = members[0][1]
-        order = sorted(members, key=lambda m: hashlib.sha256(
-            f"{commit}:{m[0].nodeid}".encode()).hexdigest())
-        chosen.update(id(item) for item, _ in order[:keep])
-    for members in groups.values():
-        for item, _ in members:
-            (kept if id(item) in chosen else left_out).append(item)
-    # the original order, so module fixtures are set up as often as before
-    position = {id(item): i for i, item in enumerate(items)}
-    kept.sort(key=lambda item: position[id(item)])
-    return kept, left_out
+        keep = members[0].get_closest_marker("sampled").kwargs.get("keep", 1)
+        order = sorted(members, key=lambda item: hashlib.sha256(
+            f"{commit}:{item.nodeid}".encode()).hexdigest())
+        left.update(id(item) for item in order[keep:])
+    return ([i for i in items if id(i) not in left], [i for i in items if id(i) in left])
 
 
 def sample(config, items):

@@ -73,6 +73,14 @@ def _check_manifest(manifest, path):
             need(shard.get("examples"), int, f"{where}.examples")
 
 
+def split_shards(data_dir, manifest, split):
+    """The manifest's shard entries of ``split``; one line naming the folder
+    when the data has no such split."""
+    if split not in manifest["splits"]:
+        raise DataError(f"{data_dir}: no {split!r} split (has {sorted(manifest['splits'])})")
+    return manifest["splits"][split]["shards"]
+
+
 def verify_shards(data_dir, split):
     """Checks every shard's size and SHA-256 against the manifest, the
     manifest's vocabulary against its tokenizer, and the first records of
@@ -82,9 +90,7 @@ def verify_shards(data_dir, split):
     rather than surfacing as a CRC error deep inside ``fit``.
     """
     manifest = read_manifest(data_dir)
-    if split not in manifest["splits"]:
-        raise DataError(f"{data_dir}: no {split!r} split (has {sorted(manifest['splits'])})")
-    for shard in manifest["splits"][split]["shards"]:
+    for shard in split_shards(data_dir, manifest, split):
         path = os.path.join(data_dir, shard["file"])
         if not os.path.isfile(path):
             raise DataError(f"{path}: shard missing")
@@ -163,9 +169,7 @@ def pretraining_dataset(data_dir, split="train", options=None, input_context=Non
     data_dir = os.fspath(data_dir)
     manifest = verify_shards(data_dir, split) if o.verify else read_manifest(data_dir)
     config = manifest["config"]
-    if split not in manifest["splits"]:  # verify_shards says so too; an unverified read not
-        raise DataError(f"{data_dir}: no {split!r} split (has {sorted(manifest['splits'])})")
-    files = [os.path.join(data_dir, x["file"]) for x in manifest["splits"][split]["shards"]]
+    files = [os.path.join(data_dir, x["file"]) for x in split_shards(data_dir, manifest, split)]
     replicas, local, first = _pipeline_share(input_context, o)
     ds = _batched_records(files, o, o.batch_size * replicas)
     spec = feature_spec(config["max_seq_length"], config["max_predictions"])
