@@ -21,8 +21,9 @@ from albert_keras.files import write_json
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model
-from albert_keras.text.registry import TOKENIZERS
 from albert_keras.text.registry import load_tokenizer
+from albert_keras.text.tokenizer_asset import RECORD_FILE
+from albert_keras.text.tokenizer_asset import write_record
 
 PRETRAINER_FILE = "pretrainer.keras"
 DISCRIMINATOR_FILE = "discriminator.keras"  # rtd runs: encoder + RTD head
@@ -30,7 +31,7 @@ GENERATOR_FILE = "generator.keras"  # rtd runs: the MLM generator
 ENCODER_FILE = "encoder.keras"
 TASK_MODEL_FILE = "model.keras"
 TASK_FILE = "task.json"
-TOKENIZER_FILE = "tokenizer_kind.json"
+TOKENIZER_FILE = RECORD_FILE
 # HF's fast-tokenizer file has this name, so our record moved off it.
 _OLD_TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "config.json"
@@ -123,13 +124,7 @@ def read_tokenizer(init, tokenizer=None):
 
 def write_tokenizer(folder, tokenizer):
     """Puts the tokenizer's file in ``folder`` and records its kind and name."""
-    if tokenizer.kind not in TOKENIZERS:
-        raise ValueError(f"unknown tokenizer kind {tokenizer.kind!r}")
-    name = tokenizer.save(folder)
-    record = {"kind": tokenizer.kind, "file": name}
-    if getattr(tokenizer, "options", None):
-        record["options"] = tokenizer.options
-    write_json(os.path.join(folder, TOKENIZER_FILE), record)
+    write_record(folder, tokenizer)
 
 
 # -- published checkpoints -----------------------------------------------------------------
@@ -165,8 +160,21 @@ def load_checkpoint_folder(path):
         if report["unused"]:
             logger.info(f"{path}: left out {len(report['unused'])} tensors that are not "
                         f"ours, e.g. {report['unused'][0]}")
+        _attach_tokenizer(model, path)
         _CHECKPOINTS[key] = model
     return _CHECKPOINTS[key]
+
+
+def _attach_tokenizer(model, path):
+    """Gives a converted checkpoint's encoder the folder's tokenizer, so a
+    model built on it (and saved) knows its special ids. A folder without
+    one keeps none; a broken one is said, and kept out."""
+    try:
+        carry_tokenizer(model, read_tokenizer(path))
+    except FileNotFoundError:
+        return
+    except ValueError as e:  # a broken file, or one too big for the model
+        logger.warning(f"{path}: its tokenizer does not fit ({e}); the model carries none")
 
 
 # -- models ---------------------------------------------------------------------------------
@@ -224,6 +232,7 @@ def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0
                             mask_value=encoder.mask_value, dtype=dtype)
     if not from_scratch:
         rebuilt.set_weights(encoder.get_weights())
+    rebuilt.tokenizer_asset = encoder.tokenizer_asset  # the same vocabulary
     return rebuilt
 
 
@@ -332,6 +341,15 @@ def data_file(folder, key):
     return value if value and os.path.isfile(value) else None
 
 
+def carry_tokenizer(model, tokenizer):
+    """Gives ``model``'s encoder ``tokenizer`` (its ``.keras`` file then
+    carries it); returns ``model``."""
+    encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
+    if isinstance(encoder, AlbertEncoder):
+        encoder.tokenizer = tokenizer
+    return model
+
+
 # -- writing folders --------------------------------------------------------------------
 
 
@@ -345,15 +363,16 @@ def write_pretraining_folder(folder, pretrainer, tokenizer):
     ``generator.keras`` hold each half alone (they convert to HF
     ``ElectraForPreTraining`` and ``ElectraForMaskedLM``).
     """
+    carry_tokenizer(pretrainer, tokenizer)
     save_model(pretrainer, os.path.join(folder, PRETRAINER_FILE), overwrite=True)
     standalone = getattr(pretrainer, "standalone_encoder", None)
-    encoder = standalone() if standalone else pretrainer.encoder
+    encoder = carry_tokenizer(standalone() if standalone else pretrainer.encoder, tokenizer)
     save_model(encoder, os.path.join(folder, ENCODER_FILE), overwrite=True)
     if hasattr(pretrainer, "standalone_generator"):  # ELECTRA: each half on its own,
         # for `convert` to HF ElectraForPreTraining and ElectraForMaskedLM
-        save_model(pretrainer.standalone_discriminator(),
+        save_model(carry_tokenizer(pretrainer.standalone_discriminator(), tokenizer),
                    os.path.join(folder, DISCRIMINATOR_FILE), overwrite=True)
-        save_model(pretrainer.standalone_generator(),
+        save_model(carry_tokenizer(pretrainer.standalone_generator(), tokenizer),
                    os.path.join(folder, GENERATOR_FILE), overwrite=True)
     write_tokenizer(folder, tokenizer)
     pretrainer.config.to_json_file(os.path.join(folder, CONFIG_FILE))
@@ -361,6 +380,8 @@ def write_pretraining_folder(folder, pretrainer, tokenizer):
 
 def write_task_folder(folder, model, tokenizer, spec, metrics, train_config):
     """``model.keras``, the tokenizer, ``task.json``, ``metrics.json``, ``train_config.json``."""
+    carry_tokenizer(model, tokenizer)
+    model.task_spec = spec
     save_model(model, os.path.join(folder, TASK_MODEL_FILE))
     write_tokenizer(folder, tokenizer)
     write_json(os.path.join(folder, TASK_FILE), spec)

@@ -5,6 +5,8 @@ command line builds its flags from those fields (name, type, default, help
 and choices), so the library's defaults and ``--help`` cannot drift apart.
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import re
@@ -49,6 +51,39 @@ def flag_of(config_class, name):
     return "--" + name.replace("_", "-")
 
 
+# Who is calling: errors name a setting as the caller wrote it, a flag on the
+# command line and an argument in Python. The command line switches it on for
+# its run (``command_line_names``); Python callers get argument names.
+_NAMES = contextvars.ContextVar("albert_keras_names", default="python")
+
+
+@contextlib.contextmanager
+def command_line_names():
+    """Within it, ``name_of`` gives flags (the command line's errors)."""
+    token = _NAMES.set("flags")
+    try:
+        yield
+    finally:
+        _NAMES.reset(token)
+
+
+def name_of(config_class, name):
+    """How an error names a config field: ``--learning-rate`` under the
+    command line, ``learning_rate`` in Python.
+
+    Example:
+    >>> @dataclasses.dataclass
+    ... class Config:
+    ...     learning_rate: float = option(1e-3, "the peak rate")
+    >>> name_of(Config, "learning_rate")
+    'learning_rate'
+    >>> with command_line_names():
+    ...     name_of(Config, "learning_rate")
+    '--learning-rate'
+    """
+    return flag_of(config_class, name) if _NAMES.get() == "flags" else name
+
+
 _INTERVAL = re.compile(r"^([\[(])\s*([-+\w.]+)\s*,\s*([-+\w.]+)\s*([\])])$")
 
 
@@ -90,7 +125,7 @@ def range_error(value, valid):
 
 def check_options(config):
     """Checks every field declared with ``valid``; raises ``ValueError`` naming
-    the flag of the first value outside its interval (``None`` passes: a value
+    the first value outside its interval (its flag on the command line) (``None`` passes: a value
     chosen at run time).
 
     Example:
@@ -100,7 +135,7 @@ def check_options(config):
     >>> check_options(Config(-1))
     Traceback (most recent call last):
     ...
-    ValueError: --eval-steps must be at least 0, got -1
+    ValueError: eval_steps must be at least 0, got -1
     """
     for field in dataclasses.fields(config):
         valid = field.metadata.get("valid")
@@ -109,7 +144,7 @@ def check_options(config):
             continue
         error = range_error(value, valid)
         if error:
-            raise ValueError(f"{flag_of(type(config), field.name)} {error}")
+            raise ValueError(f"{name_of(type(config), field.name)} {error}")
 
 
 def check_numbers(config, positive=(), non_negative=(), fractions=()):

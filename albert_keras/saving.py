@@ -1,5 +1,6 @@
 """Writing and reading ``.keras`` files safely."""
 
+import contextlib
 import os
 import zipfile
 
@@ -9,23 +10,45 @@ from albert_keras.files import atomic_path
 from albert_keras.files import check_output
 
 
-def save_model(model, path, overwrite=False):
+def save_model(model, path, overwrite=False, optimizer=False):
     """Saves ``model`` to ``path`` (``.keras``) atomically.
 
     The file is written under a temporary name in the same folder and then
-    renamed, so a crash never leaves a half-written model at ``path``.
+    renamed, so a crash never leaves a half-written model at ``path``. A
+    model file is for predicting, exporting and publishing, so by default it
+    holds no optimizer state (AdamW's two moments would double its size, as
+    HF's ``save_pretrained`` and keras-hub's presets leave them out too);
+    training checkpoints, which resume a run, pass ``optimizer=True``.
 
     Args:
         model: a Keras model.
         path: destination ending in ``.keras``.
         overwrite: replace an existing file.
+        optimizer: keep the optimizer's state and the compile settings.
     """
     if not str(path).endswith(".keras"):
         raise ValueError(f"{path}: a Keras model file must end in .keras")
     check_output(path, overwrite=overwrite)
     with atomic_path(path, suffix=".keras") as tmp:
-        model.save(tmp)
+        with contextlib.nullcontext() if optimizer else _without_optimizer(model):
+            model.save(tmp)
     return path
+
+
+@contextlib.contextmanager
+def _without_optimizer(model):
+    """``model`` as if never compiled, while it is saved: Keras writes an
+    optimizer's variables and the compile settings only for a compiled model
+    (Keras 3's ``.keras`` format has no ``include_optimizer``)."""
+    optimizer, compiled = getattr(model, "optimizer", None), getattr(model, "compiled", False)
+    if optimizer is None and not compiled:
+        yield
+        return
+    model.optimizer, model.compiled = None, False
+    try:
+        yield
+    finally:
+        model.optimizer, model.compiled = optimizer, compiled
 
 
 def load_model(path):

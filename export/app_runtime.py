@@ -12,6 +12,7 @@ the validation texts and compares its answers with Keras reading our own ids.
 import numpy as np
 
 from albert_keras.export.converter import ExportError
+from albert_keras.export.export_config import arg
 from albert_keras.export.runtime import TFLiteRunner
 from albert_keras.native_output import stderr_silenced
 
@@ -38,13 +39,13 @@ def check_app_model(kind, output_names, pair, tokenizer):
     """The output names of an app-runtime export of a ``kind`` model; one line
     for what these runtimes cannot run."""
     if kind not in ("classifier", "embedder", "qa"):
-        raise ExportError(f"--metadata: MediaPipe Tasks and the Task Library run text "
+        raise ExportError(f"{arg('metadata')}: MediaPipe Tasks and the Task Library run text "
                           f"classifiers, embedders and QA models; this model is a {kind} model")
     if pair and kind != "qa":
-        raise ExportError("--metadata: MediaPipe's text tasks take one text; this model was "
+        raise ExportError(f"{arg('metadata')}: MediaPipe's text tasks take one text; this model was "
                           "trained on text pairs")
     if tokenizer.kind not in ("sentencepiece", "wordpiece"):
-        raise ExportError(f"--metadata: no app runtime reads a {tokenizer.kind} tokenizer")
+        raise ExportError(f"{arg('metadata')}: no app runtime reads a {tokenizer.kind} tokenizer")
     if kind == "classifier":
         return ("probability",)  # MediaPipe uses the scores as given: softmax in the graph
     return tuple(output_names)
@@ -62,7 +63,7 @@ def run_in_mediapipe(blob, job, config, checks):
         return {"ran": False, "why": "MediaPipe Tasks has no question-answering task; the "
                                      "Task Library's BertQuestionAnswerer reads this metadata"}
     if not checks.texts:
-        return {"ran": False, "why": "no validation texts (pass --validation-data)"}
+        return {"ran": False, "why": f"no validation texts (pass {arg('validation_data')})"}
     try:
         from mediapipe.tasks.python.core.base_options import BaseOptions
     except ImportError:
@@ -77,9 +78,9 @@ def run_in_mediapipe(blob, job, config, checks):
     if not passed:
         raise ExportError(
             f"MediaPipe, tokenizing {len(checks.texts)} validation texts itself, disagrees with "
-            f"LiteRT on the model's own ids: {what} < --mediapipe-min-agreement "
+            f"LiteRT on the model's own ids: {what} < {arg('mediapipe_min_agreement')} "
             f"{config.mediapipe_min_agreement} ({_MISMATCH_HINT[job.tokenizer.kind]}); pass "
-            "a lower --mediapipe-min-agreement to ship it anyway")
+            f"a lower {arg('mediapipe_min_agreement')} to ship it anyway")
     return report
 
 

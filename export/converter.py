@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 
 from albert_keras.export.export_config import QUANTIZE_MODES
+from albert_keras.export.export_config import arg
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
 from albert_keras.models.albert_classifier import AlbertClassifier
@@ -276,7 +277,7 @@ def serving_function(model, sequence_length=128, signature=None, **fields):
 
     if sig.tokenizer is not None:
         if kind in ("choice", "mlm"):
-            raise ExportError(f"--with-tokenizer does not support a {kind} model")
+            raise ExportError(f"{arg('with_tokenizer')} does not support a {kind} model")
         return _string_in(run, int(sequence_length), sig)
     return _ids_in(run, kind, int(sequence_length), sig)
 
@@ -378,7 +379,7 @@ def _check_modes(quantize, int8_scope, representative):
     if int8_scope not in INT8_SCOPES:
         raise ExportError(f"int8_scope must be one of {INT8_SCOPES}, got {int8_scope!r}")
     if quantize == "int8" and not representative:
-        raise ExportError("int8 needs representative examples (--representative DATA)")
+        raise ExportError(f"int8 needs representative examples ({arg('representative')})")
 
 
 def _configured_converter(folder, quantize, representative, tokenizer):

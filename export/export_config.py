@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from albert_keras.options import name_of
 from albert_keras.options import option
 
 # What ``converter.convert`` can write; here, away from TensorFlow, so the
@@ -99,10 +100,17 @@ class ExportConfig:
     metadata: bool = option(False, "write TFLite Model Metadata for MediaPipe Tasks and the "
                                    "TFLite Task Library (ids in; the tokenizer and labels "
                                    "packed in the file; classifiers output probabilities); "
-                                   "MediaPipe runs it before it is written, when installed")
+                                   "MediaPipe runs it before it is written; needs the mediapipe "
+                                   "extra: pip install 'albert-keras[mediapipe]'")
     mediapipe_min_agreement: float = option(
         0.99, "--metadata: the least share of validation texts on which MediaPipe, "
               "tokenizing them itself, gives Keras' top label (embedders: the least cosine "
               "with Keras' vector)", valid="(0, 1]")
     qat_learning_rate: float = option(1e-5, "qat: its learning rate", valid="(0, inf)")
     overwrite: bool = option(False, "replace an existing .tflite and its sidecar")
+
+
+def arg(name):
+    """How an error names an export setting: ``--seq-len`` on the command
+    line, ``sequence_length`` in Python (``ExportConfig``'s field)."""
+    return name_of(ExportConfig, name)

@@ -18,7 +18,6 @@ import numpy as np
 import tensorflow as tf
 
 from albert_keras import __version__
-from albert_keras.config import ALBERT_SPECIAL_IDS
 from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
 from albert_keras.export.app_runtime import check_app_model
 from albert_keras.export.app_runtime import run_in_mediapipe
@@ -29,16 +28,20 @@ from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
 from albert_keras.export.export_config import ExportConfig
+from albert_keras.export.export_config import arg
 from albert_keras.export.metadata import ModelInfo
+from albert_keras.export.metadata import metadata_schema
 from albert_keras.export.metadata import with_metadata
 from albert_keras.export.model_card import model_card
 from albert_keras.export.validation import validate
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import check_output
+from albert_keras.files import read_json
 from albert_keras.files import sha256_file
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import TASK_MODEL_FILE
+from albert_keras.model_folder import TRAIN_CONFIG_FILE
 from albert_keras.model_folder import data_file
 from albert_keras.model_folder import folder_of
 from albert_keras.model_folder import is_checkpoint_folder
@@ -56,7 +59,6 @@ from albert_keras.text.packer import AlbertPacker
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SPECIAL_IDS = ALBERT_SPECIAL_IDS
 SIDECAR_FORMAT = "albert-keras-tflite/1"
 
 
@@ -66,8 +68,11 @@ SIDECAR_FORMAT = "albert-keras-tflite/1"
 def load_source(source, part="auto", tokenizer=None):
     """``(model, spec, tokenizer, folder)`` for a folder or a ``.keras`` file.
 
-    ``spec`` is a fine-tuned folder's ``TaskSpec`` (None for other models);
-    ``tokenizer`` is the host-side tokenizer, or None when there is none.
+    ``spec`` is the task's ``TaskSpec`` (a fine-tuned folder's ``task.json``,
+    else what the model file carries; None for models without a task);
+    ``tokenizer`` is the host-side tokenizer: the ``tokenizer`` file given,
+    else the one the model carries, else the folder's; None when there is
+    none.
     """
     folder = folder_of(source)
     if part == "embedder":
@@ -75,12 +80,8 @@ def load_source(source, part="auto", tokenizer=None):
         from albert_keras.model_folder import load_encoder
         from albert_keras.models.albert_embedder import AlbertEmbedder
 
-        encoder = load_encoder(source, dtype="float32", output_hidden_states=True)
-        try:
-            pieces = read_tokenizer(source, tokenizer)
-        except FileNotFoundError:
-            pieces = None
-        return AlbertEmbedder(encoder), None, pieces, folder
+        model = AlbertEmbedder(load_encoder(source, dtype="float32", output_hidden_states=True))
+        return model, None, _tokenizer_of(model, source, tokenizer), folder
     if is_checkpoint_folder(source):
         # A published checkpoint: its encoder, or with --part mlm its MLM model.
         # auto/encoder: its encoder; mlm: the model with the MLM head; model:
@@ -90,25 +91,42 @@ def load_source(source, part="auto", tokenizer=None):
             model = getattr(model, "encoder", model)
         elif part == "mlm" and not hasattr(model, "mlm_head"):
             raise ExportError(f"{source}: the checkpoint has no masked-LM head")
-        try:
-            pieces = read_tokenizer(source, tokenizer)
-        except FileNotFoundError:
-            pieces = None
-        return model, None, pieces, source
+        return model, None, _tokenizer_of(model, source, tokenizer), source
     try:
         path = part_file(source, part)
     except ValueError as e:
         raise ExportError(str(e)) from None
-    spec = None
-    if os.path.basename(path) == TASK_MODEL_FILE and read_task_spec(folder):
-        spec = TaskSpec.from_json(read_task_spec(folder), os.path.join(folder, TASK_FILE))
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such model file")
+    model = load_model(path)
+    return model, _spec_of(model, path, folder), _tokenizer_of(model, source, tokenizer), folder
+
+
+def _spec_of(model, path, folder):
+    """The task of ``model``: its folder's ``task.json`` (for the folder's
+    own task model), else what the model file carries, else None."""
+    if os.path.basename(path) == TASK_MODEL_FILE and read_task_spec(folder):
+        return TaskSpec.from_json(read_task_spec(folder), os.path.join(folder, TASK_FILE))
+    carried = getattr(model, "task_spec", None)
+    return TaskSpec.from_json(carried, path) if carried else None
+
+
+def _tokenizer_of(model, source, given):
+    """The tokenizer file given, else the model's own, else the folder's (or None).
+
+    The model's own comes before the folder's: a lone ``.keras`` may lie
+    beside files that are not its own.
+    """
+    if given:
+        return read_tokenizer(source, given)
+    encoder = getattr(model, "encoder", model)
+    carried = getattr(encoder, "tokenizer", None)
+    if carried is not None:
+        return carried
     try:
-        pieces = read_tokenizer(source, tokenizer)
+        return read_tokenizer(source)
     except FileNotFoundError:
-        pieces = None
-    return load_model(path), spec, pieces, folder
+        return None
 
 
 # -- examples -------------------------------------------------------------------------------
@@ -123,7 +141,7 @@ def _texts_from_file(path, spec, tokenizer, pair):
     if pair:
         split = [line.split("\t", 1) for line in lines]
         if any(len(s) != 2 for s in split):
-            raise ExportError(f"{path}: with --pair each line must be 'text<TAB>pair'")
+            raise ExportError(f"{path}: with {arg('pair')} each line must be 'text<TAB>pair'")
         return ValidationTexts([s[0] for s in split], [s[1] for s in split])
     return ValidationTexts(lines)
 
@@ -154,7 +172,7 @@ def build_examples(path, job, count, seed, string_in=False):
     """
     rng = np.random.default_rng(seed)
     if path is None and string_in:
-        raise ExportError("string-in validation needs texts: pass --validation-data")
+        raise ExportError(f"string-in validation needs texts: pass {arg('validation_data')}")
     x, found, row_texts = ((_random_ids(job, count, rng), None, None) if path is None
                            else _file_examples(path, job, count, rng))
     source = path or "random ids (no data given)"
@@ -182,7 +200,7 @@ def _random_ids(job, count, rng):
     ids = rng.integers(5, job.model.config.vocab_size, shape).astype(np.int32)
     lengths = rng.integers(3, S + 1, shape[:-1])
     mask = (np.arange(S) < lengths[..., None]).astype(np.int32)
-    special = {**DEFAULT_SPECIAL_IDS, **(job.tokenizer.special_ids if job.tokenizer else {})}
+    special = job.tokenizer.special_ids
     ids = np.where(mask == 1, ids, special["pad"]).astype(np.int32)
     ids[..., 0] = special["cls"]
     return {"token_ids": ids, "padding_mask": mask, "segment_ids": np.zeros_like(ids)}
@@ -192,7 +210,7 @@ def _file_examples(path, job, count, rng):
     """``(x, found, row_texts)``: a sample of the file's rows, packed as the
     model reads them (``found`` keeps the sampled texts, pairs and labels)."""
     if job.tokenizer is None:
-        raise ExportError("no tokenizer found for the validation texts: pass --tokenizer")
+        raise ExportError(f"no tokenizer found for the validation texts: pass {arg('tokenizer')}")
     spec = job.spec.replace(sequence_length=job.sequence_length) if job.spec else None
     found = _texts_from_file(path, spec, job.tokenizer, job.pair)
     if found.x is not None:
@@ -224,7 +242,8 @@ def export_tflite(source, out, config=None):
     validated against that quantization-aware Keras model. With ``metadata``
     the file also carries what MediaPipe Tasks and the TFLite Task Library
     read (``albert_keras.export.metadata``), and MediaPipe runs it before it
-    is written, when installed. A model card (``MODEL.md``) goes beside it.
+    is written (this needs the ``mediapipe`` extra, checked before any
+    work). A model card (``MODEL.md``) goes beside it.
 
     Args:
         source: a model folder or ``.keras`` file.
@@ -251,7 +270,7 @@ def export_tflite(source, out, config=None):
     if c.metadata:
         blob, report["mediapipe"] = _add_metadata(job, c, blob, checks)
     sidecar = _sidecar(job, c, exported, blob, report)
-    logger.info(f"validated; writing {out} ({len(blob) / 1e6:.1f} MB), {paths['sidecar']} "
+    logger.info(f"validated; writing {out} ({len(blob) / 1e6:.2f} MB), {paths['sidecar']} "
                 f"and {paths['card']}")
     # The model is renamed into place first: when that fails, the sidecar's
     # and the card's temporary files are removed too, so a failure leaves none.
@@ -280,11 +299,13 @@ def _check_request(source, out, c):
         # existing side file is named as itself
         check_output(path, [source, c.tokenizer], c.overwrite)
     if c.quantize == "qat" and not read_task_spec(folder_of(source)):
-        raise ExportError(f"{source}: --quantize qat fine-tunes with fake quantization, so it "
+        raise ExportError(f"{source}: {arg('quantize')} qat fine-tunes with fake quantization, so it "
                           "needs a fine-tuned task folder (task.json and its training file)")
+    if c.metadata:
+        metadata_schema()  # the mediapipe extra: said now, not after converting
     if c.metadata and c.with_tokenizer:
-        raise ExportError("--metadata is for app runtimes, which tokenize themselves: it "
-                          "takes ids in, so drop --with-tokenizer")
+        raise ExportError(f"{arg('metadata')} is for app runtimes, which tokenize themselves: "
+                          f"it takes ids in, so drop {arg('with_tokenizer')}")
     return paths
 
 
@@ -306,10 +327,17 @@ class _Job:
 
 def _load(source, c):
     model, spec, tokenizer, folder = load_source(source, c.part, c.tokenizer)
+    if tokenizer is None:
+        # the sidecar, the app and the validation ids all need the special ids
+        # ([CLS], [SEP], padding), which only the tokenizer knows
+        raise ExportError(f"{source}: the model carries no tokenizer and none lies beside it, "
+                          "so its special ids ([CLS], [SEP], padding) are unknown: pass "
+                          f"{arg('tokenizer')}")
     kind, output_names = model_kind(model)
+    spec = spec or _classifier_spec(kind, model, source)
     S = int(c.sequence_length or (spec.sequence_length if spec else 128))
     if S > model.config.max_position_embeddings:
-        raise ExportError(f"--seq-len {S} exceeds max_position_embeddings "
+        raise ExportError(f"{arg('sequence_length')} {S} exceeds max_position_embeddings "
                           f"{model.config.max_position_embeddings}")
     pair = c.pair
     if pair is None:
@@ -317,12 +345,23 @@ def _load(source, c):
     num_choices = c.num_choices
     if kind == "choice":
         num_choices = num_choices or (spec.num_choices if spec else None)
-    if (c.with_tokenizer or c.metadata) and tokenizer is None:
-        raise ExportError(f"{'--metadata' if c.metadata else '--with-tokenizer'} needs the "
-                          "tokenizer file: pass --tokenizer")
     if c.metadata:
         output_names = check_app_model(kind, output_names, pair, tokenizer)
     return _Job(source, model, spec, tokenizer, folder, kind, output_names, S, pair, num_choices)
+
+
+def _classifier_spec(kind, model, source):
+    """A classifier built by hand carries no task: its classes are named by
+    id (said, since an app shows these names), so validation data with
+    labels ``0 .. n-1`` still measures accuracy. Other models: None."""
+    if kind != "classifier":
+        return None
+    if model.num_classes == 1:
+        return TaskSpec(task="classify", regression=True, labels=())
+    logger.warning(f"{source}: the classifier carries no label names; its classes are named "
+                   f"by id 0..{model.num_classes - 1} (fine-tune it with albert-keras, or "
+                   "give the model a task_spec with labels, to name them)")
+    return TaskSpec(task="classify", labels=tuple(str(i) for i in range(model.num_classes)))
 
 
 def _examples(job, c):
@@ -419,8 +458,8 @@ def _sidecar(job, c, exported, blob, report):
                   (["ids", "mask", "segment_ids"]
                    + (["masked_positions"] if job.kind == "mlm" else [])),
         "outputs": list(job.output_names),
-        "special_ids": tokenizer.special_ids if tokenizer else DEFAULT_SPECIAL_IDS,
-        "tokenizer": tokenizer.kind if tokenizer else None,
+        "special_ids": tokenizer.special_ids,
+        "tokenizer": tokenizer.kind,
         "truncate": job.spec.truncate if job.spec else "longest_first",
         "mask_value": c.mask_value,
         # the last block computed only the [CLS] row (pooled-output models)
@@ -430,7 +469,16 @@ def _sidecar(job, c, exported, blob, report):
         "validation": report,
         # the model's name, not its path: nothing shipped names the exporting machine
         "source": _model_name(job),
+        "base_model": _base_model(job),
     }
+
+
+def _base_model(job):
+    """The name of the checkpoint a fine-tuned folder started from (its
+    ``train_config.json``'s ``init``), or None."""
+    path = os.path.join(job.folder, TRAIN_CONFIG_FILE)
+    init = read_json(path).get("init") if os.path.isfile(path) else None
+    return os.path.basename(os.path.normpath(init)) if isinstance(init, str) and init else None
 
 
 def _model_name(job):

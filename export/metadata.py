@@ -27,6 +27,7 @@ import flatbuffers
 import numpy as np
 
 from albert_keras.export.converter import ExportError
+from albert_keras.export.export_config import arg
 
 METADATA_NAME = "TFLITE_METADATA"
 METADATA_IDENTIFIER = b"M001"
@@ -45,7 +46,7 @@ def metadata_schema():
     try:
         from mediapipe.tasks.metadata import metadata_schema_py_generated
     except ImportError:
-        raise ExportError("--metadata writes MediaPipe's metadata schema: pip install "
+        raise ExportError(f"{arg('metadata')} writes MediaPipe's metadata schema: pip install "
                           "'albert-keras[mediapipe]'") from None
     return metadata_schema_py_generated
 
@@ -76,7 +77,7 @@ def tokenizer_files(tokenizer):
         return {tokenizer.file_name: bytes(tokenizer.proto_bytes)}
     if tokenizer.kind == "wordpiece":
         return {"vocab.txt": "".join(p + "\n" for p in tokenizer.pieces).encode("utf-8")}
-    raise ExportError(f"--metadata: no runtime reads a {tokenizer.kind} tokenizer")
+    raise ExportError(f"{arg('metadata')}: no runtime reads a {tokenizer.kind} tokenizer")
 
 
 def _tokenizer_unit(fb, tokenizer, file_name):
@@ -205,7 +206,7 @@ def with_metadata(blob, info, tokenizer, output_descriptions, labels=None):
     """
     inputs, outputs = signature_order(blob)
     if sorted(inputs) != sorted(INPUT_DESCRIPTIONS):
-        raise ExportError(f"--metadata needs the inputs ids, mask and segment_ids; the model "
+        raise ExportError(f"{arg('metadata')} needs the inputs ids, mask and segment_ids; the model "
                           f"has {', '.join(inputs)}")
     files = dict(tokenizer_files(tokenizer))
     if labels:

@@ -7,7 +7,7 @@ alone, so it says nothing the sidecar does not, and names no path of the
 exporting machine.
 """
 
-import platform
+from albert_keras.progress import cpu_name
 
 _TASKS = {"classifier": "text-classification", "embedder": "feature-extraction",
           "qa": "question-answering", "tagger": "token-classification",
@@ -15,20 +15,13 @@ _TASKS = {"classifier": "text-classification", "embedder": "feature-extraction",
           "discriminator": "token-classification"}
 
 
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine() or "CPU"
-
-
 def _front_matter(sidecar):
     tags = ["albert-keras", "tflite", f"quantize-{sidecar['quantize']}"]
     if sidecar.get("metadata"):
         tags.append("mediapipe")
+    base = [f"base_model: {sidecar['base_model']}"] if sidecar.get("base_model") else []
     return "\n".join(["---", "library_name: litert", f"pipeline_tag: {_TASKS[sidecar['kind']]}",
-                      "tags:", *[f"- {t}" for t in tags], "---", ""])
+                      *base, "tags:", *[f"- {t}" for t in tags], "---", ""])
 
 
 def _validation(report):
@@ -88,7 +81,9 @@ def model_card(sidecar, file_name):
         _front_matter(sidecar),
         f"# {sidecar['source']} ({sidecar['kind']}, {sidecar['quantize']})", "",
         f"An ALBERT-family {sidecar['kind']} exported to TFLite by albert-keras from "
-        f"`{sidecar['source']}`.", "",
+        f"`{sidecar['source']}`"
+        + (f", fine-tuned from `{sidecar['base_model']}`." if sidecar.get("base_model")
+           else "."), "",
         "## Model", "",
         f"- task: {sidecar.get('task') or sidecar['kind']}",
         f"- labels: {labels}",
@@ -101,7 +96,7 @@ def model_card(sidecar, file_name):
         "## Validation", "", _validation(report), "",
         "## Size and latency", "",
         f"- {sidecar['size_bytes'] / 1e6:.2f} MB",
-        (f"- about {latency:.2g} ms per example in LiteRT on a {_cpu_name()} (2 threads; "
+        (f"- about {latency:.2g} ms per example in LiteRT on a {cpu_name()} (2 threads; "
          "`albert-keras bench` measures it properly)") if latency else "- latency not measured",
         "", "## How to run it", "", _how_to_run(sidecar, file_name),
     ]

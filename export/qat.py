@@ -13,6 +13,7 @@ import os
 import keras
 
 from albert_keras.export.converter import rebuild
+from albert_keras.export.export_config import arg
 from albert_keras.optimizers.optimizer import make_optimizer
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def qat_finetune(model, spec, train_path, tokenizer, epochs=1, learning_rate=1e-
     if spec is None:
         raise ValueError("QAT needs a fine-tuned task folder (task.json and a training file)")
     if not train_path or not os.path.isfile(train_path):
-        raise ValueError(f"QAT needs the training file; {train_path!r} is missing (--qat-data)")
+        raise ValueError(f"QAT needs the training file; {train_path!r} is missing ({arg('qat_data')})")
     keras.utils.set_random_seed(seed)
     task = get_task(spec.task)
     data, _ = task.read(train_path, spec, tokenizer)

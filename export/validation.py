@@ -158,7 +158,7 @@ def _measure(pairs, measure, float_mode):
     entry["finite"] = bool(all(np.all(np.isfinite(g)) for g, _ in pairs))
     if not entry["finite"]:
         return entry
-    if measure == "vectors" or not float_mode:
+    if measure == "vectors":  # the cosine of class logits says nothing of the classes
         cosines = [_cosine(g, e) for g, e in pairs]
         entry.update(min_cosine=min(cosines), mean_cosine=float(np.mean(cosines)))
     if measure in ("classes", "probabilities", "token_classes", "span"):

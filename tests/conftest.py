@@ -135,13 +135,16 @@ def out_dir(tmp_path):
 
 @pytest.fixture(scope="session")
 def classifier_folder(tmp_path_factory, init_folder, task_files):
-    """A small fine-tuned classifier folder (trained a few epochs, so its
-    logits are not all alike)."""
+    """A small fine-tuned classifier folder, trained until it is sure of its
+    classes (train loss about 0.01, eval accuracy 0.75; at 1e-3 for 4 epochs
+    it stayed at the majority class with near-tied logits, which any
+    quantization flips, so the export checks meant little)."""
     from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     out = os.path.join(str(tmp_path_factory.mktemp("cls")), "model")
-    cfg = FinetuneConfig(task="classify", epochs=4, batch_size=8, sequence_length=32,
-                         learning_rate=1e-3)
-    finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out, cfg)
+    cfg = FinetuneConfig(task="classify", epochs=16, batch_size=8, sequence_length=32,
+                         learning_rate=3e-3)
+    metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out, cfg)
+    assert metrics["accuracy"] > 0.6, metrics  # a model that learned, or the checks mean little
     return out

@@ -36,6 +36,22 @@ def folder_bytes(folder):
             for n in sorted(os.listdir(folder))}
 
 
+def stored_values(keras_path):
+    """How many numbers a ``.keras`` file stores (weights, and optimizer
+    state when it holds any), read from its archive with h5py."""
+    import io
+    import zipfile
+
+    import h5py
+
+    counts = []
+    with zipfile.ZipFile(keras_path) as archive:
+        with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as f:
+            f.visititems(lambda _, v: counts.append(v.size) if isinstance(v, h5py.Dataset)
+                         else None)
+    return sum(counts)
+
+
 def _np(x):
     return tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)), x)
 

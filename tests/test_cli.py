@@ -32,6 +32,18 @@ def test_console_script_is_installed():
     assert result.returncode == 0 and "convert" in result.stdout
 
 
+def test_no_flag_states_its_default_twice():
+    """A help text that says its default is not given a second "(default: ...)"."""
+    from albert_keras.cli import build_parser
+
+    subparsers = next(a for a in build_parser()._actions if a.choices and
+                      isinstance(a.choices, dict))
+    for name, parser in subparsers.choices.items():
+        for action in parser._actions:
+            shown = (action.help or "").replace("%(default)s", "x")
+            assert shown.count("(default") <= 1, (name, action.option_strings)
+
+
 def test_convert_hf_to_keras_and_back(tmp_path, capsys):
     hf_model = make_hf_model("AlbertForPreTraining", tmp_path / "hf")
     out = str(tmp_path / "model.keras")

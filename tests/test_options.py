@@ -49,8 +49,14 @@ def test_check_numbers_lets_good_values_and_none_through():
     (DataConfig, "short_seq_prob", NAN),
 ])
 def test_bad_numbers_are_refused_with_the_flag_named(make, field, value):
+    """In Python the error names the argument; under the command line, the flag."""
+    from albert_keras.options import command_line_names
+
     config = make(**{field: value})
-    with pytest.raises(ValueError, match=f"^--{field.replace('_', '-')} must be"):
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        config.validate()
+    with command_line_names(), pytest.raises(ValueError,
+                                             match=f"^--{field.replace('_', '-')} must be"):
         config.validate()
 
 

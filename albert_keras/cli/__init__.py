@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 import albert_keras
 from albert_keras.cli import data_commands
@@ -25,6 +26,7 @@ from albert_keras.cli import pretrain_command
 from albert_keras.cli import task_commands
 from albert_keras.cli.flags import CliError
 from albert_keras.native_output import stderr_silenced
+from albert_keras.options import command_line_names
 
 
 def _add_backend_flag(p):
@@ -188,9 +190,12 @@ def main(argv=None):
     albert_keras.load_all()
     _show_progress(args.verbose)
     try:
-        return args.func(args)
+        with command_line_names():  # errors name flags, not Python arguments
+            return args.func(args)
     except (CliError, ValueError, RuntimeError, FileExistsError, FileNotFoundError,
             OSError) as e:
+        if args.verbose:  # the traceback too, for a report
+            traceback.print_exc()
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
         return 2

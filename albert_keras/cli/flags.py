@@ -66,8 +66,10 @@ def add_flags(parser, cls, only=None, exclude=(), defaults=None):
         else:
             default = field.default
         shown = meta["auto"] if default is None and meta.get("auto") else "%(default)s"
+        # a help text that says its default itself is not told it twice
+        said = "(default" in meta["help"]
         kwargs = {"default": default, "dest": field.name,
-                  "help": f"{meta['help']} (default: {shown})"}
+                  "help": meta["help"] if said else f"{meta['help']} (default: {shown})"}
         hint = typing.get_type_hints(cls).get(field.name)
         if hint is bool:
             kwargs["action"] = argparse.BooleanOptionalAction

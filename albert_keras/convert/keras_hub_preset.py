@@ -51,7 +51,12 @@ def preset_backbone(folder):
     try:
         with open(path, encoding="utf-8") as f:
             config = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as e:
+        if os.path.isfile(os.path.join(folder, "metadata.json")):
+            # save_to_preset writes metadata.json beside it: a broken preset,
+            # named as such rather than taken for another format
+            raise ConversionError(f"{path}: not valid JSON ({' '.join(str(e).split())})") \
+                from None
         return None
     if not isinstance(config, dict) or not str(config.get("module", "")).startswith(
             "keras_hub"):
@@ -107,6 +112,9 @@ def load_keras_hub_preset(folder):
 
     keras_hub = _keras_hub()
     name = preset_backbone(folder)
+    if name is None:
+        raise ConversionError(f"{os.path.join(folder, 'config.json')}: not a keras-hub "
+                              "backbone config (no keras_hub module and class_name)")
     if name not in _BACKBONES:
         raise ConversionError(f"{folder}: a keras-hub {name} preset; only AlbertBackbone and "
                               "BertBackbone convert")

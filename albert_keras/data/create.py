@@ -40,6 +40,7 @@ from albert_keras.data.tfrecords import write_shard
 from albert_keras.files import check_output
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
+from albert_keras.progress import time_left
 from albert_keras.text.registry import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -272,8 +273,9 @@ class _Progress:
             return
         self.shown = now
         rate = count / max(now - self.started, 1e-9)
+        left = time_left(now - self.started, done, self.total)
         logger.info(f"{self.what}: {done}/{self.total} {self.of}, {count} {unit} "
-                    f"({rate:,.0f} {unit}/s)")
+                    f"({rate:,.0f} {unit}/s{', ' + left if left else ''})")
 
 
 # -- the driver ------------------------------------------------------------------------

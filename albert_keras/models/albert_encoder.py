@@ -231,6 +231,40 @@ class AlbertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer = transformer
         self.pooler = pooler
+        self.tokenizer_asset = None
+
+    # -- the tokenizer it reads ------------------------------------------------------
+
+    @property
+    def tokenizer(self):
+        """The host-side tokenizer of this encoder's vocabulary, or None.
+
+        Set by pretraining, fine-tuning and checkpoint loading (or by you);
+        a ``.keras`` file carries its files, so a bare model file knows its
+        special ids and how its text is cut.
+        """
+        asset = self.tokenizer_asset
+        return asset.tokenizer() if asset is not None else None
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer):
+        from albert_keras.text.tokenizer_asset import TokenizerAsset
+
+        if tokenizer is not None and tokenizer.vocabulary_size > self.config.vocab_size:
+            raise ValueError(f"the tokenizer ({tokenizer.source}) has "
+                             f"{tokenizer.vocabulary_size} pieces; the encoder's vocab_size "
+                             f"is {self.config.vocab_size}")
+        self.tokenizer_asset = None if tokenizer is None else TokenizerAsset.of(tokenizer)
+
+    def save_assets(self, dir_path):
+        if self.tokenizer_asset is not None:
+            self.tokenizer_asset.write(dir_path)
+
+    def load_assets(self, dir_path):
+        from albert_keras.text.tokenizer_asset import TokenizerAsset
+
+        # files saved before encoders carried a tokenizer have no folder here
+        self.tokenizer_asset = TokenizerAsset.read(dir_path)
 
     @property
     def token_embedding(self):

@@ -1,6 +1,8 @@
 """What every model on an encoder shares (the task models and the
 pretrainer): the encoder, its inputs, its config."""
 
+import json
+
 import keras
 
 from albert_keras.layers.quantized_dense import make_dense
@@ -28,7 +30,40 @@ class TaskModel(keras.Model):
 
     Subclasses build their graph, call ``super().__init__(inputs, outputs)``,
     set ``self.encoder`` and add their own arguments to ``get_config``.
+
+    Every task model also takes ``task_spec``: what reading, scoring and
+    export need to know about its task (the ``task.json`` of a fine-tuned
+    folder: task, labels, sequence length, columns, truncation), as a dict.
+    Fine-tuning sets it; a ``.keras`` file carries it, and its tokenizer
+    through the encoder, so a model file alone can be exported or run.
     """
+
+    def __init__(self, *args, task_spec=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.task_spec = task_spec
+
+    @property
+    def task_spec(self):
+        """The task description (a dict), or None for a model built by hand."""
+        text = self.__dict__.get("_task_spec_json")
+        return None if text is None else json.loads(text)
+
+    @task_spec.setter
+    def task_spec(self, spec):
+        if spec is not None and not isinstance(spec, dict):
+            raise TypeError(f"task_spec must be a dict, got {type(spec).__name__}")
+        # kept as JSON text: Keras would wrap a dict attribute in its trackers
+        self._task_spec_json = None if spec is None else json.dumps(spec, sort_keys=True)
+
+    @property
+    def labels(self):
+        """The class names by id (an empty tuple when unknown or not a classifier)."""
+        return tuple((self.task_spec or {}).get("labels") or ())
+
+    @property
+    def tokenizer(self):
+        """The encoder's host-side tokenizer, or None (see ``AlbertEncoder.tokenizer``)."""
+        return self.encoder.tokenizer
 
     @staticmethod
     def _encoder_and_dtype(encoder, dtype):
@@ -56,6 +91,7 @@ class TaskModel(keras.Model):
             "trainable": self.trainable,
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            **({"task_spec": self.task_spec} if self.task_spec is not None else {}),
         }
 
     @classmethod

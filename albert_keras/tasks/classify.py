@@ -92,12 +92,16 @@ class Classify(Task):
 
     def records(self, spec, data, outputs):
         logits = outputs["logits"]
+        examples = data.extra["examples"]
+        # the text beside its prediction, so no one lines them up by order
+        given = [{"text": t, **({"text_pair": examples.pairs[i]} if examples.pairs else {})}
+                 for i, t in enumerate(examples.texts)]
         if spec.regression:
-            return [{"score": float(v)} for v in logits[:, 0]]
+            return [{**g, "score": float(v)} for g, v in zip(given, logits[:, 0])]
         return [
-            {"label": spec.labels[int(p.argmax())],
+            {**g, "label": spec.labels[int(p.argmax())],
              "probabilities": {name: float(v) for name, v in zip(spec.labels, p)}}
-            for p in softmax(logits)
+            for g, p in zip(given, softmax(logits))
         ]
 
     def example_labels(self, data):

@@ -11,6 +11,9 @@ import time
 import keras
 
 from albert_keras.files import write_json
+from albert_keras.progress import cpu_name
+from albert_keras.progress import duration
+from albert_keras.progress import time_left
 from albert_keras.saving import save_model
 
 logger = logging.getLogger(__name__)
@@ -57,7 +60,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         if not math.isfinite(float(logs.get("loss", 0.0))):
             return
         path = os.path.join(self.folder, f"ckpt-{epoch + 1:06d}.keras")
-        save_model(self.model, path, overwrite=True)
+        save_model(self.model, path, overwrite=True, optimizer=True)  # resumes a run
         for old in glob.glob(os.path.join(self.folder, "ckpt-*.keras")):
             if old != path:
                 os.remove(old)
@@ -154,11 +157,13 @@ class ProgressLog(keras.callbacks.Callback):
     >>> model.fit(ds, callbacks=[ProgressLog(800, every=50)], verbose=2)  # doctest: +SKIP
     """
 
-    def __init__(self, total_steps, every=50, tokens_per_step=None):
+    def __init__(self, total_steps, every=50, tokens_per_step=None, announce=False):
         super().__init__()
         self.total_steps = total_steps
         self.every = max(1, int(every))
         self.tokens_per_step = tokens_per_step
+        # the first line also says what the whole run will take at this speed
+        self.announce = announce
 
     def on_train_begin(self, logs=None):
         self._clock = time.time()
@@ -176,4 +181,12 @@ class ProgressLog(keras.callbacks.Callback):
         speed = (f", {self.tokens_per_step * (step - self._from) / elapsed:,.0f} tokens/s"
                  if self.tokens_per_step else "")
         metrics = " ".join(f"{k} {float(v):.4f}" for k, v in (logs or {}).items())
-        logger.info(f"step {step}/{self.total_steps}: {metrics} ({elapsed:.0f} s{speed})")
+        left = time_left(elapsed, step - self._from, self.total_steps - self._from)
+        logger.info(f"step {step}/{self.total_steps}: {metrics} ({elapsed:.0f} s{speed}"
+                    f"{', ' + left if left else ''})")
+        if self.announce and left:
+            self.announce = False
+            total = elapsed / (step - self._from) * (self.total_steps - self._from)
+            logger.info(f"at this speed the run takes about {duration(total)} in all on this "
+                        f"machine ({cpu_name()}); later phases with longer sequences are "
+                        "slower")

@@ -23,7 +23,7 @@ from albert_keras.model_folder import CHECKPOINTS
 from albert_keras.model_folder import METRICS_FILE
 from albert_keras.model_folder import tokenizer_path
 from albert_keras.options import check_options
-from albert_keras.options import flag_of
+from albert_keras.options import name_of
 from albert_keras.text.spm_trainer import TokenizerConfig
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pipeline_config import RECIPES
@@ -105,10 +105,10 @@ def deberta_v3_recipe(train_config):
     encoder (docs/reports/deberta.md compares the two).
     """
     if train_config.init:
-        raise ValueError(f"{flag_of(PipelineConfig, 'recipe')} deberta_v3 makes a new model; "
-                         f"it cannot continue --init {train_config.init}")
+        raise ValueError(f"{name_of(PipelineConfig, 'recipe')} deberta_v3 makes a new model; "
+                         f"it cannot continue {name_of(PretrainConfig, 'init')} {train_config.init}")
     if train_config.objective not in ("auto", "rtd"):
-        raise ValueError(f"{flag_of(PipelineConfig, 'recipe')} deberta_v3 trains --objective "
+        raise ValueError(f"{name_of(PipelineConfig, 'recipe')} deberta_v3 trains --objective "
                          f"rtd, not {train_config.objective}")
     overrides = {**DEBERTA_V3_ENCODER, **(train_config.model_overrides or {})}
     sharing = train_config.embedding_sharing
@@ -149,13 +149,13 @@ def small_corpus_recipe(pipeline, train_config):
                     "later release")
         recipe = "small_corpus"
     if recipe not in RECIPES:
-        raise ValueError(f"{flag_of(PipelineConfig, 'recipe')} {recipe!r}: "
+        raise ValueError(f"{name_of(PipelineConfig, 'recipe')} {recipe!r}: "
                          f"expected one of {', '.join(RECIPES)}")
     if recipe == "small_corpus" and train_config.init:
         # the recipe picks the architecture (depth, ALiBi), which a model
         # being continued already has
-        raise ValueError(f"{flag_of(PipelineConfig, 'recipe')} small_corpus makes a new model; "
-                         f"it cannot continue --init {train_config.init}")
+        raise ValueError(f"{name_of(PipelineConfig, 'recipe')} small_corpus makes a new model; "
+                         f"it cannot continue {name_of(PretrainConfig, 'init')} {train_config.init}")
     if recipe == "albert":
         return train_config
     if recipe == "deberta_v3":
@@ -281,7 +281,7 @@ def _check_kept_data(data_dir, data_config, out):
     """A kept data folder must match this call's data settings."""
     made = read_manifest(data_dir)["config"]
     now = dataclasses.asdict(data_config)
-    changed = [f"{flag_of(DataConfig, k)} {made[k]!r} (now {now[k]!r})"
+    changed = [f"{name_of(DataConfig, k)} {made[k]!r} (now {now[k]!r})"
                for k in now if k in made and made[k] != now[k]]
     if changed:
         raise ValueError(

@@ -39,7 +39,7 @@ from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.optimizers.optimizer import make_optimizer
-from albert_keras.options import flag_of
+from albert_keras.options import name_of
 from albert_keras.precision import resolve_precision
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
@@ -267,7 +267,7 @@ def _check_resume(run, resume_path):
             f"{run.out_dir} holds a run started with other settings: {'; '.join(conflicts)}. "
             "Resume with the run's own settings, or pass --overwrite to start again "
             f"(safe to change when resuming: "
-            f"{', '.join(flag_of(PretrainConfig, k) for k in SAFE_ON_RESUME)})")
+            f"{', '.join(name_of(PretrainConfig, k) for k in SAFE_ON_RESUME)})")
 
 
 def _callbacks(run, chief, eval_ds):
@@ -293,14 +293,18 @@ def _fit(run, model, strategy, initial_epoch, chief):
     live = interactive() and not os.environ.get("CI")
     started, tokens = time.time(), 0
     start_step = int(model.optimizer.iterations.numpy())  # > 0 when resumed
-    for phase_data, phase_len, first, end in run.phases:
+    announce = True  # the first phase run says what the whole run will take
+    for number, (phase_data, phase_len, first, end) in enumerate(run.phases, 1):
         if initial_epoch >= end or nan_guard.bad_step is not None or budget.stopped_early:
             continue
         begin = max(initial_epoch, first)
         if len(run.phases) > 1:
-            logger.info(f"steps {begin * c.steps_per_epoch}-"
-                        f"{min(end * c.steps_per_epoch, c.total_steps)}: "
-                        f"sequences of {phase_len} from {phase_data}")
+            # Keras counts epochs to the end of the fit it runs: said, so
+            # "Epoch 1/14" then "Epoch 15/16" reads as one run of 16
+            logger.info(f"phase {number}/{len(run.phases)}: steps {begin * c.steps_per_epoch}-"
+                        f"{min(end * c.steps_per_epoch, c.total_steps)}, sequences of "
+                        f"{phase_len} from {phase_data} (epochs {begin + 1}-{end} of the "
+                        f"run's {run.phases[-1][3]})")
         # A resumed run continues with the batches an uninterrupted run would see.
         train_ds = train_dataset(strategy, phase_data, c, run.objective,
                                  (begin - first) * c.steps_per_epoch)
@@ -309,7 +313,8 @@ def _fit(run, model, strategy, initial_epoch, chief):
         # (TPUs need one), not relaxed to an unknown length by retracing.
         model.train_function = None
         progress = [] if live else [ProgressLog(c.total_steps, c.log_every,
-                                                c.batch_size * phase_len)]
+                                                c.batch_size * phase_len, announce=announce)]
+        announce = False
         with _named_failures(run, phase_data, strategy):
             with unused_pooler_quiet():  # rtd's discriminator reads no pooler
                 model.fit(train_ds, epochs=end, initial_epoch=begin,

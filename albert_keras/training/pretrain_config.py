@@ -3,7 +3,7 @@
 import dataclasses
 
 from albert_keras.options import check_options
-from albert_keras.options import flag_of
+from albert_keras.options import name_of
 from albert_keras.options import option
 from albert_keras.precision import PRECISION_CHOICES
 from albert_keras.training.objectives import CHOICES as OBJECTIVE_CHOICES
@@ -214,7 +214,7 @@ RTD_FIELDS = ("generator_size", "embedding_sharing", "rtd_weight", "rtd_sop", "r
 
 def rtd_flags_given(config):
     """The rtd-only flags of ``config`` set away from their defaults."""
-    return [flag_of(PretrainConfig, f.name) for f in dataclasses.fields(PretrainConfig)
+    return [name_of(PretrainConfig, f.name) for f in dataclasses.fields(PretrainConfig)
             if f.name in RTD_FIELDS and getattr(config, f.name) != f.default]
 
 
@@ -238,7 +238,7 @@ def resume_conflicts(recorded, config, objective_name):
     """
     now = {**dataclasses.asdict(config), "objective": objective_name}
     unread = RTD_FIELDS if objective_name != "rtd" else ()
-    return [f"{flag_of(PretrainConfig, k)} {recorded[k]!r} (now {now[k]!r})"
+    return [f"{name_of(PretrainConfig, k)} {recorded[k]!r} (now {now[k]!r})"
             for k in now if k in recorded and k not in SAFE_ON_RESUME and k not in unread
             and _json_form(recorded[k]) != _json_form(now[k])]
 

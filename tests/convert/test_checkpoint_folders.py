@@ -165,3 +165,70 @@ def test_a_deberta_v3_folder_goes_through_every_command(task_files, tmp_path, ca
     texts_file.write_text("the fox\nthe dog\n", encoding="utf-8")
     assert main(["embed", str(folder), "--input", str(texts_file), "--out", embeddings]) == 0
     assert np.load(embeddings).shape == (2, 32)
+
+
+@pytest.fixture(scope="module")
+def bert_ids_folder(tmp_path_factory):
+    """A BERT folder whose special tokens sit where BERT's do ([UNK] 100,
+    [CLS] 101, [SEP] 102, [MASK] 103), not at ALBERT's 1-4."""
+    folder = tmp_path_factory.mktemp("bert-ids")
+    vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
+    pieces = [line.rstrip("\n") for line in open(vocab, encoding="utf-8")]
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    rest = [p for p in pieces if p not in specials]
+    pieces = rest[:100] + specials + rest[100:]
+    with open(vocab, "w", encoding="utf-8") as f:
+        f.write("".join(p + "\n" for p in pieces))
+    make_hf_model("BertForPreTraining", folder, vocab_size=len(pieces),
+                  max_position_embeddings=64)
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
+    return str(folder)
+
+
+def test_a_classifier_built_in_python_on_a_checkpoint_exports_with_its_own_ids(
+        bert_ids_folder, tmp_path):
+    """The new user's case: a classifier built in Python on a BERT folder's
+    encoder, saved alone with `model.save`, exports with the checkpoint's
+    special ids (as transformers' tokenizer gives them), not ALBERT's; a
+    model that carries no tokenizer is refused in one line."""
+    import keras
+    from transformers import BertTokenizerFast
+
+    from albert_keras import AlbertClassifier
+    from albert_keras.export.converter import ExportError
+    from albert_keras.export.export_config import ExportConfig
+    from albert_keras.export.export_model import export_tflite
+    from albert_keras.model_folder import load_encoder
+
+    reference = BertTokenizerFast.from_pretrained(bert_ids_folder)
+    expected = {"pad": reference.pad_token_id, "unk": reference.unk_token_id,
+                "cls": reference.cls_token_id, "sep": reference.sep_token_id,
+                "mask": reference.mask_token_id}
+    assert expected["cls"] == 101  # the fixture is what it says
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    model = AlbertClassifier(load_encoder(bert_ids_folder), 2)
+    model.save(str(alone / "cls.keras"))
+    texts = ["the quick fox", "a lazy dog sleeps", "the fox", "dogs and foxes"] * 4
+    data = tmp_path / "val.csv"
+    data.write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(texts)))
+    sidecar = export_tflite(str(alone / "cls.keras"), str(alone / "cls.tflite"),
+                            ExportConfig(quantize="dynamic", sequence_length=32,
+                                         validation_data=str(data)))
+    assert sidecar["special_ids"] == expected and sidecar["tokenizer"] == "wordpiece"
+    # classes named by id, so the labelled rows were scored
+    assert sidecar["labels"] == ["0", "1"] and "tflite_accuracy" in sidecar["validation"]
+    loaded = keras.saving.load_model(str(alone / "cls.keras"))
+    assert loaded.tokenizer.encode(texts[:2]) == [
+        reference(t, add_special_tokens=False)["input_ids"] for t in texts[:2]]
+    # a model that knows no tokenizer: no file, one line naming the model
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    plain = AlbertClassifier(load_encoder(bert_ids_folder), 2)
+    plain.encoder.tokenizer = None
+    plain.save(str(bare / "cls.keras"))
+    with pytest.raises(ExportError, match=r"cls\.keras: the model carries no tokenizer .*"
+                                          r"pass tokenizer$"):
+        export_tflite(str(bare / "cls.keras"), str(bare / "cls.tflite"))
+    assert sorted(os.listdir(bare)) == ["cls.keras"]

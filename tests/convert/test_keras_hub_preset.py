@@ -117,3 +117,17 @@ def test_what_keras_hub_cannot_hold_is_refused_in_one_line(albert, tmp_path, cha
     with pytest.raises(ConversionError, match=words) as error:
         save_keras_hub_preset(other, tokenizer, str(tmp_path / "preset"))
     assert "\n" not in str(error.value) and not os.path.exists(tmp_path / "preset")
+
+
+def test_a_preset_with_a_broken_config_is_named_as_such(albert, tmp_path, capsys):
+    """A keras-hub preset whose config.json is not JSON: the file is named,
+    not taken for another format or called "a keras-hub None preset"."""
+    encoder, tokenizer = albert
+    folder = tmp_path / "preset"
+    save_keras_hub_preset(encoder, tokenizer, str(folder))
+    (folder / "config.json").write_text('{"module": "keras_hub.src.models', encoding="utf-8")
+    assert main(["convert", str(folder), "--out", str(tmp_path / "x.keras")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "None" not in err
+    assert f"{folder / 'config.json'}: not valid JSON" in err
+    assert not (tmp_path / "x.keras").exists()

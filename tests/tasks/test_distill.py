@@ -171,7 +171,7 @@ def test_layer_decay_slows_the_students_lower_layers(teachers, task_files, init_
         tuned[decay] = load_encoder(out, dtype="float32")
         assert json.load(open(os.path.join(out, "train_config.json")))["layer_decay"] == decay
     assert_layer_decay_slows(load_encoder(init_folder, dtype="float32"), tuned)
-    with pytest.raises(ValueError, match=r"--layer-decay must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"layer_decay must be in \(0, 1\]"):
         DistillConfig(layer_decay=0).validate()
 
 

@@ -1,6 +1,7 @@
 """Fine-tuning end to end on tiny files: every task, its folder, evaluate,
 predict, and the errors users hit."""
 
+import csv
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.readers import TaskDataError
 from tests.helpers import assert_layer_decay_slows
+from tests.helpers import stored_values
 
 QUICK = dict(epochs=2, batch_size=8, sequence_length=32, learning_rate=1e-3)
 
@@ -54,7 +56,7 @@ def test_encoder_dropout_changes_the_config_and_no_weight(init_folder):
     assert not np.allclose(first, second)
     np.testing.assert_array_equal(plain(inputs, training=True)["sequence_output"],
                                   plain(inputs, training=True)["sequence_output"])
-    with pytest.raises(ValueError, match="--encoder-dropout"):
+    with pytest.raises(ValueError, match="encoder_dropout"):
         FinetuneConfig(encoder_dropout=1.0).validate()
 
 
@@ -76,6 +78,14 @@ def test_classify_folder_evaluate_predict(init_folder, task_files, out_dir, tmp_
     assert {p["label"] for p in predictions} <= {"dog", "fox"}
     assert all(sum(p["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
                for p in predictions)
+    # each prediction names its row and text, so none is lined up by order
+    with open(task_files["cls_eval"], encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [(p["row"], p["text"]) for p in predictions] == [
+        (i, r["text"]) for i, r in enumerate(rows)]
+    # the model file holds the weights alone, no optimizer state
+    assert stored_values(os.path.join(out_dir, "model.keras")) == \
+        keras.saving.load_model(os.path.join(out_dir, "model.keras")).count_params()
     # An output that exists is not replaced without overwrite.
     with pytest.raises(FileExistsError):
         finetune(init_folder, task_files["cls_train"], None, out_dir, cfg)
@@ -157,7 +167,7 @@ def test_a_held_out_share_of_the_training_file_chooses_the_epoch(
     assert code != 0 and err.count("\n") == 0
     assert f"{tiny}: validation_split 0.1 of 2 examples leaves 2 to train on" in err
     assert not os.path.exists(tmp_path / "tiny")
-    with pytest.raises(ValueError, match=r"--validation-split must be in \(0, 1\), got 1.5"):
+    with pytest.raises(ValueError, match=r"validation_split must be in \(0, 1\), got 1.5"):
         FinetuneConfig(validation_split=1.5).validate()
 
 
@@ -170,7 +180,7 @@ def test_layer_decay_slows_the_lower_layers(init_folder, task_files, tmp_path):
         tuned[decay] = load_encoder(out, dtype="float32")
         assert json.load(open(os.path.join(out, "train_config.json")))["layer_decay"] == decay
     assert_layer_decay_slows(load_encoder(init_folder, dtype="float32"), tuned)
-    with pytest.raises(ValueError, match=r"--layer-decay must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"layer_decay must be in \(0, 1\]"):
         FinetuneConfig(layer_decay=1.5).validate()
 
 
@@ -227,7 +237,7 @@ def test_ema_scores_and_keeps_the_moving_average(init_folder, task_files, tmp_pa
     for got, want in zip(seen.final, _moving_average(seen.steps, momentum)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     for bad in (1.0, -0.1, float("nan")):
-        with pytest.raises(ValueError, match=r"--ema must be in \[0, 1\)"):
+        with pytest.raises(ValueError, match=r"ema must be in \[0, 1\)"):
             FinetuneConfig(ema=bad).validate()
 
 

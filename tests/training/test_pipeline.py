@@ -27,7 +27,7 @@ def test_kept_data_made_with_other_settings_is_refused_before_training(
                                                     warmup_steps=0))
     message = str(error.value)
     assert "\n" not in message and "made with other settings" in message
-    assert "--dupe-factor 1 (now 2)" in message
+    assert "dupe_factor 1 (now 2)" in message
     assert sorted(os.listdir(out)) == ["data"]  # nothing trained, nothing written
 
 
@@ -157,10 +157,10 @@ def test_recipe_main_job_applies_to_any_corpus_and_albert_to_none():
 
 
 def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
-    with pytest.raises(ValueError, match="--recipe small_corpus makes a new model; it cannot "
-                                         "continue --init runs/model"):
+    with pytest.raises(ValueError, match="recipe small_corpus makes a new model; it cannot "
+                                         "continue init runs/model"):
         small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(init="runs/model"))
-    with pytest.raises(ValueError, match="--recipe 'main-job': expected one of auto, "
+    with pytest.raises(ValueError, match="recipe 'main-job': expected one of auto, "
                                          "small_corpus, albert"):
         small_corpus_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
     with caplog.at_level("INFO", logger="albert_keras"):

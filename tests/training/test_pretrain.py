@@ -476,7 +476,7 @@ def test_mask_rate_masks_more_in_training_and_keeps_the_held_out_masks(data_dir)
     np.testing.assert_array_equal(slots[None][1], slots[0.45][1])
     with pytest.raises(ValueError, match="mask_rate needs dynamic_masking"):
         PretrainConfig(mask_rate=0.3, dynamic_masking=False).validate()
-    with pytest.raises(ValueError, match="--mask-rate must be in"):
+    with pytest.raises(ValueError, match="mask_rate must be in"):
         PretrainConfig(mask_rate=1.0).validate()
 
 
