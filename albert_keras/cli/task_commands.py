@@ -57,7 +57,8 @@ def cmd_distill(args):
 def cmd_evaluate(args):
     from albert_keras.tasks.inference import evaluate
 
-    _print_metrics(evaluate(args.model, args.data, batch_size=args.batch_size))
+    _print_metrics(evaluate(args.model, args.data, batch_size=args.batch_size,
+                            length_buckets=args.length_buckets))
     return 0
 
 
@@ -105,7 +106,8 @@ def cmd_predict(args):
             f.write("\n".join(_read_input_lines(None)) + "\n")
             path = f.name
     try:
-        _write_jsonl(predict(args.model, path, batch_size=args.batch_size), args.out)
+        _write_jsonl(predict(args.model, path, batch_size=args.batch_size,
+                             length_buckets=args.length_buckets), args.out)
     except ValueError as e:
         if path == args.input:
             raise
@@ -145,7 +147,8 @@ def cmd_embed(args):
     layers = [int(i) for i in args.layers.split(",")]
     vectors = embed(args.model, texts, layers=layers, pooling=args.pooling,
                     combine=args.combine, normalize=args.normalize,
-                    sequence_length=args.seq_length, tokenizer=args.tokenizer)
+                    sequence_length=args.seq_length, tokenizer=args.tokenizer,
+                    length_buckets=args.length_buckets)
     if args.out and args.out.endswith(".npy"):
         with atomic_path(args.out, suffix=".npy") as tmp:
             np.save(tmp, vectors)
@@ -218,6 +221,7 @@ def _add_evaluate_and_predict(sub):
     p.add_argument("model", help="a fine-tuned model folder")
     p.add_argument("data", help="a labelled file in the task's format")
     p.add_argument("--batch-size", type=int, default=64, help="(default: %(default)s)")
+    _add_length_buckets(p)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("predict", help="predictions of a fine-tuned folder, as JSONL")
@@ -228,7 +232,14 @@ def _add_evaluate_and_predict(sub):
     p.add_argument("--batch-size", type=int, default=64, help="(default: %(default)s)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out file (default: refuse)")
+    _add_length_buckets(p)
     p.set_defaults(func=cmd_predict)
+
+
+def _add_length_buckets(p):
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+
+    add_flags(p, FinetuneConfig, only=("length_buckets",))
 
 
 def _add_fill_mask(sub):
@@ -258,4 +269,5 @@ def _add_embed(sub):
     p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out file (default: refuse)")
+    _add_length_buckets(p)
     p.set_defaults(func=cmd_embed)

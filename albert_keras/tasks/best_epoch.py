@@ -4,6 +4,8 @@ import logging
 
 import keras
 
+from albert_keras.data.length_buckets import predict_in_buckets
+
 logger = logging.getLogger(__name__)
 
 
@@ -25,21 +27,27 @@ class BestEpoch(keras.callbacks.Callback):
         batch_size: for the predictions.
         name: what the scored file is called in the log (``eval`` or
             ``validation``).
+        length_buckets: predict in batches cut to their rows' lengths
+            (``albert_keras.data.length_buckets``).
 
     Example:
     >>> best = BestEpoch(task, spec, evaluation, "accuracy", patience=2)  # doctest: +SKIP
     >>> model.fit(ds, epochs=10, callbacks=[best])  # doctest: +SKIP
     """
 
-    def __init__(self, task, spec, evaluation, metric, patience=0, batch_size=64, name="eval"):
+    def __init__(self, task, spec, evaluation, metric, patience=0, batch_size=64, name="eval",  # noqa: PLR0913 (the scored file, its task and how it is run)
+                 length_buckets=True):
         super().__init__()
+        self.length_buckets = length_buckets
         self.name = name
         self.task, self.spec, self.evaluation = task, spec, evaluation
         self.metric, self.patience, self.batch_size = metric, patience, batch_size
         self.history, self.best, self.best_epoch, self._weights = [], None, None, None
 
     def on_epoch_end(self, epoch, logs=None):
-        outputs = self.model.predict(self.evaluation.x, batch_size=self.batch_size, verbose=0)
+        outputs = (predict_in_buckets(self.model, self.evaluation.x, self.batch_size)
+                   if self.length_buckets else
+                   self.model.predict(self.evaluation.x, batch_size=self.batch_size, verbose=0))
         scores = self.task.score(self.spec, self.evaluation, outputs)
         if self.metric not in scores:
             known = sorted(k for k, v in scores.items() if isinstance(v, float))
@@ -64,15 +72,16 @@ class BestEpoch(keras.callbacks.Callback):
             self.model.set_weights(self._weights)
 
 
-def epoch_selector(task, spec, evaluation, validation, select_metric=None, patience=0):
+def epoch_selector(task, spec, evaluation, validation, select_metric=None, patience=0,  # noqa: PLR0913 (BestEpoch's choices)
+                   length_buckets=True):
     """The ``BestEpoch`` of a fine-tuning or distillation run, or None.
 
     Args:
         task, spec: the ``Task`` and its ``TaskSpec``.
         evaluation: the eval file's ``TaskData`` (or None).
         validation: a labelled ``TaskData`` to select on instead (or None).
-        select_metric, patience: as ``BestEpoch``'s (metric default: the
-            task's main one).
+        select_metric, patience, length_buckets: as ``BestEpoch``'s (metric
+            default: the task's main one).
 
     Returns:
         A ``BestEpoch`` scoring ``validation`` when given, else a labelled
@@ -91,7 +100,7 @@ def epoch_selector(task, spec, evaluation, validation, select_metric=None, patie
     else:
         return None
     return BestEpoch(task, spec, chosen, select_metric or task.main_metric(spec), patience,
-                     name=name)
+                     name=name, length_buckets=length_buckets)
 
 
 def hold_out(task, train, validation, fraction, seed, source="the training file"):

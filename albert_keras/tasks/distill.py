@@ -21,6 +21,8 @@ import keras
 import numpy as np
 
 from albert_keras.data.corpus import sotu_files
+from albert_keras.data.length_buckets import ENCODER_INPUTS
+from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.data.sentence_split import split_sentences
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
@@ -35,6 +37,7 @@ from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
 from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task_run import eval_scores
 from albert_keras.tasks.task_run import fit_with_selection
@@ -228,7 +231,8 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  
         result = {"train_loss": float(history.history["loss"][-1]),
                   "soft_loss": float(history.history["soft_loss"][-1]),
                   "labelled_rows": len(sets.train), "unlabelled_rows": taught.rows - len(sets.train),
-                  **layer_result, **eval_scores(task, spec, student, sets, best)}
+                  **layer_result, **eval_scores(task, spec, student, sets, best,
+                                               length_buckets=cfg.length_buckets)}
         if sets.labelled_eval:
             result.update({f"teacher_{k}": v for k, v in taught.teacher_scores.items()
                            if isinstance(v, (int, float))})
@@ -272,9 +276,10 @@ def _teach(teacher, paths, unlabeled, cfg):
     rows = len(next(iter(x.values())))
     logger.info(f"distill {spec.task}: {len(sets.train)} labelled rows, "
                 f"{rows - len(sets.train)} unlabelled; the teacher scores them")
-    teacher_out = teacher_model.predict(x, batch_size=64, verbose=0)
+    teacher_out = predict_outputs(teacher_model, TaskData(x), 64, cfg.length_buckets)
     teacher_scores = (task.score(spec, sets.evaluation,
-                                 predict_outputs(teacher_model, sets.evaluation))
+                                 predict_outputs(teacher_model, sets.evaluation, 64,
+                                                 cfg.length_buckets))
                       if sets.labelled_eval else {})
     taught = _Taught(task, spec, pieces, sets, x, rows,
                      {k: np.asarray(v, np.float32) for k, v in teacher_out.items()},
@@ -343,8 +348,10 @@ def _soft_target_dataset(taught, cfg):
 
     labels, label_weight = _targets(taught.sets.train, taught.rows - len(taught.sets.train),
                                     taught.teacher_out.keys())
-    ds = tf.data.Dataset.from_tensor_slices(
-        (taught.x, {"teacher": taught.teacher_out, "labels": labels,
-                    "label_weight": label_weight}))
+    targets = {"teacher": taught.teacher_out, "labels": labels, "label_weight": label_weight}
+    if cfg.length_buckets:
+        return bucketed_dataset((taught.x, targets), cfg.batch_size, cfg.seed,
+                                ENCODER_INPUTS + tuple(taught.task.per_token_targets))
+    ds = tf.data.Dataset.from_tensor_slices((taught.x, targets))
     ds = ds.shuffle(taught.rows, seed=cfg.seed, reshuffle_each_iteration=True)
     return ds.batch(cfg.batch_size, drop_remainder=taught.rows >= cfg.batch_size).prefetch(2)

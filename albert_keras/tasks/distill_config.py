@@ -86,6 +86,10 @@ class DistillConfig:
     patience: int = option(0, "with --eval: stop after this many epochs without a better "
                               "score (0: train every epoch)", valid="[0, inf)")
     seed: int = option(0, "weights and shuffling")
+    length_buckets: bool = option(True, "batch rows by their length, cut to a few fixed "
+                                        "lengths up to --seq-length (16, 32, 48, 64, 96, "
+                                        "128, ...), not all padded to it; the same "
+                                        "outputs, less padding computed")
 
     def validate(self):
         check_options(self)

@@ -16,6 +16,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_keras.data.length_buckets import ENCODER_INPUTS
+from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
 from albert_keras.model_folder import ModelSource
@@ -84,8 +86,14 @@ def truncation_report(data, sequence_length, max_length=None):
 # -- the run -------------------------------------------------------------------------------
 
 
-def make_dataset(data, batch_size, shuffle, seed):
+def make_dataset(data, batch_size, shuffle, seed, length_buckets=None):
+    """The batches of ``data``: with ``length_buckets`` (a ``Task``, whose
+    ``per_token_targets`` are cut too), shuffled length-bucketed batches
+    (``albert_keras.data.length_buckets``); else every row at full length."""
     parts = (data.x, data.y) if data.sample_weight is None else (data.x, data.y, data.sample_weight)
+    if length_buckets is not None:
+        return bucketed_dataset(parts, batch_size, seed,
+                                ENCODER_INPUTS + tuple(length_buckets.per_token_targets))
     ds = tf.data.Dataset.from_tensor_slices(parts)
     if shuffle:
         ds = ds.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
@@ -136,20 +144,31 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     with writing_folder(out_dir) as tmp:
         with unused_pooler_quiet():  # tagging and QA read no pooler
             history, best = fit_with_selection(
-                model, make_dataset(sets.train, cfg.batch_size, True, cfg.seed),
+                model, make_dataset(sets.train, cfg.batch_size, True, cfg.seed,
+                                    task if _bucketed(cfg) else None),
                 (task, spec, sets, cfg, total), tmp, callbacks)
         result = {"train_loss": float(history.history["loss"][-1]), **cut}
         if cfg.validation_split:
             result.update({f"{name}_examples": int(task.example_of_rows(part).max()) + 1
                            for name, part in (("train", sets.train),
                                               ("validation", sets.validation))})
-        result.update(eval_scores(task, spec, model, sets, best))
+        result.update(eval_scores(task, spec, model, sets, best,
+                                  length_buckets=cfg.length_buckets))
         write_task_folder(
             tmp, model, source.tokenizer, spec.to_json(), result,
             {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
              **{name: os.path.abspath(path) if path else None
                 for name, path in zip(("train", "eval", "validation"), paths)}})
     return result
+
+
+def _bucketed(cfg):
+    """Whether training batches are bucketed by length: asked for, and not on
+    a TPU, whose compiled step needs one static shape for the whole run."""
+    if cfg.length_buckets and cfg.strategy == "tpu":
+        logger.info("on a TPU every batch is padded to --seq-length (length buckets off)")
+        return False
+    return cfg.length_buckets
 
 
 def _log_rows(task_name, sets, spec):

@@ -135,6 +135,10 @@ class FinetuneConfig:
     patience: int = option(0, "with --eval: stop after this many epochs without a better "
                               "score (0: train every epoch)", valid="[0, inf)")
     seed: int = option(0, "weights and shuffling")
+    length_buckets: bool = option(True, "batch rows by their length, cut to a few fixed "
+                                        "lengths up to --seq-length (16, 32, 48, 64, 96, "
+                                        "128, ...), not all padded to it; the same "
+                                        "outputs, less padding computed")
     ema: float = option(0.0, "keep a moving average of the weights with this momentum "
                              "(e.g. 0.99), score and keep it instead of the last "
                              "weights; 0 turns it off", valid="[0, 1)")

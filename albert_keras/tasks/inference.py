@@ -6,6 +6,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import load_pretrainer
@@ -30,16 +31,22 @@ def _read_task(folder, path, require_labels=True):
     return model, spec, task, data
 
 
-def evaluate(folder, path, batch_size=64):
-    """The task metrics of a fine-tuned folder on a labelled file."""
+def evaluate(folder, path, batch_size=64, length_buckets=True):
+    """The task metrics of a fine-tuned folder on a labelled file (rows
+    batched by length unless ``length_buckets`` is False)."""
     model, spec, task, data = _read_task(folder, path)
-    return task.score(spec, data, predict_outputs(model, data, batch_size))
+    return task.score(spec, data, predict_outputs(model, data, batch_size, length_buckets))
 
 
-def predict(folder, path, batch_size=64):
-    """Predictions for every row of ``path`` (labels not needed), as dicts."""
+def predict(folder, path, batch_size=64, length_buckets=True):
+    """Predictions for every row of ``path`` (labels not needed), as dicts,
+    each with ``row``: the example's place in the file, from 0. Rows are
+    batched by length unless ``length_buckets`` is False; the predictions
+    come back in the file's order either way."""
     model, spec, task, data = _read_task(folder, path, require_labels=False)
-    return task.records(spec, data, predict_outputs(model, data, batch_size))
+    records = task.records(spec, data, predict_outputs(model, data, batch_size,
+                                                       length_buckets))
+    return [{"row": i, **record} for i, record in enumerate(records)]
 
 
 # -- fill-mask ---------------------------------------------------------------------------
@@ -103,7 +110,8 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
 # -- embeddings --------------------------------------------------------------------------
 
 
-def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None, **embedding):
+def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None,  # noqa: PLR0913 (the command's flags, and the embedder's choices)
+          length_buckets=True, **embedding):
     """``[N, D]`` float32 text embeddings from any of our model folders.
 
     Args:
@@ -113,6 +121,8 @@ def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None, **e
         sequence_length: the packed length (at most the model's).
         batch_size: texts per forward pass.
         tokenizer: a tokenizer file (default: the folder's).
+        length_buckets: batch the texts by length (the same vectors, less
+            padding computed).
         **embedding: ``AlbertEmbedder``'s choices: ``layers``, ``pooling``,
             ``combine``, ``normalize``.
     """
@@ -126,4 +136,6 @@ def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None, **e
             raise readers.TaskDataError(f"text {i + 1} is empty")
     sequence_length = min(sequence_length, encoder.config.max_position_embeddings)
     x = pack_texts(pieces, list(texts), None, sequence_length)
+    if length_buckets:
+        return predict_in_buckets(model, x, batch_size)["embeddings"]
     return model.predict(x, batch_size=batch_size, verbose=0)["embeddings"]

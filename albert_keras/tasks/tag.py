@@ -21,6 +21,7 @@ class Tag(Task):
     """Token classification (named entities, parts of speech) on CoNLL files."""
 
     name = "tag"
+    per_token_targets = ("logits",)
 
     def new_spec(self, **fields):
         return super().new_spec(**fields).replace(labels=None)

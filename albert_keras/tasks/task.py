@@ -108,6 +108,9 @@ class Task:
     """One fine-tuning task."""
 
     name = None
+    # The targets (and weights) that run along the sequence, cut with the
+    # inputs when batches are bucketed by length (a tagger's labels).
+    per_token_targets = ()
 
     def new_spec(self, **fields):
         """The spec of a new run; labels are left to the training file."""

