@@ -63,7 +63,8 @@ model = AutoModelForSequenceClassification.from_pretrained(
     label2id={l: i for i, l in enumerate(labels)})
 args = TrainingArguments(out, per_device_train_batch_size=int(batch),
                          per_device_eval_batch_size=64, num_train_epochs=1,
-                         learning_rate=5e-5, warmup_ratio=0.1, weight_decay=0.01,
+                         learning_rate=5e-5, weight_decay=0.01,
+                         warmup_steps=int(0.1 * (len(rows) // int(batch))),
                          save_strategy="no", report_to=[], logging_strategy="no",
                          use_cpu=True, seed=0, disable_tqdm=True)
 def accuracy(p):

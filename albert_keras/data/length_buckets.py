@@ -19,6 +19,8 @@ last partial batch. The batches are then shuffled. Prediction keeps the
 input order of its outputs.
 """
 
+import weakref
+
 import numpy as np
 
 # The bucket lengths up to the sequence length: 16 apart up to 64, then
@@ -190,6 +192,32 @@ def along_the_sequence(model):
     return {name for name, t in inner.output.items() if len(t.shape) > 1 and t.shape[1] is None}
 
 
+_RUNNERS = weakref.WeakKeyDictionary()
+
+
+def _batch_runner(model, x):
+    """``model`` on one batch, as numpy. On TensorFlow, one graph traced for
+    any number of rows and any length (Keras' ``predict_on_batch`` traces a
+    graph for the first shapes it sees, then relaxes and traces again:
+    seconds each for a base-sized model); elsewhere ``predict_on_batch``."""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return model.predict_on_batch
+    import tensorflow as tf
+
+    runner = _RUNNERS.get(model)
+    if runner is None:
+        signature = {name: tf.TensorSpec([None] * np.ndim(value), tf.as_dtype(
+            np.asarray(value).dtype)) for name, value in x.items()}
+        owner = weakref.ref(model)  # the cache must not keep the model alive
+        graph = tf.function(lambda batch: owner()(batch, training=False),
+                            input_signature=[signature])
+        runner = _RUNNERS[model] = lambda batch: {
+            k: v.numpy() for k, v in graph(batch).items()}
+    return runner
+
+
 def predict_in_buckets(model, x, batch_size=64):
     """``model``'s outputs on the rows of ``x``, batched by length, in row order.
 
@@ -216,8 +244,9 @@ def predict_in_buckets(model, x, batch_size=64):
     along = along_the_sequence(model) if np.ndim(x["padding_mask"]) == 2 else set()
     plan = plan_batches(row_lengths(x), batch_size, bucket_lengths(S))
     n, results = len(row_lengths(x)), {}
+    run = _batch_runner(model, x)
     for rows, length in plan:
-        outputs = model.predict_on_batch(cut(x, rows, length, S, ENCODER_INPUTS))
+        outputs = run(cut(x, rows, length, S, ENCODER_INPUTS))
         for name, value in outputs.items():
             value = np.asarray(value)
             if name not in results:

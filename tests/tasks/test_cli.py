@@ -116,7 +116,9 @@ def test_predict_reads_stdin(init_folder, task_files, tmp_path, capsys, monkeypa
     monkeypatch.setattr("sys.stdin", io.StringIO('{"text": "the fox"}\n{"text": "a dog"}\n'))
     assert main(["predict", out]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [set(json.loads(line)) for line in lines] == [{"label", "probabilities"}] * 2
+    records = [json.loads(line) for line in lines]
+    assert [set(r) for r in records] == [{"row", "text", "label", "probabilities"}] * 2
+    assert [(r["row"], r["text"]) for r in records] == [(0, "the fox"), (1, "a dog")]
     monkeypatch.setattr("sys.stdin", io.StringIO('{"label": "x"}\n'))
     assert main(["predict", out]) == 2
     assert "<stdin>: no column 'text'" in capsys.readouterr().err
