@@ -1,0 +1,101 @@
+"""What an export reads from its source: the model, its task and its tokenizer.
+
+A source is a model folder (fine-tuned or pretraining), a published
+checkpoint folder or a lone ``.keras`` file; each knows its tokenizer in its
+own way, and the export asks here once.
+"""
+
+import logging
+import os
+
+from albert_keras.export.converter import ExportError
+from albert_keras.model_folder import TASK_FILE
+from albert_keras.model_folder import TASK_MODEL_FILE
+from albert_keras.model_folder import folder_of
+from albert_keras.model_folder import is_checkpoint_folder
+from albert_keras.model_folder import load_checkpoint_folder
+from albert_keras.model_folder import part_file
+from albert_keras.model_folder import read_task_spec
+from albert_keras.model_folder import read_tokenizer
+from albert_keras.saving import load_model
+from albert_keras.tasks.task import TaskSpec
+
+logger = logging.getLogger(__name__)
+
+
+def load_source(source, part="auto", tokenizer=None):
+    """``(model, spec, tokenizer, folder)`` for a folder or a ``.keras`` file.
+
+    ``spec`` is the task's ``TaskSpec`` (a fine-tuned folder's ``task.json``,
+    else what the model file carries; None for models without a task);
+    ``tokenizer`` is the host-side tokenizer: the ``tokenizer`` file given,
+    else the one the model carries, else the folder's; None when there is
+    none.
+    """
+    folder = folder_of(source)
+    if part == "embedder":
+        # what `albert-keras embed` computes by default: the last layer, mean-pooled
+        from albert_keras.model_folder import load_encoder
+        from albert_keras.models.albert_embedder import AlbertEmbedder
+
+        model = AlbertEmbedder(load_encoder(source, dtype="float32", output_hidden_states=True))
+        return model, None, _tokenizer_of(model, source, tokenizer), folder
+    if is_checkpoint_folder(source):
+        # A published checkpoint: its encoder, or with --part mlm its MLM model.
+        # auto/encoder: its encoder; mlm: the model with the MLM head; model:
+        # the whole converted model (an ELECTRA discriminator, say).
+        model = load_checkpoint_folder(source)
+        if part in ("auto", "encoder"):
+            model = getattr(model, "encoder", model)
+        elif part == "mlm" and not hasattr(model, "mlm_head"):
+            raise ExportError(f"{source}: the checkpoint has no masked-LM head")
+        return model, None, _tokenizer_of(model, source, tokenizer), source
+    try:
+        path = part_file(source, part)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    if not os.path.isfile(path):
+        raise ExportError(f"{path}: no such model file")
+    model = load_model(path)
+    return model, _spec_of(model, path, folder), _tokenizer_of(model, source, tokenizer), folder
+
+
+def _spec_of(model, path, folder):
+    """The task of ``model``: its folder's ``task.json`` (for the folder's
+    own task model), else what the model file carries, else None."""
+    if os.path.basename(path) == TASK_MODEL_FILE and read_task_spec(folder):
+        return TaskSpec.from_json(read_task_spec(folder), os.path.join(folder, TASK_FILE))
+    carried = getattr(model, "task_spec", None)
+    return TaskSpec.from_json(carried, path) if carried else None
+
+
+def _tokenizer_of(model, source, given):
+    """The tokenizer file given, else the model's own, else the folder's (or None).
+
+    The model's own comes before the folder's: a lone ``.keras`` may lie
+    beside files that are not its own.
+    """
+    if given:
+        return read_tokenizer(source, given)
+    encoder = getattr(model, "encoder", model)
+    carried = getattr(encoder, "tokenizer", None)
+    if carried is not None:
+        return carried
+    try:
+        return read_tokenizer(source)
+    except FileNotFoundError:
+        return None
+
+
+def classifier_spec(kind, model, source):
+    """A classifier built by hand carries no task: its classes are named by
+    id (said, since an app shows these names), so validation data with
+    labels ``0 .. n-1`` still measures accuracy. Other models: None."""
+    if kind != "classifier":
+        return None
+    if model.num_classes == 1:
+        return TaskSpec(task="classify", regression=True, labels=())
+    logger.warning(f"{source}: the classifier carries no label names; its classes are named "
+                   f"by id 0..{model.num_classes - 1} (fine-tune it with albert-keras, or "
+                   "give the model a task_spec with labels, to name them)")
+    return TaskSpec(task="classify", labels=tuple(str(i) for i in range(model.num_classes)))
