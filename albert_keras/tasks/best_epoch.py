@@ -43,6 +43,9 @@ class BestEpoch(keras.callbacks.Callback):
         self.task, self.spec, self.evaluation = task, spec, evaluation
         self.metric, self.patience, self.batch_size = metric, patience, batch_size
         self.history, self.best, self.best_epoch, self._weights = [], None, None, None
+        # the best epoch's outputs on the scored file: the final report on
+        # the same file reads them instead of predicting it again
+        self.best_outputs = None
 
     def on_epoch_end(self, epoch, logs=None):
         outputs = (predict_in_buckets(self.model, self.evaluation.x, self.batch_size)
@@ -61,7 +64,7 @@ class BestEpoch(keras.callbacks.Callback):
         logger.info(f"epoch {epoch + 1}: {self.name} {self.metric} {value:.4f}"
                     + (" (best so far)" if better else ""))
         if better:
-            self.best, self.best_epoch = value, epoch + 1
+            self.best, self.best_epoch, self.best_outputs = value, epoch + 1, outputs
             self._weights = [w.copy() for w in self.model.get_weights()]
         elif self.patience and epoch + 1 - self.best_epoch >= self.patience:
             logger.info(f"no better {self.metric} for {self.patience} epochs; stopping")

@@ -33,6 +33,7 @@ from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
 from albert_keras.models.layer_map import parse_layer_map
+from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
 from albert_keras.tasks.distill_config import DistillConfig
@@ -154,14 +155,20 @@ def _transfer_layers(teacher_encoder, encoder, x, cfg, folder):
         clip_norm=1.0))
     logger.info(f"distill: {cfg.layer_epochs} epochs of layer transfer, layer map "
                 f"{model.layer_map}")
-    ds = tf.data.Dataset.from_tensor_slices(flat)
-    ds = ds.shuffle(rows, seed=cfg.seed, reshuffle_each_iteration=True)
-    ds = ds.batch(cfg.batch_size, drop_remainder=rows >= cfg.batch_size).prefetch(2)
+    if cfg.length_buckets:
+        # both losses average over real positions only, so cut batches give
+        # the loss a padded batch of the same rows gives
+        ds = bucketed_dataset((flat,), cfg.batch_size, cfg.seed)
+    else:
+        ds = tf.data.Dataset.from_tensor_slices(flat)
+        ds = ds.shuffle(rows, seed=cfg.seed, reshuffle_each_iteration=True)
+        ds = ds.batch(cfg.batch_size, drop_remainder=rows >= cfg.batch_size).prefetch(2)
     guard = NanGuard()
     # No loss of this stage reads the pooler: frozen, it is not reported as
     # a variable without gradients, and the task stage trains it.
     encoder.pooler.trainable = False
     try:
+        build_optimizer(model)  # after freezing the pooler: it has no slots
         history = model.fit(ds, epochs=cfg.layer_epochs, verbose=2, shuffle=False, callbacks=[
             guard, keras.callbacks.CSVLogger(os.path.join(folder, LAYERS_CSV)),
             ProgressLog(total, every=50)])

@@ -18,6 +18,7 @@ import keras
 from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.optimizers.layer_decay import layer_rate_scales
+from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.tasks.best_epoch import epoch_selector
 from albert_keras.tasks.best_epoch import hold_out
@@ -119,6 +120,7 @@ def fit_with_selection(model, dataset, run, folder, callbacks=()):
         chain.insert(1, keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
     # one plain line per epoch (ProgressLog adds one per 50 steps); the
     # dataset shuffles itself, and Keras warns on shuffle=True with one
+    build_optimizer(model)  # the training step is then traced once, not twice
     history = model.fit(dataset, epochs=cfg.epochs, shuffle=False, callbacks=chain, verbose=2)
     if guard.bad_step is not None:
         raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
@@ -140,8 +142,10 @@ def eval_scores(task, spec, model, sets, best, batch_size=64, length_buckets=Tru
     weights), with how the epoch was chosen."""
     result = {}
     if sets.labelled_eval:
-        result.update(task.score(spec, sets.evaluation,
-                                 predict_outputs(model, sets.evaluation, batch_size,
-                                                 length_buckets)))
+        # the chosen epoch was scored on this file already (the same weights)
+        scored = best is not None and best.name == "eval" and best.best_outputs is not None
+        outputs = (best.best_outputs if scored else
+                   predict_outputs(model, sets.evaluation, batch_size, length_buckets))
+        result.update(task.score(spec, sets.evaluation, outputs))
     result.update(selection_report(best))
     return result

@@ -38,6 +38,7 @@ from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.options import name_of
 from albert_keras.precision import resolve_precision
@@ -315,6 +316,7 @@ def _fit(run, model, strategy, initial_epoch, chief):
         progress = [] if live else [ProgressLog(c.total_steps, c.log_every,
                                                 c.batch_size * phase_len, announce=announce)]
         announce = False
+        build_optimizer(model)  # the step is then traced once per phase, not twice
         with _named_failures(run, phase_data, strategy):
             with unused_pooler_quiet():  # rtd's discriminator reads no pooler
                 model.fit(train_ds, epochs=end, initial_epoch=begin,

@@ -65,13 +65,13 @@ def test_the_training_dataset_repeats_by_seed_and_reshuffles_each_epoch():
     assert len(epochs[0]) == len(lengths) // 8
 
 
-def _encoder():
+def _encoder(seed=0):
     import keras
 
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
 
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(seed)
     return AlbertEncoder(AlbertConfig(vocab_size=99, embedding_size=16, hidden_size=32,
                                       num_hidden_layers=2, num_attention_heads=4,
                                       intermediate_size=37, max_position_embeddings=S,
@@ -109,3 +109,30 @@ def test_bucketed_predictions_equal_full_padding(name):
             assert (got[~real] <= PAST_THE_ROW / 2).mean() > 0.3
         else:
             np.testing.assert_allclose(got, expected, atol=2e-5)
+
+
+def test_layer_transfer_losses_of_a_cut_batch_equal_the_padded_one():
+    """Distillation's layer stage trains on bucketed batches: its losses
+    average over real positions, so a batch cut to its longest row scores
+    what the same rows padded to the full length score."""
+    from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
+
+    x, lengths = _mixed_inputs(n=6)
+    short = np.argsort(lengths)[:4]  # rows that fit a shorter bucket
+    width = int(lengths[short].max())
+    assert width < S
+    model = AlbertLayerDistiller(_encoder(0), _encoder(1))
+    padded = {k: v[short] for k, v in x.items()}
+    cut = {k: v[short, :width] for k, v in x.items()}
+
+    def losses(inputs):
+        out = model(inputs)
+        model.compute_loss(inputs, None, out)
+        return [float(t.result()) for t in (model.hidden_loss_tracker,
+                                            model.attention_loss_tracker)]
+
+    full = losses(padded)
+    for tracker in (model.hidden_loss_tracker, model.attention_loss_tracker):
+        tracker.reset_state()
+    assert full[0] > 1e-2 and full[1] > 1e-6  # two random encoders differ
+    np.testing.assert_allclose(losses(cut), full, rtol=1e-3)

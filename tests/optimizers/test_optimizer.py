@@ -190,3 +190,45 @@ def test_a_table_row_read_many_times_steps_as_with_a_dense_gradient(optimizer):
             (table[torch.tensor(ids, dtype=torch.long)] * torch.tensor(weights)).sum().backward()
             opt.step()
         np.testing.assert_allclose(np.array(sparse), table.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's tracing")
+def test_built_optimizer_means_one_trace_of_the_training_step(monkeypatch):
+    """Keras leaves building the optimizer to the first trace when the model
+    has no strategy, and TensorFlow then traces the step a second time (the
+    first trace created variables); built first, the step is traced once,
+    and batches of different lengths reuse that graph."""
+    import tensorflow as tf
+    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+
+    from albert_keras.models.albert_classifier import AlbertClassifier
+    from albert_keras.optimizers.optimizer import build_optimizer
+
+    traces = []
+    step = TensorFlowTrainer.train_step
+    monkeypatch.setattr(TensorFlowTrainer, "train_step",
+                        lambda self, data: traces.append(1) or step(self, data))
+
+    def batches(length):
+        return ({"token_ids": np.ones((4, length), "int32"),
+                 "segment_ids": np.zeros((4, length), "int32"),
+                 "padding_mask": np.ones((4, length), "int32")}, np.zeros(4, "int32"))
+
+    spec = ({k: tf.TensorSpec((None, None), tf.int32)
+             for k in ("token_ids", "segment_ids", "padding_mask")},
+            tf.TensorSpec((None,), tf.int32))
+    data = tf.data.Dataset.from_generator(lambda: (batches(n) for n in (8, 16, 8)),
+                                          output_signature=spec)
+
+    def traced(build_first):
+        traces.clear()
+        model = AlbertClassifier(AlbertEncoder(AlbertConfig(**TINY)), 2)
+        model.compile(optimizer=make_optimizer("adamw", total_steps=3, warmup_steps=1),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        if build_first:
+            build_optimizer(model)
+        model.fit(data, epochs=1, verbose=0)
+        return len(traces)
+
+    assert traced(build_first=False) == 2  # Keras' own behaviour: if it changes, say so
+    assert traced(build_first=True) == 1
