@@ -37,6 +37,7 @@ ALBERT_SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "cls": CLS_ID, "sep": SEP_ID
 # the start, the rest for the end: the best cut for long reviews and news in
 # Sun et al. 2019, "How to Fine-Tune BERT for Text Classification").
 TRUNCATE_MODES = ("longest_first", "waterfall", "head", "tail", "head+tail")
+DEFAULT_TRUNCATE = "longest_first"  # what BERT's and HF's tokenizers do
 SINGLE_TEXT_TRUNCATIONS = ("head", "tail", "head+tail")
 
 # What AlbertClassifier's head reads: the tanh pooler over [CLS] (ALBERT's),

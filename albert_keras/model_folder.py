@@ -19,6 +19,7 @@ import os
 from albert_keras.files import read_json
 from albert_keras.files import write_json
 from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.backbone import backbone_of
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model
 from albert_keras.text.registry import load_tokenizer
@@ -221,9 +222,9 @@ def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0
     dropout (ALBERT v2 and our presets pretrain without any); it changes no
     weight. ``source`` names the model in errors.
     """
-    encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
-    if not isinstance(encoder, AlbertEncoder):
-        raise ValueError(f"{source}: {type(model).__name__} has no AlbertEncoder")
+    encoder = backbone_of(model)
+    if encoder is None:
+        raise ValueError(f"{source}: {type(model).__name__} has no encoder")
     config = encoder.config
     if dropout is not None:
         config = dataclasses.replace(config, hidden_dropout_prob=dropout,
@@ -299,6 +300,13 @@ class ModelSource:
         self._model = model
         return model, spec
 
+    def pretrainer(self):
+        """``(model, path)``: the model with the masked-LM head (a folder's
+        ``pretrainer.keras``, or a published checkpoint with its MLM head)."""
+        model, path = load_pretrainer(self.path)
+        self._model = model
+        return model, path
+
     def encoder(self, dtype=None, from_scratch=False, output_hidden_states=False,
                 dropout=None):
         """The source's encoder, rebuilt (see ``rebuilt_encoder``)."""
@@ -344,8 +352,8 @@ def data_file(folder, key):
 def carry_tokenizer(model, tokenizer):
     """Gives ``model``'s encoder ``tokenizer`` (its ``.keras`` file then
     carries it); returns ``model``."""
-    encoder = model if isinstance(model, AlbertEncoder) else getattr(model, "encoder", None)
-    if isinstance(encoder, AlbertEncoder):
+    encoder = backbone_of(model)
+    if encoder is not None:
         encoder.tokenizer = tokenizer
     return model
 

@@ -124,9 +124,9 @@ def range_error(value, valid):
 
 
 def check_options(config):
-    """Checks every field declared with ``valid``; raises ``ValueError`` naming
-    the first value outside its interval (its flag on the command line) (``None`` passes: a value
-    chosen at run time).
+    """Checks every field declared with ``valid`` or ``choices``; raises
+    ``ValueError`` naming the first value outside its interval or choices (by
+    its flag on the command line; ``None`` passes: a value chosen at run time).
 
     Example:
     >>> @dataclasses.dataclass
@@ -138,42 +138,24 @@ def check_options(config):
     ValueError: eval_steps must be at least 0, got -1
     """
     for field in dataclasses.fields(config):
-        valid = field.metadata.get("valid")
         value = getattr(config, field.name)
-        if valid is None or value is None:
+        if value is None:
             continue
-        error = range_error(value, valid)
+        error = _choice_error(value, field.metadata.get("choices"))
+        valid = field.metadata.get("valid")
+        if error is None and valid is not None:
+            error = range_error(value, valid)
         if error:
             raise ValueError(f"{name_of(type(config), field.name)} {error}")
 
 
-def check_numbers(config, positive=(), non_negative=(), fractions=()):
-    """Checks a config's float fields; raises ``ValueError`` naming the first bad one.
-
-    ``None`` passes (a value chosen at run time). Written out because a range
-    test such as ``value <= 0`` is False for NaN, so NaN passed such checks
-    and only failed later, inside a training step.
-
-    Args:
-        config: a config dataclass instance.
-        positive: fields that must be finite and above 0.
-        non_negative: fields that must be finite and 0 or more.
-        fractions: fields that must be in [0, 1).
-
-    Example:
-    >>> @dataclasses.dataclass
-    ... class Config:
-    ...     rate: float = 0.1
-    >>> check_numbers(Config(float("nan")), positive=("rate",))
-    Traceback (most recent call last):
-    ...
-    ValueError: rate must be a positive number, got nan
-    """
-    rules = ((positive, lambda v: v > 0, "a positive number"),
-             (non_negative, lambda v: v >= 0, "0 or more"),
-             (fractions, lambda v: 0 <= v < 1, "in [0, 1)"))
-    for names, ok, what in rules:
-        for name in names:
-            value = getattr(config, name)
-            if value is not None and not (math.isfinite(value) and ok(value)):
-                raise ValueError(f"{name} must be {what}, got {value}")
+def _choice_error(value, choices):
+    """The message for a value (or a list's item) not among ``choices``."""
+    if not choices:
+        return None
+    values = value if isinstance(value, (list, tuple)) else [value]
+    bad = [v for v in values if v not in choices]
+    if not bad:
+        return None
+    bad = bad[0]
+    return f"must be one of {', '.join(map(str, choices))}, got {bad!r}"

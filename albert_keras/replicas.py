@@ -45,3 +45,18 @@ def weighted_mean(values, weights):
     1.0
     """
     return ops.sum(values * weights) / (mean_over_replicas(ops.sum(weights)) + 1e-5)
+
+
+def scale_for_replicas(loss):
+    """Divides a per-replica loss by the replica count under ``tf.distribute``.
+
+    tf.distribute sums the replicas' gradients, so each replica's loss is
+    divided by their number, as Keras' own compiled losses do. JAX's
+    ``keras.distribution`` and torch average over the global batch
+    themselves: there the loss is left as it is, and TensorFlow is imported
+    only on its own backend.
+    """
+    replica = tf_replica_context()
+    if replica is not None:
+        loss = loss / replica.num_replicas_in_sync
+    return loss

@@ -21,31 +21,17 @@ import warnings
 import keras
 import tensorflow as tf
 
+from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.export.export_config import QUANTIZE_MODES
 from albert_keras.export.export_config import arg
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
-from albert_keras.models.albert_classifier import AlbertClassifier
-from albert_keras.models.albert_discriminator import AlbertDiscriminator
-from albert_keras.models.albert_embedder import AlbertEmbedder
-from albert_keras.models.albert_encoder import AlbertEncoder
-from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
-from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
-from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
 from albert_keras.native_output import stderr_silenced
 
-# Model class -> (kind, output names).
-KINDS = {
-    AlbertEncoder: ("encoder", ("sequence_output", "pooled_output")),
-    AlbertClassifier: ("classifier", ("logits",)),
-    AlbertTokenClassifier: ("tagger", ("logits",)),
-    AlbertQuestionAnswerer: ("qa", ("start_logits", "end_logits")),
-    AlbertMultipleChoice: ("choice", ("logits",)),
-    AlbertEmbedder: ("embedder", ("embeddings",)),
-    AlbertPretrainer: ("mlm", ("mlm_logits", "sop_logits")),
-    AlbertDiscriminator: ("discriminator", ("rtd_logits",)),
-}
+# The kinds a model may declare (its class's ``export_kind``), each with its
+# serving outputs (``export_outputs``) and its reading at validation.
+EXPORT_KINDS = ("encoder", "classifier", "tagger", "qa", "choice", "embedder", "mlm",
+                "discriminator")
 
 # Our encoder inputs under the TFLite Task Library's names.
 INPUT_NAMES = {"ids": "token_ids", "mask": "padding_mask", "segment_ids": "segment_ids"}
@@ -56,11 +42,13 @@ class ExportError(ValueError):
 
 
 def model_kind(model):
-    for cls, (kind, outputs) in KINDS.items():
-        if type(model) is cls:
-            return kind, outputs
-    raise ExportError(f"cannot export a {type(model).__name__}; expected one of "
-                      + ", ".join(c.__name__ for c in KINDS))
+    """``(kind, output names)`` that ``model`` declares (``export_kind`` and
+    ``export_outputs`` on its class, inherited by subclasses)."""
+    kind = getattr(model, "export_kind", None)
+    if kind not in EXPORT_KINDS:
+        raise ExportError(f"cannot export a {type(model).__name__}: its class declares "
+                          f"export_kind {kind!r}; one of {', '.join(EXPORT_KINDS)} is needed")
+    return kind, tuple(model.export_outputs)
 
 
 def rebuild(model, **encoder_options):
@@ -71,7 +59,9 @@ def rebuild(model, **encoder_options):
     variables of its own, take a float model's weights.
     """
     config = model.get_config()
-    encoder_config = config if isinstance(model, AlbertEncoder) else config["encoder"]["config"]
+    # a task model's encoder is serialized in its config; an encoder's is its own
+    nested = isinstance(config.get("encoder"), dict)
+    encoder_config = config["encoder"]["config"] if nested else config
     encoder_config.update(encoder_options, dtype="float32")
     config["dtype"] = "float32"
     copy = type(model).from_config(config)
@@ -87,10 +77,9 @@ def rebuild(model, **encoder_options):
 
 def reads_only_cls(model):
     """Whether ``model``'s output depends on the last block's ``[CLS]`` row
-    alone: classifiers of the pooled output, multiple choice, and embedders of
-    the pooled output."""
-    return type(model) is AlbertMultipleChoice or (
-        type(model) in (AlbertClassifier, AlbertEmbedder) and model.pooling == "pooled")
+    alone, as the model says (``reads_only_cls``: classifiers of the pooled
+    output, multiple choice, embedders of the pooled output)."""
+    return bool(getattr(model, "reads_only_cls", False))
 
 
 def prepare_for_export(model, mask_value=-120.0, cls_only=None):
@@ -241,7 +230,7 @@ class Signature:
 
     tokenizer: object = None
     pair: bool = False
-    truncate: str = "longest_first"
+    truncate: str = DEFAULT_TRUNCATE
     num_choices: int = None
     max_predictions: int = 20
     special_ids: dict = None

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_keras import __version__
+from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
 from albert_keras.export.app_runtime import check_app_model
 from albert_keras.export.app_runtime import run_in_mediapipe
@@ -152,7 +153,7 @@ def _file_examples(path, job, count, rng):
         labels=[found.labels[i] for i in order] if found.labels is not None else None)
     layer = job.tokenizer.keras_layer()
     packer = AlbertPacker(job.sequence_length,
-                          truncate=spec.truncate if spec else "longest_first",
+                          truncate=spec.truncate if spec else DEFAULT_TRUNCATE,
                           special_ids=job.tokenizer.special_ids)
     packed = packer(layer(tf.constant(found.texts)),
                     layer(tf.constant(found.pairs)) if found.pairs else None)
@@ -305,7 +306,7 @@ def _convert(job, c, calibration):
     layer = job.tokenizer.keras_layer() if c.with_tokenizer else None
     serve = serving_function(
         exported, job.sequence_length, tokenizer=layer, pair=job.pair,
-        truncate=job.spec.truncate if job.spec else "longest_first",
+        truncate=job.spec.truncate if job.spec else DEFAULT_TRUNCATE,
         num_choices=job.num_choices,
         special_ids=job.tokenizer.special_ids if job.tokenizer else None,
         probabilities=c.metadata and job.kind == "classifier")
@@ -376,7 +377,7 @@ def _sidecar(job, c, exported, blob, report):
         "outputs": list(job.output_names),
         "special_ids": tokenizer.special_ids,
         "tokenizer": tokenizer.kind,
-        "truncate": job.spec.truncate if job.spec else "longest_first",
+        "truncate": job.spec.truncate if job.spec else DEFAULT_TRUNCATE,
         "mask_value": c.mask_value,
         # the last block computed only the [CLS] row (pooled-output models)
         "cls_only": bool(_encoder(exported).cls_only),

@@ -14,7 +14,9 @@ import keras
 
 from albert_keras.export.converter import rebuild
 from albert_keras.export.export_config import arg
+from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.training.callbacks import NanGuard
 
 logger = logging.getLogger(__name__)
 
@@ -55,5 +57,13 @@ def qat_finetune(model, spec, train_path, tokenizer, epochs=1, learning_rate=1e-
         loss=args["loss"], loss_weights=args.get("loss_weights"),
     )
     logger.info(f"quantization-aware fine-tuning: {epochs} epoch(s) on {len(data)} rows ...")
-    qat.fit(make_dataset(data, batch_size, True, seed), epochs=epochs, shuffle=False, verbose=0)
+    guard = NanGuard()
+    build_optimizer(qat)
+    # Every row padded to the sequence length (no length buckets): the
+    # activation ranges are learned on the inputs the phone sees, [1, S].
+    qat.fit(make_dataset(data, batch_size, True, seed), epochs=epochs, shuffle=False,
+            verbose=0, callbacks=[guard])
+    if guard.bad_step is not None:
+        raise RuntimeError(f"quantization-aware fine-tuning: the loss became NaN at step "
+                           f"{guard.bad_step}; lower {arg('qat_learning_rate')}")
     return qat

@@ -10,6 +10,7 @@ hand; the tests check it equals ``AlbertPacker`` for every length pair.
 import tensorflow as tf
 
 from albert_keras.config import ALBERT_SPECIAL_IDS
+from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 
 
@@ -38,7 +39,7 @@ def _keep_ends_one(ids, budget, mode):
     return tf.concat([ids[:head_end], ids[tail_start:]], 0)
 
 
-def pack_one(first, second, sequence_length, truncate="longest_first", special_ids=None):
+def pack_one(first, second, sequence_length, truncate=DEFAULT_TRUNCATE, special_ids=None):
     """``[CLS] A [SEP] (B [SEP])`` padded to ``[1, sequence_length]``.
 
     Args:

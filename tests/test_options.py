@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from albert_keras.data.data_config import DataConfig
-from albert_keras.options import check_numbers
+from albert_keras.options import check_options
 from albert_keras.options import in_interval
 from albert_keras.options import option
 from albert_keras.tasks.distill_config import DistillConfig
@@ -19,10 +19,8 @@ from albert_keras.training.pretrain_config import PretrainConfig
 NAN = math.nan
 
 
-def test_check_numbers_lets_good_values_and_none_through():
-    config = PretrainConfig(learning_rate=None, rtd_weight=1e-3, weight_decay=0.0)
-    check_numbers(config, positive=("learning_rate", "rtd_weight"),
-                  non_negative=("weight_decay",))
+def test_good_values_and_none_pass():
+    check_options(PretrainConfig(learning_rate=None, rtd_weight=1e-3, weight_decay=0.0))
     # a rate of 0 steps nothing, which a test of --init relies on
     PretrainConfig(learning_rate=0.0).validate()
     FinetuneConfig(task="classify", learning_rate=0.0).validate()
@@ -87,3 +85,16 @@ def test_intervals(valid, good, bad):
 def test_a_typo_in_an_interval_fails_at_declaration():
     with pytest.raises(ValueError, match="not an interval"):
         option(1, "x", valid="0..1")
+
+
+@pytest.mark.parametrize("make, field, value", [
+    (PretrainConfig, "precision", "float8"),
+    (PretrainConfig, "objective", "clm"),
+    (PretrainConfig, "embedding_sharing", "shared"),
+    (FinetuneConfig, "task", "translate"),
+    (FinetuneConfig, "truncate", "middle"),
+    (DistillConfig, "precision", "fp16"),
+])
+def test_a_value_outside_its_choices_is_named_with_the_choices(make, field, value):
+    with pytest.raises(ValueError, match=rf"^{field} must be one of .*, got '{value}'$"):
+        make(**{field: value}).validate()

@@ -163,3 +163,57 @@ def _imported_modules_of_text(text):
         return list(_imported_modules(f.name))
     finally:
         os.remove(f.name)
+
+
+# An encoder's inner layers; only the encoder itself and its checkpoint name
+# mapping (which names each weight) may reach them.
+_BACKBONE_INSIDES = ("embeddings", "transformer", "attention_blocks", "ffn_blocks")
+_BACKBONE_OWNERS = ("albert_keras/models/albert_encoder.py",
+                    "albert_keras/convert/weight_layout.py")
+
+
+def _backbone_reads(text):
+    """``[(line, attribute)]`` where ``text`` reaches an encoder's inner
+    layers: ``x.embeddings``, ``x.transformer``, ... on anything but ``self``
+    (a layer's own weights) or an embedding table (``token_embedding.embeddings``
+    is the table heads tie to)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Attribute) or node.attr not in _BACKBONE_INSIDES:
+            continue
+        base = node.value
+        if isinstance(base, ast.Name) and base.id == "self":
+            continue
+        # a table: ``token_embedding.embeddings``, or ``.embeddings`` of what a
+        # call returns (a table layer, MediaPipe's embedding result)
+        if node.attr == "embeddings" and (
+                isinstance(base, ast.Call)
+                or isinstance(base, ast.Attribute) and base.attr.endswith("_embedding")):
+            continue
+        found.append((node.lineno, node.attr))
+    return found
+
+
+def test_only_the_encoder_reaches_its_layers():
+    """Pretrainers, task models, distillers, heads, layer decay and export go
+    through the encoder's entry (``encode``, ``embed``, ``pool``,
+    ``position_rows``, ``decode_rows``, ``variables_by_depth``), so a family
+    with other blocks plugs in with its own encoder."""
+    found = []
+    for top in ("albert_keras", "export"):
+        for folder, _, names in os.walk(os.path.join(_ROOT, top)):
+            for name in sorted(n for n in names if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                relative = os.path.relpath(path, _ROOT)
+                if relative in _BACKBONE_OWNERS:
+                    continue
+                with open(path, encoding="utf-8") as f:
+                    found += [f"{relative}:{line} reads .{attr}"
+                              for line, attr in _backbone_reads(f.read())]
+    assert not found, "\n".join(found)
+    # the check itself sees a hand-run forward pass, and lets a table through
+    assert _backbone_reads("x = encoder.transformer(encoder.embeddings(ids), mask)") == \
+        [(1, "transformer"), (1, "embeddings")]
+    assert _backbone_reads("t = encoder.token_embedding.embeddings") == []

@@ -5,17 +5,13 @@ work itself lives in the package (``training.pipeline``, ``tasks``,
 ``export``, ``data``, ``convert``), where tests and notebooks call it too.
 """
 
-import _thread
 import argparse
 import json
 import logging
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 import traceback
 
 import albert_keras
@@ -25,6 +21,9 @@ from albert_keras.cli import model_commands
 from albert_keras.cli import pretrain_command
 from albert_keras.cli import task_commands
 from albert_keras.cli.flags import CliError
+from albert_keras.cli.stop_signal import Terminated
+from albert_keras.cli.stop_signal import stop_on_sigterm
+from albert_keras.cli.stop_signal import unwound
 from albert_keras.native_output import stderr_silenced
 from albert_keras.options import command_line_names
 
@@ -118,44 +117,6 @@ def _show_progress(verbose=False):
     logger.propagate = False
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be."""
-
-
-# "requested": a SIGTERM came; "unwound": the command caught it and is ending.
-_STOP = {"requested": False, "unwound": False}
-_REPEAT_SECONDS = 5.0
-
-
-def _stop_on_sigterm(signum, frame):
-    """Raises ``_Terminated`` in the main thread.
-
-    An exception raised by a signal handler is lost when the signal lands in
-    a garbage-collection callback or a ``__del__`` (JAX, which TensorFlow
-    imports where it is installed, registers such a callback): the command
-    would go on training. So the first SIGTERM also starts a watchdog that
-    delivers it again every few seconds until the command has unwound.
-    """
-    if not _STOP["requested"]:
-        _STOP["requested"] = True
-        threading.Thread(target=_repeat_until_unwound, daemon=True).start()
-    raise _Terminated()
-
-
-def _quiet_lost_stops(unraisable, default=sys.unraisablehook):
-    """A SIGTERM lost in a callback is delivered again; no traceback for it."""
-    if not isinstance(unraisable.exc_value, _Terminated):
-        default(unraisable)
-
-
-def _repeat_until_unwound():
-    while True:
-        time.sleep(_REPEAT_SECONDS)
-        if _STOP["unwound"]:
-            return
-        _thread.interrupt_main(signal.SIGTERM)
-
-
 _NEGATIVE_LIST = re.compile(r"^-\d+(\.\d+)?(,-?\d+(\.\d+)?)*$")
 
 
@@ -182,10 +143,7 @@ def main(argv=None):
     switched = _run_on_backend(getattr(args, "backend", None), argv)
     if switched is not None:
         return switched
-    # What timeout, kill, schedulers and container stops send: the same clean
-    # stop as Ctrl-C (nothing half-written, a resumable checkpoint kept).
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    sys.unraisablehook = _quiet_lost_stops
+    stop_on_sigterm()  # timeout, kill, schedulers: the same clean stop as Ctrl-C
     _import_tensorflow(args.verbose)
     albert_keras.load_all()
     _show_progress(args.verbose)
@@ -200,8 +158,8 @@ def main(argv=None):
         print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        _STOP["unwound"] = True
-        terminated = isinstance(e, _Terminated)
+        unwound()
+        terminated = isinstance(e, Terminated)
         print(f"albert-keras {args.command}: {'terminated' if terminated else 'interrupted'}",
               file=sys.stderr)
         return 143 if terminated else 130

@@ -9,29 +9,17 @@ last layer, ``h``, gives keys and values; the queries start as ``h + z``
 each time on its own output as the next queries, with the same weights.
 The MLM head reads the result. Neither HF transformers nor keras-hub has it.
 
-Here it is a function over an ``AlbertEncoder``'s own layers (no weights of
-its own): the position table is the encoder's (projected E -> H when the
-embedding is factorized), and the last block is ``SharedEncoder.decode``,
-so a model with ALBERT's sharing decodes with its shared block. Only the
-masked rows are decoded.
+Here it is a function over an encoder's own layers (no weights of its
+own), through the encoder's entry points: ``position_rows`` (its absolute
+position table, projected E -> H when the embedding is factorized) and
+``decode_rows`` (its last block), so a model with ALBERT's sharing decodes
+with its shared block. Only the masked rows are decoded.
 """
 
 from keras import ops
 
 # The original runs the last layer twice (``[encoder.layer[-1] for _ in range(2)]``).
 DECODER_STEPS = 2
-
-
-def position_queries(encoder, positions, training=False):
-    """``z``: the absolute position embeddings at ``positions`` ``[B, P]``,
-    in the encoder's hidden width."""
-    embeddings = encoder.embeddings
-    # Through the Embedding layer, not its variable: in a functional graph a
-    # variable read outside a layer would be frozen at its value of the moment.
-    z = embeddings.position_embedding(ops.cast(positions, "int32"))
-    if embeddings.projection is not None:
-        z = embeddings.projection(z, training=training)
-    return z
 
 
 def enhanced_mask_decode(encoder, hidden, padding_mask, positions, training=False,
@@ -62,9 +50,8 @@ def enhanced_mask_decode(encoder, hidden, padding_mask, positions, training=Fals
     (2, 3, 256)
     """
     positions = ops.cast(positions, "int32")
-    query = position_queries(encoder, positions, training) + ops.take_along_axis(
+    query = encoder.position_rows(positions, training) + ops.take_along_axis(
         hidden, positions[:, :, None], axis=1)
     for _ in range(steps):
-        query = encoder.transformer.decode(hidden, padding_mask, query, positions,
-                                           training=training)
+        query = encoder.decode_rows(hidden, padding_mask, query, positions, training=training)
     return query

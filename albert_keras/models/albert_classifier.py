@@ -45,6 +45,17 @@ class AlbertClassifier(TaskModel):
     (2, 3)
     """
 
+    # what export, validation, app metadata and the model card read (the
+    # export's vocabulary; a subclass inherits it)
+    export_kind = "classifier"
+    export_outputs = ("logits",)
+
+    @property
+    def reads_only_cls(self):
+        """Whether the output depends on the last block's ``[CLS]`` row alone
+        (the export then computes only that row there)."""
+        return self.pooling == "pooled"
+
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled", dtype=None,
                  **kwargs):
         if pooling not in CLASSIFIER_POOLINGS:

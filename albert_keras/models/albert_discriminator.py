@@ -28,6 +28,11 @@ class AlbertDiscriminator(TaskModel):
     (1, 16)
     """
 
+    # what export, validation, app metadata and the model card read (the
+    # export's vocabulary; a subclass inherits it)
+    export_kind = "discriminator"
+    export_outputs = ("rtd_logits",)
+
     def __init__(self, encoder, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         config = encoder.config

@@ -10,7 +10,8 @@ from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert_encoder import AlbertEncoder
-from albert_keras.models.albert_pretrainer import _scale_for_replicas
+from albert_keras.models.albert_pretrainer import metrics_by_name
+from albert_keras.replicas import scale_for_replicas
 from albert_keras.replicas import tf_replica_context
 from albert_keras.replicas import weighted_mean
 
@@ -267,17 +268,13 @@ class AlbertElectraPretrainer(keras.Model):
         gen = self.generator
         padding_mask = ops.cast(inputs["padding_mask"], "int32")
         positions = ops.cast(inputs["masked_positions"], "int32")
-        x = gen.embeddings(ops.cast(inputs["token_ids"], "int32"),
-                           ops.cast(inputs["segment_ids"], "int32"), training=training,
-                           token_table=(self._generator_table()
-                                        if self.embedding_sharing == "tied" else None),
-                           padding_mask=padding_mask)
+        table = self._generator_table() if self.embedding_sharing == "tied" else None
         if self.enhanced_mask_decoder:
-            hidden = gen.transformer(x, padding_mask, training=training)[-2]
+            hidden = gen.encode(inputs, training, token_table=table)["hidden_states"][-2]
             rows = enhanced_mask_decode(gen, hidden, padding_mask, positions, training)
         else:  # the last block on the masked rows only
-            rows = gen.transformer(x, padding_mask, training=training,
-                                   query_positions=positions)[-1]
+            rows = gen.encode(inputs, training, token_table=table,
+                              query_positions=positions)["sequence_output"]
         return self.mlm_head(rows)
 
     def call(self, inputs, training=False):
@@ -306,10 +303,10 @@ class AlbertElectraPretrainer(keras.Model):
         rtd_labels = ops.cast(ops.not_equal(replaced_ids, original_ids), "int32") * padding_mask
 
         # discriminator: every token
-        enc = self.encoder
-        x = enc.embeddings(replaced_ids, segment_ids, training=training,
-                           token_table=self._discriminator_table(), padding_mask=padding_mask)
-        sequence = enc.transformer(x, padding_mask, training=training)[-1]
+        replaced = {"token_ids": replaced_ids, "segment_ids": segment_ids,
+                    "padding_mask": padding_mask}
+        sequence = self.encoder.encode(replaced, training,
+                                       token_table=self._discriminator_table())["sequence_output"]
         outputs = {
             "mlm_logits": mlm_logits,
             "rtd_logits": self.rtd_head(sequence),
@@ -320,7 +317,7 @@ class AlbertElectraPretrainer(keras.Model):
             outputs["discriminator_mlm_logits"] = self.discriminator_mlm_head(
                 sequence, positions, token_table=self._discriminator_table())
         if self.sop_head is not None:
-            outputs["sop_logits"] = self.sop_head(enc.pooler(sequence), training=training)
+            outputs["sop_logits"] = self.sop_head(self.encoder.pool(sequence), training=training)
         return outputs
 
     def _sample(self, logits):
@@ -362,10 +359,10 @@ class AlbertElectraPretrainer(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         losses = self.pretraining_losses(x, y, y_pred)
-        self._pretraining_metrics[1].update_state(losses["masked_lm_loss"])
-        self._pretraining_metrics[3].update_state(losses["rtd_loss"])
+        metric = metrics_by_name(self._pretraining_metrics)
+        metric["masked_lm_loss"].update_state(losses["masked_lm_loss"])
+        metric["rtd_loss"].update_state(losses["rtd_loss"])
         total = losses["masked_lm_loss"] + self.rtd_weight * losses["rtd_loss"]
-        metric = {m.name: m for m in self._pretraining_metrics}
         if self.discriminator_mlm_head is not None:
             metric["discriminator_masked_lm_loss"].update_state(
                 losses["discriminator_masked_lm_loss"])
@@ -375,15 +372,15 @@ class AlbertElectraPretrainer(keras.Model):
             total = total + losses["sop_loss"]
         if self.losses:
             total = total + ops.sum(ops.stack(self.losses))
-        return _scale_for_replicas(total)
+        return scale_for_replicas(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        m = self._pretraining_metrics
-        m[0].update_state(y["masked_ids"], y_pred["mlm_logits"],
-                          sample_weight=y["masked_weights"])
-        m[2].update_state(ops.cast(y_pred["rtd_labels"], "float32"), y_pred["rtd_logits"],
-                          sample_weight=ops.cast(x["padding_mask"], "float32"))
-        by_name = {metric.name: metric for metric in m}
+        by_name = metrics_by_name(self._pretraining_metrics)
+        by_name["masked_lm_accuracy"].update_state(y["masked_ids"], y_pred["mlm_logits"],
+                                                   sample_weight=y["masked_weights"])
+        by_name["rtd_accuracy"].update_state(
+            ops.cast(y_pred["rtd_labels"], "float32"), y_pred["rtd_logits"],
+            sample_weight=ops.cast(x["padding_mask"], "float32"))
         if self.discriminator_mlm_head is not None:
             by_name["discriminator_masked_lm_accuracy"].update_state(
                 y["masked_ids"], y_pred["discriminator_mlm_logits"],

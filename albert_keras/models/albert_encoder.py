@@ -180,6 +180,11 @@ class AlbertEncoder(keras.Model):
     (1, 256)
     """
 
+    # what export, validation, app metadata and the model card read (the
+    # export's vocabulary; a subclass inherits it)
+    export_kind = "encoder"
+    export_outputs = ("sequence_output", "pooled_output")
+
     def __init__(
         self,
         config,
@@ -265,6 +270,121 @@ class AlbertEncoder(keras.Model):
 
         # files saved before encoders carried a tokenizer have no folder here
         self.tokenizer_asset = TokenizerAsset.read(dir_path)
+
+    # -- the backbone entry: every caller's way into the layers ----------------------
+
+    def embed(self, inputs, training=False, token_table=None):
+        """The embedding output ``[B, S, H]``: what the first block reads.
+
+        Args:
+            inputs: the three encoder inputs (a dict of ``[B, S]`` ints).
+            training: dropout on or off.
+            token_table: a V x E word table to read instead of the
+                encoder's own (ELECTRA's generator and discriminator share
+                one this way).
+
+        Returns:
+            The normalised, masked and projected embeddings.
+        """
+        return self.embeddings(ops.cast(inputs["token_ids"], "int32"),
+                               ops.cast(inputs["segment_ids"], "int32"), training=training,
+                               token_table=token_table, padding_mask=inputs["padding_mask"])
+
+    def encode(self, inputs, training=False, embedded=None, token_table=None,  # noqa: PLR0913 (the entry's choices, each a keyword)
+               query_positions=None, return_attention=False):
+        """Runs the encoder's blocks and returns what callers read of them.
+
+        Pretrainers, task models, distillers and fine-tuning techniques go
+        through this (and ``embed``, ``pool``, ``position_rows``,
+        ``decode_rows``), never through the layers themselves, so a family
+        with other blocks needs only its own encoder.
+
+        Args:
+            inputs: the three encoder inputs (a dict of ``[B, S]`` ints).
+            training: dropout on or off.
+            embedded: ``[B, S, H]`` embeddings to run instead of
+                ``embed(inputs)`` (a perturbed copy, for adversarial
+                fine-tuning); ``inputs`` then gives the padding mask only.
+            token_table: as ``embed``'s.
+            query_positions: ``[B, Q]``: the last block computes only these
+                rows, so ``sequence_output`` is ``[B, Q, H]`` (the same
+                numbers as gathering them from the full output).
+            return_attention: also return every block's attention
+                probabilities ``[B, N, S, S]`` (float32), in block order.
+
+        Returns:
+            A dict: ``hidden_states`` (the embedding output, then each
+            block's output), ``sequence_output`` (the last of them) and,
+            when asked, ``attention``.
+
+        Example:
+        >>> from albert_keras.presets import get_preset
+        >>> encoder = AlbertEncoder(get_preset("albert_tiny"))
+        >>> ids = keras.ops.ones((2, 8), "int32")
+        >>> out = encoder.encode({"token_ids": ids, "segment_ids": 0 * ids,
+        ...                       "padding_mask": ids}, return_attention=True)
+        >>> len(out["hidden_states"]), tuple(out["attention"][0].shape)
+        (5, (2, 4, 8, 8))
+        """
+        padding_mask = ops.cast(inputs["padding_mask"], "int32")
+        x = self.embed(inputs, training, token_table) if embedded is None else embedded
+        ran = self.transformer(x, padding_mask, training=training,
+                               query_positions=query_positions,
+                               return_attention=return_attention)
+        states, attention = ran if return_attention else (ran, None)
+        out = {"hidden_states": states, "sequence_output": states[-1]}
+        if return_attention:
+            out["attention"] = attention
+        return out
+
+    def pool(self, rows, training=False):
+        """The pooled output ``[B, H]`` of sequence rows whose first is ``[CLS]``."""
+        return self.pooler(rows, training=training)
+
+    def position_rows(self, positions, training=False):
+        """The absolute position embeddings at ``positions`` ``[B, P]``, in
+        the hidden width (DeBERTa's enhanced mask decoder adds them)."""
+        # Through the Embedding layer, not its variable: in a functional graph a
+        # variable read outside a layer would be frozen at its value of the moment.
+        z = self.embeddings.position_embedding(ops.cast(positions, "int32"))
+        if self.embeddings.projection is not None:
+            z = self.embeddings.projection(z, training=training)
+        return z
+
+    def decode_rows(self, hidden, padding_mask, query_states, query_positions, training=False):  # noqa: PLR0913 (the decoder's inputs)
+        """The last block once more, on ``query_states`` ``[B, Q, H]`` over
+        the keys and values of ``hidden`` ``[B, S, H]`` (DeBERTa's
+        enhanced mask decoder); ``[B, Q, H]``."""
+        return self.transformer.decode(hidden, padding_mask, query_states, query_positions,
+                                       training=training)
+
+    def variables_by_depth(self):
+        """``{variable path: depth}`` of every trainable variable but the
+        pooler's: 0 the embeddings, ``i + 1`` what layer ``i`` runs.
+
+        A module shared by several layers (ALBERT's sharing, DeBERTa's
+        relative table) is at the deepest layer that runs it. Layer-wise
+        rate decay and layout maps read this, so no variable falls through.
+        """
+        transformer = self.transformer
+        depth = {v.path: 0 for v in self.embeddings.trainable_variables}
+        deepest = {"attention": {}, "ffn": {}}
+        for layer, blocks in enumerate(transformer.plan):
+            for attention, ffn in blocks:
+                deepest["attention"][attention] = layer + 1
+                deepest["ffn"][ffn] = layer + 1
+        for kind, modules in (("attention", transformer.attention_blocks),
+                              ("ffn", transformer.ffn_blocks)):
+            for index, module in enumerate(modules):
+                depth.update({v.path: deepest[kind][index] for v in module.trainable_variables})
+        # what every layer reads (the relative table): at the top one
+        rest = [v for v in transformer.trainable_variables if v.path not in depth]
+        depth.update({v.path: transformer.num_layers for v in rest})
+        return depth
+
+    def head_variables(self):
+        """The trainable variables a task head trains at its own rate (the pooler)."""
+        return list(self.pooler.trainable_variables)
 
     @property
     def token_embedding(self):

@@ -10,7 +10,7 @@ targets do: its hidden states for every row would not fit in memory
 import keras
 from keras import ops
 
-from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.backbone import is_backbone
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.models.layer_map import uniform_layer_map
 
@@ -92,8 +92,8 @@ class AlbertLayerDistiller(keras.Model):
         if isinstance(student, dict):
             student = keras.saving.deserialize_keras_object(student)
         for name, encoder in (("teacher", teacher), ("student", student)):
-            if not isinstance(encoder, AlbertEncoder):
-                raise TypeError(f"{name} must be an AlbertEncoder, got "
+            if not is_backbone(encoder):
+                raise TypeError(f"{name} must be an encoder (such as AlbertEncoder), got "
                                 f"{type(encoder).__name__}")
         if teacher.config.vocab_size != student.config.vocab_size:
             raise ValueError(f"the student's vocabulary ({student.config.vocab_size}) is not "
@@ -133,11 +133,8 @@ class AlbertLayerDistiller(keras.Model):
 
     @staticmethod
     def _run(encoder, inputs, training):
-        x = encoder.embeddings(ops.cast(inputs["token_ids"], "int32"),
-                               ops.cast(inputs["segment_ids"], "int32"), training=training,
-                               padding_mask=inputs["padding_mask"])
-        return encoder.transformer(x, ops.cast(inputs["padding_mask"], "int32"),
-                                   training=training, return_attention=True)
+        out = encoder.encode(inputs, training, return_attention=True)
+        return out["hidden_states"], out["attention"]
 
     def _heads(self, probs):
         probs = ops.stack(probs, axis=1)  # [B, A, N, S, S]

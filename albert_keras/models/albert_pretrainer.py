@@ -10,7 +10,7 @@ from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
-from albert_keras.replicas import tf_replica_context
+from albert_keras.replicas import scale_for_replicas
 from albert_keras.replicas import weighted_mean
 
 
@@ -53,6 +53,11 @@ class AlbertPretrainer(TaskModel):
     (1, 2, 30000)
     """
 
+    # what export, validation, app metadata and the model card read (the
+    # export's vocabulary; a subclass inherits it)
+    export_kind = "mlm"
+    export_outputs = ("mlm_logits", "sop_logits")
+
     def __init__(self, encoder, sop_dropout=0.1, dtype=None, sentence_order=True,  # noqa: PLR0913 (Keras model arguments mirror get_config)
                  enhanced_mask_decoder=False, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
@@ -83,9 +88,8 @@ class AlbertPretrainer(TaskModel):
         }
         encoded = encoder({name: inputs[name] for name in ENCODER_INPUTS})
         if enhanced_mask_decoder:
-            x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"],
-                                   padding_mask=inputs["padding_mask"])
-            hidden = encoder.transformer(x, inputs["padding_mask"])[-2]
+            hidden = encoder.encode({name: inputs[name] for name in ENCODER_INPUTS})[
+                "hidden_states"][-2]
             rows = enhanced_mask_decode(encoder, hidden, inputs["padding_mask"],
                                         inputs["masked_positions"])
             outputs = {"mlm_logits": mlm_head(rows)}
@@ -131,26 +135,21 @@ class AlbertPretrainer(TaskModel):
             return super().call(inputs, training=training)
         masked_positions = ops.cast(inputs["masked_positions"], "int32")
         padding_mask = inputs["padding_mask"]
-        x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training,
-                               padding_mask=padding_mask)
+        first = ops.zeros_like(masked_positions[:, :1])
         if self.enhanced_mask_decoder:
             # the last block on [CLS] only; the decoder takes the masked rows
-            states = encoder.transformer(x, padding_mask, training=training,
-                                         query_positions=ops.zeros_like(masked_positions[:, :1]))
-            rows = states[-1]
-            masked_rows = enhanced_mask_decode(encoder, states[-2], padding_mask,
-                                               masked_positions, training)
+            encoded = encoder.encode(inputs, training, query_positions=first)
+            rows = encoded["sequence_output"]
+            masked_rows = enhanced_mask_decode(encoder, encoded["hidden_states"][-2],
+                                               padding_mask, masked_positions, training)
         else:
-            cls_and_masked = ops.concatenate(
-                [ops.zeros_like(masked_positions[:, :1]), masked_positions], axis=1
-            )
-            rows = encoder.transformer(
-                x, padding_mask, training=training, query_positions=cls_and_masked
-            )[-1]
+            cls_and_masked = ops.concatenate([first, masked_positions], axis=1)
+            rows = encoder.encode(inputs, training,
+                                  query_positions=cls_and_masked)["sequence_output"]
             masked_rows = rows[:, 1:]
         outputs = {"mlm_logits": self.mlm_head(masked_rows)}
         if self.sop_head is not None:
-            outputs["sop_logits"] = self.sop_head(encoder.pooler(rows), training=training)
+            outputs["sop_logits"] = self.sop_head(encoder.pool(rows), training=training)
         return outputs
 
     # -- training ------------------------------------------------------------------
@@ -177,21 +176,23 @@ class AlbertPretrainer(TaskModel):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         mlm_loss, sop_loss = self.pretraining_losses(y, y_pred)
-        self._pretraining_metrics[1].update_state(mlm_loss)
+        metric = metrics_by_name(self._pretraining_metrics)
+        metric["masked_lm_loss"].update_state(mlm_loss)
         total = mlm_loss
         if sop_loss is not None:
-            self._pretraining_metrics[3].update_state(sop_loss)
+            metric["sop_loss"].update_state(sop_loss)
             total = total + sop_loss
         if self.losses:  # regularizers, if a user adds any
             total = total + ops.sum(ops.stack(self.losses))
-        return _scale_for_replicas(total)
+        return scale_for_replicas(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        self._pretraining_metrics[0].update_state(
+        metric = metrics_by_name(self._pretraining_metrics)
+        metric["masked_lm_accuracy"].update_state(
             y["masked_ids"], y_pred["mlm_logits"], sample_weight=y["masked_weights"]
         )
         if self.sentence_order:
-            self._pretraining_metrics[2].update_state(y["sop_label"], y_pred["sop_logits"])
+            metric["sop_accuracy"].update_state(y["sop_label"], y_pred["sop_logits"])
         return self.get_metrics_result()
 
     @property
@@ -204,16 +205,7 @@ class AlbertPretrainer(TaskModel):
                 "enhanced_mask_decoder": self.enhanced_mask_decoder}
 
 
-def _scale_for_replicas(loss):
-    """Divides a per-replica loss by the replica count under ``tf.distribute``.
-
-    tf.distribute sums the replicas' gradients, so each replica's loss is
-    divided by their number, as Keras' own compiled losses do. JAX's
-    ``keras.distribution`` and torch average over the global batch
-    themselves: there the loss is left as it is, and TensorFlow is imported
-    only on its own backend.
-    """
-    replica = tf_replica_context()
-    if replica is not None:
-        loss = loss / replica.num_replicas_in_sync
-    return loss
+def metrics_by_name(metrics):
+    """``{name: metric}`` of a pretrainer's metric list (kept a list: the
+    ``.keras`` files store it in that form)."""
+    return {m.name: m for m in metrics}

@@ -50,6 +50,11 @@ class AlbertQuestionAnswerer(TaskModel):
     (2, 8)
     """
 
+    # what export, validation, app metadata and the model card read (the
+    # export's vocabulary; a subclass inherits it)
+    export_kind = "qa"
+    export_outputs = ("start_logits", "end_logits")
+
     def __init__(self, encoder, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs()

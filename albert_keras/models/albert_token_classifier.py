@@ -33,6 +33,11 @@ class AlbertTokenClassifier(TaskModel):
     (2, 8, 5)
     """
 
+    # what export, validation, app metadata and the model card read (the
+    # export's vocabulary; a subclass inherits it)
+    export_kind = "tagger"
+    export_outputs = ("logits",)
+
     def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs()

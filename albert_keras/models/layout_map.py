@@ -8,8 +8,9 @@ def albert_layout_map(device_mesh, model_axis="model"):
 
     Megatron-style: query/key/value and the FFN's first kernel split their
     output columns, the attention output and the FFN's second kernel their
-    input rows, so each pair needs one reduction; the word embeddings split
-    the vocabulary. Biases, LayerNorms and the small heads stay replicated.
+    input rows, so each pair needs one reduction. The embedding tables,
+    biases, LayerNorms and the small heads stay replicated (ALBERT's
+    factorized tables are small: V x 128).
     Used with ``keras.distribution.ModelParallel`` on JAX for the presets
     too large for one device (xlarge, xxlarge).
 

@@ -6,7 +6,7 @@ import json
 import keras
 
 from albert_keras.layers.quantized_dense import make_dense
-from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.backbone import is_backbone
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -69,8 +69,9 @@ class TaskModel(keras.Model):
     def _encoder_and_dtype(encoder, dtype):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
-        if not isinstance(encoder, AlbertEncoder):
-            raise TypeError(f"encoder must be an AlbertEncoder, got {type(encoder).__name__}")
+        if not is_backbone(encoder):
+            raise TypeError(f"encoder must be an encoder (such as AlbertEncoder), got "
+                            f"{type(encoder).__name__}")
         return encoder, (dtype if dtype is not None else encoder.dtype_policy)
 
     @staticmethod

@@ -11,7 +11,10 @@ every variable, so the scales are computed here and applied per variable by
 ALBERT's shared layers run at several depths. A shared attention or FFN
 module takes the scale of the deepest layer that runs it (with every layer
 shared, the whole stack learns at ``decay`` and only the embeddings are
-slower), so it is never slowed more than any of its uses would ask.
+slower), so it is never slowed more than any of its uses would ask; so does
+what every layer reads (DeBERTa's relative position table). The depths come
+from the encoder (``variables_by_depth``), so every variable but the
+pooler's is scaled.
 """
 
 
@@ -21,33 +24,26 @@ def layer_rate_scales(encoder, decay):
     Variables not listed (the pooler, the task head) take the full rate.
 
     Args:
-        encoder: an ``AlbertEncoder`` (its ``embeddings`` and
-            ``transformer`` layers, and the transformer's block plan).
+        encoder: an encoder with ``variables_by_depth()`` (0: the
+            embeddings, ``i + 1``: layer ``i``'s modules) and its
+            ``config.num_hidden_layers``.
         decay: the factor per layer, in (0, 1]; 1 scales nothing.
 
     Returns:
         A dict for ``AlbertAdamW(lr_scales=...)``; empty when ``decay`` is 1.
 
     Example:
-    >>> scales = layer_rate_scales(encoder, 0.8)  # doctest: +SKIP
-    >>> scales["embeddings/token_embedding/embeddings"]  # doctest: +SKIP
-    0.512
+    >>> from albert_keras import AlbertEncoder
+    >>> from albert_keras.presets import get_preset
+    >>> encoder = AlbertEncoder(get_preset("albert_tiny"))  # 4 layers
+    >>> scales = layer_rate_scales(encoder, 0.5)
+    >>> scales["embeddings/token_embedding/embeddings"]
+    0.03125
     """
     if not 0 < decay <= 1:
         raise ValueError(f"layer_decay must be in (0, 1], got {decay}")
     if decay == 1:
         return {}
-    transformer = encoder.transformer
-    layers = transformer.num_layers
-    scales = {v.path: decay ** (layers + 1) for v in encoder.embeddings.trainable_variables}
-    deepest_attention, deepest_ffn = {}, {}
-    for layer, blocks in enumerate(transformer.plan):
-        for attention, ffn in blocks:
-            deepest_attention[attention] = layer
-            deepest_ffn[ffn] = layer
-    for modules, deepest in ((transformer.attention_blocks, deepest_attention),
-                             (transformer.ffn_blocks, deepest_ffn)):
-        for index, module in enumerate(modules):
-            for v in module.trainable_variables:
-                scales[v.path] = decay ** (layers - deepest[index])
-    return scales
+    layers = encoder.config.num_hidden_layers
+    return {path: decay ** (layers + 1 - depth)
+            for path, depth in encoder.variables_by_depth().items()}

@@ -97,12 +97,3 @@ class DistillConfig:
             from albert_keras.models.layer_map import parse_layer_map
 
             parse_layer_map(self.layer_map, 10**6, 10**6)
-        for name in ("epochs", "batch_size", "max_unlabeled"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if not 0 <= self.warmup_fraction < 1:
-            raise ValueError("warmup_fraction must be in [0, 1)")
-        if self.validation_split is not None and not 0 < self.validation_split < 1:
-            raise ValueError(f"validation_split must be in (0, 1), got {self.validation_split}")
-        if self.patience < 0:
-            raise ValueError(f"patience must be 0 or more, got {self.patience}")

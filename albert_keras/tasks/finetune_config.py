@@ -7,6 +7,7 @@ its flags (and answer ``--help``) without importing it.
 import dataclasses
 
 from albert_keras.config import CLASSIFIER_POOLINGS
+from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
 from albert_keras.options import check_options
@@ -96,7 +97,7 @@ class FinetuneConfig:
                                      "one above, the embeddings lowest; 1 turns it off", valid="(0, 1]")
     sequence_length: int = option(128, "pieces per input, specials included",
                                   flag="--seq-length", valid="[8, inf)")
-    truncate: str = option("longest_first", "how inputs are cut to fit: pairs longest_first "
+    truncate: str = option(DEFAULT_TRUNCATE, "how inputs are cut to fit: pairs longest_first "
                                              "or waterfall; single texts also head, tail or "
                                              "head+tail (a quarter start, the rest end: long "
                                              "reviews and news)", choices=TRUNCATE_MODES)
@@ -147,8 +148,6 @@ class FinetuneConfig:
 
     def validate(self):
         check_options(self)
-        if self.task not in TASKS:
-            raise ValueError(f"task must be one of {tuple(TASKS)}, got {self.task!r}")
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
             raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
                              "--text-pair-column use longest_first or waterfall")

@@ -9,9 +9,6 @@ import tensorflow as tf
 from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
-from albert_keras.model_folder import load_pretrainer
-from albert_keras.model_folder import load_task_model
-from albert_keras.model_folder import read_tokenizer
 from albert_keras.models.albert_embedder import AlbertEmbedder
 from albert_keras.tasks import readers
 from albert_keras.tasks.registry import get_task
@@ -24,10 +21,11 @@ MASK_TOKEN = "[MASK]"
 
 
 def _read_task(folder, path, require_labels=True):
-    model, spec = load_task_model(folder)
+    source = ModelSource(folder)
+    model, spec = source.task_model()
     spec = TaskSpec.from_json(spec, os.path.join(folder, TASK_FILE))
     task = get_task(spec.task)
-    data, _ = task.read(path, spec, read_tokenizer(folder), require_labels=require_labels)
+    data, _ = task.read(path, spec, source.tokenizer, require_labels=require_labels)
     return model, spec, task, data
 
 
@@ -52,7 +50,7 @@ def predict(folder, path, batch_size=64, length_buckets=True):
 # -- fill-mask ---------------------------------------------------------------------------
 
 
-def encode_with_masks(encoder, text):
+def encode_with_masks(tokenizer, text):
     """Ids for ``text`` with every ``[MASK]`` as the mask id."""
     parts = text.split(MASK_TOKEN)
     if len(parts) < 2:
@@ -60,28 +58,42 @@ def encode_with_masks(encoder, text):
     ids = []
     for i, part in enumerate(parts):
         if part.strip():
-            ids.extend(encoder.encode([part.strip()])[0])
+            ids.extend(tokenizer.encode([part.strip()])[0])
         if i < len(parts) - 1:
-            ids.append(encoder.special_ids["mask"])
+            ids.append(tokenizer.special_ids["mask"])
     return ids
 
 
 def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
     """Top-k pieces for each ``[MASK]`` of each text, with the pretrained
-    MLM head (``pretrainer.keras`` of a pretraining folder).
+    MLM head (``pretrainer.keras`` of a pretraining folder, or a published
+    checkpoint with its MLM head).
 
-    Returns, per text, a list (one per mask) of
-    ``[{"token", "id", "probability"}]``, best first.
+    Each text runs at its own length (one text per forward pass: nothing is
+    padded).
+
+    Args:
+        folder: the pretraining folder or checkpoint.
+        texts: texts with one or more ``[MASK]``.
+        top_k: candidates per mask.
+        sequence_length: texts are cut to this many tokenizer.
+        tokenizer: a tokenizer file (default: the folder's).
+
+    Returns:
+        Per text, a list (one per mask) of ``[{"token", "text", "id",
+        "probability"}]``, best first: ``token`` is the piece as the
+        vocabulary spells it, ``text`` the piece decoded.
     """
-    model, path = load_pretrainer(folder)
+    source = ModelSource(folder, tokenizer)
+    model, path = source.pretrainer()
     if not hasattr(model, "mlm_head"):
         raise ValueError(f"{path}: {type(model).__name__} has no masked-LM head")
-    pieces = read_tokenizer(folder, tokenizer)
+    tokenizer = source.tokenizer
     sequence_length = min(sequence_length, model.config.max_position_embeddings)
     results = []
     for text in texts:
-        special = pieces.special_ids
-        ids = [special["cls"]] + encode_with_masks(pieces, text)[:sequence_length - 2] + \
+        special = tokenizer.special_ids
+        ids = [special["cls"]] + encode_with_masks(tokenizer, text)[:sequence_length - 2] + \
             [special["sep"]]
         positions = [i for i, t in enumerate(ids) if t == special["mask"]]
         if not positions:
@@ -100,7 +112,7 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
         per_mask = []
         for p in probs:
             best = np.argsort(p)[::-1][:top_k]
-            per_mask.append([{"token": pieces.id_to_piece(i), "text": pieces.decode([i]),
+            per_mask.append([{"token": tokenizer.id_to_piece(i), "text": tokenizer.decode([i]),
                               "id": int(i),
                               "probability": float(p[i])} for i in best])
         results.append(per_mask)
@@ -130,12 +142,12 @@ def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None,  # 
     pooling = embedding.get("pooling", "mean")
     encoder = source.encoder(dtype="float32", output_hidden_states=pooling != "pooled")
     model = AlbertEmbedder(encoder, **embedding)
-    pieces = source.tokenizer
+    tokenizer = source.tokenizer
     for i, text in enumerate(texts):
         if not text.strip():
             raise readers.TaskDataError(f"text {i + 1} is empty")
     sequence_length = min(sequence_length, encoder.config.max_position_embeddings)
-    x = pack_texts(pieces, list(texts), None, sequence_length)
+    x = pack_texts(tokenizer, list(texts), None, sequence_length)
     if length_buckets:
         return predict_in_buckets(model, x, batch_size)["embeddings"]
     return model.predict(x, batch_size=batch_size, verbose=0)["embeddings"]

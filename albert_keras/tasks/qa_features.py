@@ -24,11 +24,11 @@ class QAFeatures:
     max_context: list  # per window: {position: bool}
 
 
-def qa_features(encoder, examples, sequence_length=384, stride=128, max_question_length=64):
+def qa_features(tokenizer, examples, sequence_length=384, stride=128, max_question_length=64):
     """Windows for every question.
 
     Args:
-        encoder: a host-side ``Tokenizer``.
+        tokenizer: a host-side ``Tokenizer``.
         examples: ``QAExample`` list (answers used for training labels).
         sequence_length: S.
         stride: pieces between the starts of two windows.
@@ -36,8 +36,8 @@ def qa_features(encoder, examples, sequence_length=384, stride=128, max_question
     """
     rows = []
     for e_index, example in enumerate(examples):
-        q_ids = encoder.encode([example.question])[0][:max_question_length]
-        c_ids, c_starts, c_ends = encoder.encode_with_offsets(example.context)
+        q_ids = tokenizer.encode([example.question])[0][:max_question_length]
+        c_ids, c_starts, c_ends = tokenizer.encode_with_offsets(example.context)
         room = sequence_length - len(q_ids) - 3
         if room < 1:
             raise ValueError(
@@ -63,7 +63,7 @@ def qa_features(encoder, examples, sequence_length=384, stride=128, max_question
             start += min(length, stride)
         for w_start, w_length in windows:
             offset = len(q_ids) + 2  # [CLS] question [SEP]
-            cls, sep = encoder.special_ids["cls"], encoder.special_ids["sep"]
+            cls, sep = tokenizer.special_ids["cls"], tokenizer.special_ids["sep"]
             ids = [cls] + q_ids + [sep] + c_ids[w_start:w_start + w_length] + [sep]
             positions = {}
             max_context = {}

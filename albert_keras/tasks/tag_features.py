@@ -18,11 +18,11 @@ class TagFeatures:
     words: list  # per row: [(sentence, word, position)]
 
 
-def tag_features(encoder, sentences, sequence_length, tags=None, tag_index=None):
+def tag_features(tokenizer, sentences, sequence_length, tags=None, tag_index=None):
     """Builds features for ``sentences`` (lists of words).
 
     Args:
-        encoder: a host-side ``Tokenizer``.
+        tokenizer: a host-side ``Tokenizer``.
         sentences: list of word lists.
         sequence_length: S.
         tags: optional list of tag lists (same shape as ``sentences``).
@@ -30,7 +30,7 @@ def tag_features(encoder, sentences, sequence_length, tags=None, tag_index=None)
     """
     budget = sequence_length - 2
     flat = [w for words in sentences for w in words]
-    pieces = iter(encoder.encode(flat))
+    pieces = iter(tokenizer.encode(flat))
     rows_ids, rows_labels, rows_words = [], [], []
     for s, words in enumerate(sentences):
         chunk_ids, chunk_labels, chunk_words = [], [], []
@@ -55,7 +55,7 @@ def tag_features(encoder, sentences, sequence_length, tags=None, tag_index=None)
     labels = np.zeros((n, sequence_length), np.int32)
     weights = np.zeros((n, sequence_length), np.float32)
     for r, ids in enumerate(rows_ids):
-        row = [encoder.special_ids["cls"]] + ids + [encoder.special_ids["sep"]]
+        row = [tokenizer.special_ids["cls"]] + ids + [tokenizer.special_ids["sep"]]
         token_ids[r, :len(row)] = row
         mask[r, :len(row)] = 1
         for position, label in rows_labels[r]:

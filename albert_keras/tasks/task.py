@@ -11,6 +11,8 @@ import dataclasses
 import keras
 import numpy as np
 
+from albert_keras.config import DEFAULT_TRUNCATE
+
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
@@ -36,7 +38,7 @@ class TaskSpec:
 
     task: str = "classify"
     sequence_length: int = 128
-    truncate: str = "longest_first"
+    truncate: str = DEFAULT_TRUNCATE
     regression: bool = False
     text_column: str = "text"
     text_pair_column: str = None

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_keras.config import ALBERT_SPECIAL_IDS
+from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
@@ -43,7 +44,7 @@ class AlbertPacker(PreprocessingLayer):
     [[2, 10, 11, 3, 12, 3, 0, 0]]
     """
 
-    def __init__(self, sequence_length, truncate="longest_first", special_ids=None, **kwargs):
+    def __init__(self, sequence_length, truncate=DEFAULT_TRUNCATE, special_ids=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -142,12 +143,12 @@ def _ragged(id_lists):
     return tf.RaggedTensor.from_row_lengths(flat, np.asarray(lengths, dtype=np.int64))
 
 
-def pack_texts(encoder, texts, pairs, sequence_length, truncate="longest_first", batch=4096,
+def pack_texts(tokenizer, texts, pairs, sequence_length, truncate=DEFAULT_TRUNCATE, batch=4096,
                lengths=None):
-    """Tokenizes and packs texts (and pairs) into numpy encoder inputs.
+    """Tokenizes and packs texts (and pairs) into numpy tokenizer inputs.
 
     Args:
-        encoder: the tokenizer (``encode`` on a list of strings).
+        tokenizer: the tokenizer (``encode`` on a list of strings).
         texts: the first texts.
         pairs: the second texts, or None.
         sequence_length: the packed length, specials included.
@@ -166,11 +167,11 @@ def pack_texts(encoder, texts, pairs, sequence_length, truncate="longest_first",
     ...                lengths=lengths)  # doctest: +SKIP
     """
     packer = AlbertPacker(sequence_length, truncate=truncate,
-                          special_ids=getattr(encoder, "special_ids", None))
+                          special_ids=getattr(tokenizer, "special_ids", None))
     parts = {k: [] for k in ("token_ids", "segment_ids", "padding_mask")}
     for start in range(0, len(texts), batch):
-        first = _ragged(encoder.encode(texts[start:start + batch]))
-        second = _ragged(encoder.encode(pairs[start:start + batch])) if pairs else None
+        first = _ragged(tokenizer.encode(texts[start:start + batch]))
+        second = _ragged(tokenizer.encode(pairs[start:start + batch])) if pairs else None
         if lengths is not None:  # [CLS] A [SEP] (B [SEP])
             whole = first.row_lengths().numpy() + 2
             if second is not None:

@@ -1,6 +1,6 @@
 """What a pretraining objective provides to the driver.
 
-An objective (ALBERT's MLM + SOP today) says which features it reads, which
+An objective (``mlm_sop``, ``mlm``, ``rtd``) says which features it reads, which
 model (encoder plus heads) it trains, how it scores a held-out split and
 what to keep when training continues from another model. The driver
 (``albert_keras.training.pretrain``) only talks to this interface, so a new

@@ -38,6 +38,7 @@ from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.backbone import is_backbone
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.options import name_of
@@ -83,8 +84,8 @@ def _init_source(init, vocab_size):
         model = load_model(path)
     standalone = getattr(model, "standalone_encoder", None)
     encoder = standalone() if standalone else getattr(model, "encoder", model)
-    if not isinstance(encoder, AlbertEncoder):
-        raise ValueError(f"{path}: {type(model).__name__} has no AlbertEncoder")
+    if not is_backbone(encoder):
+        raise ValueError(f"{path}: {type(model).__name__} has no encoder")
     if encoder.config.vocab_size != vocab_size:
         raise ValueError(
             f"{path}: vocabulary of {encoder.config.vocab_size} pieces, but the data "

@@ -179,19 +179,10 @@ class PretrainConfig:
             raise ValueError(f"{', '.join(rtd_flags_given(self))}: only --objective rtd reads "
                              f"{'it' if len(rtd_flags_given(self)) == 1 else 'them'} (the "
                              f"objective is {self.objective})")
-        if self.precision not in PRECISION_CHOICES:
-            raise ValueError(f"precision must be one of {PRECISION_CHOICES}, "
-                             f"got {self.precision!r}")
-        if self.objective not in OBJECTIVE_CHOICES:
-            raise ValueError(f"objective must be one of {OBJECTIVE_CHOICES}, "
-                             f"got {self.objective!r}")
         total_steps = DEFAULT_TOTAL_STEPS if self.total_steps is None else self.total_steps
         if self.warmup_steps is not None and self.warmup_steps > total_steps:
             raise ValueError(f"--warmup-steps ({self.warmup_steps}) must not exceed --steps "
                              f"({total_steps})")
-        if self.embedding_sharing not in ("tied", "gdes", "none"):
-            raise ValueError("embedding_sharing must be tied, gdes or none, "
-                             f"got {self.embedding_sharing!r}")
         if self.mask_rate is not None and not self.dynamic_masking:
             raise ValueError("mask_rate needs dynamic_masking (the stored masks have a fixed rate)")
         if bool(self.short_seq_data) != bool(self.short_seq_steps):

@@ -84,3 +84,29 @@ def test_masked_lm_accuracy_is_keras_sparse_categorical_accuracy():
     assert float(tie.result()) == 0.0
     restored = MaskedLMAccuracy.from_config(ours.get_config())
     assert restored.name == "masked_lm_accuracy"
+
+
+def test_sentence_order_and_replaced_token_heads_equal_numpy():
+    """The SOP head is one dense layer on the pooled vector (dropout off at
+    inference); the RTD head dense -> gelu (exact, erf) -> dense(1), by hand."""
+    import math
+
+    from albert_keras.heads.replaced_token_head import ReplacedTokenHead
+
+    rng = np.random.default_rng(0)
+    pooled = rng.normal(size=(3, H)).astype("float32")
+    sop = SentenceOrderHead(dropout=0.1)
+    got = keras.ops.convert_to_numpy(sop(pooled))
+    kernel, bias = (keras.ops.convert_to_numpy(v) for v in (sop.classifier.kernel,
+                                                            sop.classifier.bias))
+    np.testing.assert_allclose(got, pooled @ kernel + bias, atol=1e-5)
+
+    states = rng.normal(size=(2, 4, H)).astype("float32")
+    rtd = ReplacedTokenHead(H)
+    got = keras.ops.convert_to_numpy(rtd(states))
+    w1, b1, w2, b2 = (keras.ops.convert_to_numpy(v) for v in (
+        rtd.dense.kernel, rtd.dense.bias, rtd.output_dense.kernel, rtd.output_dense.bias))
+    h = states @ w1 + b1
+    expected = (0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))) @ w2 + b2
+    np.testing.assert_allclose(got, expected[..., 0], atol=1e-4)
+

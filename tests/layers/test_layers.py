@@ -167,3 +167,27 @@ def test_attention_block_mask_value_sets_padded_bias():
     np.testing.assert_allclose(keras.ops.convert_to_numpy(bounded(x, mask)),
                                keras.ops.convert_to_numpy(ref(x, mask)), atol=1e-6)
     assert bounded.get_config()["mask_value"] == -120.0
+
+
+def _gelu_tanh(h):
+    return 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))
+
+
+def _layer_norm(h, gamma, beta, eps):
+    return (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + eps) * gamma + beta
+
+
+def test_feed_forward_block_equals_numpy():
+    """dense -> gelu (tanh form) -> dense, residual, LayerNorm, by hand on
+    the same weights."""
+    block = FeedForwardBlock(H, 24, layer_norm_eps=1e-12)
+    x = _hidden(2, 5)
+    got = keras.ops.convert_to_numpy(block(x))
+    w1, b1 = (keras.ops.convert_to_numpy(v) for v in (block.intermediate.kernel,
+                                                      block.intermediate.bias))
+    w2, b2 = (keras.ops.convert_to_numpy(v) for v in (block.output_dense.kernel,
+                                                      block.output_dense.bias))
+    gamma, beta = (keras.ops.convert_to_numpy(v) for v in (block.layer_norm.gamma,
+                                                           block.layer_norm.beta))
+    expected = _layer_norm(_gelu_tanh(x @ w1 + b1) @ w2 + b2 + x, gamma, beta, 1e-12)
+    np.testing.assert_allclose(got, expected, atol=1e-4)

@@ -61,9 +61,15 @@ def test_classifier_reading_every_token(pooling):
         AlbertClassifier(_encoder(), 2, pooling="max")
 
 
-def test_regressor_has_one_output():
+def test_regressor_is_one_dense_unit_on_the_pooled_vector():
     model = AlbertClassifier(_encoder(), 1)
-    assert tuple(model(encoder_inputs(2, 7))["logits"].shape) == (2, 1)
+    inputs = encoder_inputs(2, 7)
+    got = keras.ops.convert_to_numpy(model(inputs)["logits"])
+    assert got.shape == (2, 1)
+    pooled = keras.ops.convert_to_numpy(model.encoder(inputs)["pooled_output"])
+    head = model.get_layer("classifier")
+    kernel, bias = (keras.ops.convert_to_numpy(v) for v in (head.kernel, head.bias))
+    np.testing.assert_allclose(got, pooled @ kernel + bias, atol=1e-5)
 
 
 def test_token_classifier():

@@ -97,3 +97,40 @@ def test_scaled_adamw_steps_equal_torch_adamw_parameter_groups():
     assert clone.lr_scales == {"low/kernel": scale, "low/bias": scale}
     with pytest.raises(ValueError, match="lr_scales"):
         make_optimizer("lamb", lr_scales={"low/kernel": scale})
+
+
+@pytest.mark.parametrize("changes", [
+    {"sharing": "none"},
+    {"sharing": "all", "num_hidden_groups": 2},
+    # DeBERTa's relative table, read by every layer, and its LayerNorm
+    {"sharing": "none", "relative_attention": True, "position_buckets": 8,
+     "max_relative_positions": 16, "norm_rel_ebd": "layer_norm",
+     "position_biased_input": False},
+])
+def test_every_variable_but_the_pooler_gets_its_layers_rate(changes):
+    """Each trainable variable of the encoder has a scale, and it is the
+    one its path says (depth read from the names, not from the code under
+    test): nothing falls back to the head's full rate unnoticed."""
+    encoder = _encoder(**changes)
+    scales = layer_rate_scales(encoder, 0.5)
+    layers = TINY["num_hidden_layers"]
+    groups = changes.get("num_hidden_groups", layers)
+    for v in encoder.trainable_variables:
+        top = v.path.split("/")[0]
+        if top == "pooler":
+            assert v.path not in scales
+            continue
+        assert v.path in scales, v.path
+        if top == "embeddings":
+            expected = 0.5 ** (layers + 1)
+        elif "/attention_" in v.path or "/ffn_" in v.path:
+            module = int(v.path.split("/")[1].split("_")[-1])
+            # module k of a group runs layers k * per .. (k + 1) * per - 1
+            deepest = (module + 1) * (layers // groups) - 1
+            expected = 0.5 ** (layers - deepest)
+        else:  # the transformer's own: the relative table, read by the top layer too
+            assert "rel" in v.path, v.path
+            expected = 0.5
+        assert scales[v.path] == pytest.approx(expected), v.path
+    if changes.get("relative_attention"):
+        assert any(p.startswith("transformer/rel") for p in scales)
