@@ -323,8 +323,8 @@ class AlbertEncoder(keras.Model):
         >>> ids = keras.ops.ones((2, 8), "int32")
         >>> out = encoder.encode({"token_ids": ids, "segment_ids": 0 * ids,
         ...                       "padding_mask": ids}, return_attention=True)
-        >>> len(out["hidden_states"]), tuple(out["attention"][0].shape)
-        (5, (2, 4, 8, 8))
+        >>> len(out["hidden_states"]), len(out["attention"]), tuple(out["sequence_output"].shape)
+        (5, 4, (2, 8, 256))
         """
         padding_mask = ops.cast(inputs["padding_mask"], "int32")
         x = self.embed(inputs, training, token_table) if embedded is None else embedded
