@@ -73,6 +73,7 @@ class AlbertLayerDistiller(keras.Model):
         attention_weight: weight of the attention loss.
 
     Example:
+    >>> from albert_keras import AlbertEncoder
     >>> from albert_keras.presets import get_preset
     >>> teacher = AlbertEncoder(get_preset("albert_tiny", vocab_size=100))
     >>> student = AlbertEncoder(get_preset("albert_tiny", vocab_size=100, hidden_size=64,
