@@ -45,15 +45,13 @@ class AlbertClassifier(TaskModel):
     (2, 3)
     """
 
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
+    # TaskModel's export declaration
     export_kind = "classifier"
     export_outputs = ("logits",)
 
     @property
     def reads_only_cls(self):
-        """Whether the output depends on the last block's ``[CLS]`` row alone
-        (the export then computes only that row there)."""
+        """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
         return self.pooling == "pooled"
 
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled", dtype=None,

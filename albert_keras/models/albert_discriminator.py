@@ -28,8 +28,7 @@ class AlbertDiscriminator(TaskModel):
     (1, 16)
     """
 
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
+    # TaskModel's export declaration
     export_kind = "discriminator"
     export_outputs = ("rtd_logits",)
 

@@ -100,15 +100,13 @@ class AlbertEmbedder(TaskModel):
     (2, 256)
     """
 
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
+    # TaskModel's export declaration
     export_kind = "embedder"
     export_outputs = ("embeddings",)
 
     @property
     def reads_only_cls(self):
-        """Whether the output depends on the last block's ``[CLS]`` row alone
-        (the export then computes only that row there)."""
+        """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
         return self.pooling == "pooled"
 
     def __init__(self, encoder, layers=(-1,), pooling="mean", combine="concat",

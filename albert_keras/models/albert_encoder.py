@@ -382,10 +382,6 @@ class AlbertEncoder(keras.Model):
         depth.update({v.path: transformer.num_layers for v in rest})
         return depth
 
-    def head_variables(self):
-        """The trainable variables a task head trains at its own rate (the pooler)."""
-        return list(self.pooler.trainable_variables)
-
     @property
     def token_embedding(self):
         """The V x E word-embedding layer (the MLM decoder is tied to it)."""

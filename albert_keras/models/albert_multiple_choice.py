@@ -54,15 +54,13 @@ class AlbertMultipleChoice(TaskModel):
     (2, 4)
     """
 
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
+    # TaskModel's export declaration
     export_kind = "choice"
     export_outputs = ("logits",)
 
     @property
     def reads_only_cls(self):
-        """Whether the output depends on the last block's ``[CLS]`` row alone
-        (the export then computes only that row there)."""
+        """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
         return True
 
     def __init__(self, encoder, dropout=0.1, dtype=None, **kwargs):

@@ -53,8 +53,7 @@ class AlbertPretrainer(TaskModel):
     (1, 2, 30000)
     """
 
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
+    # TaskModel's export declaration
     export_kind = "mlm"
     export_outputs = ("mlm_logits", "sop_logits")
 

@@ -50,8 +50,7 @@ class AlbertQuestionAnswerer(TaskModel):
     (2, 8)
     """
 
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
+    # TaskModel's export declaration
     export_kind = "qa"
     export_outputs = ("start_logits", "end_logits")
 

@@ -33,8 +33,7 @@ class AlbertTokenClassifier(TaskModel):
     (2, 8, 5)
     """
 
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
+    # TaskModel's export declaration
     export_kind = "tagger"
     export_outputs = ("logits",)
 

@@ -38,6 +38,19 @@ class TaskModel(keras.Model):
     through the encoder, so a model file alone can be exported or run.
     """
 
+    # What export, validation, app metadata and the model card read: the
+    # kind (one of ``export.converter.EXPORT_KINDS``) and the serving
+    # outputs. Each task model sets them (a subclass inherits them); a model
+    # without a kind does not export.
+    export_kind = None
+    export_outputs = ()
+
+    @property
+    def reads_only_cls(self):
+        """Whether the output depends on the last block's ``[CLS]`` row alone
+        (the export then computes only that row there)."""
+        return False
+
     def __init__(self, *args, task_spec=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.task_spec = task_spec
