@@ -9,7 +9,7 @@ Example:
 >>> import keras
 >>> import albert_keras
 >>> keras.saving.get_registered_object("albert_keras>AlbertEncoder")
-<class 'albert_keras.models.albert_encoder.AlbertEncoder'>
+<class 'albert_keras.models.albert.albert_encoder.AlbertEncoder'>
 """
 
 import importlib
@@ -28,7 +28,7 @@ _PUBLIC = {
     "AlbertDistiller": "albert_keras.models.albert_distiller",
     "AlbertElectraPretrainer": "albert_keras.models.albert_electra_pretrainer",
     "AlbertEmbedder": "albert_keras.models.albert_embedder",
-    "AlbertEncoder": "albert_keras.models.albert_encoder",
+    "AlbertEncoder": "albert_keras.models.albert.albert_encoder",
     "AlbertLamb": "albert_keras.optimizers.optimizer",
     "AlbertLayerDistiller": "albert_keras.models.albert_layer_distiller",
     "AlbertMultipleChoice": "albert_keras.models.albert_multiple_choice",

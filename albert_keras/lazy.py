@@ -14,7 +14,7 @@ def lazy_exports(package, exports):
 
     Example:
     >>> __getattr__, __all__ = lazy_exports(__name__, {"AlbertEncoder":
-    ...     "albert_keras.models.albert_encoder"})  # doctest: +SKIP
+    ...     "albert_keras.models.albert.albert_encoder"})  # doctest: +SKIP
     """
     def __getattr__(name):
         if name not in exports:

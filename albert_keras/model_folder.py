@@ -18,8 +18,8 @@ import os
 
 from albert_keras.files import read_json
 from albert_keras.files import write_json
-from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.backbone import backbone_of
+from albert_keras.models.backbone import rebuilt
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model
 from albert_keras.text.registry import load_tokenizer
@@ -213,7 +213,7 @@ def _stored_model(init):
 
 def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0913 (load_encoder's options, passed on)
                     output_hidden_states=False, dropout=None):
-    """The ``AlbertEncoder`` of ``model``, rebuilt with the ``dtype`` policy.
+    """The encoder of ``model``, rebuilt with the ``dtype`` policy.
 
     The stored policy is the training one (often ``mixed_bfloat16``); the
     encoder is rebuilt from its config with ``dtype`` and the weights are
@@ -229,12 +229,12 @@ def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0
     if dropout is not None:
         config = dataclasses.replace(config, hidden_dropout_prob=dropout,
                                      attention_probs_dropout_prob=dropout)
-    rebuilt = AlbertEncoder(config, output_hidden_states=output_hidden_states,
-                            mask_value=encoder.mask_value, dtype=dtype)
+    copy = rebuilt(encoder, config, output_hidden_states=output_hidden_states, dtype=dtype,
+                   quantize_aware=False, cls_only=False)
     if not from_scratch:
-        rebuilt.set_weights(encoder.get_weights())
-    rebuilt.tokenizer_asset = encoder.tokenizer_asset  # the same vocabulary
-    return rebuilt
+        copy.set_weights(encoder.get_weights())
+    copy.tokenizer_asset = encoder.tokenizer_asset  # the same vocabulary
+    return copy
 
 
 def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=False,

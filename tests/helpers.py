@@ -343,3 +343,30 @@ def assert_layer_decay_slows(start, tuned):
     assert moved[0.01]["pooler"] > 0.3 * moved[1.0]["pooler"], moved
     assert moved[0.01]["transformer"] < 0.05 * moved[1.0]["transformer"], moved
     assert moved[0.01]["embeddings"] < 1e-3 * moved[1.0]["embeddings"], moved
+
+
+# A small ALBERT config with two groups of two inner blocks, for model tests.
+TINY = dict(
+    vocab_size=60,
+    embedding_size=8,
+    hidden_size=16,
+    num_hidden_layers=4,
+    num_hidden_groups=2,
+    inner_group_num=2,
+    num_attention_heads=2,
+    intermediate_size=24,
+    max_position_embeddings=32,
+)
+
+
+def encoder_inputs(batch, seq, vocab=60):
+    rng = np.random.default_rng(seq)
+    mask = np.ones((batch, seq), "int32")
+    mask[0, seq - seq // 3 :] = 0
+    segments = np.zeros((batch, seq), "int32")
+    segments[:, seq // 2 :] = 1
+    return {
+        "token_ids": rng.integers(5, vocab, (batch, seq)).astype("int32") * mask,
+        "segment_ids": segments * mask,
+        "padding_mask": mask,
+    }

@@ -168,7 +168,7 @@ def _imported_modules_of_text(text):
 # An encoder's inner layers; only the encoder itself and its checkpoint name
 # mapping (which names each weight) may reach them.
 _BACKBONE_INSIDES = ("embeddings", "transformer", "attention_blocks", "ffn_blocks")
-_BACKBONE_OWNERS = ("albert_keras/models/albert_encoder.py",
+_BACKBONE_OWNERS = ("albert_keras/models/albert/albert_encoder.py",
                     "albert_keras/convert/weight_layout.py")
 
 

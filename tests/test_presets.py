@@ -71,3 +71,28 @@ def test_unknown_preset():
     with pytest.raises(ValueError, match="unknown preset"):
         get_preset("albert_huge")
     assert set(PRESETS) >= {"albert_tiny", "bert_tiny", "albert_xxlarge"}
+
+
+@pytest.mark.parametrize("overrides", [{}, {"share_att_key": False},
+                                       {"pos_att_type": "c2p", "share_att_key": False},
+                                       {"norm_rel_ebd": "none", "position_buckets": -1}])
+def test_deberta_formula_matches_a_built_model(overrides):
+    c = get_preset("deberta_v3_tiny", **overrides)
+    assert AlbertEncoder(c).count_params() == count_parameters(c)
+
+
+def test_deberta_v3_base_has_the_published_size():
+    """microsoft/deberta-v3-base's model card: 86M backbone parameters and
+    98M in the embedding layer (a 128K vocabulary). Ours also holds a
+    512 x 768 position table (the enhanced mask decoder's) and the pooler,
+    0.98M together, which the card leaves out."""
+    total = count_parameters(get_preset("deberta_v3_base")) / 1e6
+    assert abs(total - (86 + 98) - 0.98) < 1.0
+
+
+def test_every_preset_builds_its_family():
+    from albert_keras.families import family_of
+
+    assert {family_of(get_preset(name)).name for name in PRESETS} == {"albert", "deberta"}
+    assert family_of(get_preset("deberta_v3_small")).name == "deberta"
+    assert family_of(get_preset("bert_base")).name == "albert"

@@ -23,6 +23,8 @@ from albert_keras.convert.weight_layout import hf_bert_names
 from albert_keras.convert.weight_layout import hf_deberta_names
 from albert_keras.convert.weight_layout import hf_electra_names
 from albert_keras.convert.weight_layout import model_variables
+from albert_keras.families import family_for_hf
+from albert_keras.families import family_of
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
 
@@ -146,9 +148,9 @@ def _names(model_type, config, tensors):
 
 def _build_model(config, tensors, dtype, model_type):
     """Our model for the heads the folder has."""
+    from albert_keras.models.albert.albert_encoder import AlbertEncoder
     from albert_keras.models.albert_classifier import AlbertClassifier
     from albert_keras.models.albert_discriminator import AlbertDiscriminator
-    from albert_keras.models.albert_encoder import AlbertEncoder
     from albert_keras.models.albert_pretrainer import AlbertPretrainer
 
     encoder = AlbertEncoder(config, dtype=dtype)
@@ -214,9 +216,11 @@ def load_hf(folder, strict=True, dtype=None):
     >>> model, report = load_hf("albert-base-v2/")  # doctest: +SKIP
     """
     config_path = os.path.join(folder, "config.json")
+    model_type = _model_type(config_path)
+    family = family_for_hf(model_type, config_path)
+    if family.checkpoints != __name__:  # another family's folder: its own reader
+        return family.checkpoint_module().load_hf(folder, strict=strict, dtype=dtype)
     config = read_config_file(config_path, dialect="hf")
-    with open(config_path, encoding="utf-8") as f:
-        model_type = json.load(f)["model_type"]
     tensors = _strip_prefix(read_hf_tensors(folder), _PREFIX[model_type])
     model = _build_model(config, tensors, dtype, model_type)
     ignored = _check_tied(folder, model_type, tensors)
@@ -226,6 +230,18 @@ def load_hf(folder, strict=True, dtype=None):
         strict=strict
     )
     return model, report
+
+
+def _model_type(config_path):
+    """The ``model_type`` of an HF ``config.json``, or a one-line error."""
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConversionError(f"{config_path}: cannot read config: {e}") from None
+    if not isinstance(data, dict) or "model_type" not in data:
+        raise ConversionError(f"{config_path}: no model_type (not an HF config.json)")
+    return data["model_type"]
 
 
 # -- writing -----------------------------------------------------------------------
@@ -290,6 +306,10 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     from safetensors.numpy import save_file
 
     config = model.config
+    family = family_of(config)
+    if family.checkpoints != __name__:  # another family's model: its own writer
+        return family.checkpoint_module().save_hf(model, folder, overwrite=overwrite,
+                                                  model_type=model_type)
     if model_type is None and hasattr(model, "rtd_head"):
         model_type = "electra"
     hf_config = to_hf_dict(config, model_type)  # raises for layouts HF cannot hold

@@ -11,8 +11,8 @@ from albert_keras.config import PAD_ID
 from albert_keras.config import SEP_ID
 from albert_keras.config import AlbertConfig
 from albert_keras.config import ConfigError
-from albert_keras.convert import hf_deberta_config
 from albert_keras.convert.tf1_config import INERT_FIELDS
+from albert_keras.models.deberta import hf_config as hf_deberta_config
 
 _DEFAULTS = AlbertConfig()
 

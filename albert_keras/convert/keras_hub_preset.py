@@ -140,7 +140,7 @@ def load_keras_hub_preset(folder):
 def _encoder_for(backbone, model_type):
     """A fresh encoder of ours with the backbone's architecture."""
     from albert_keras.config import AlbertConfig
-    from albert_keras.models.albert_encoder import AlbertEncoder
+    from albert_keras.models.albert.albert_encoder import AlbertEncoder
 
     c = backbone.get_config()
     fields = {

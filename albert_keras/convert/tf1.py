@@ -115,7 +115,7 @@ def load_tf1(path, config_path=None, strict=True, dtype=None):
     Example:
     >>> model, report = load_tf1("albert_base/model.ckpt-best")  # doctest: +SKIP
     """
-    from albert_keras.models.albert_encoder import AlbertEncoder
+    from albert_keras.models.albert.albert_encoder import AlbertEncoder
     from albert_keras.models.albert_pretrainer import AlbertPretrainer
 
     prefix = find_checkpoint(path)

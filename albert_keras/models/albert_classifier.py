@@ -3,7 +3,7 @@
 import keras
 
 from albert_keras.config import CLASSIFIER_POOLINGS
-from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
+from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense

@@ -3,7 +3,7 @@
 import keras
 
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
-from albert_keras.models.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
+from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import TaskModel
 
 

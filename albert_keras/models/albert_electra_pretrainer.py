@@ -3,14 +3,14 @@
 import keras
 from keras import ops
 
-from albert_keras.config import AlbertConfig
-from albert_keras.heads.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
 from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
-from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.albert_pretrainer import metrics_by_name
+from albert_keras.models.backbone import rebuilt
+from albert_keras.models.deberta.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.replicas import scale_for_replicas
 from albert_keras.replicas import tf_replica_context
 from albert_keras.replicas import weighted_mean
@@ -19,7 +19,7 @@ SHARING = ("tied", "gdes", "none")
 
 
 def generator_config(config, fraction=0.25):
-    """The generator's ``AlbertConfig``: ``config`` narrowed by ``fraction``.
+    """The generator's config: ``config`` (of any family) narrowed by ``fraction``.
 
     ELECTRA scales the hidden size, the FFN size and the number of heads by
     one multiplier and keeps the depth; its paper found generators 1/4 to
@@ -29,7 +29,7 @@ def generator_config(config, fraction=0.25):
     """
     heads = max(1, round(config.num_attention_heads * fraction))
     hidden = max(heads, round(config.hidden_size * fraction / heads) * heads)
-    return AlbertConfig.from_dict({
+    return type(config).from_dict({
         **config.to_dict(),
         "hidden_size": hidden,
         "num_attention_heads": heads,
@@ -105,7 +105,7 @@ class AlbertElectraPretrainer(keras.Model):
         seed: the sampling seed.
         enhanced_mask_decoder: the generator decodes its masked tokens with
             DeBERTa's enhanced mask decoder
-            (``albert_keras.heads.enhanced_mask_decoder``).
+            (``albert_keras.models.deberta.enhanced_mask_decoder``).
 
     Example:
     >>> from albert_keras.presets import get_preset
@@ -206,7 +206,7 @@ class AlbertElectraPretrainer(keras.Model):
 
     @property
     def config(self):
-        """The discriminator's ``AlbertConfig`` (the model fine-tuning uses)."""
+        """The discriminator's config (the model fine-tuning uses)."""
         return self.encoder.config
 
     # -- word tables -----------------------------------------------------------------
@@ -225,11 +225,10 @@ class AlbertElectraPretrainer(keras.Model):
         return own
 
     def standalone_encoder(self):
-        """The discriminator as a plain ``AlbertEncoder`` with its own table."""
+        """The discriminator as a plain encoder with its own table."""
         if self.embedding_sharing != "gdes":
             return self.encoder
-        encoder = AlbertEncoder(self.encoder.config, mask_value=self.encoder.mask_value,
-                                dtype=self.encoder.dtype_policy)
+        encoder = rebuilt(self.encoder)
         encoder.set_weights(self.encoder.get_weights())
         encoder.token_embedding.embeddings.assign(
             ops.convert_to_numpy(self._discriminator_table()))
@@ -250,8 +249,7 @@ class AlbertElectraPretrainer(keras.Model):
         from albert_keras.models.albert_pretrainer import AlbertPretrainer
 
         source = self.generator
-        encoder = AlbertEncoder(source.config, mask_value=source.mask_value,
-                                dtype=source.dtype_policy)
+        encoder = rebuilt(source)
         encoder.set_weights(source.get_weights())
         encoder.token_embedding.embeddings.assign(
             ops.convert_to_numpy(self._generator_table()))

@@ -92,7 +92,7 @@ class AlbertEmbedder(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
-    >>> from albert_keras.models.albert_encoder import AlbertEncoder
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> model = AlbertEmbedder(AlbertEncoder(get_preset("bert_tiny")), layers=(-2, -1))
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
@@ -115,7 +115,7 @@ class AlbertEmbedder(TaskModel):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         layers = [int(i) for i in layers]
-        num_states = encoder.config.num_hidden_layers * encoder.config.inner_group_num + 1
+        num_states = encoder.num_hidden_states
         for index in layers:
             if not -num_states <= index < num_states:
                 raise ValueError(

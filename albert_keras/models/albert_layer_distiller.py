@@ -130,7 +130,7 @@ class AlbertLayerDistiller(keras.Model):
 
     @staticmethod
     def _blocks(encoder):
-        return encoder.config.num_hidden_layers * encoder.config.inner_group_num
+        return encoder.num_hidden_states - 1
 
     @staticmethod
     def _run(encoder, inputs, training):

@@ -46,7 +46,7 @@ class AlbertMultipleChoice(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
-    >>> from albert_keras.models.albert_encoder import AlbertEncoder
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> model = AlbertMultipleChoice(AlbertEncoder(get_preset("bert_tiny")))
     >>> ids = keras.ops.ones((2, 4, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})

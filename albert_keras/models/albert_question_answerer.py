@@ -42,7 +42,7 @@ class AlbertQuestionAnswerer(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
-    >>> from albert_keras.models.albert_encoder import AlbertEncoder
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> model = AlbertQuestionAnswerer(AlbertEncoder(get_preset("bert_tiny")))
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})

@@ -1,10 +1,26 @@
 """What makes a model an encoder the rest of the package builds on.
 
 Pretrainers, task models, distillers, layer decay and export reach an
-encoder only through its entry (``encode``, ``embed``, ``pool``,
-``variables_by_depth``, and its ``config``), so they accept any model that
-has one, not only ``AlbertEncoder``: a new family brings its own encoder.
+encoder only through its entry, so they accept any family's encoder:
+
+- ``config``: the family's config (``albert_keras.families`` says what it
+  must hold);
+- ``encode(inputs, training, embedded=, token_table=, query_positions=,
+  return_attention=)``, ``embed(inputs, training, token_table=)``,
+  ``pool(rows, training)``: the forward pass in its parts;
+- ``variables_by_depth()``: ``{variable path: depth}`` for layer decay;
+- ``num_hidden_states``: how many states ``encode`` returns;
+- the constructor keywords ``output_hidden_states``, ``mask_value`` (the
+  additive bias at padded keys; the export bounds it), ``quantize_aware``,
+  ``cls_only`` and ``dtype``, all kept in ``get_config`` as ``config`` (a
+  dict) is, so that ``rebuilt`` can copy an encoder with one of them changed;
+- a ``tokenizer`` it carries into its ``.keras`` file (``Backbone`` has it).
+
+``Backbone`` is the base class that gives a family's encoder the last item
+and ``rebuilt``; the rest is the family's own.
 """
+
+import keras
 
 BACKBONE_METHODS = ("encode", "embed", "pool", "variables_by_depth")
 
@@ -33,3 +49,67 @@ def backbone_of(model):
         return model
     encoder = getattr(model, "encoder", None)
     return encoder if is_backbone(encoder) else None
+
+
+def rebuilt(encoder, config=None, **options):
+    """A new encoder of ``encoder``'s class and settings, with ``config``
+    and the constructor ``options`` changed; weights are not copied.
+
+    Example:
+    >>> from albert_keras import AlbertEncoder
+    >>> from albert_keras.presets import get_preset
+    >>> rebuilt(AlbertEncoder(get_preset("albert_tiny")), output_hidden_states=True).output_hidden_states
+    True
+    """
+    settings = {**encoder.get_config(), **options}
+    if config is not None:
+        settings["config"] = config.to_dict()
+    return type(encoder).from_config(settings)
+
+
+class Backbone(keras.Model):
+    """The base of a family's encoder: the tokenizer it carries.
+
+    A subclass builds its functional graph, calls ``super().__init__(inputs=,
+    outputs=)`` and sets ``config``; it then carries a tokenizer (set by
+    pretraining, fine-tuning and checkpoint loading, or by you) in its
+    ``.keras`` file, so a bare model file knows its special ids and how its
+    text is cut.
+
+    Example:
+    >>> from albert_keras import AlbertEncoder
+    >>> issubclass(AlbertEncoder, Backbone)
+    True
+    """
+
+    # what export, validation, app metadata and the model card read (the
+    # export's vocabulary; a subclass inherits it)
+    export_kind = "encoder"
+    export_outputs = ("sequence_output", "pooled_output")
+    tokenizer_asset = None
+
+    @property
+    def tokenizer(self):
+        """The host-side tokenizer of this encoder's vocabulary, or None."""
+        asset = self.tokenizer_asset
+        return asset.tokenizer() if asset is not None else None
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer):
+        from albert_keras.text.tokenizer_asset import TokenizerAsset
+
+        if tokenizer is not None and tokenizer.vocabulary_size > self.config.vocab_size:
+            raise ValueError(f"the tokenizer ({tokenizer.source}) has "
+                             f"{tokenizer.vocabulary_size} pieces; the encoder's vocab_size "
+                             f"is {self.config.vocab_size}")
+        self.tokenizer_asset = None if tokenizer is None else TokenizerAsset.of(tokenizer)
+
+    def save_assets(self, dir_path):
+        if self.tokenizer_asset is not None:
+            self.tokenizer_asset.write(dir_path)
+
+    def load_assets(self, dir_path):
+        from albert_keras.text.tokenizer_asset import TokenizerAsset
+
+        # files saved before encoders carried a tokenizer have no folder here
+        self.tokenizer_asset = TokenizerAsset.read(dir_path)

@@ -24,13 +24,13 @@ from albert_keras.data.corpus import sotu_files
 from albert_keras.data.length_buckets import ENCODER_INPUTS
 from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.data.sentence_split import split_sentences
+from albert_keras.families import build_backbone
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
 from albert_keras.models.albert_distiller import AlbertDistiller
-from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import build_optimizer
@@ -322,7 +322,7 @@ def _student_encoder(taught, cfg):
     else:
         config = get_preset(cfg.student, vocab_size=taught.vocab_size,
                             **(cfg.student_overrides or {}))
-        encoder = AlbertEncoder(config, dtype=cfg.precision)
+        encoder = build_backbone(config, dtype=cfg.precision)
     if encoder.config.vocab_size != taught.vocab_size:
         raise ValueError(f"{cfg.student_init}: vocabulary of {encoder.config.vocab_size}, "
                          f"the teacher's has {taught.vocab_size}")

@@ -23,6 +23,7 @@ import tensorflow as tf
 from albert_keras.data.reader import read_manifest
 from albert_keras.data.reader import verify_shards
 from albert_keras.data.record_check import find_bad_record
+from albert_keras.families import build_backbone
 from albert_keras.files import read_json
 from albert_keras.files import removed_on_failure
 from albert_keras.files import write_json
@@ -37,8 +38,8 @@ from albert_keras.model_folder import is_checkpoint_folder
 from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
-from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.backbone import is_backbone
+from albert_keras.models.backbone import rebuilt
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.options import name_of
@@ -248,13 +249,14 @@ def _model(run, strategy):
             logger.info(f"resuming from {resume_path} (epoch {initial_epoch})")
         elif source is not None:
             # Rebuilt here so the variables belong to the strategy (and the run's policy).
-            encoder = AlbertEncoder(config, mask_value=source_encoder.mask_value)
+            encoder = rebuilt(source_encoder, dtype=None, output_hidden_states=False,
+                              quantize_aware=False, cls_only=False)
             encoder.set_weights(source_encoder.get_weights())
             model = _build(run.objective, encoder, run.config)
             run.objective.continue_from(source, model)
             logger.info(f"starting from {run.config.init}")
         else:
-            model = _build(run.objective, AlbertEncoder(config), run.config)
+            model = _build(run.objective, build_backbone(config), run.config)
     return model, initial_epoch
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
 from albert_keras.models.albert_electra_pretrainer import generator_config
-from albert_keras.models.albert_encoder import AlbertEncoder
+from albert_keras.models.backbone import rebuilt
 from albert_keras.training.mlm_sop import eval_forward
 from albert_keras.training.mlm_sop import masked_lm_sums
 from albert_keras.training.mlm_sop import most_frequent_token_baseline
@@ -66,9 +66,8 @@ class Rtd(Objective):
 
     def build_model(self, encoder, optimizer, steps_per_execution):
         sharing = self._option("embedding_sharing", "tied")
-        generator = AlbertEncoder(
-            generator_config(encoder.config, self._option("generator_size", 0.25)),
-            mask_value=encoder.mask_value)
+        generator = rebuilt(
+            encoder, generator_config(encoder.config, self._option("generator_size", 0.25)))
         if sharing == "gdes":
             # The generator owns the word table (the discriminator's as it is,
             # for a run continued from a trained encoder); the discriminator

@@ -9,8 +9,8 @@ import transformers
 
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
+from albert_keras.models.albert.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_discriminator import AlbertDiscriminator
-from albert_keras.models.albert_encoder import AlbertEncoder
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model

@@ -4,9 +4,9 @@ import pytest
 
 from albert_keras.layers.activations import get_activation
 from albert_keras.layers.attention_block import AttentionBlock
-from albert_keras.layers.factorized_embedding import FactorizedEmbedding
 from albert_keras.layers.feed_forward_block import FeedForwardBlock
-from albert_keras.layers.shared_encoder import SharedEncoder
+from albert_keras.models.albert.factorized_embedding import FactorizedEmbedding
+from albert_keras.models.albert.shared_encoder import SharedEncoder
 from tests.helpers import run_layer_test
 
 H = 16

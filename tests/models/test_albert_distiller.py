@@ -11,9 +11,9 @@ from albert_keras import AlbertEncoder
 from albert_keras import AlbertTokenClassifier
 from albert_keras.models.albert_distiller import AlbertDistiller
 from albert_keras.models.albert_distiller import soft_target_loss
+from tests.helpers import TINY
+from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
-from tests.models.test_albert_encoder import TINY
-from tests.models.test_albert_encoder import encoder_inputs
 
 
 def _np_log_softmax(z):

@@ -9,9 +9,9 @@ from albert_keras import AlbertEncoder
 from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
 from albert_keras.models.albert_electra_pretrainer import generator_config
 from albert_keras.optimizers.optimizer import AlbertAdamW
+from tests.helpers import TINY
+from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
-from tests.models.test_albert_encoder import TINY
-from tests.models.test_albert_encoder import encoder_inputs
 
 CONFIG = AlbertConfig(**{**TINY, "hidden_size": 32, "num_attention_heads": 4,
                          "intermediate_size": 48})

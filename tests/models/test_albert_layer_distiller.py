@@ -12,9 +12,9 @@ from albert_keras.models.albert_layer_distiller import attention_transfer_loss
 from albert_keras.models.albert_layer_distiller import hidden_transfer_loss
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.models.layer_map import uniform_layer_map
+from tests.helpers import TINY
+from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
-from tests.models.test_albert_encoder import TINY
-from tests.models.test_albert_encoder import encoder_inputs
 
 # 2 blocks, narrower, one head: the teacher (TINY) has 8 blocks of 2 heads
 STUDENT = dict(TINY, hidden_size=8, num_hidden_layers=2, num_hidden_groups=1,

@@ -5,9 +5,9 @@ import tensorflow as tf
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import AlbertPretrainer
+from tests.helpers import TINY
+from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
-from tests.models.test_albert_encoder import TINY
-from tests.models.test_albert_encoder import encoder_inputs
 
 
 def pretrainer_inputs(batch, seq):

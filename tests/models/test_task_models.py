@@ -12,9 +12,9 @@ from albert_keras import AlbertEncoder
 from albert_keras import AlbertMultipleChoice
 from albert_keras import AlbertQuestionAnswerer
 from albert_keras import AlbertTokenClassifier
+from tests.helpers import TINY
+from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
-from tests.models.test_albert_encoder import TINY
-from tests.models.test_albert_encoder import encoder_inputs
 
 
 def _encoder(dtype=None, **overrides):

@@ -10,7 +10,7 @@ from albert_keras import AlbertEncoder
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import AlbertAdamW
 from albert_keras.optimizers.optimizer import make_optimizer
-from tests.models.test_albert_encoder import TINY
+from tests.helpers import TINY
 
 
 def _encoder(**changes):

@@ -8,7 +8,7 @@ from albert_keras import AlbertPretrainer
 from albert_keras.optimizers.optimizer import AlbertLamb
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.optimizers.schedule import WarmupPolynomialDecay
-from tests.models.test_albert_encoder import TINY
+from tests.helpers import TINY
 
 
 def test_schedule_values():

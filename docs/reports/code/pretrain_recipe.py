@@ -99,7 +99,7 @@ def timed_model(cfg, data):
 
     from albert_keras.data.reader import pretraining_dataset
     from albert_keras.data.reader import read_manifest
-    from albert_keras.models.albert_encoder import AlbertEncoder
+    from albert_keras.models.albert.albert_encoder import AlbertEncoder
     from albert_keras.optimizers.optimizer import make_optimizer
     from albert_keras.precision import resolve_precision
     from albert_keras.presets import get_preset

@@ -40,7 +40,7 @@ def enhanced_mask_decode(encoder, hidden, padding_mask, positions, training=Fals
 
     Example:
     >>> import keras
-    >>> from albert_keras.models.albert_encoder import AlbertEncoder
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> from albert_keras.presets import get_preset
     >>> encoder = AlbertEncoder(get_preset("albert_tiny"))
     >>> hidden = keras.ops.ones((2, 8, 256))

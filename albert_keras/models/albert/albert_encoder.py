@@ -5,9 +5,10 @@ from keras import ops
 
 from albert_keras.config import AlbertConfig
 from albert_keras.layers.activations import get_activation
-from albert_keras.layers.factorized_embedding import FactorizedEmbedding
 from albert_keras.layers.quantized_dense import make_dense
-from albert_keras.layers.shared_encoder import SharedEncoder
+from albert_keras.models.albert.factorized_embedding import FactorizedEmbedding
+from albert_keras.models.albert.shared_encoder import SharedEncoder
+from albert_keras.models.backbone import Backbone
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -143,7 +144,7 @@ def _layers(config, quantize_aware, mask_value, dtype):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertEncoder(keras.Model):
+class AlbertEncoder(Backbone):
     """ALBERT encoder: factorized embedding, shared transformer, pooler.
 
     Inputs (dict, int32): ``token_ids``, ``segment_ids``, ``padding_mask``
@@ -179,11 +180,6 @@ class AlbertEncoder(keras.Model):
     >>> tuple(out["pooled_output"].shape)
     (1, 256)
     """
-
-    # what export, validation, app metadata and the model card read (the
-    # export's vocabulary; a subclass inherits it)
-    export_kind = "encoder"
-    export_outputs = ("sequence_output", "pooled_output")
 
     def __init__(
         self,
@@ -236,40 +232,6 @@ class AlbertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer = transformer
         self.pooler = pooler
-        self.tokenizer_asset = None
-
-    # -- the tokenizer it reads ------------------------------------------------------
-
-    @property
-    def tokenizer(self):
-        """The host-side tokenizer of this encoder's vocabulary, or None.
-
-        Set by pretraining, fine-tuning and checkpoint loading (or by you);
-        a ``.keras`` file carries its files, so a bare model file knows its
-        special ids and how its text is cut.
-        """
-        asset = self.tokenizer_asset
-        return asset.tokenizer() if asset is not None else None
-
-    @tokenizer.setter
-    def tokenizer(self, tokenizer):
-        from albert_keras.text.tokenizer_asset import TokenizerAsset
-
-        if tokenizer is not None and tokenizer.vocabulary_size > self.config.vocab_size:
-            raise ValueError(f"the tokenizer ({tokenizer.source}) has "
-                             f"{tokenizer.vocabulary_size} pieces; the encoder's vocab_size "
-                             f"is {self.config.vocab_size}")
-        self.tokenizer_asset = None if tokenizer is None else TokenizerAsset.of(tokenizer)
-
-    def save_assets(self, dir_path):
-        if self.tokenizer_asset is not None:
-            self.tokenizer_asset.write(dir_path)
-
-    def load_assets(self, dir_path):
-        from albert_keras.text.tokenizer_asset import TokenizerAsset
-
-        # files saved before encoders carried a tokenizer have no folder here
-        self.tokenizer_asset = TokenizerAsset.read(dir_path)
 
     # -- the backbone entry: every caller's way into the layers ----------------------
 
@@ -381,6 +343,12 @@ class AlbertEncoder(keras.Model):
         rest = [v for v in transformer.trainable_variables if v.path not in depth]
         depth.update({v.path: transformer.num_layers for v in rest})
         return depth
+
+    @property
+    def num_hidden_states(self):
+        """How many states ``encode`` returns: the embedding output, then
+        one per block application."""
+        return self.config.num_hidden_layers * self.config.inner_group_num + 1
 
     @property
     def token_embedding(self):

@@ -5,32 +5,9 @@ import pytest
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras.presets import count_parameters
+from tests.helpers import TINY
+from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
-
-TINY = dict(
-    vocab_size=60,
-    embedding_size=8,
-    hidden_size=16,
-    num_hidden_layers=4,
-    num_hidden_groups=2,
-    inner_group_num=2,
-    num_attention_heads=2,
-    intermediate_size=24,
-    max_position_embeddings=32,
-)
-
-
-def encoder_inputs(batch, seq, vocab=60):
-    rng = np.random.default_rng(seq)
-    mask = np.ones((batch, seq), "int32")
-    mask[0, seq - seq // 3 :] = 0
-    segments = np.zeros((batch, seq), "int32")
-    segments[:, seq // 2 :] = 1
-    return {
-        "token_ids": rng.integers(5, vocab, (batch, seq)).astype("int32") * mask,
-        "segment_ids": segments * mask,
-        "padding_mask": mask,
-    }
 
 
 @pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])

@@ -1,0 +1,171 @@
+"""The model families: what the rest of the package asks about a model.
+
+A family is a config class, a backbone (an encoder with the entry in
+``albert_keras.models.backbone``), its named presets and, where it has any,
+its checkpoint readers and writers. Pretraining, distillation, conversion,
+the model folder, export and the command line find a model's family here,
+by its config, and never test for a concrete encoder class; so a new family
+is its own folder plus one line in ``BUILT_IN`` (or one ``register_family``
+call in the user's code).
+
+This module imports no Keras: the command line reads the presets from it
+before Keras loads. Backbones and checkpoint modules are named as
+``"module:attribute"`` strings and imported when first used.
+
+Example:
+>>> family_named("albert").presets["albert_tiny"]["hidden_size"]
+256
+>>> preset_config("bert_tiny").hidden_size
+128
+"""
+
+import dataclasses
+import importlib
+
+# One module per built-in family; importing it registers the family.
+BUILT_IN = (
+    "albert_keras.models.albert.family",
+    "albert_keras.models.deberta.family",
+)
+
+_FAMILIES = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One model family, as the registry holds it.
+
+    Args:
+        name: the family's name (``albert``, ``deberta``, ``mobilebert``).
+        config_class: its config dataclass. It has ``from_dict`` and
+            ``to_dict`` and the fields every caller reads: ``vocab_size``,
+            ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
+            ``max_position_embeddings`` and ``initializer_range`` (HF's names).
+            Several families may share one (DeBERTa is ALBERT's config with
+            relative attention).
+        backbone: ``"module:Class"`` of its encoder; the class is built as
+            ``Class(config, **options)`` and has the backbone entry.
+        presets: preset name -> config fields.
+        hf_model_types: the ``model_type`` values of HF ``config.json``
+            files that its ``checkpoints`` module reads.
+        checkpoints: ``"module"`` with ``load_hf(folder, strict, dtype)`` and
+            ``save_hf(model, folder, overwrite, model_type)``, or None.
+        claims: ``"module:function"``: given a config of a shared config
+            class, whether it is this family's (DeBERTa's relative
+            attention); None claims every config of ``config_class``.
+
+    Example:
+    >>> Family("toy", dict, "my_models:ToyEncoder").hf_model_types
+    ()
+    """
+
+    name: str
+    config_class: type
+    backbone: str
+    presets: dict = dataclasses.field(default_factory=dict)
+    hf_model_types: tuple = ()
+    checkpoints: str = None
+    claims: str = None
+
+    @property
+    def backbone_class(self):
+        """The encoder class (imported on first use)."""
+        return _attribute(self.backbone)
+
+    def claims_config(self, config):
+        """Whether ``config`` belongs to this family."""
+        if not isinstance(config, self.config_class):
+            return False
+        return True if self.claims is None else bool(_attribute(self.claims)(config))
+
+    def checkpoint_module(self):
+        """The module that reads and writes this family's HF folders."""
+        if self.checkpoints is None:
+            raise ValueError(f"the {self.name} family has no checkpoint converter")
+        return importlib.import_module(self.checkpoints)
+
+
+def _attribute(spec):
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def register_family(family):
+    """Adds ``family`` (a ``Family``) to the registry; returns it.
+
+    A preset name or HF ``model_type`` that another family already holds is
+    an error: each must mean one model.
+    """
+    for other in _FAMILIES.values():
+        if other.name == family.name:
+            continue
+        for kind, mine, theirs in (("preset", family.presets, other.presets),
+                                   ("HF model_type", family.hf_model_types,
+                                    other.hf_model_types)):
+            taken = sorted(set(mine) & set(theirs))
+            if taken:
+                raise ValueError(f"family {family.name!r}: {kind} {taken[0]!r} belongs to "
+                                 f"family {other.name!r}")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def families():
+    """Every registered family, in registration order."""
+    _load_built_in()
+    return tuple(_FAMILIES.values())
+
+
+def _load_built_in():
+    for module in BUILT_IN:
+        importlib.import_module(module)
+
+
+def family_named(name):
+    """The family called ``name``."""
+    _load_built_in()
+    if name not in _FAMILIES:
+        raise ValueError(f"unknown model family {name!r}; registered: {sorted(_FAMILIES)}")
+    return _FAMILIES[name]
+
+
+def family_of(config):
+    """The family a config (or a backbone, by its ``config``) belongs to.
+
+    The most specific family wins: one with a ``claims`` test before the
+    family that takes every config of the class.
+    """
+    config = getattr(config, "config", config)
+    candidates = [f for f in families() if f.claims_config(config)]
+    if not candidates:
+        raise ValueError(f"no registered model family takes a {type(config).__name__} "
+                         f"config; registered: {sorted(_FAMILIES)}")
+    return min(candidates, key=lambda f: f.claims is None)
+
+
+def build_backbone(config, **options):
+    """A new encoder of ``config``'s family (``options`` go to its class)."""
+    return family_of(config).backbone_class(config, **options)
+
+
+def preset_names():
+    """Every preset name of every family, sorted."""
+    return sorted(name for f in families() for name in f.presets)
+
+
+def preset_config(name, **overrides):
+    """The config of preset ``name`` (any family), with field overrides."""
+    for family in families():
+        if name in family.presets:
+            return family.config_class(**{**family.presets[name], **overrides})
+    raise ValueError(f"unknown preset {name!r}; choose one of {preset_names()}")
+
+
+def family_for_hf(model_type, source="config.json"):
+    """The family that reads HF folders of ``model_type``."""
+    for family in families():
+        if model_type in family.hf_model_types:
+            return family
+    known = sorted(t for f in families() for t in f.hf_model_types)
+    raise ValueError(f"{source}: model_type {model_type!r} is not supported; "
+                     f"supported: {', '.join(known)}")
