@@ -294,6 +294,17 @@ class ModelSource:
         record = read_json(path) if os.path.isfile(path) else {}
         return record if isinstance(record, dict) else {}
 
+    @functools.cached_property
+    def task_spec(self):
+        """The folder's ``task.json`` as a dict ({} when absent; read once)."""
+        return read_task_spec(folder_of(self.path))
+
+    def data_file(self, key):
+        """The ``train`` or ``eval`` file the folder was fine-tuned on, if it
+        still exists (from ``train_config.json``), else None."""
+        value = self.train_config.get(key)
+        return value if isinstance(value, str) and os.path.isfile(value) else None
+
     def task_model(self):
         """``(model, task_spec_dict)`` of a fine-tuned folder."""
         model, spec = load_task_model(self.path)
@@ -338,15 +349,6 @@ def load_task_model(folder):
     if not spec:
         raise FileNotFoundError(f"{folder}: not a fine-tuned model folder (no {TASK_FILE})")
     return load_model(os.path.join(folder, TASK_MODEL_FILE)), spec
-
-
-def data_file(folder, key):
-    """The ``train`` or ``eval`` file a fine-tuned folder was made from, if it exists."""
-    path = os.path.join(folder, TRAIN_CONFIG_FILE)
-    if not os.path.isfile(path):
-        return None
-    value = read_json(path).get(key)
-    return value if value and os.path.isfile(value) else None
 
 
 def carry_tokenizer(model, tokenizer):

@@ -40,12 +40,8 @@ from albert_keras.export.validation import validate
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import check_output
-from albert_keras.files import read_json
 from albert_keras.files import sha256_file
-from albert_keras.model_folder import TRAIN_CONFIG_FILE
-from albert_keras.model_folder import data_file
-from albert_keras.model_folder import folder_of
-from albert_keras.model_folder import read_task_spec
+from albert_keras.model_folder import ModelSource
 from albert_keras.options import check_options
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import ValidationTexts
@@ -186,14 +182,15 @@ def export_tflite(source, out, config=None):
     ...               ExportConfig(quantize="dynamic"))  # doctest: +SKIP
     """
     c = config or ExportConfig()
-    paths = _check_request(source, out, c)
-    job = _load(source, c)
+    origin = ModelSource(source, c.tokenizer)  # each of its files read once
+    paths = _check_request(origin, out, c)
+    job = _load(origin, c)
     checks, calibration = _examples(job, c)
     if c.quantize == "qat":
         from albert_keras.export.qat import qat_finetune
 
         job.model = qat_finetune(job.model, job.spec,
-                                 c.qat_data or data_file(job.folder, "train"), job.tokenizer,
+                                 c.qat_data or job.origin.data_file("train"), job.tokenizer,
                                  epochs=c.qat_epochs, learning_rate=c.qat_learning_rate,
                                  seed=c.seed)
     blob, exported, reference = _convert(job, c, calibration)
@@ -215,8 +212,9 @@ def export_tflite(source, out, config=None):
     return sidecar
 
 
-def _check_request(source, out, c):
+def _check_request(origin, out, c):
     """Everything that can be refused before any work; the side files' paths."""
+    source = origin.path
     check_options(c)
     if keras.backend.backend() != "tensorflow":
         raise ExportError(f"the TFLite export runs on Keras' TensorFlow backend; this process "
@@ -229,7 +227,7 @@ def _check_request(source, out, c):
         # never over the source model (a folder's task.json, say), and an
         # existing side file is named as itself
         check_output(path, [source, c.tokenizer], c.overwrite)
-    if c.quantize == "qat" and not read_task_spec(folder_of(source)):
+    if c.quantize == "qat" and not origin.task_spec:
         raise ExportError(f"{source}: {arg('quantize')} qat fine-tunes with fake quantization, so it "
                           "needs a fine-tuned task folder (task.json and its training file)")
     if c.metadata:
@@ -244,7 +242,7 @@ def _check_request(source, out, c):
 class _Job:
     """What the export works on, read once from the source."""
 
-    source: str
+    origin: ModelSource
     model: object
     spec: object
     tokenizer: object
@@ -255,9 +253,15 @@ class _Job:
     pair: bool
     num_choices: int
 
+    @property
+    def source(self):
+        """The folder or ``.keras`` file, as the user named it."""
+        return self.origin.path
 
-def _load(source, c):
-    model, spec, tokenizer, folder = load_source(source, c.part, c.tokenizer)
+
+def _load(origin, c):
+    source = origin.path
+    model, spec, tokenizer, folder = load_source(origin, c.part)
     if tokenizer is None:
         # the sidecar, the app and the validation ids all need the special ids
         # ([CLS], [SEP], padding), which only the tokenizer knows
@@ -278,14 +282,14 @@ def _load(source, c):
         num_choices = num_choices or (spec.num_choices if spec else None)
     if c.metadata:
         output_names = check_app_model(kind, output_names, pair, tokenizer)
-    return _Job(source, model, spec, tokenizer, folder, kind, output_names, S, pair, num_choices)
+    return _Job(origin, model, spec, tokenizer, folder, kind, output_names, S, pair, num_choices)
 
 
 def _examples(job, c):
     """The validation examples, and the calibration examples of int8 modes."""
-    validation_path = (c.validation_data or data_file(job.folder, "eval")
-                       or data_file(job.folder, "train") or c.representative)
-    calibration_path = c.representative or data_file(job.folder, "train")
+    validation_path = (c.validation_data or job.origin.data_file("eval")
+                       or job.origin.data_file("train") or c.representative)
+    calibration_path = c.representative or job.origin.data_file("train")
     checks = build_examples(validation_path, job, c.examples, c.seed, c.with_tokenizer)
     calibration = None
     if c.quantize in ("int8", "qat"):
@@ -393,8 +397,7 @@ def _sidecar(job, c, exported, blob, report):
 def _base_model(job):
     """The name of the checkpoint a fine-tuned folder started from (its
     ``train_config.json``'s ``init``), or None."""
-    path = os.path.join(job.folder, TRAIN_CONFIG_FILE)
-    init = read_json(path).get("init") if os.path.isfile(path) else None
+    init = job.origin.train_config.get("init")
     return os.path.basename(os.path.normpath(init)) if isinstance(init, str) and init else None
 
 

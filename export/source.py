@@ -15,7 +15,6 @@ from albert_keras.model_folder import folder_of
 from albert_keras.model_folder import is_checkpoint_folder
 from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import part_file
-from albert_keras.model_folder import read_task_spec
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.saving import load_model
 from albert_keras.tasks.task import TaskSpec
@@ -23,8 +22,9 @@ from albert_keras.tasks.task import TaskSpec
 logger = logging.getLogger(__name__)
 
 
-def load_source(source, part="auto", tokenizer=None):
-    """``(model, spec, tokenizer, folder)`` for a folder or a ``.keras`` file.
+def load_source(origin, part="auto"):
+    """``(model, spec, tokenizer, folder)`` of a ``ModelSource`` (a folder or
+    a ``.keras`` file, with the tokenizer file the user gave, if any).
 
     ``spec`` is the task's ``TaskSpec`` (a fine-tuned folder's ``task.json``,
     else what the model file carries; None for models without a task);
@@ -32,6 +32,7 @@ def load_source(source, part="auto", tokenizer=None):
     else the one the model carries, else the folder's; None when there is
     none.
     """
+    source, tokenizer = origin.path, origin.tokenizer_file
     folder = folder_of(source)
     if part == "embedder":
         # what `albert-keras embed` computes by default: the last layer, mean-pooled
@@ -57,14 +58,16 @@ def load_source(source, part="auto", tokenizer=None):
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such model file")
     model = load_model(path)
-    return model, _spec_of(model, path, folder), _tokenizer_of(model, source, tokenizer), folder
+    spec = _spec_of(model, path, origin)
+    return model, spec, _tokenizer_of(model, source, tokenizer), folder
 
 
-def _spec_of(model, path, folder):
+def _spec_of(model, path, origin):
     """The task of ``model``: its folder's ``task.json`` (for the folder's
     own task model), else what the model file carries, else None."""
-    if os.path.basename(path) == TASK_MODEL_FILE and read_task_spec(folder):
-        return TaskSpec.from_json(read_task_spec(folder), os.path.join(folder, TASK_FILE))
+    if os.path.basename(path) == TASK_MODEL_FILE and origin.task_spec:
+        return TaskSpec.from_json(origin.task_spec,
+                                  os.path.join(folder_of(path), TASK_FILE))
     carried = getattr(model, "task_spec", None)
     return TaskSpec.from_json(carried, path) if carried else None
 

@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import traceback
 
 import albert_keras
 from albert_keras.cli import data_commands
@@ -20,7 +19,7 @@ from albert_keras.cli import export_commands
 from albert_keras.cli import model_commands
 from albert_keras.cli import pretrain_command
 from albert_keras.cli import task_commands
-from albert_keras.cli.flags import CliError
+from albert_keras.cli.errors import report
 from albert_keras.cli.stop_signal import Terminated
 from albert_keras.cli.stop_signal import stop_on_sigterm
 from albert_keras.cli.stop_signal import unwound
@@ -150,24 +149,11 @@ def main(argv=None):
     try:
         with command_line_names():  # errors name flags, not Python arguments
             return args.func(args)
-    except (CliError, ValueError, RuntimeError, FileExistsError, FileNotFoundError,
-            OSError) as e:
-        if args.verbose:  # the traceback too, for a report
-            traceback.print_exc()
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"albert-keras {args.command}: error: {message}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt as e:
         unwound()
         terminated = isinstance(e, Terminated)
         print(f"albert-keras {args.command}: {'terminated' if terminated else 'interrupted'}",
               file=sys.stderr)
         return 143 if terminated else 130
-    except Exception as e:  # noqa: BLE001  (the last resort: still one line)
-        if args.verbose:
-            raise
-        lines = str(e).strip().splitlines()
-        message = " ".join(lines[0].split())[:300] if lines else ""
-        print(f"albert-keras {args.command}: error: {type(e).__name__}: {message} (an "
-              "unexpected error: run again with --verbose for the traceback)", file=sys.stderr)
-        return 1
+    except Exception as e:  # noqa: BLE001  (every error is reported, as input or as a bug)
+        return report(e, args.command, args.verbose)

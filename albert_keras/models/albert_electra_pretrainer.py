@@ -60,7 +60,7 @@ class AlbertElectraPretrainer(keras.Model):
     discriminator reads the filled-in sequence and says, for every token,
     whether it was replaced. A sampled token equal to the original counts as
     original. The loss is ``generator MLM + rtd_weight * discriminator
-    loss`` (plus SOP on the discriminator's ``[CLS]`` when ``sop``); the
+    loss`` (plus SOP on the discriminator's ``[CLS]`` when ``sentence_order``); the
     generator's samples carry no gradient, as in ELECTRA.
 
     With ``rtd_mlm_weight > 0`` the discriminator also recovers the original
@@ -87,7 +87,7 @@ class AlbertElectraPretrainer(keras.Model):
     ``masked_ids`` (the originals there) and ``masked_weights``. Outputs:
     ``mlm_logits`` ``[B, P, V]`` (generator), ``rtd_logits`` and
     ``rtd_labels`` ``[B, S]`` (1: replaced), the discriminator's input
-    ``replaced_ids`` and, with ``sop``, ``sop_logits``.
+    ``replaced_ids`` and, with ``sentence_order``, ``sop_logits``.
 
     ``standalone_encoder()`` gives the discriminator as a plain
     ``AlbertEncoder`` (its word table folded in): what fine-tuning uses.
@@ -100,7 +100,8 @@ class AlbertElectraPretrainer(keras.Model):
         rtd_weight: lambda, the discriminator loss weight (ELECTRA: 50).
         rtd_mlm_weight: weight of the discriminator's own masked-LM loss
             (0: none, ELECTRA).
-        sop: add sentence-order prediction on the discriminator.
+        sentence_order: add sentence-order prediction on the discriminator
+            (``AlbertPretrainer``'s switch of the same name).
         temperature: of the generator's sampling distribution.
         seed: the sampling seed.
         enhanced_mask_decoder: the generator decodes its masked tokens with
@@ -122,7 +123,7 @@ class AlbertElectraPretrainer(keras.Model):
     """
 
     def __init__(self, encoder, generator, embedding_sharing="tied", rtd_weight=50.0,  # noqa: PLR0913 (a model constructor: its arguments mirror get_config)
-                 sop=False, temperature=1.0, seed=0, rtd_mlm_weight=0.0,
+                 sentence_order=False, temperature=1.0, seed=0, rtd_mlm_weight=0.0,
                  enhanced_mask_decoder=False, **kwargs):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
@@ -135,7 +136,7 @@ class AlbertElectraPretrainer(keras.Model):
         self.embedding_sharing = embedding_sharing
         self.rtd_weight = float(rtd_weight)
         self.rtd_mlm_weight = float(rtd_mlm_weight)
-        self.sop = bool(sop)
+        self.sentence_order = bool(sentence_order)
         self.temperature = float(temperature)
         self.seed = int(seed)
         self.enhanced_mask_decoder = bool(enhanced_mask_decoder)
@@ -170,7 +171,7 @@ class AlbertElectraPretrainer(keras.Model):
                 layer_norm_eps=d.layer_norm_eps, initializer_range=d.initializer_range,
                 dtype=encoder.dtype_policy, name="discriminator_mlm_head")
         self.sop_head = None
-        if self.sop:
+        if self.sentence_order:
             self.sop_head = SentenceOrderHead(
                 dropout=0.0, initializer_range=d.initializer_range,
                 dtype=encoder.dtype_policy, name="sop_head")
@@ -188,7 +189,7 @@ class AlbertElectraPretrainer(keras.Model):
                 MaskedLMAccuracy(name="discriminator_masked_lm_accuracy"),
                 keras.metrics.Mean(name="discriminator_masked_lm_loss"),
             ]
-        if self.sop:
+        if self.sentence_order:
             metrics += [
                 keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy"),
                 keras.metrics.Mean(name="sop_loss"),
@@ -350,7 +351,7 @@ class AlbertElectraPretrainer(keras.Model):
                 y["masked_ids"], y_pred["discriminator_mlm_logits"], from_logits=True)
             losses["discriminator_masked_lm_loss"] = (
                 weighted_mean(recovered, weights))
-        if self.sop:
+        if self.sentence_order:
             losses["sop_loss"] = ops.mean(keras.losses.sparse_categorical_crossentropy(
                 y["sop_label"], y_pred["sop_logits"], from_logits=True))
         return losses
@@ -365,7 +366,7 @@ class AlbertElectraPretrainer(keras.Model):
             metric["discriminator_masked_lm_loss"].update_state(
                 losses["discriminator_masked_lm_loss"])
             total = total + self.rtd_mlm_weight * losses["discriminator_masked_lm_loss"]
-        if self.sop:
+        if self.sentence_order:
             metric["sop_loss"].update_state(losses["sop_loss"])
             total = total + losses["sop_loss"]
         if self.losses:
@@ -383,7 +384,7 @@ class AlbertElectraPretrainer(keras.Model):
             by_name["discriminator_masked_lm_accuracy"].update_state(
                 y["masked_ids"], y_pred["discriminator_mlm_logits"],
                 sample_weight=y["masked_weights"])
-        if self.sop:
+        if self.sentence_order:
             by_name["sop_accuracy"].update_state(y["sop_label"], y_pred["sop_logits"])
         return self.get_metrics_result()
 
@@ -399,9 +400,16 @@ class AlbertElectraPretrainer(keras.Model):
             "generator": keras.saving.serialize_keras_object(self.generator),
             "embedding_sharing": self.embedding_sharing,
             "rtd_weight": self.rtd_weight,
-            "sop": self.sop,
+            "sentence_order": self.sentence_order,
             "enhanced_mask_decoder": self.enhanced_mask_decoder,
             "temperature": self.temperature,
             "seed": self.seed,
             "rtd_mlm_weight": self.rtd_mlm_weight,
         }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "sop" in config:  # files written before the switch took AlbertPretrainer's name
+            config["sentence_order"] = config.pop("sop")
+        return cls(**config)

@@ -24,6 +24,7 @@ from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task_fields import task_field_names
 from albert_keras.tasks.task_run import eval_scores
 from albert_keras.tasks.task_run import fit_with_selection
 from albert_keras.tasks.task_run import read_task_sets
@@ -37,15 +38,9 @@ logger = logging.getLogger(__name__)
 
 # -- spec and evaluation -----------------------------------------------------------------
 
-SPEC_FIELDS = ("sequence_length", "truncate", "regression", "text_column", "text_pair_column",
-               "label_column", "context_column", "choices_column", "question_column",
-               "stride", "max_question_length", "max_answer_length", "n_best",
-               "null_threshold", "version_2")
-
-
 def task_spec(cfg):
     """The ``TaskSpec`` of a new run; the training file fills in its labels."""
-    return get_task(cfg.task).new_spec(**{k: getattr(cfg, k) for k in SPEC_FIELDS})
+    return get_task(cfg.task).new_spec(**{k: getattr(cfg, k) for k in task_field_names()})
 
 
 def truncation_report(data, sequence_length, max_length=None):

@@ -7,13 +7,11 @@ its flags (and answer ``--help``) without importing it.
 import dataclasses
 
 from albert_keras.config import CLASSIFIER_POOLINGS
-from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
-from albert_keras.config import TRUNCATE_MODES
 from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
-from albert_keras.tasks.registry import TASKS
+from albert_keras.tasks.task_fields import TaskFields
 from albert_keras.training.pretrain_config import STRATEGIES
 
 # Defaults by model width, for --epochs and --learning-rate left unset.
@@ -34,11 +32,13 @@ def size_defaults(hidden_size):
 
 
 @dataclasses.dataclass
-class FinetuneConfig:
+class FinetuneConfig(TaskFields):
     """Every knob of a fine-tuning run (saved as ``train_config.json``).
 
+    The task's own fields (``task``, ``sequence_length``, ``truncate``, the
+    columns, QA's settings) come from ``TaskFields``.
+
     Args:
-        task: ``classify``, ``tag``, ``qa`` or ``choice``.
         epochs, batch_size, learning_rate: AdamW with linear warmup over
             ``warmup_fraction`` of the steps, then linear decay to 0.
             ``epochs`` and ``learning_rate`` left None are chosen by the
@@ -48,13 +48,6 @@ class FinetuneConfig:
             the top layer at ``layer_decay`` times it, each layer below at
             that factor of the one above, the embeddings lowest
             (``layer_rate_scales``); 1 is off.
-        sequence_length: S. QA: ``stride`` between windows,
-            ``max_question_length``, ``max_answer_length``, ``n_best``,
-            ``null_threshold`` and ``version_2`` (no-answer questions).
-        regression: ``classify`` with a numeric label (one output, MSE).
-        text_column, text_pair_column, label_column, context_column,
-            choices_column, question_column: where the fields are in
-            CSV/TSV/JSONL files (``context_column`` is for ``choice``).
         dropout: on the head's input.
         pooling: ``classify``: what the head reads: ``pooled`` (the tanh
             pooler over ``[CLS]``, as the original), ``mean`` (the last
@@ -84,7 +77,6 @@ class FinetuneConfig:
             (the baseline that shows what pretraining is worth).
     """
 
-    task: str = option("classify", "the task", choices=tuple(TASKS))
     epochs: int = option(None, "passes over the training file",
                          auto="by model width: 10 below hidden size 512, else 3", valid="[1, inf)")
     batch_size: int = option(32, "examples per step", valid="[1, inf)")
@@ -95,26 +87,6 @@ class FinetuneConfig:
     layer_decay: float = option(1.0, "layer-wise learning-rate decay (ELECTRA): the head at "
                                      "the full rate, each layer below at this factor of the "
                                      "one above, the embeddings lowest; 1 turns it off", valid="(0, 1]")
-    sequence_length: int = option(128, "pieces per input, specials included",
-                                  flag="--seq-length", valid="[8, inf)")
-    truncate: str = option(DEFAULT_TRUNCATE, "how inputs are cut to fit: pairs longest_first "
-                                             "or waterfall; single texts also head, tail or "
-                                             "head+tail (a quarter start, the rest end: long "
-                                             "reviews and news)", choices=TRUNCATE_MODES)
-    regression: bool = option(False, "classify: a numeric label (one output, MSE)")
-    text_column: str = option("text", "CSV/TSV/JSONL: the text field")
-    text_pair_column: str = option(None, "CSV/TSV/JSONL: the second text's field")
-    label_column: str = option("label", "the label field")
-    context_column: str = option("context", "choice: the passage field")
-    choices_column: str = option("choices", "choice: the answers field")
-    question_column: str = option("question", "choice: the question field")
-    stride: int = option(128, "qa: pieces between windows", valid="[1, inf)")
-    max_question_length: int = option(64, "qa: longest question in pieces", valid="[1, inf)")
-    max_answer_length: int = option(30, "qa: longest answer in pieces", valid="[1, inf)")
-    n_best: int = option(20, "qa: start and end candidates per window", valid="[1, inf)")
-    null_threshold: float = option(0.0, "qa v2: answer '' when the [CLS] score beats the "
-                                        "best span by this", valid="(-inf, inf)")
-    version_2: bool = option(False, "qa: questions may have no answer")
     dropout: float = option(0.1, "dropout on the head's input", valid="[0, 1)")
     pooling: str = option("auto", "classify: what the head reads: pooled (the [CLS] "
                                   "pooler, as ALBERT), mean (the mean over tokens), both "

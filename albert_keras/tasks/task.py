@@ -11,49 +11,40 @@ import dataclasses
 import keras
 import numpy as np
 
-from albert_keras.config import DEFAULT_TRUNCATE
+from albert_keras.tasks.task_fields import TaskFields
 
 
-@dataclasses.dataclass(frozen=True)
-class TaskSpec:
+@dataclasses.dataclass(eq=True)
+class TaskSpec(TaskFields):
     """What a fine-tuned model needs to read, score and decode (``task.json``).
 
     Readers return a new spec when the training file defines something (the
     labels, the number of choices); a spec is never changed in place.
 
     Args:
-        task: the registry name.
-        sequence_length: S.
-        truncate: how pairs are cut to fit (``AlbertPacker``).
-        regression: ``classify`` with one numeric output.
-        text_column, text_pair_column, label_column, context_column,
-            choices_column, question_column: where the fields are.
-        stride, max_question_length, max_answer_length, n_best,
-            null_threshold, version_2: QA windows and decoding.
+        (``TaskFields``'s fields): the task, its sequence length and cut,
+            its columns, QA's decoding.
         labels: label names by id; None until the training file is read
             (``()`` for tasks without named labels).
         num_choices: multiple choice: answers per question (from the
             training file).
     """
 
-    task: str = "classify"
-    sequence_length: int = 128
-    truncate: str = DEFAULT_TRUNCATE
-    regression: bool = False
-    text_column: str = "text"
-    text_pair_column: str = None
-    label_column: str = "label"
-    context_column: str = "context"
-    choices_column: str = "choices"
-    question_column: str = "question"
-    stride: int = 128
-    max_question_length: int = 64
-    max_answer_length: int = 30
-    n_best: int = 20
-    null_threshold: float = 0.0
-    version_2: bool = False
     labels: tuple = None
     num_choices: int = None
+
+    # Frozen by hand: a frozen dataclass cannot extend TaskFields, which
+    # FinetuneConfig (a mutable config) extends too.
+    def __post_init__(self):
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_sealed", False):
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super().__setattr__(name, value)
+
+    def __hash__(self):
+        return hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

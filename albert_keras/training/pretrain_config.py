@@ -21,12 +21,12 @@ STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu", "data_parallel",
 DEFAULT_LEARNING_RATE = 8e-3
 DEFAULT_WARMUP_STEPS = 40
 DEFAULT_TOTAL_STEPS = 800
-# The small-corpus recipe's (training.pipeline.small_corpus_recipe says why); kept here, by
+# The small-corpus recipe's (training.recipes.small_corpus_recipe says why); kept here, by
 # the defaults they replace, so that the flags' help can show them.
 SMALL_CORPUS_LEARNING_RATE = 1.6e-2
 SMALL_CORPUS_WARMUP_STEPS = 150
 # The share of tokens the small-corpus run masks in its training batches, instead of
-# BERT's 15% (training.pipeline.small_corpus_recipe gives the measurements).
+# BERT's 15% (training.recipes.small_corpus_recipe gives the measurements).
 SMALL_CORPUS_MASK_RATE = 0.4
 # The small-corpus recipe's model has 2 of albert_tiny's 4 (shared) layers and trains
 # 1,600 steps instead of 800 in about the wall-clock the 4-layer model's 800

@@ -17,6 +17,7 @@ from albert_keras.training.mlm_sop import eval_forward
 from albert_keras.training.mlm_sop import masked_lm_sums
 from albert_keras.training.mlm_sop import most_frequent_token_baseline
 from albert_keras.training.objective import Objective
+from albert_keras.training.pretrain_config import PretrainConfig
 
 X_KEYS = ("token_ids", "segment_ids", "padding_mask", "masked_positions", "masked_ids",
           "masked_weights")
@@ -48,12 +49,14 @@ class Rtd(Objective):
 
     name = "rtd"
 
-    def _option(self, name, default):
-        return getattr(self.train_config, name, default) if self.train_config else default
+    def _option(self, name):
+        """A setting of the run (``PretrainConfig``'s default when the
+        objective was made without one), so each default is written once."""
+        return getattr(self.train_config or PretrainConfig(), name)
 
     @property
     def needs_sentence_labels(self):
-        return bool(self._option("rtd_sop", False))
+        return bool(self._option("rtd_sop"))
 
     def split_features(self, features):
         return split_features(features)
@@ -65,9 +68,9 @@ class Rtd(Objective):
         return "val_masked_lm_accuracy" if has_eval else "masked_lm_accuracy"
 
     def build_model(self, encoder, optimizer, steps_per_execution):
-        sharing = self._option("embedding_sharing", "tied")
+        sharing = self._option("embedding_sharing")
         generator = rebuilt(
-            encoder, generator_config(encoder.config, self._option("generator_size", 0.25)))
+            encoder, generator_config(encoder.config, self._option("generator_size")))
         if sharing == "gdes":
             # The generator owns the word table (the discriminator's as it is,
             # for a run continued from a trained encoder); the discriminator
@@ -79,9 +82,9 @@ class Rtd(Objective):
             table.assign(keras.ops.zeros(table.shape, dtype=table.dtype))
         model = AlbertElectraPretrainer(
             encoder, generator, embedding_sharing=sharing,
-            rtd_weight=self._option("rtd_weight", 50.0), sop=self._option("rtd_sop", False),
-            seed=self._option("seed", 0), rtd_mlm_weight=self._option("rtd_mlm_weight", 0.0),
-            enhanced_mask_decoder=bool(self._option("enhanced_mask_decoder", False)))
+            rtd_weight=self._option("rtd_weight"), sentence_order=self._option("rtd_sop"),
+            seed=self._option("seed"), rtd_mlm_weight=self._option("rtd_mlm_weight"),
+            enhanced_mask_decoder=bool(self._option("enhanced_mask_decoder")))
         model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution)
         return model
 

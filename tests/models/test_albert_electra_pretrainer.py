@@ -40,7 +40,7 @@ def make(sharing="tied", dtype=None, sop=False, seed=0, rtd_mlm_weight=0.0):
     return AlbertElectraPretrainer(
         AlbertEncoder(CONFIG, dtype=dtype),
         AlbertEncoder(generator_config(CONFIG, 0.25), dtype=dtype),
-        embedding_sharing=sharing, sop=sop, seed=seed, rtd_mlm_weight=rtd_mlm_weight)
+        embedding_sharing=sharing, sentence_order=sop, seed=seed, rtd_mlm_weight=rtd_mlm_weight)
 
 
 def test_generator_config_scales_width_heads_and_ffn():

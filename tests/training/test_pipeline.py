@@ -10,8 +10,8 @@ from albert_keras.data.data_config import DataConfig
 from albert_keras.training.pipeline import PipelineConfig
 from albert_keras.training.pipeline import resolved_data_config
 from albert_keras.training.pipeline import run_pretraining
-from albert_keras.training.pipeline import small_corpus_recipe
 from albert_keras.training.pretrain_config import PretrainConfig
+from albert_keras.training.recipes import resolve_recipe
 
 
 def test_kept_data_made_with_other_settings_is_refused_before_training(
@@ -35,7 +35,7 @@ def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
     def resolved(pipeline, **train):
         t = PretrainConfig(**train)
         packing = resolved_data_config(None, t).packing
-        return small_corpus_recipe(pipeline, t).objective, packing
+        return resolve_recipe(pipeline, t).objective, packing
 
     assert resolved(PipelineConfig()) == ("mlm", "pairs")  # the small-corpus run
     # your own corpus, a data folder or a model to continue: ALBERT's default
@@ -49,7 +49,7 @@ def test_auto_is_mlm_on_sentence_pairs_only_for_the_built_in_corpus():
 
 def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
     def overrides(pipeline, **train):
-        return small_corpus_recipe(pipeline, PretrainConfig(**train)).model_overrides
+        return resolve_recipe(pipeline, PretrainConfig(**train)).model_overrides
 
     main_job = {"position_bias": "alibi", "alibi_slope_scale": 4.0}
     assert overrides(PipelineConfig()) == {**main_job, "num_hidden_layers": 2}
@@ -70,7 +70,7 @@ def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
 
 def test_the_built_in_corpus_gets_its_own_rate_and_warmup_unless_told_otherwise():
     def schedule(pipeline, **train):
-        t = small_corpus_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        t = resolve_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return t.learning_rate, t.warmup_steps
 
     assert schedule(PipelineConfig()) == (1.6e-2, 150)  # the small-corpus run
@@ -86,7 +86,7 @@ def test_the_built_in_corpus_gets_its_own_rate_and_warmup_unless_told_otherwise(
 
 def test_the_built_in_corpus_masks_more_unless_told_otherwise():
     def rate(pipeline, **train):
-        return small_corpus_recipe(pipeline, PretrainConfig(**train)).mask_rate
+        return resolve_recipe(pipeline, PretrainConfig(**train)).mask_rate
 
     assert rate(PipelineConfig()) == 0.4  # the small-corpus run
     assert rate(PipelineConfig(), mask_rate=0.15) == 0.15  # given, even BERT's
@@ -105,7 +105,7 @@ def test_the_built_in_corpus_masks_more_unless_told_otherwise():
 
 def test_the_main_job_trains_two_layers_for_longer_unless_told_otherwise():
     def shape(pipeline, **train):
-        t = small_corpus_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        t = resolve_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return t.model_overrides.get("num_hidden_layers"), t.total_steps
 
     assert shape(PipelineConfig()) == (2, 1600)  # the small-corpus run
@@ -136,7 +136,7 @@ def test_an_unset_rate_and_warmup_are_recorded_as_the_values_used(
 
 def test_recipe_main_job_applies_to_any_corpus_and_albert_to_none():
     def resolved(pipeline, **train):
-        t = small_corpus_recipe(pipeline, PretrainConfig(**train)).with_defaults()
+        t = resolve_recipe(pipeline, PretrainConfig(**train)).with_defaults()
         return (t.objective, t.model_overrides.get("num_hidden_layers"), t.learning_rate,
                 t.mask_rate, t.total_steps)
 
@@ -152,38 +152,38 @@ def test_recipe_main_job_applies_to_any_corpus_and_albert_to_none():
     assert resolved(PipelineConfig(data="runs/data", recipe="small_corpus"),
                     learning_rate=1e-3, total_steps=4800) == ("mlm", 2, 1e-3, 0.4, 4800)
     # ALBERT's on the built-in corpus keeps ALBERT's attention too
-    assert small_corpus_recipe(PipelineConfig(recipe="albert"),
+    assert resolve_recipe(PipelineConfig(recipe="albert"),
                            PretrainConfig()).model_overrides == {}
 
 
 def test_recipe_errors_and_the_line_that_says_which_recipe_runs(caplog):
     with pytest.raises(ValueError, match="recipe small_corpus makes a new model; it cannot "
                                          "continue init runs/model"):
-        small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(init="runs/model"))
+        resolve_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(init="runs/model"))
     with pytest.raises(ValueError, match="recipe 'main-job': expected one of auto, "
                                          "small_corpus, albert"):
-        small_corpus_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
+        resolve_recipe(PipelineConfig(recipe="main-job"), PretrainConfig())
     with caplog.at_level("INFO", logger="albert_keras"):
-        small_corpus_recipe(PipelineConfig(data="runs/data"), PretrainConfig())
-        small_corpus_recipe(PipelineConfig(data="runs/data", recipe="small_corpus"), PretrainConfig())
-        small_corpus_recipe(PipelineConfig(), PretrainConfig())
+        resolve_recipe(PipelineConfig(data="runs/data"), PretrainConfig())
+        resolve_recipe(PipelineConfig(data="runs/data", recipe="small_corpus"), PretrainConfig())
+        resolve_recipe(PipelineConfig(), PretrainConfig())
     said = [r.getMessage() for r in caplog.records if "recipe" in r.getMessage()]
     assert said == ["with --data: ALBERT's settings for what is not given "
                     "(--recipe small_corpus for the small-corpus recipe's)"]
     # the old name still works, and says the new one
     caplog.clear()
     with caplog.at_level("INFO", logger="albert_keras"):
-        old = small_corpus_recipe(PipelineConfig(recipe="main_job"), PretrainConfig())
-    assert old == small_corpus_recipe(PipelineConfig(), PretrainConfig())
+        old = resolve_recipe(PipelineConfig(recipe="main_job"), PretrainConfig())
+    assert old == resolve_recipe(PipelineConfig(), PretrainConfig())
     assert any("now called small_corpus" in r.getMessage() for r in caplog.records)
 
 
 def test_another_objective_says_it_keeps_the_presets_depth(caplog):
     with caplog.at_level("INFO", logger="albert_keras"):
-        t = small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(objective="rtd"))
-        small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(
+        t = resolve_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(objective="rtd"))
+        resolve_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(
             objective="rtd", model_overrides={"num_hidden_layers": 2}))
-        small_corpus_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(objective="mlm"))
+        resolve_recipe(PipelineConfig(recipe="small_corpus"), PretrainConfig(objective="mlm"))
     assert "num_hidden_layers" not in t.model_overrides
     said = [r.getMessage() for r in caplog.records if "depth" in r.getMessage()]
     assert said == ["--recipe small_corpus with --objective rtd: albert_tiny's own depth; the "
@@ -194,15 +194,15 @@ def test_another_objective_says_it_keeps_the_presets_depth(caplog):
 
 def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder():
     from albert_keras.config import AlbertConfig
-    from albert_keras.training.pipeline import DEBERTA_V3_ENCODER
+    from albert_keras.models.deberta.family import DEBERTA_V3_ENCODER
 
-    t = small_corpus_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig())
+    t = resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig())
     assert (t.objective, t.embedding_sharing, t.mask_rate) == ("rtd", "gdes", 0.4)
     assert t.model_overrides == DEBERTA_V3_ENCODER
     config = AlbertConfig(**t.model_overrides)  # a valid encoder
     assert config.relative_attention and not config.position_biased_input
     # values given win over the recipe's
-    mine = small_corpus_recipe(
+    mine = resolve_recipe(
         PipelineConfig(recipe="deberta_v3"),
         PretrainConfig(embedding_sharing="none", model_overrides={"position_buckets": 64},
                        enhanced_mask_decoder=True))
@@ -211,4 +211,4 @@ def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder():
     for bad, words in ((dict(objective="mlm_sop"), "trains --objective rtd"),
                        (dict(init="runs/model"), "makes a new model")):
         with pytest.raises(ValueError, match=words):
-            small_corpus_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig(**bad))
+            resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig(**bad))
