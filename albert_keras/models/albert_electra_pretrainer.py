@@ -5,6 +5,8 @@ from keras import ops
 
 from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
 from albert_keras.heads.masked_lm_head import MaskedLMHead
+from albert_keras.heads.pretraining_losses import masked_lm_loss
+from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
@@ -336,10 +338,7 @@ class AlbertElectraPretrainer(keras.Model):
     def pretraining_losses(self, x, y, y_pred):
         """``{"masked_lm_loss", "rtd_loss"[, "discriminator_masked_lm_loss"]
         [, "sop_loss"]}`` for one batch."""
-        weights = ops.cast(y["masked_weights"], "float32")
-        mlm = keras.losses.sparse_categorical_crossentropy(
-            y["masked_ids"], y_pred["mlm_logits"], from_logits=True)
-        mlm_loss = weighted_mean(mlm, weights)
+        mlm_loss = masked_lm_loss(y["masked_ids"], y_pred["mlm_logits"], y["masked_weights"])
         mask = ops.cast(x["padding_mask"], "float32")
         labels = ops.cast(y_pred["rtd_labels"], "float32")
         rtd = keras.losses.binary_crossentropy(
@@ -347,13 +346,10 @@ class AlbertElectraPretrainer(keras.Model):
         rtd_loss = weighted_mean(rtd, mask)
         losses = {"masked_lm_loss": mlm_loss, "rtd_loss": rtd_loss}
         if self.discriminator_mlm_head is not None:
-            recovered = keras.losses.sparse_categorical_crossentropy(
-                y["masked_ids"], y_pred["discriminator_mlm_logits"], from_logits=True)
-            losses["discriminator_masked_lm_loss"] = (
-                weighted_mean(recovered, weights))
+            losses["discriminator_masked_lm_loss"] = masked_lm_loss(
+                y["masked_ids"], y_pred["discriminator_mlm_logits"], y["masked_weights"])
         if self.sentence_order:
-            losses["sop_loss"] = ops.mean(keras.losses.sparse_categorical_crossentropy(
-                y["sop_label"], y_pred["sop_logits"], from_logits=True))
+            losses["sop_loss"] = sentence_order_loss(y["sop_label"], y_pred["sop_logits"])
         return losses
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

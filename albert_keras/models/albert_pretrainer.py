@@ -5,13 +5,14 @@ from keras import ops
 
 from albert_keras.heads.masked_lm_accuracy import MaskedLMAccuracy
 from albert_keras.heads.masked_lm_head import MaskedLMHead
+from albert_keras.heads.pretraining_losses import masked_lm_loss
+from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.deberta.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.replicas import scale_for_replicas
-from albert_keras.replicas import weighted_mean
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -156,22 +157,10 @@ class AlbertPretrainer(TaskModel):
     def pretraining_losses(self, y, y_pred):
         """Returns ``(masked_lm_loss, sop_loss)`` for one (per-replica) batch
         (``sop_loss`` is None without the sentence-order head)."""
-        weights = ops.cast(y["masked_weights"], "float32")
-        mlm = keras.losses.sparse_categorical_crossentropy(
-            y["masked_ids"], y_pred["mlm_logits"], from_logits=True
-        )
-        # Normalized by the masked-token count of the whole global batch (per
-        # replica), so that replicas with more masked tokens weigh more, as
-        # one device would weigh them.
-        mlm_loss = weighted_mean(mlm, weights)
+        mlm_loss = masked_lm_loss(y["masked_ids"], y_pred["mlm_logits"], y["masked_weights"])
         if not self.sentence_order:
             return mlm_loss, None
-        sop_loss = ops.mean(
-            keras.losses.sparse_categorical_crossentropy(
-                y["sop_label"], y_pred["sop_logits"], from_logits=True
-            )
-        )
-        return mlm_loss, sop_loss
+        return mlm_loss, sentence_order_loss(y["sop_label"], y_pred["sop_logits"])
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         mlm_loss, sop_loss = self.pretraining_losses(y, y_pred)

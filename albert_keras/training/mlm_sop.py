@@ -10,6 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert_keras.data.reader import pretraining_dataset
+from albert_keras.heads.pretraining_losses import masked_lm_sums
+from albert_keras.heads.pretraining_losses import sentence_order_sums
 from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.training.objective import Objective
 
@@ -56,7 +58,7 @@ class MlmSop(Objective):
         ds = pretraining_dataset(data_dir, split, batch_size=batch_size, shuffle=False,
                                  repeat=False, drop_remainder=False, verify=False)
         correct = total = sop_correct = sop_total = 0
-        mlm_loss = sop_loss = 0.0
+        mlm_loss = sop_loss = 0.0  # summed over the split, then divided
         forward = eval_forward(model)
         for batch in ds:
             x, y = split_features(batch)
@@ -68,12 +70,10 @@ class MlmSop(Objective):
             total += sums[2]
             if "sop_logits" not in out:
                 continue
-            sop = out["sop_logits"]
-            sop_labels = y["sop_label"]
-            sop_log = sop - _logsumexp(sop)
-            sop_loss -= float(np.take_along_axis(sop_log, sop_labels[:, None], -1).sum())
-            sop_correct += int((sop.argmax(-1) == sop_labels).sum())
-            sop_total += len(sop_labels)
+            sums = sentence_order_sums(out["sop_logits"], y["sop_label"])
+            sop_loss += sums[0]
+            sop_correct += sums[1]
+            sop_total += int(sums[2])
         metrics = {
             "masked_lm_accuracy": correct / max(total, 1),
             "masked_lm_loss": mlm_loss / max(total, 1),
@@ -129,15 +129,6 @@ def eval_forward(model):
     return forward
 
 
-def masked_lm_sums(logits, labels, weights):
-    """``(summed CE, correct, weighed count)`` of one batch's MLM predictions."""
-    logits, labels, weights = np.asarray(logits), np.asarray(labels), np.asarray(weights)
-    log_probs = logits - _logsumexp(logits)
-    picked = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
-    return (-float((picked * weights).sum()),
-            float(((logits.argmax(-1) == labels) * weights).sum()), float(weights.sum()))
-
-
 def most_frequent_token_baseline(data_dir):
     """Held-out MLM accuracy of always predicting the most frequent training label."""
 
@@ -149,8 +140,3 @@ def most_frequent_token_baseline(data_dir):
 
     most_frequent = int(np.argmax(np.bincount(labels("train"))))
     return float(np.mean(labels("eval") == most_frequent))
-
-
-def _logsumexp(x):
-    m = x.max(-1, keepdims=True)
-    return m + np.log(np.exp(x - m).sum(-1, keepdims=True))

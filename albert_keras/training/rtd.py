@@ -10,11 +10,11 @@ import keras
 import numpy as np
 
 from albert_keras.data.reader import pretraining_dataset
+from albert_keras.heads.pretraining_losses import masked_lm_sums
 from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
 from albert_keras.models.albert_electra_pretrainer import generator_config
 from albert_keras.models.backbone import rebuilt
 from albert_keras.training.mlm_sop import eval_forward
-from albert_keras.training.mlm_sop import masked_lm_sums
 from albert_keras.training.mlm_sop import most_frequent_token_baseline
 from albert_keras.training.objective import Objective
 from albert_keras.training.pretrain_config import PretrainConfig
