@@ -13,6 +13,7 @@ Example:
 """
 
 import importlib
+import importlib.util
 import sys
 
 __version__ = "0.1.0"
@@ -50,7 +51,14 @@ _TENSORFLOW_ONLY = {
     "SentencePieceTokenizer": "albert_keras.text.sentencepiece_tokenizer",
     "WordPieceTokenizer": "albert_keras.text.wordpiece_tokenizer",
 }
-__all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY])
+# The Python task classes read their data with tf.data on every backend:
+# loaded wherever TensorFlow is installed (a JAX or torch machine without it
+# still imports the models).
+_WITH_TF_DATA = {
+    "TextClassifier": "albert_keras.tasks.text_classifier",
+    "TextEmbedder": "albert_keras.tasks.text_embedder",
+}
+__all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY, *_WITH_TF_DATA])
 
 
 def load_all():
@@ -63,6 +71,8 @@ def load_all():
     names = dict(_PUBLIC)
     if importlib.import_module("keras").backend.backend() == "tensorflow":
         names.update(_TENSORFLOW_ONLY)
+    if importlib.util.find_spec("tensorflow") is not None:
+        names.update(_WITH_TF_DATA)
     for name, module in names.items():
         setattr(package, name, getattr(importlib.import_module(module), name))
 

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import logging
 import os
+import tempfile
 
 import keras
 import numpy as np
@@ -43,6 +44,7 @@ from albert_keras.files import check_output
 from albert_keras.files import sha256_file
 from albert_keras.model_folder import ModelSource
 from albert_keras.options import check_options
+from albert_keras.saving import save_model
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
@@ -173,7 +175,8 @@ def export_tflite(source, out, config=None):
     work). A model card (``MODEL.md``) goes beside it.
 
     Args:
-        source: a model folder or ``.keras`` file.
+        source: a model folder or ``.keras`` file, or a model object (a
+            ``TextClassifier``, ``TextEmbedder`` or one of our Keras models).
         out: the ``.tflite`` to write (the sidecar ``.json`` goes beside it).
         config: an ``ExportConfig``.
 
@@ -181,8 +184,11 @@ def export_tflite(source, out, config=None):
     >>> export_tflite("runs/classifier", "model.tflite",
     ...               ExportConfig(quantize="dynamic"))  # doctest: +SKIP
     """
+    if not isinstance(source, (str, os.PathLike)):  # a model object: saved, then read
+        with tempfile.TemporaryDirectory() as tmp:
+            return export_tflite(_saved_object(source, tmp), out, config)
     c = config or ExportConfig()
-    origin = ModelSource(source, c.tokenizer)  # each of its files read once
+    origin = ModelSource(os.fspath(source), c.tokenizer)  # each of its files read once
     paths = _check_request(origin, out, c)
     job = _load(origin, c)
     checks, calibration = _examples(job, c)
@@ -210,6 +216,23 @@ def export_tflite(source, out, config=None):
         json.dump(sidecar, f, indent=2, sort_keys=True)
         card.write(model_card(sidecar, os.path.basename(out)))
     return sidecar
+
+
+def _saved_object(model, folder):
+    """Where ``model`` (a Python task object, or one of our Keras models) was
+    written under ``folder``: a task object's ``save_to_preset`` folder, else
+    a ``.keras`` file; named after the model, which the sidecar and the
+    model card then name."""
+    name = getattr(model, "name", None) or "model"
+    if hasattr(model, "save_to_preset"):
+        return model.save_to_preset(os.path.join(folder, name))
+    inner = getattr(model, "embedder", None) or model
+    if not isinstance(inner, keras.Model):
+        raise ExportError(f"cannot export a {type(model).__name__}: give a model folder, a "
+                          ".keras file, a task object or one of albert-keras' Keras models")
+    path = os.path.join(folder, f"{name}.keras")
+    save_model(inner, path)
+    return path
 
 
 def _check_request(origin, out, c):

@@ -35,6 +35,13 @@ class Classify(Task):
             path, spec.text_column, spec.text_pair_column, spec.label_column,
             require_labels=require_labels,
         )
+        return self.from_examples(examples, spec, tokenizer, path)
+
+    def from_examples(self, examples, spec, tokenizer, path):
+        """``(TaskData, spec)`` of ``TextExamples`` read from ``path`` (a
+        file, or the name of the Python argument they came from): packed
+        inputs and, when labelled, label ids (the labels discovered when
+        ``spec`` has none yet)."""
         lengths = []
         x = pack_texts(tokenizer, examples.texts, examples.pairs, spec.sequence_length,
                        spec.truncate, lengths=lengths)

@@ -1,0 +1,108 @@
+"""Python inputs of the task classes, as the rows a task file would hold.
+
+``fit``, ``evaluate`` and ``predict`` take texts as a list, tuple, NumPy
+array or pandas Series of strings, pairs as a tuple of two such columns (or
+a list of ``(text, pair)`` tuples), and labels as ints, floats or names; a
+``tf.data.Dataset`` of strings (or of ``(texts, labels)`` batches or rows)
+is read to the end first. Each becomes ``TextExamples``, which the task
+turns into features exactly as it does a file's rows. Bad input is one
+``ValueError`` naming the argument and the row.
+"""
+
+import numpy as np
+
+from albert_keras.tasks.readers import TextExamples
+
+
+def _column(values, name):
+    """``values`` as a list (a pandas Series or a NumPy array included)."""
+    if values is None:
+        raise ValueError(f"{name}: no texts given (None)")
+    if isinstance(values, str):
+        raise ValueError(f"{name}: a single string; pass a list of texts")
+    if hasattr(values, "tolist"):  # NumPy arrays, pandas Series and Index
+        values = values.tolist()
+    try:
+        return list(values)
+    except TypeError:
+        raise ValueError(f"{name}: expected a list of texts, got "
+                         f"{type(values).__name__}") from None
+
+
+def _check_texts(texts, name):
+    if not texts:
+        raise ValueError(f"{name}: no texts (an empty list)")
+    for row, text in enumerate(texts):
+        if isinstance(text, bytes):
+            texts[row] = text = text.decode("utf-8")
+        if not isinstance(text, str):
+            raise ValueError(f"{name}[{row}]: expected a string, got "
+                             f"{'None' if text is None else type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"{name}[{row}]: the text is empty")
+    return texts
+
+
+def _texts_and_pairs(x, name):
+    """``(texts, pairs or None)`` of ``x``."""
+    if isinstance(x, tuple) and len(x) == 2 and not isinstance(x[0], str):
+        texts, pairs = _column(x[0], f"{name}[0]"), _column(x[1], f"{name}[1]")
+        if len(texts) != len(pairs):
+            raise ValueError(f"{name}: {len(texts)} texts but {len(pairs)} second texts")
+        return _check_texts(texts, f"{name}[0]"), _check_texts(pairs, f"{name}[1]")
+    texts = _column(x, name)
+    if texts and all(isinstance(t, (tuple, list)) and len(t) == 2 for t in texts):
+        return (_check_texts([t[0] for t in texts], f"{name}[:, 0]"),
+                _check_texts([t[1] for t in texts], f"{name}[:, 1]"))
+    return _check_texts(texts, name), None
+
+
+def _labels(y, count, name="y"):
+    if y is None:
+        return None
+    labels = _column(y, name)
+    if len(labels) != count:
+        raise ValueError(f"{name}: {len(labels)} labels for {count} texts")
+    for row, label in enumerate(labels):
+        if label is None or (isinstance(label, float) and np.isnan(label)):
+            raise ValueError(f"{name}[{row}]: the label is missing")
+        if isinstance(label, (bytes, np.bytes_)):
+            labels[row] = label.decode("utf-8")
+    return labels
+
+
+def _from_dataset(dataset):
+    """``(x, y)`` of a ``tf.data.Dataset`` of texts or of ``(texts, labels)``."""
+    texts, labels = [], []
+    for element in dataset.as_numpy_iterator():
+        text, label = element if isinstance(element, tuple) else (element, None)
+        batch = np.atleast_1d(text)
+        texts.extend(batch.tolist())
+        if label is not None:
+            labels.extend(np.atleast_1d(label).tolist())
+    return texts, (labels or None)
+
+
+def python_examples(x, y=None, name="x"):
+    """``TextExamples`` of Python texts (and labels), checked.
+
+    Args:
+        x: texts, pairs, or a ``tf.data.Dataset`` (see the module's text).
+        y: labels (names or numbers), one per text, or None.
+        name: the argument's name, for errors.
+
+    Example:
+    >>> python_examples(["good film", "bad film"], ["pos", "neg"]).labels
+    ['pos', 'neg']
+    >>> python_examples(["good film", None])
+    Traceback (most recent call last):
+    ...
+    ValueError: x[1]: expected a string, got None
+    """
+    if hasattr(x, "as_numpy_iterator"):  # a tf.data.Dataset
+        if y is not None:
+            raise ValueError("y: give the labels inside the dataset, not beside it")
+        x, y = _from_dataset(x)
+    texts, pairs = _texts_and_pairs(x, name)
+    labels = _labels(y, len(texts))
+    return TextExamples(texts, pairs, labels, list(range(len(texts))))

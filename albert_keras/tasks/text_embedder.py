@@ -1,0 +1,69 @@
+"""``TextEmbedder``: one vector per raw text, from any encoder."""
+
+import keras
+import numpy as np
+
+from albert_keras.data.length_buckets import predict_in_buckets
+from albert_keras.model_folder import ModelSource
+from albert_keras.models.albert_embedder import AlbertEmbedder
+from albert_keras.tasks.python_inputs import python_examples
+from albert_keras.text.packer import pack_texts
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class TextEmbedder(keras.Model):
+    """Sentence vectors: the encoder's states pooled over each text's tokens.
+
+    ``pooling="mean"`` averages the last layer over the real tokens (what
+    sentence-transformers' mean pooling does), ``"cls"`` takes the
+    ``[CLS]`` row and ``"pooled"`` the pooler's output; ``layers`` picks
+    other states (``-2``: the one below the last).
+
+    Args:
+        embedder: the ``AlbertEmbedder`` (its encoder carries the tokenizer).
+        sequence_length: texts are cut to this many pieces.
+
+    Example:
+    >>> model = TextEmbedder.from_preset("bert-base-uncased/", pooling="mean")  # doctest: +SKIP
+    >>> model.predict(["a text", "another"]).shape  # doctest: +SKIP
+    (2, 768)
+    """
+
+    def __init__(self, embedder, sequence_length=128, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(embedder, dict):
+            embedder = keras.saving.deserialize_keras_object(embedder)
+        self.embedder = embedder
+        self.sequence_length = int(sequence_length)
+        self.built = True
+
+    @classmethod
+    def from_preset(cls, source, pooling="mean", layers=(-1,), normalize=False,  # noqa: PLR0913 (the embedder's choices, each a keyword)
+                    sequence_length=128, tokenizer=None):
+        """An embedder on ``source``'s encoder (anything ``--init`` takes)."""
+        origin = ModelSource(str(source), tokenizer)
+        encoder = origin.encoder(dtype="float32", output_hidden_states=pooling != "pooled")
+        if encoder.tokenizer is None or tokenizer:
+            encoder.tokenizer = origin.tokenizer
+        length = min(int(sequence_length), encoder.config.max_position_embeddings)
+        return cls(AlbertEmbedder(encoder, layers=layers, pooling=pooling, normalize=normalize),
+                   sequence_length=length)
+
+    @property
+    def tokenizer(self):
+        return self.embedder.encoder.tokenizer
+
+    def call(self, inputs, training=False):
+        return self.embedder(inputs, training=training)
+
+    def predict(self, x, batch_size=64, **kwargs):
+        """``[n, width]`` float32 vectors of Python texts (rows batched by length)."""
+        examples = python_examples(x, None, "x")
+        packed = pack_texts(self.tokenizer, examples.texts, examples.pairs, self.sequence_length)
+        return np.asarray(predict_in_buckets(self.embedder, packed, batch_size)["embeddings"],
+                          np.float32)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "embedder": keras.saving.serialize_keras_object(self.embedder),
+                "sequence_length": self.sequence_length}

@@ -1,0 +1,166 @@
+"""The Python task classes on a published HF BERT folder: strings in, the
+command line's folder out, and the command line's numbers exactly."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import albert_keras
+from albert_keras import model_folder
+from albert_keras.tasks.finetune import finetune
+from albert_keras.tasks.finetune_config import FinetuneConfig
+from albert_keras.tasks.inference import evaluate as evaluate_folder
+from albert_keras.tasks.inference import predict as predict_folder
+from tests.helpers import make_hf_model
+from tests.helpers import make_wordpiece_vocab
+
+SETTINGS = {"sequence_length": 16, "batch_size": 8, "epochs": 2, "learning_rate": 3e-3}
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bert-hf")
+    vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
+    size = sum(1 for _ in open(vocab, encoding="utf-8"))
+    make_hf_model("BertForPreTraining", folder, vocab_size=size, max_position_embeddings=64)
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
+    return str(folder)
+
+
+_WORDS = {"dog": "dull grey slow flat tired".split(), "fox": "bright vivid quick sharp lively".split()}
+
+
+def _rows(n, seed):
+    """Texts whose words name their label (chance is 0.5)."""
+    rng = np.random.default_rng(seed)
+    labels = [("dog", "fox")[int(i)] for i in rng.integers(0, 2, n)]
+    texts = []
+    for label in labels:
+        words = list(rng.choice(_WORDS[label], 4)) + ["the", "a"]
+        rng.shuffle(words)
+        texts.append(" ".join(words))
+    return texts, labels
+
+
+def _csv(path, texts, labels):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows(zip(texts, labels))
+    return str(path)
+
+
+def test_strings_in_the_command_lines_folder_out_and_its_numbers(bert_folder, tmp_path):
+    train_texts, train_labels = _rows(96, seed=1)
+    test_texts, test_labels = _rows(24, seed=2)
+
+    # as in a fresh process each: the HF folder is converted again (its
+    # conversion draws initial weights, so it moves the seeded generator)
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    model = albert_keras.TextClassifier.from_preset(bert_folder, **SETTINGS)
+    model.fit(train_texts, train_labels)
+    assert model.labels == ("dog", "fox")
+    scores = model.evaluate(test_texts, test_labels)
+    probabilities = model.predict(test_texts)
+    assert probabilities.shape == (24, 2)
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    assert scores["accuracy"] >= 0.85  # the words name the label; chance is 0.5
+
+    # the command line, same seed and settings, from files: the same numbers
+    # (no eval file: the command line would keep its best epoch, fit the last)
+    test_csv = _csv(tmp_path / "test.csv", test_texts, test_labels)
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    finetune(bert_folder, _csv(tmp_path / "train.csv", train_texts, train_labels), None,
+             str(tmp_path / "cli"), FinetuneConfig(task="classify", **SETTINGS))
+    assert evaluate_folder(str(tmp_path / "cli"), test_csv)["accuracy"] == scores["accuracy"]
+    records = predict_folder(str(tmp_path / "cli"), str(tmp_path / "test.csv"))
+    cli_probabilities = [[r["probabilities"][name] for name in model.labels] for r in records]
+    np.testing.assert_allclose(probabilities, cli_probabilities, atol=1e-5)
+
+    # save_to_preset: the command line's folder, which loads back either way
+    folder = str(tmp_path / "preset")
+    model.save_to_preset(folder)
+    assert evaluate_folder(folder, str(tmp_path / "test.csv"))["accuracy"] == scores["accuracy"]
+    again = albert_keras.TextClassifier.from_preset(folder)
+    assert again.labels == ("dog", "fox")
+    np.testing.assert_allclose(again.predict(test_texts), probabilities, atol=1e-5)
+    model.save(str(tmp_path / "model.keras"))
+    script = ("import json, keras, albert_keras; "
+              f"m = keras.saving.load_model({str(tmp_path / 'model.keras')!r}); "
+              f"print(json.dumps(m.predict({test_texts[:3]!r}).tolist()))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, cwd=os.getcwd())
+    np.testing.assert_allclose(json.loads(out.stdout.splitlines()[-1]), probabilities[:3],
+                               atol=1e-5)
+
+
+def test_export_takes_the_task_object(bert_folder, tmp_path):
+    from albert_keras.export import ExportConfig
+    from albert_keras.export import export_tflite
+
+    texts, labels = _rows(32, seed=3)
+    model = albert_keras.TextClassifier.from_preset(bert_folder, num_classes=2,
+                                                    sequence_length=32, epochs=1)
+    model.fit(texts, labels)  # names the classes the head was built for
+    assert model.labels == ("dog", "fox")
+    sidecar = export_tflite(model, str(tmp_path / "cls.tflite"),
+                            ExportConfig(examples=8, sequence_length=32))
+    assert sidecar["labels"] == ["dog", "fox"] and sidecar["validation"]["passed"]
+
+
+def test_bad_python_input_is_one_value_error_naming_the_argument(bert_folder, tmp_path):
+    model = albert_keras.TextClassifier.from_preset(bert_folder, labels=["neg", "pos"],
+                                                    sequence_length=16)
+    cases = [
+        ((["a text", "b text"], ["neg"]), r"^y: 1 labels for 2 texts$"),
+        (([], []), r"^x: no texts \(an empty list\)$"),
+        ((["a text", None], ["neg", "pos"]), r"^x\[1\]: expected a string, got None$"),
+        ((["a text", 3], ["neg", "pos"]), r"^x\[1\]: expected a string, got int$"),
+        ((["a text", "b"], ["neg", "maybe"]), r"^y\[1\]: unknown label 'maybe'; the model "
+                                              r"knows neg, pos$"),
+    ]
+    for (x, y), message in cases:
+        with pytest.raises(ValueError, match=message):
+            model.fit(x, y)
+    with pytest.raises(ValueError, match="num_classes 3 contradicts the 2 labels"):
+        albert_keras.TextClassifier.from_preset(bert_folder, num_classes=3, labels=["a", "b"])
+    with pytest.raises(ValueError, match="unknown setting 'sequence_lenght'"):
+        albert_keras.TextClassifier.from_preset(bert_folder, sequence_lenght=16)
+    not_json = tmp_path / "broken"
+    not_json.mkdir()
+    (not_json / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="broken"):
+        albert_keras.TextClassifier.from_preset(str(not_json))
+    # nothing half-written by a save that cannot happen
+    unbuilt = albert_keras.TextClassifier.from_preset(bert_folder)
+    with pytest.raises(ValueError, match="the head is not built yet"):
+        unbuilt.save_to_preset(str(tmp_path / "never"))
+    assert not os.path.exists(tmp_path / "never")
+
+
+def test_text_embedder_mean_pooling_is_transformers(bert_folder):
+    import torch
+    from transformers import BertModel
+    from transformers import BertTokenizerFast
+
+    texts = ["the quick fox jumps", "a dog sleeps under the table today", "fox"]
+    vectors = albert_keras.TextEmbedder.from_preset(bert_folder, pooling="mean").predict(texts)
+    hf = BertModel.from_pretrained(bert_folder).eval()
+    tokenizer = BertTokenizerFast(os.path.join(bert_folder, "vocab.txt"), do_lower_case=True)
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        states = hf(**batch).last_hidden_state
+    mask = batch["attention_mask"][..., None].float()
+    expected = ((states * mask).sum(1) / mask.sum(1)).numpy()
+    cosine = (vectors * expected).sum(-1) / (
+        np.linalg.norm(vectors, axis=-1) * np.linalg.norm(expected, axis=-1))
+    assert vectors.shape == (3, expected.shape[-1]) and cosine.min() >= 0.9999
