@@ -52,6 +52,20 @@ class _CompileRequest:
     kwargs: dict = dataclasses.field(default_factory=dict)
 
 
+def _fit_length(settings, encoder, source):
+    """``settings`` with a sequence length the encoder reads: the default
+    (128) shortened to a shorter model's ``max_position_embeddings``; a
+    length asked for that is longer is an error."""
+    longest = encoder.config.max_position_embeddings
+    if settings.sequence_length <= longest:
+        return settings
+    default = FinetuneConfig().sequence_length
+    if settings.sequence_length != default:
+        raise ValueError(f"sequence_length {settings.sequence_length} exceeds {source}'s "
+                         f"max_position_embeddings {longest}")
+    return dataclasses.replace(settings, sequence_length=longest)
+
+
 class TextTask(keras.Model):
     """A task model with its tokenizer: ``fit``, ``evaluate`` and ``predict``
     on raw texts.
@@ -236,4 +250,4 @@ class TextTask(keras.Model):
                                  dropout=settings.encoder_dropout)
         if encoder.tokenizer is None or tokenizer:
             encoder.tokenizer = origin.tokenizer
-        return None, encoder, settings
+        return None, encoder, _fit_length(settings, encoder, origin.path)
