@@ -184,10 +184,15 @@ def export_tflite(source, out, config=None):
     >>> export_tflite("runs/classifier", "model.tflite",
     ...               ExportConfig(quantize="dynamic"))  # doctest: +SKIP
     """
+    c = config or ExportConfig()
     if not isinstance(source, (str, os.PathLike)):  # a model object: saved, then read
         with tempfile.TemporaryDirectory() as tmp:
-            return export_tflite(_saved_object(source, tmp), out, config)
-    c = config or ExportConfig()
+            seen = getattr(source, "write_seen_rows", None)
+            if c.validation_data is None and seen is not None:
+                # validated on the texts the object was trained on, not on random ids
+                rows = seen(os.path.join(tmp, "seen_rows.csv"))
+                c = dataclasses.replace(c, validation_data=rows)
+            return export_tflite(_saved_object(source, tmp), out, c)
     origin = ModelSource(os.fspath(source), c.tokenizer)  # each of its files read once
     paths = _check_request(origin, out, c)
     job = _load(origin, c)

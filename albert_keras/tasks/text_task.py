@@ -128,7 +128,30 @@ class TextTask(keras.Model):
             raise ValueError(f"{type(self).__name__}: the encoder carries no tokenizer; "
                              "from_preset(..., tokenizer=FILE) gives it one")
         examples = python_examples(x, y, name)
+        if y is not None and name == "x":  # kept to validate an export of this object on
+            self._seen = examples
         return self.task.from_examples(examples, spec or self.spec, self.tokenizer, "y")
+
+    def write_seen_rows(self, path, limit=500):
+        """Writes up to ``limit`` of the rows the last ``fit`` or ``evaluate``
+        saw as a CSV file in the task's columns (what an export of this
+        object validates on when given no file); returns ``path``, or None
+        when it has seen none."""
+        import csv
+
+        seen = getattr(self, "_seen", None)
+        if seen is None:
+            return None
+        spec = self.spec
+        columns = [spec.text_column] + ([spec.text_pair_column or "text_pair"]
+                                        if seen.pairs else []) + [spec.label_column]
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(columns)
+            for i in range(min(limit, len(seen.texts))):
+                writer.writerow([seen.texts[i]] + ([seen.pairs[i]] if seen.pairs else [])
+                                + [seen.labels[i]])
+        return path
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Keras' ``compile``; ``"auto"`` takes the task's loss and metrics and,

@@ -113,8 +113,10 @@ def test_export_takes_the_task_object(bert_folder, tmp_path):
     model.fit(texts, labels)  # names the classes the head was built for
     assert model.labels == ("dog", "fox")
     sidecar = export_tflite(model, str(tmp_path / "cls.tflite"),
-                            ExportConfig(examples=8, sequence_length=32))
+                            ExportConfig(examples=8, sequence_length=32, metadata=True))
     assert sidecar["labels"] == ["dog", "fox"] and sidecar["validation"]["passed"]
+    report = sidecar["validation"]["mediapipe"]  # MediaPipe ran the file before it was written
+    assert report["ran"] and report["top1_agreement"] == 1.0, report
 
 
 def test_bad_python_input_is_one_value_error_naming_the_argument(bert_folder, tmp_path):
