@@ -36,9 +36,11 @@ _PUBLIC = {
     "AlbertPretrainer": "albert_keras.models.albert_pretrainer",
     "AlbertQuestionAnswerer": "albert_keras.models.albert_question_answerer",
     "AlbertTokenClassifier": "albert_keras.models.albert_token_classifier",
+    "Backbone": "albert_keras.models.backbone",
     "ConfigError": "albert_keras.config",
     "PRESETS": "albert_keras.presets",
     "QuantizedDense": "albert_keras.layers.quantized_dense",
+    "Tokenizer": "albert_keras.text.tokenizer",
     "WarmupPolynomialDecay": "albert_keras.optimizers.schedule",
     "count_parameters": "albert_keras.presets",
     "get_preset": "albert_keras.presets",
@@ -55,6 +57,7 @@ _TENSORFLOW_ONLY = {
 # loaded wherever TensorFlow is installed (a JAX or torch machine without it
 # still imports the models).
 _WITH_TF_DATA = {
+    "MaskedLM": "albert_keras.tasks.masked_lm",
     "TextClassifier": "albert_keras.tasks.text_classifier",
     "TextEmbedder": "albert_keras.tasks.text_embedder",
 }

@@ -82,6 +82,37 @@ class Backbone(keras.Model):
     True
     """
 
+    @staticmethod
+    def from_preset(source, dtype=None, tokenizer=None):
+        """The encoder of ``source``: anything ``--init`` takes (its weights,
+        and the tokenizer it carries), or a preset name (new weights, of
+        that preset's family; ``tokenizer`` gives it one).
+
+        Example:
+        >>> Backbone.from_preset("bert_tiny").config.hidden_size
+        128
+        """
+        import os
+
+        from albert_keras.families import build_backbone
+        from albert_keras.families import preset_names
+        from albert_keras.model_folder import ModelSource
+        from albert_keras.presets import get_preset
+
+        source = os.fspath(source)
+        if not os.path.exists(source) and source in preset_names():
+            encoder = build_backbone(get_preset(source), dtype=dtype)
+            if tokenizer:
+                from albert_keras.text.tokenizer import Tokenizer
+
+                encoder.tokenizer = Tokenizer.from_preset(tokenizer)
+            return encoder
+        origin = ModelSource(source, tokenizer)
+        encoder = origin.encoder(dtype=dtype)
+        if encoder.tokenizer is None or tokenizer:
+            encoder.tokenizer = origin.tokenizer
+        return encoder
+
     # what export, validation, app metadata and the model card read (the
     # export's vocabulary; a subclass inherits it)
     export_kind = "encoder"

@@ -88,7 +88,11 @@ def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):
     model, path = source.pretrainer()
     if not hasattr(model, "mlm_head"):
         raise ValueError(f"{path}: {type(model).__name__} has no masked-LM head")
-    tokenizer = source.tokenizer
+    return fill_mask_with(model, source.tokenizer, texts, top_k, sequence_length)
+
+
+def fill_mask_with(model, tokenizer, texts, top_k=5, sequence_length=128):
+    """``fill_mask`` with a model that has a masked-LM head, and its tokenizer."""
     sequence_length = min(sequence_length, model.config.max_position_embeddings)
     results = []
     for text in texts:

@@ -26,6 +26,24 @@ class Tokenizer:
     # The file name a model folder or data folder keeps it under.
     file_name = None
 
+    @staticmethod
+    def from_preset(source):
+        """The tokenizer of anything ``--init`` takes: one of our model
+        folders, an HF, TF1 or keras-hub folder, or a tokenizer file.
+
+        Example:
+        >>> Tokenizer.from_preset("bert-base-uncased/").encode(["a text"])  # doctest: +SKIP
+        [[1037, 3793]]
+        """
+        import os
+
+        from albert_keras.model_folder import read_tokenizer
+        from albert_keras.text.registry import load_tokenizer
+
+        source = os.fspath(source)
+        return load_tokenizer(source) if os.path.isfile(source) and not source.endswith(
+            ".keras") else read_tokenizer(source)
+
     @classmethod
     def can_read(cls, path):
         """True when ``path`` looks like this kind's file."""

@@ -190,3 +190,26 @@ print(json.dumps([keras.backend.backend(), model.evaluate({test_texts!r}, {test_
     # bound than TensorFlow's 0.85, still far from chance (0.5)
     assert ran == backend and accuracy >= 0.7
     assert np.allclose(np.sum(probabilities, -1), 1.0, atol=1e-5)
+
+
+def test_masked_lm_fills_in_as_the_command_line_does(init_folder):
+    from albert_keras.tasks.inference import fill_mask
+
+    texts = ["the quick [MASK] jumps", "a [MASK] dog [MASK]"]
+    ours = albert_keras.MaskedLM.from_preset(init_folder).predict(texts, top_k=3)
+    assert ours == fill_mask(init_folder, texts, top_k=3)
+    assert [len(per_text) for per_text in ours] == [1, 2]
+
+
+def test_backbone_and_tokenizer_from_preset(bert_folder):
+    from transformers import BertTokenizerFast
+
+    encoder = albert_keras.Backbone.from_preset(bert_folder)
+    tokenizer = albert_keras.Tokenizer.from_preset(bert_folder)
+    reference = BertTokenizerFast(os.path.join(bert_folder, "vocab.txt"), do_lower_case=True)
+    text = "the quick fox jumps over a sleeping dog"
+    assert tokenizer.encode([text])[0] == reference(text, add_special_tokens=False)["input_ids"]
+    assert encoder.tokenizer.encode([text]) == tokenizer.encode([text])
+    fresh = albert_keras.Backbone.from_preset("bert_tiny", tokenizer=bert_folder)
+    assert fresh.config.hidden_size == 128 and fresh.tokenizer.vocabulary_size == len(
+        reference.vocab)
