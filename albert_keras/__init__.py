@@ -60,6 +60,7 @@ _WITH_TF_DATA = {
     "MaskedLM": "albert_keras.tasks.masked_lm",
     "TextClassifier": "albert_keras.tasks.text_classifier",
     "TextEmbedder": "albert_keras.tasks.text_embedder",
+    "TokenClassifier": "albert_keras.tasks.token_classifier",
 }
 __all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY, *_WITH_TF_DATA])
 

@@ -106,3 +106,32 @@ def python_examples(x, y=None, name="x"):
     texts, pairs = _texts_and_pairs(x, name)
     labels = _labels(y, len(texts))
     return TextExamples(texts, pairs, labels, list(range(len(texts))))
+
+
+def python_sentences(x, y=None, name="x"):
+    """``(words, tags or None, row)`` sentences of Python input, checked:
+    ``x`` a list of sentences (each a list of words, or a string split on
+    whitespace), ``y`` a list of tag lists of the same lengths.
+
+    Example:
+    >>> python_sentences(["Ada lives in London"], [["B-PER", "O", "O", "B-LOC"]])[0][1]
+    ['B-PER', 'O', 'O', 'B-LOC']
+    """
+    sentences = _column(x, name)
+    if not sentences:
+        raise ValueError(f"{name}: no sentences (an empty list)")
+    tags = None if y is None else _column(y, "y")
+    if tags is not None and len(tags) != len(sentences):
+        raise ValueError(f"y: {len(tags)} tag lists for {len(sentences)} sentences")
+    out = []
+    for row, sentence in enumerate(sentences):
+        words = sentence.split() if isinstance(sentence, str) else _column(sentence, f"{name}[{row}]")
+        if not words or not all(isinstance(w, str) and w.strip() for w in words):
+            raise ValueError(f"{name}[{row}]: expected a sentence of non-empty words")
+        sentence_tags = None
+        if tags is not None:
+            sentence_tags = [str(t) for t in _column(tags[row], f"y[{row}]")]
+            if len(sentence_tags) != len(words):
+                raise ValueError(f"y[{row}]: {len(sentence_tags)} tags for {len(words)} words")
+        out.append((list(words), sentence_tags, row))
+    return out

@@ -28,6 +28,12 @@ class Tag(Task):
 
     def read(self, path, spec, tokenizer, require_labels=True):
         sentences = readers.read_conll(path, require_tags=require_labels)
+        return self.from_sentences(sentences, spec, tokenizer, path)
+
+    def from_sentences(self, sentences, spec, tokenizer, path):
+        """``(TaskData, spec)`` of ``(words, tags or None, first line)``
+        sentences read from ``path`` (a file, or the name of the Python
+        argument they came from); the tags discovered when ``spec`` has none."""
         words = [s[0] for s in sentences]
         tags = [s[1] for s in sentences] if sentences[0][1] is not None else None
         if spec.labels is None:  # the training file: discover the tags

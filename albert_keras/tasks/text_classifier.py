@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from albert_keras.tasks.classify import resolve_pooling
+from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.tasks.task import softmax
 from albert_keras.tasks.text_task import TextTask
 from albert_keras.tasks.text_task import finetune_settings
@@ -56,6 +57,40 @@ class TextClassifier(TextTask):
         if labels is not None:
             made._build(made.spec.replace(labels=labels))
         return made
+
+    def _task_data(self, x, y, name, spec):
+        examples = python_examples(x, y, name)
+        if examples.pairs is not None and not spec.text_pair_column:
+            # pairs given in Python: the folder's files name their second column so
+            spec = spec.replace(text_pair_column="text_pair")
+            if self.task_model is not None:
+                self.task_model.task_spec = spec.to_json()
+        elif examples.pairs is None and spec.text_pair_column and name == "x":
+            raise ValueError(f"{name}: the model reads text pairs; pass (texts, second_texts)")
+        if y is not None and name == "x":  # kept to validate an export of this object on
+            self._seen = examples
+        return self.task.from_examples(examples, spec, self.tokenizer, "y")
+
+    def write_seen_rows(self, path, limit=500):
+        """Writes up to ``limit`` of the rows the last ``fit`` or ``evaluate``
+        saw as a CSV file in the task's columns (what an export of this
+        object validates on when given no file); returns ``path``, or None
+        when it has seen none."""
+        import csv
+
+        seen = getattr(self, "_seen", None)
+        if seen is None:
+            return None
+        spec = self.spec
+        columns = [spec.text_column] + ([spec.text_pair_column] if seen.pairs else []) + [
+            spec.label_column]
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(columns)
+            for i in range(min(limit, len(seen.texts))):
+                writer.writerow([seen.texts[i]] + ([seen.pairs[i]] if seen.pairs else [])
+                                + [seen.labels[i]])
+        return path
 
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout,

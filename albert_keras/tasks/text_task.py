@@ -21,12 +21,12 @@ from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.tasks.finetune import make_dataset
 from albert_keras.tasks.finetune import task_spec
 from albert_keras.tasks.finetune_config import FinetuneConfig
-from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task_run import predict_outputs
 from albert_keras.tasks.task_run import task_optimizer
 from albert_keras.tasks.task_run import with_size_defaults
+from albert_keras.training.unused_weights import unused_pooler_quiet
 
 
 def finetune_settings(task_name, options, where):
@@ -123,35 +123,15 @@ class TextTask(keras.Model):
     # -- raw text in ----------------------------------------------------------------
 
     def _data(self, x, y, name="x", spec=None):
-        """``(TaskData, spec)`` of Python texts (and labels)."""
+        """``(TaskData, spec)`` of Python inputs (and labels)."""
         if self.tokenizer is None:
             raise ValueError(f"{type(self).__name__}: the encoder carries no tokenizer; "
                              "from_preset(..., tokenizer=FILE) gives it one")
-        examples = python_examples(x, y, name)
-        if y is not None and name == "x":  # kept to validate an export of this object on
-            self._seen = examples
-        return self.task.from_examples(examples, spec or self.spec, self.tokenizer, "y")
+        return self._task_data(x, y, name, spec or self.spec)
 
-    def write_seen_rows(self, path, limit=500):
-        """Writes up to ``limit`` of the rows the last ``fit`` or ``evaluate``
-        saw as a CSV file in the task's columns (what an export of this
-        object validates on when given no file); returns ``path``, or None
-        when it has seen none."""
-        import csv
-
-        seen = getattr(self, "_seen", None)
-        if seen is None:
-            return None
-        spec = self.spec
-        columns = [spec.text_column] + ([spec.text_pair_column or "text_pair"]
-                                        if seen.pairs else []) + [spec.label_column]
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(columns)
-            for i in range(min(limit, len(seen.texts))):
-                writer.writerow([seen.texts[i]] + ([seen.pairs[i]] if seen.pairs else [])
-                                + [seen.labels[i]])
-        return path
+    def _task_data(self, x, y, name, spec):
+        """The task's reading of Python inputs (each subclass has its own)."""
+        raise NotImplementedError
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Keras' ``compile``; ``"auto"`` takes the task's loss and metrics and,
@@ -199,8 +179,9 @@ class TextTask(keras.Model):
             held_out, _ = self._data(*validation_data, name="validation_data")
             validation = make_dataset(held_out, 64, False, cfg.seed)
         build_optimizer(self)  # the training step is then traced once, not twice
-        return super().fit(dataset, epochs=cfg.epochs, validation_data=validation,
-                           callbacks=callbacks, verbose=verbose, shuffle=False, **kwargs)
+        with unused_pooler_quiet():  # a tagger reads no pooler: Keras' warning is noise
+            return super().fit(dataset, epochs=cfg.epochs, validation_data=validation,
+                               callbacks=callbacks, verbose=verbose, shuffle=False, **kwargs)
 
     def _build(self, spec):
         """The task model, once the training labels have completed ``spec``."""

@@ -213,3 +213,50 @@ def test_backbone_and_tokenizer_from_preset(bert_folder):
     fresh = albert_keras.Backbone.from_preset("bert_tiny", tokenizer=bert_folder)
     assert fresh.config.hidden_size == 128 and fresh.tokenizer.vocabulary_size == len(
         reference.vocab)
+
+
+def _tagged(n, seed):
+    rng = np.random.default_rng(seed)
+    animals, rest = ["fox", "dog"], ["the", "a", "quick", "runs", "over", "sleeps"]
+    sentences, tags = [], []
+    for _ in range(n):
+        words = list(rng.choice(rest, 5))
+        where = int(rng.integers(0, 5))
+        words[where] = str(rng.choice(animals))
+        sentences.append(words)
+        tags.append(["B-ANIMAL" if i == where else "O" for i in range(5)])
+    return sentences, tags
+
+
+def test_token_classifier_is_the_command_lines_tagger(bert_folder, tmp_path):
+    from albert_keras.tasks.inference import predict as predict_folder
+
+    train, train_tags = _tagged(96, seed=1)
+    test, test_tags = _tagged(16, seed=2)
+    settings = {"sequence_length": 16, "batch_size": 8, "epochs": 8, "learning_rate": 3e-3}
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    model = albert_keras.TokenClassifier.from_preset(bert_folder, **settings)
+    model.fit(train, train_tags, verbose=0)
+    assert model.labels == ("B-ANIMAL", "O")
+    scores = model.evaluate(test, test_tags)
+    assert scores["entity_f1"] >= 0.8, scores  # the animal words are the entities
+    predicted = model.predict([" ".join(s) for s in test])
+    assert [len(p) for p in predicted] == [5] * 16
+
+    def conll(path, sentences, tags):
+        path.write_text("\n\n".join("\n".join(f"{w} {t}" for w, t in zip(s, ts))
+                                    for s, ts in zip(sentences, tags)) + "\n")
+        return str(path)
+
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    finetune(bert_folder, conll(tmp_path / "train.conll", train, train_tags), None,
+             str(tmp_path / "cli"), FinetuneConfig(task="tag", **settings))
+    records = predict_folder(str(tmp_path / "cli"), conll(tmp_path / "test.conll", test,
+                                                          test_tags))
+    assert [r["tags"] for r in records] == predicted
+    with pytest.raises(ValueError, match=r"^y\[0\]\[1\]: unknown tag 'B-CAT'"):
+        model.fit([["a", "cat"]], [["O", "B-CAT"]])
+    with pytest.raises(ValueError, match=r"^y\[0\]: 1 tags for 2 words$"):
+        model.fit([["a", "cat"]], [["O"]])
