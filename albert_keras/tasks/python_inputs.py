@@ -135,3 +135,47 @@ def python_sentences(x, y=None, name="x"):
                 raise ValueError(f"y[{row}]: {len(sentence_tags)} tags for {len(words)} words")
         out.append((list(words), sentence_tags, row))
     return out
+
+
+def python_questions(x, y=None, name="x"):
+    """``QAExample``s of Python input, checked: ``x`` is ``(questions,
+    contexts)``; ``y`` one answer per question: its text (found in the
+    context), ``{"text", "answer_start"}``, or ``""``/None for a question
+    with no answer (SQuAD v2).
+
+    Example:
+    >>> python_questions((["Who?"], ["Ada wrote it."]), ["Ada"])[0].answers
+    [('Ada', 0)]
+    """
+    from albert_keras.tasks.readers import QAExample
+
+    if not (isinstance(x, tuple) and len(x) == 2):
+        raise ValueError(f"{name}: expected (questions, contexts)")
+    questions, contexts = (_check_texts(_column(x[0], f"{name}[0]"), f"{name}[0]"),
+                           _check_texts(_column(x[1], f"{name}[1]"), f"{name}[1]"))
+    if len(questions) != len(contexts):
+        raise ValueError(f"{name}: {len(questions)} questions but {len(contexts)} contexts")
+    answers = [None] * len(questions) if y is None else _column(y, "y")
+    if len(answers) != len(questions):
+        raise ValueError(f"y: {len(answers)} answers for {len(questions)} questions")
+    out = []
+    for row, (question, context, answer) in enumerate(zip(questions, contexts, answers)):
+        spans = [] if answer in (None, "") else [_span(answer, context, row)]
+        out.append(QAExample(str(row), question, context, spans, y is not None and not spans))
+    return out
+
+
+def _span(answer, context, row):
+    """``(text, start)`` of one answer, which must be in its context."""
+    if isinstance(answer, dict):
+        text, start = answer.get("text"), answer.get("answer_start")
+    else:
+        text, start = answer, None
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"y[{row}]: expected an answer text, got {type(text).__name__}")
+    start = context.find(text) if start is None else start
+    if not isinstance(start, int) or start < 0 or context[start:start + len(text)] != text:
+        raise ValueError(f"y[{row}]: the answer {text!r} is not in its context"
+                         + (f" at character {start}" if isinstance(start, int) and start >= 0
+                            else ""))
+    return text, start

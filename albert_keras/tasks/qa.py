@@ -23,6 +23,10 @@ class QuestionAnswering(Task):
 
     def read(self, path, spec, tokenizer, require_labels=True):
         examples = readers.read_squad(path, require_answers=require_labels)
+        return self.from_examples(examples, spec, tokenizer)
+
+    def from_examples(self, examples, spec, tokenizer):
+        """``(TaskData, spec)`` of checked ``QAExample``s (a file's or Python's)."""
         features = qa_features(tokenizer, examples, spec.sequence_length, spec.stride,
                                spec.max_question_length)
         y = {"start_logits": features.start_positions, "end_logits": features.end_positions}

@@ -260,3 +260,48 @@ def test_token_classifier_is_the_command_lines_tagger(bert_folder, tmp_path):
         model.fit([["a", "cat"]], [["O", "B-CAT"]])
     with pytest.raises(ValueError, match=r"^y\[0\]: 1 tags for 2 words$"):
         model.fit([["a", "cat"]], [["O"]])
+
+
+def _questions(n, seed):
+    rng = np.random.default_rng(seed)
+    names = ["ada", "bob", "eve", "dan"]
+    questions, contexts, answers = [], [], []
+    for _ in range(n):
+        who, other = rng.choice(names, 2, replace=False)
+        contexts.append(f"the fox met {other} and then {who} wrote it today")
+        questions.append("who wrote it")
+        answers.append(str(who))
+    return questions, contexts, answers
+
+
+def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
+    from albert_keras.tasks.inference import predict as predict_folder
+
+    questions, contexts, answers = _questions(96, seed=1)
+    test_q, test_c, test_a = _questions(16, seed=2)
+    settings = {"sequence_length": 32, "batch_size": 8, "epochs": 6, "learning_rate": 3e-3}
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    model = albert_keras.QuestionAnswerer.from_preset(bert_folder, **settings)
+    model.fit((questions, contexts), answers, verbose=0)
+    scores = model.evaluate((test_q, test_c), test_a)
+    predicted = model.predict((test_q, test_c))
+    assert scores["exact_match"] >= 80, scores  # the name before "wrote"; 2 candidates
+    def squad(rows):
+        return {"data": [{"paragraphs": [
+            {"context": c, "qas": [{"id": str(i), "question": q,
+                                    "answers": [{"text": a, "answer_start": c.index(f" {a} ") + 1}]}]}
+            for i, (q, c, a) in enumerate(zip(*rows))]}]}
+
+    for name, rows in (("train", (questions, contexts, answers)), ("test", (test_q, test_c, test_a))):
+        (tmp_path / f"{name}.json").write_text(json.dumps(squad(rows)))
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    finetune(bert_folder, str(tmp_path / "train.json"), None, str(tmp_path / "cli"),
+             FinetuneConfig(task="qa", **settings))
+    records = predict_folder(str(tmp_path / "cli"), str(tmp_path / "test.json"))
+    assert [r["answer"] for r in records] == [p["answer"] for p in predicted]
+    with pytest.raises(ValueError, match=r"^y\[0\]: the answer 'zed' is not in its context$"):
+        model.fit((["who"], ["ada wrote it"]), ["zed"])
+    with pytest.raises(ValueError, match=r"^y\[0\]: no answer; questions without one need "):
+        model.fit((["who"], ["ada wrote it"]), [""])

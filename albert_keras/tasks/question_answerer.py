@@ -1,0 +1,58 @@
+"""``QuestionAnswerer``: the span of a context that answers a question."""
+
+import keras
+
+from albert_keras.tasks.python_inputs import python_questions
+from albert_keras.tasks.text_task import TextTask
+from albert_keras.tasks.text_task import finetune_settings
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class QuestionAnswerer(TextTask):
+    """Extractive question answering (as ``--task qa`` reads SQuAD).
+
+    ``fit`` takes ``(questions, contexts)`` and one answer per question
+    (its text, ``{"text", "answer_start"}``, or ``""`` for none with
+    ``version_2=True``); ``predict`` gives ``{"answer", "start", "end",
+    "score"}`` per question, characters of the context. Long contexts are
+    read in windows ``stride`` pieces apart, as on the command line.
+
+    Example:
+    >>> model = QuestionAnswerer.from_preset("albert-base-v2/")  # doctest: +SKIP
+    >>> model.fit((["Who wrote it?"], ["Ada wrote it."]), ["Ada"])  # doctest: +SKIP
+    >>> model.predict((["Who wrote it?"], ["Ada wrote it."]))[0]["answer"]  # doctest: +SKIP
+    'Ada'
+    """
+
+    task_name = "qa"
+
+    @classmethod
+    def from_preset(cls, source, tokenizer=None, **settings):
+        """A question answerer on ``source``'s encoder (a fine-tuned ``qa``
+        folder keeps its head); ``settings`` are ``FinetuneConfig``'s fields
+        (``stride``, ``max_answer_length``, ``version_2``, ...)."""
+        cfg = finetune_settings(cls.task_name, settings, "QuestionAnswerer.from_preset")
+        model, encoder, cfg = cls._source_model(source, tokenizer, cfg)
+        if model is not None:
+            return cls(task_model=model, settings=dict(vars(cfg), **{
+                k: v for k, v in model.task_spec.items() if k in vars(cfg)}))
+        made = cls(encoder=encoder, settings=vars(cfg))
+        made._build(made.spec.replace(labels=()))  # the head needs no labels
+        return made
+
+    def _task_data(self, x, y, name, spec):
+        examples = python_questions(x, y, name)
+        for row, example in enumerate(examples):
+            if example.is_impossible and not spec.version_2:
+                raise ValueError(f"y[{row}]: no answer; questions without one need "
+                                 "version_2=True")
+        return self.task.from_examples(examples, spec, self.tokenizer)
+
+    def _build_task_model(self, spec, encoder):
+        return self.task.build_model(spec, encoder, self.settings.dropout)
+
+    def predict(self, x, batch_size=64, **kwargs):
+        """One ``{"answer", "start", "end", "score", "null_score"}`` per question."""
+        outputs, data, spec = self._outputs(x, batch_size)
+        return [{k: v for k, v in record.items() if k != "id"}
+                for record in self.task.records(spec, data, outputs)]
