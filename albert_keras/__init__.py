@@ -58,6 +58,7 @@ _TENSORFLOW_ONLY = {
 # still imports the models).
 _WITH_TF_DATA = {
     "MaskedLM": "albert_keras.tasks.masked_lm",
+    "MultipleChoice": "albert_keras.tasks.multiple_choice",
     "QuestionAnswerer": "albert_keras.tasks.question_answerer",
     "TextClassifier": "albert_keras.tasks.text_classifier",
     "TextEmbedder": "albert_keras.tasks.text_embedder",

@@ -23,6 +23,11 @@ class MultipleChoice(Task):
             path, spec.context_column, spec.question_column, spec.choices_column,
             spec.label_column, require_labels=require_labels,
         )
+        return self.from_examples(examples, spec, tokenizer, path)
+
+    def from_examples(self, examples, spec, tokenizer, path):
+        """``(TaskData, spec)`` of ``ChoiceExamples`` read from ``path`` (a
+        file, or the Python argument they came from)."""
         count = len(examples.choices[0])
         if spec.num_choices is None:  # the training file sets it
             spec = spec.replace(num_choices=count)

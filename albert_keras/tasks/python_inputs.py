@@ -179,3 +179,51 @@ def _span(answer, context, row):
                          + (f" at character {start}" if isinstance(start, int) and start >= 0
                             else ""))
     return text, start
+
+
+def python_choices(x, y=None, name="x"):
+    """``ChoiceExamples`` of Python input, checked: ``x`` is ``(contexts,
+    choices)`` or ``(contexts, questions, choices)`` with the same number of
+    choices for every context; ``y`` the right choice's index or text. Each
+    pair the model reads is ``(context, question + " " + choice)``, as a
+    file's rows give it.
+
+    Example:
+    >>> python_choices((["A fox ran."], [["it ran", "it sat"]]), [0]).choices
+    [['it ran', 'it sat']]
+    """
+    from albert_keras.tasks.readers import ChoiceExamples
+
+    if not (isinstance(x, tuple) and len(x) in (2, 3)):
+        raise ValueError(f"{name}: expected (contexts, choices) or (contexts, questions, choices)")
+    contexts = _check_texts(_column(x[0], f"{name}[0]"), f"{name}[0]")
+    questions = _column(x[1], f"{name}[1]") if len(x) == 3 else [""] * len(contexts)
+    options = _column(x[-1], f"{name}[{len(x) - 1}]")
+    if not len(contexts) == len(questions) == len(options):
+        raise ValueError(f"{name}: {len(contexts)} contexts, {len(questions)} questions and "
+                         f"{len(options)} choice lists")
+    labels = None if y is None else _column(y, "y")
+    if labels is not None and len(labels) != len(contexts):
+        raise ValueError(f"y: {len(labels)} labels for {len(contexts)} questions")
+    seconds, ids = [], []
+    for row, (question, choices) in enumerate(zip(questions, options)):
+        choices = _check_texts(_column(choices, f"{name}[-1][{row}]"), f"{name}[-1][{row}]")
+        if len(choices) < 2 or len(choices) != len(_column(options[0], "")):
+            raise ValueError(f"{name}[-1][{row}]: {len(choices)} choices; every question needs "
+                             f"the same number, 2 or more")
+        seconds.append([f"{question or ''} {c}".strip() for c in choices])
+        if labels is not None:
+            ids.append(_choice_id(labels[row], choices, row))
+    return ChoiceExamples(contexts, seconds, ids if labels is not None else None,
+                          list(range(len(contexts))))
+
+
+def _choice_id(label, choices, row):
+    if isinstance(label, str) and not label.isdigit():
+        if label not in choices:
+            raise ValueError(f"y[{row}]: {label!r} is not one of the choices")
+        return choices.index(label)
+    index = int(label)
+    if not 0 <= index < len(choices):
+        raise ValueError(f"y[{row}]: {index} is out of range 0..{len(choices) - 1}")
+    return index

@@ -165,6 +165,8 @@ class TextTask(keras.Model):
         data, spec = self._data(x, y)
         if self.task_model is None:
             self._build(spec)
+        else:  # what the training rows settle (the number of choices, a pair column)
+            self.task_model.task_spec = spec.to_json()
         changes = {k: v for k, v in (("batch_size", batch_size), ("epochs", epochs)) if v}
         self.settings = with_size_defaults(dataclasses.replace(self.settings, **changes),
                                            self.encoder.config.hidden_size)

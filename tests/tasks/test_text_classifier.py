@@ -305,3 +305,42 @@ def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
         model.fit((["who"], ["ada wrote it"]), ["zed"])
     with pytest.raises(ValueError, match=r"^y\[0\]: no answer; questions without one need "):
         model.fit((["who"], ["ada wrote it"]), [""])
+
+
+def test_multiple_choice_is_the_command_lines(bert_folder, tmp_path):
+    from albert_keras.tasks.inference import predict as predict_folder
+
+    rng = np.random.default_rng(1)
+
+    def rows(n):
+        contexts, questions, choices, labels = [], [], [], []
+        for _ in range(n):
+            animal = str(rng.choice(["fox", "dog"]))
+            other = "dog" if animal == "fox" else "fox"
+            right = int(rng.integers(0, 2))
+            contexts.append(f"the {animal} runs over the road")
+            questions.append("which animal runs")
+            choices.append([animal, other] if right == 0 else [other, animal])
+            labels.append(right)
+        return contexts, questions, choices, labels
+
+    train, test = rows(96), rows(16)
+    settings = {"sequence_length": 16, "batch_size": 8, "epochs": 4, "learning_rate": 3e-3}
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    model = albert_keras.MultipleChoice.from_preset(bert_folder, **settings)
+    model.fit(train[:3], train[3], verbose=0)
+    probabilities = model.predict(test[:3])
+    assert probabilities.shape == (16, 2)
+    for name, (contexts, questions, choices, labels) in (("train", train), ("test", test)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(
+            json.dumps({"context": c, "question": q, "choices": ch, "label": la}) + "\n"
+            for c, q, ch, la in zip(contexts, questions, choices, labels)))
+    model_folder._CHECKPOINTS.clear()
+    keras.utils.set_random_seed(0)
+    finetune(bert_folder, str(tmp_path / "train.jsonl"), None, str(tmp_path / "cli"),
+             FinetuneConfig(task="choice", **settings))
+    records = predict_folder(str(tmp_path / "cli"), str(tmp_path / "test.jsonl"))
+    np.testing.assert_allclose([r["probabilities"] for r in records], probabilities, atol=1e-5)
+    with pytest.raises(ValueError, match=r"^y\[0\]: 'cat' is not one of the choices$"):
+        model.fit((["a fox"], [["fox", "dog"]]), ["cat"])
