@@ -13,7 +13,8 @@ before Keras loads. Backbones and checkpoint modules are named as
 ``"module:attribute"`` strings and imported when first used.
 
 Example:
->>> family_named("albert").presets["albert_tiny"]["hidden_size"]
+>>> tiny = family_named("albert").presets["albert_tiny"]
+>>> tiny["hidden_size"]
 256
 >>> preset_config("bert_tiny").hidden_size
 128

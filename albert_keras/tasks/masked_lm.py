@@ -19,8 +19,9 @@ class MaskedLM(keras.Model):
 
     Example:
     >>> model = MaskedLM.from_preset("runs/pretrain")  # doctest: +SKIP
-    >>> model.predict(["the state of the [MASK] is strong"], top_k=2)[0][0][0]["token"]  # doctest: +SKIP
-    '▁union'
+    >>> (first_mask,), = model.predict(["the state of the [MASK] is strong"], top_k=2)  # doctest: +SKIP
+    >>> [candidate["token"] for candidate in first_mask]  # doctest: +SKIP
+    ['▁union', '▁nation']
     """
 
     def __init__(self, pretrainer, sequence_length=128, **kwargs):

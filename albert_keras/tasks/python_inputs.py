@@ -114,7 +114,9 @@ def python_sentences(x, y=None, name="x"):
     whitespace), ``y`` a list of tag lists of the same lengths.
 
     Example:
-    >>> python_sentences(["Ada lives in London"], [["B-PER", "O", "O", "B-LOC"]])[0][1]
+    >>> (words, tags, row), = python_sentences(["Ada lives in London"],
+    ...                                        [["B-PER", "O", "O", "B-LOC"]])
+    >>> tags
     ['B-PER', 'O', 'O', 'B-LOC']
     """
     sentences = _column(x, name)

@@ -20,7 +20,8 @@ class QuestionAnswerer(TextTask):
     Example:
     >>> model = QuestionAnswerer.from_preset("albert-base-v2/")  # doctest: +SKIP
     >>> model.fit((["Who wrote it?"], ["Ada wrote it."]), ["Ada"])  # doctest: +SKIP
-    >>> model.predict((["Who wrote it?"], ["Ada wrote it."]))[0]["answer"]  # doctest: +SKIP
+    >>> answer, = model.predict((["Who wrote it?"], ["Ada wrote it."]))  # doctest: +SKIP
+    >>> answer["answer"]  # doctest: +SKIP
     'Ada'
     """
 
