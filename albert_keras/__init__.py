@@ -13,7 +13,6 @@ Example:
 """
 
 import importlib
-import importlib.util
 import sys
 
 __version__ = "0.1.0"
@@ -54,8 +53,8 @@ _TENSORFLOW_ONLY = {
     "WordPieceTokenizer": "albert_keras.text.wordpiece_tokenizer",
 }
 # The Python task classes read their data with tf.data on every backend:
-# loaded wherever TensorFlow is installed (a JAX or torch machine without it
-# still imports the models).
+# loaded with the package on TensorFlow, and on first use on JAX and torch
+# (so that the model code alone imports no TensorFlow there).
 _WITH_TF_DATA = {
     "MaskedLM": "albert_keras.tasks.masked_lm",
     "MultipleChoice": "albert_keras.tasks.multiple_choice",
@@ -77,7 +76,6 @@ def load_all():
     names = dict(_PUBLIC)
     if importlib.import_module("keras").backend.backend() == "tensorflow":
         names.update(_TENSORFLOW_ONLY)
-    if importlib.util.find_spec("tensorflow") is not None:
         names.update(_WITH_TF_DATA)
     for name, module in names.items():
         setattr(package, name, getattr(importlib.import_module(module), name))
@@ -85,6 +83,10 @@ def load_all():
 
 def __getattr__(name):
     # only reached for names load_all did not set
+    if name in _WITH_TF_DATA:
+        value = getattr(importlib.import_module(_WITH_TF_DATA[name]), name)
+        setattr(sys.modules[__name__], name, value)
+        return value
     if name in _TENSORFLOW_ONLY:
         backend = importlib.import_module("keras").backend.backend()
         raise AttributeError(f"albert_keras.{name} runs on TensorFlow only (tf.text ops); "
