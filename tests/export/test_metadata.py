@@ -157,11 +157,11 @@ def wordpiece_classifier(tmp_path_factory):
     size = len(open(vocab, encoding="utf-8").read().splitlines())
     make_hf_model("BertModel", str(hf), vocab_size=size, max_position_embeddings=64)
     rows = [f"{'fox' if i % 2 else 'dog'} {t},{'fox' if i % 2 else 'dog'}"
-            for i, t in enumerate(make_sentences(80, seed=4))]
+            for i, t in enumerate(make_sentences(160, seed=4))]
     (folder / "train.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
     out = str(folder / "cls")
     finetune(str(hf), str(folder / "train.csv"), None, out, FinetuneConfig(
-        task="classify", epochs=3, batch_size=8, sequence_length=32, learning_rate=1e-3))
+        task="classify", epochs=6, batch_size=8, sequence_length=32, learning_rate=1e-3))
     return out
 
 
