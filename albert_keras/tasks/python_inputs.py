@@ -208,9 +208,10 @@ def python_choices(x, y=None, name="x"):
     if labels is not None and len(labels) != len(contexts):
         raise ValueError(f"y: {len(labels)} labels for {len(contexts)} questions")
     seconds, ids = [], []
+    count = len(_column(options[0], f"{name}[-1][0]")) if options else 0
     for row, (question, choices) in enumerate(zip(questions, options)):
         choices = _check_texts(_column(choices, f"{name}[-1][{row}]"), f"{name}[-1][{row}]")
-        if len(choices) < 2 or len(choices) != len(_column(options[0], "")):
+        if len(choices) < 2 or len(choices) != count:
             raise ValueError(f"{name}[-1][{row}]: {len(choices)} choices; every question needs "
                              f"the same number, 2 or more")
         seconds.append([f"{question or ''} {c}".strip() for c in choices])

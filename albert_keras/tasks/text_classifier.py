@@ -1,5 +1,7 @@
 """``TextClassifier``: classification (or regression) of raw texts and pairs."""
 
+import dataclasses
+
 import keras
 import numpy as np
 
@@ -52,7 +54,7 @@ class TextClassifier(TextTask):
         if model is not None:
             return cls(task_model=model, settings=_kept(cfg, model))
         cfg.pooling = resolve_pooling(cfg.pooling, str(source))
-        made = cls(encoder=encoder, settings=_as_dict(cfg))
+        made = cls(encoder=encoder, settings=dataclasses.asdict(cfg))
         labels = _labels(num_classes, labels, cfg.regression)
         if labels is not None:
             made._build(made.spec.replace(labels=labels))
@@ -168,16 +170,10 @@ def _check_labels(known, y):
                              f"knows {', '.join(known)}")
 
 
-def _as_dict(cfg):
-    import dataclasses
-
-    return dataclasses.asdict(cfg)
-
-
 def _kept(cfg, model):
     """The settings of a loaded classifier: its pooling and sequence length."""
     spec = model.task_spec or {}
-    kept = _as_dict(cfg)
+    kept = dataclasses.asdict(cfg)
     kept.update(pooling=model.pooling, dropout=model.dropout,
                 **{k: spec[k] for k in ("sequence_length", "truncate", "regression",
                                         "text_pair_column") if k in spec})

@@ -23,6 +23,7 @@ import argparse
 import os
 import tempfile
 
+import keras
 import numpy as np
 from objectives import sample_task  # the same rows as the fine-tuning comparison
 
@@ -89,6 +90,8 @@ def main():
     parser.add_argument("--c", type=float, default=0.01,
                         help="the probe's inverse L2 strength (sklearn's C)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the from-scratch weights' seed (unseeded, a run was not repeatable)")
     args = parser.parse_args()
 
     models = []
@@ -109,6 +112,7 @@ def main():
     result = {"task": os.path.basename(os.path.normpath(args.task)),
               "train_rows": len(train.texts), "eval_rows": len(evaluation.texts),
               "sequence_length": args.sequence_length, "c": args.c, "models": {}}
+    keras.utils.set_random_seed(args.seed)
     for name, folder, from_scratch in models:
         train_x, eval_x = layer_features(folder, (train.texts, evaluation.texts),
                                          args.sequence_length, from_scratch)
