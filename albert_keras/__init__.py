@@ -58,10 +58,13 @@ _TENSORFLOW_ONLY = {
 _WITH_TF_DATA = {
     "MaskedLM": "albert_keras.tasks.masked_lm",
     "MultipleChoice": "albert_keras.tasks.multiple_choice",
+    "Pretrainer": "albert_keras.training.pretrainer",
     "QuestionAnswerer": "albert_keras.tasks.question_answerer",
     "TextClassifier": "albert_keras.tasks.text_classifier",
     "TextEmbedder": "albert_keras.tasks.text_embedder",
     "TokenClassifier": "albert_keras.tasks.token_classifier",
+    "pretraining_data": "albert_keras.training.pretraining_inputs",
+    "pretraining_inputs": "albert_keras.training.pretraining_inputs",
 }
 __all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY, *_WITH_TF_DATA])
 

@@ -159,3 +159,26 @@ def _choice_error(value, choices):
         return None
     bad = bad[0]
     return f"must be one of {', '.join(map(str, choices))}, got {bad!r}"
+
+
+def config_from_keywords(config_class, options, where):
+    """A checked ``config_class`` from Python keyword ``options``; a keyword
+    that is not one of its fields is a ``ValueError`` naming it and ``where``.
+
+    Example:
+    >>> @dataclasses.dataclass
+    ... class Config:
+    ...     epochs: int = option(3, "passes")
+    ...     def validate(self):
+    ...         check_options(self)
+    >>> config_from_keywords(Config, {"epochs": 2}, "fit").epochs
+    2
+    """
+    fields = {f.name for f in dataclasses.fields(config_class)}
+    unknown = sorted(set(options) - fields)
+    if unknown:
+        raise ValueError(f"{where}: unknown setting {unknown[0]!r}; the settings are "
+                         f"{config_class.__name__}'s fields")
+    config = config_class(**options)
+    config.validate()
+    return config

@@ -8,6 +8,8 @@ bf16 matmuls through conversions to float32: on a 2-core AVX2 EPYC an
 picks float32 there.
 """
 
+import contextlib
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 PRECISION_CHOICES = ("auto",) + PRECISIONS
 
@@ -104,3 +106,25 @@ def resolve_precision(precision, cpuinfo="/proc/cpuinfo"):
     if accelerator:
         return accelerator
     return "mixed_bfloat16" if cpu_has_native_bf16(cpuinfo) else "float32"
+
+
+@contextlib.contextmanager
+def global_policy(precision):
+    """Keras' global dtype policy set to ``precision`` inside the block, and
+    the caller's again after it (a model built next in the same process
+    would otherwise silently compute in bfloat16).
+
+    Example:
+    >>> import keras
+    >>> with global_policy("mixed_bfloat16"):
+    ...     keras.mixed_precision.global_policy().name
+    'mixed_bfloat16'
+    """
+    import keras
+
+    caller = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(precision)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(caller)

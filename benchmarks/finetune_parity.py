@@ -240,9 +240,9 @@ def _task_files(args, work):
 def _read_task(args, files):
     """``(task, spec, train_data, eval_data)`` as ``finetune`` reads them."""
     from albert_keras.model_folder import read_tokenizer
-    from albert_keras.tasks.finetune import task_spec
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.tasks.registry import get_task
+    from albert_keras.tasks.task_run import task_spec
 
     tokenizer = read_tokenizer(args.init)
     task = get_task(args.kind)

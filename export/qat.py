@@ -38,8 +38,8 @@ def qat_finetune(model, spec, train_path, tokenizer, epochs=1, learning_rate=1e-
         epochs, learning_rate, batch_size: the QAT fine-tune (short and
             gentle: the model is already trained).
     """
-    from albert_keras.tasks.finetune import make_dataset
     from albert_keras.tasks.registry import get_task
+    from albert_keras.tasks.task_run import make_dataset
 
     if spec is None:
         raise ValueError("QAT needs a fine-tuned task folder (task.json and a training file)")

@@ -260,7 +260,7 @@ def _add_embed(sub):
     p.add_argument("--out", default="-", help=".npy or JSONL file (default: JSONL on stdout)")
     p.add_argument("--layers", default="-1",
                    help="comma-separated; 0 = embeddings, -1 = last (default: %(default)s)")
-    p.add_argument("--pooling", default="mean", choices=("mean", "cls", "pooled"),
+    p.add_argument("--pooling", default="mean", choices=("mean", "max", "cls", "pooled"),
                    help="(default: %(default)s)")
     p.add_argument("--combine", default="concat", choices=("concat", "mean"),
                    help="how several layers are joined (default: %(default)s)")

@@ -6,7 +6,8 @@ from keras import ops
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 
-POOLINGS = ("mean", "cls", "pooled")
+POOLINGS = ("mean", "max", "cls", "pooled")
+TOKEN_POOLINGS = ("mean", "max", "cls")
 COMBINES = ("concat", "mean")
 
 
@@ -16,7 +17,7 @@ class LayerPooling(keras.layers.Layer):
 
     Args:
         layers: indices into the N states (0 = embeddings, -1 = last layer).
-        pooling: ``mean`` over real tokens or ``cls`` (token 0).
+        pooling: ``mean`` or ``max`` over real tokens, or ``cls`` (token 0).
         combine: ``concat`` (D = H * len(layers)) or ``mean`` (D = H).
         normalize: L2-normalize the result.
     """
@@ -24,8 +25,8 @@ class LayerPooling(keras.layers.Layer):
     def __init__(self, layers=(-1,), pooling="mean", combine="concat", normalize=False,
                  **kwargs):
         super().__init__(**kwargs)
-        if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+        if pooling not in TOKEN_POOLINGS:
+            raise ValueError(f"pooling must be one of {TOKEN_POOLINGS}, got {pooling!r}")
         if combine not in COMBINES:
             raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
         self.layers_ = [int(i) for i in layers]
@@ -43,6 +44,10 @@ class LayerPooling(keras.layers.Layer):
             h = states[:, index]
             if self.pooling == "cls":
                 vectors.append(h[:, 0])
+            elif self.pooling == "max":
+                # padding pushed far below any state, as sentence-transformers'
+                # max pooling does, so an all-negative feature stays negative
+                vectors.append(ops.max(h * mask + (mask - 1.0) * 1e9, axis=1))
             else:
                 vectors.append(ops.sum(h * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1.0))
         if self.combine == "mean":
@@ -74,7 +79,7 @@ class LayerPooling(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class AlbertEmbedder(TaskModel):
-    """Text embeddings: ``mean``/``cls`` pooling of chosen layers, or the
+    """Text embeddings: ``mean``/``max``/``cls`` pooling of chosen layers, or the
     ``pooled`` (tanh pooler) output.
 
     Inputs: the encoder's three. Output: ``embeddings`` ``[B, D]`` float32.
@@ -84,7 +89,7 @@ class AlbertEmbedder(TaskModel):
             one, an encoder with ``output_hidden_states=True`` is built from
             it, sharing its weights.
         layers: hidden-state indices (0 = embedding output, -1 = last).
-        pooling: ``mean`` (over real tokens), ``cls`` (token 0) or
+        pooling: ``mean`` or ``max`` (over real tokens), ``cls`` (token 0) or
             ``pooled`` (the pretrained pooler; last layer only).
         combine: ``concat`` or ``mean`` over the chosen layers.
         normalize: L2-normalize the vectors.

@@ -48,9 +48,12 @@ class BestEpoch(keras.callbacks.Callback):
         self.best_outputs = None
 
     def on_epoch_end(self, epoch, logs=None):
-        outputs = (predict_in_buckets(self.model, self.evaluation.x, self.batch_size)
+        # a task object (``TextTask``) predicts raw text; its task model
+        # takes the packed rows
+        model = getattr(self.model, "task_model", self.model)
+        outputs = (predict_in_buckets(model, self.evaluation.x, self.batch_size)
                    if self.length_buckets else
-                   self.model.predict(self.evaluation.x, batch_size=self.batch_size, verbose=0))
+                   model.predict(self.evaluation.x, batch_size=self.batch_size, verbose=0))
         scores = self.task.score(self.spec, self.evaluation, outputs)
         if self.metric not in scores:
             known = sorted(k for k, v in scores.items() if isinstance(v, float))
@@ -58,6 +61,8 @@ class BestEpoch(keras.callbacks.Callback):
                              f"scores {known}")
         value = float(scores[self.metric])
         self.history.append(value)
+        if logs is not None:  # Keras' history (and metrics.csv) get the score: val_accuracy
+            logs[f"{'val' if self.name == 'validation' else self.name}_{self.metric}"] = value
         # a tie goes to the later, longer-trained epoch (small eval files tie
         # often, and the earlier weights are the less settled ones)
         better = self.best is None or value >= self.best

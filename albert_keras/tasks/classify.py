@@ -24,6 +24,7 @@ class Classify(Task):
     """Text (or text pair) classification and regression (CSV/TSV/JSONL)."""
 
     name = "classify"
+    python_class = "albert_keras.tasks.text_classifier:TextClassifier"
 
     def new_spec(self, **fields):
         # Class names come from the training file; a regression has none.

@@ -20,6 +20,7 @@ class QuestionAnswering(Task):
     """Span extraction over sliding windows of the context."""
 
     name = "qa"
+    python_class = "albert_keras.tasks.question_answerer:QuestionAnswerer"
 
     def read(self, path, spec, tokenizer, require_labels=True):
         examples = readers.read_squad(path, require_answers=require_labels)

@@ -21,6 +21,7 @@ class Tag(Task):
     """Token classification (named entities, parts of speech) on CoNLL files."""
 
     name = "tag"
+    python_class = "albert_keras.tasks.token_classifier:TokenClassifier"
     per_token_targets = ("logits",)
 
     def new_spec(self, **fields):

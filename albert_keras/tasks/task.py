@@ -101,6 +101,9 @@ class Task:
     """One fine-tuning task."""
 
     name = None
+    # The Python task class ("module:Class", a ``TextTask``): what
+    # ``albert-keras finetune`` trains, and what Python users call.
+    python_class = None
     # The targets (and weights) that run along the sequence, cut with the
     # inputs when batches are bucketed by length (a tagger's labels).
     per_token_targets = ()

@@ -14,16 +14,24 @@ import logging
 import os
 
 import keras
+import numpy as np
+import tensorflow as tf
 
+from albert_keras.data.length_buckets import ENCODER_INPUTS
+from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.options import name_of
 from albert_keras.tasks.best_epoch import epoch_selector
 from albert_keras.tasks.best_epoch import hold_out
 from albert_keras.tasks.best_epoch import selection_report
+from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import size_defaults
+from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task_fields import task_field_names
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
 
@@ -67,6 +75,71 @@ def read_task_sets(task, spec, pieces, paths, validation_split, seed):
     return TaskSets(train, evaluation, validation), spec
 
 
+def task_spec(cfg):
+    """The ``TaskSpec`` of a new run; the training file fills in its labels."""
+    return get_task(cfg.task).new_spec(**{k: getattr(cfg, k) for k in task_field_names()})
+
+
+def truncation_report(data, sequence_length, max_length=None):
+    """How many training inputs ``sequence_length`` cuts, logged as a warning.
+
+    A cut input loses its end silently, and a long-text task can lose much of
+    its signal that way (State of the Union paragraphs: a quarter are longer
+    than 128 pieces). The warning names the length that keeps 95% whole.
+
+    Args:
+        data: the training ``TaskData``; its ``extra["lengths"]`` holds each
+            input's whole length (set by the tasks that pack whole texts).
+        sequence_length: the packed length.
+        max_length: the longest input the model reads (its
+            ``max_position_embeddings``); when keeping 95% whole needs more,
+            the warning says so instead of suggesting a length the run would
+            refuse.
+
+    Returns:
+        ``{"train_inputs_cut": n, "train_length_p95": pieces}``, or ``{}``
+        when the task does not report lengths.
+    """
+    lengths = data.extra.get("lengths")
+    if lengths is None or not len(lengths):
+        return {}
+    cut = int((lengths > sequence_length).sum())
+    p95 = int(np.ceil(np.percentile(lengths, 95)))
+    if cut:
+        advice = f"{p95} pieces keep 95% of the inputs whole"
+        if max_length is not None and p95 > max_length:
+            advice += f", more than the model's {max_length} (max_position_embeddings)"
+        logger.warning(f"{cut} of {len(lengths)} training inputs ({cut / len(lengths):.0%}) "
+                       f"are longer than sequence_length {sequence_length} pieces and are "
+                       f"cut; {advice}")
+    return {"train_inputs_cut": cut, "train_length_p95": p95}
+
+
+def make_dataset(data, batch_size, shuffle, seed, length_buckets=None):
+    """The batches of ``data``: with ``length_buckets`` (a ``Task``, whose
+    ``per_token_targets`` are cut too), shuffled length-bucketed batches
+    (``albert_keras.data.length_buckets``); else every row at full length."""
+    parts = (data.x, data.y) if data.sample_weight is None else (data.x, data.y, data.sample_weight)
+    if length_buckets is not None:
+        return bucketed_dataset(parts, batch_size, seed,
+                                ENCODER_INPUTS + tuple(length_buckets.per_token_targets))
+    ds = tf.data.Dataset.from_tensor_slices(parts)
+    if shuffle:
+        ds = ds.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
+    # Whole batches only when training (static shapes for TPUs), if there
+    # is at least one.
+    return ds.batch(batch_size, drop_remainder=shuffle and len(data) >= batch_size).prefetch(2)
+
+
+def bucketed(cfg):
+    """Whether training batches are bucketed by length: asked for, and not on
+    a TPU, whose compiled step needs one static shape for the whole run."""
+    if cfg.length_buckets and getattr(cfg, "strategy", None) == "tpu":
+        logger.info("on a TPU every batch is padded to --seq-length (length buckets off)")
+        return False
+    return cfg.length_buckets
+
+
 def with_size_defaults(cfg, hidden_size):
     """``cfg`` with the learning rate and batch size for the encoder's width
     filled in where they are None (and said in one line)."""
@@ -87,7 +160,7 @@ def task_optimizer(cfg, encoder, total_steps):
         ema_momentum=getattr(cfg, "ema", None))
 
 
-def fit_with_selection(model, dataset, run, folder, callbacks=()):
+def fit_with_selection(model, dataset, run, folder=None, callbacks=(), fit=None, verbose=2):  # noqa: PLR0913 (the run, and how its fit is called and shown)
     """``fit`` with the run's callbacks; keeps the best epoch's weights.
 
     Args:
@@ -96,8 +169,11 @@ def fit_with_selection(model, dataset, run, folder, callbacks=()):
         run: ``(task, spec, sets, cfg, total_steps)``: what the epochs are
             scored and chosen by (``cfg.select_metric``, ``cfg.patience``,
             ``cfg.epochs``, and ``cfg.ema`` when the config has it).
-        folder: where ``metrics.csv`` goes.
+        folder: where ``metrics.csv`` goes (None: nowhere).
         callbacks: the caller's callbacks, after ours.
+        fit: the fit to call (default ``model.fit``; a task object passes
+            Keras' own, as its ``fit`` reads raw text).
+        verbose: Keras' ``verbose``.
 
     Returns:
         ``(history, best)``; ``best`` is the epoch selector or None.
@@ -107,8 +183,9 @@ def fit_with_selection(model, dataset, run, folder, callbacks=()):
     """
     task, spec, sets, cfg, total = run
     guard = NanGuard()
-    chain = [guard, keras.callbacks.CSVLogger(os.path.join(folder, METRICS_CSV)),
-             ProgressLog(total, every=50), *callbacks]
+    chain = [guard, ProgressLog(total, every=50), *callbacks]
+    if folder is not None:
+        chain.insert(1, keras.callbacks.CSVLogger(os.path.join(folder, METRICS_CSV)))
     best = epoch_selector(task, spec, sets.evaluation, sets.validation, cfg.select_metric,
                           cfg.patience, getattr(cfg, "length_buckets", True))
     if best is not None:
@@ -121,9 +198,11 @@ def fit_with_selection(model, dataset, run, folder, callbacks=()):
     # one plain line per epoch (ProgressLog adds one per 50 steps); the
     # dataset shuffles itself, and Keras warns on shuffle=True with one
     build_optimizer(model)  # the training step is then traced once, not twice
-    history = model.fit(dataset, epochs=cfg.epochs, shuffle=False, callbacks=chain, verbose=2)
+    history = (fit or model.fit)(dataset, epochs=cfg.epochs, shuffle=False, callbacks=chain,
+                                 verbose=verbose)
     if guard.bad_step is not None:
-        raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower --learning-rate")
+        raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower "
+                           f"{name_of(FinetuneConfig, 'learning_rate')}")
     return history, best
 
 

@@ -15,7 +15,8 @@ class TextEmbedder(keras.Model):
     """Sentence vectors: the encoder's states pooled over each text's tokens.
 
     ``pooling="mean"`` averages the last layer over the real tokens (what
-    sentence-transformers' mean pooling does), ``"cls"`` takes the
+    sentence-transformers' mean pooling does), ``"max"`` takes each feature's
+    largest value over them (its max pooling), ``"cls"`` takes the
     ``[CLS]`` row and ``"pooled"`` the pooler's output; ``layers`` picks
     other states (``-2``: the one below the last).
 

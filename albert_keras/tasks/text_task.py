@@ -9,7 +9,11 @@ same length-bucketed batches, the same AdamW schedule by default. Its
 command line's folders load back with ``from_preset``.
 """
 
+import contextlib
 import dataclasses
+import functools
+import importlib
+import logging
 import os
 
 import keras
@@ -17,29 +21,29 @@ import keras
 from albert_keras.files import writing_folder
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
-from albert_keras.optimizers.optimizer import build_optimizer
-from albert_keras.tasks.finetune import make_dataset
-from albert_keras.tasks.finetune import task_spec
+from albert_keras.options import config_from_keywords
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
+from albert_keras.tasks.task_run import TaskSets
+from albert_keras.tasks.task_run import bucketed
+from albert_keras.tasks.task_run import fit_with_selection
+from albert_keras.tasks.task_run import make_dataset
 from albert_keras.tasks.task_run import predict_outputs
 from albert_keras.tasks.task_run import task_optimizer
+from albert_keras.tasks.task_run import task_spec
+from albert_keras.tasks.task_run import truncation_report
 from albert_keras.tasks.task_run import with_size_defaults
+from albert_keras.tasks.tokenizer_fit import check_tokenizer_fit
 from albert_keras.training.unused_weights import unused_pooler_quiet
+
+logger = logging.getLogger(__name__)
 
 
 def finetune_settings(task_name, options, where):
     """A checked ``FinetuneConfig`` of ``task_name`` from keyword ``options``."""
     options = {k: v for k, v in options.items() if k != "task"}
-    fields = {f.name for f in dataclasses.fields(FinetuneConfig)}
-    unknown = sorted(set(options) - fields)
-    if unknown:
-        raise ValueError(f"{where}: unknown setting {unknown[0]!r}; the settings are "
-                         f"FinetuneConfig's fields")
-    cfg = FinetuneConfig(task=task_name, **options)
-    cfg.validate()
-    return cfg
+    return config_from_keywords(FinetuneConfig, {**options, "task": task_name}, where)
 
 
 @dataclasses.dataclass
@@ -160,30 +164,88 @@ class TextTask(keras.Model):
 
         ``batch_size``, ``epochs`` and the learning rate default to the
         settings (by the encoder's width when not given, as on the command
-        line). ``validation_data`` is ``(texts, labels)``.
+        line). ``validation_data`` is ``(texts, labels)``: it is scored with
+        the task's own metric after every epoch (``val_<metric>`` in the
+        history) and the best epoch's weights are kept, as
+        ``albert-keras finetune --validation`` does. Training runs the one
+        path the command line runs (``fit_rows``).
         """
         data, spec = self._data(x, y)
+        changes = {k: v for k, v in (("batch_size", batch_size), ("epochs", epochs)) if v}
+        self.settings = dataclasses.replace(self.settings, **changes)
+        held_out = None
+        if validation_data is not None:
+            held_out, _ = self._data(*validation_data, name="validation_data", spec=spec)
+        keras_fit = functools.partial(super().fit, **kwargs)
+        history, _, _ = self.fit_rows(TaskSets(data, validation=held_out), spec,
+                                      callbacks or (), fit=keras_fit, verbose=verbose)
+        return history
+
+    def fit_rows(self, sets, spec, callbacks=(), folder=None, where="x", fit=None,  # noqa: PLR0913 (the rows, and how the run is shown and kept)
+                 verbose=2):
+        """Trains on rows already read: the one training path of ``fit`` and
+        of ``albert-keras finetune``.
+
+        The head is built for ``spec`` when it is not yet; the learning rate
+        and batch size take the width's defaults; ``compile``'s choices (by
+        default AdamW with warmup and linear decay over the run's steps)
+        apply; batches are bucketed by length; the best epoch on
+        ``sets.evaluation`` or ``sets.validation`` is kept.
+
+        Args:
+            sets: a ``TaskSets`` (``train``, and the optional scored rows).
+            spec: the ``TaskSpec`` the training rows completed.
+            callbacks: the caller's Keras callbacks.
+            folder: where ``metrics.csv`` goes (None: nowhere).
+            where: what the training rows are called in errors (a file).
+            fit: Keras' fit to call (``fit``'s, with its extra arguments).
+            verbose: Keras' ``verbose``.
+
+        Returns:
+            ``(history, best, report)``: Keras' history, the epoch selector
+            (or None) and the truncation report.
+        """
+        with self._strategy_scope():  # the head and optimizer on the model's devices
+            self._settle(spec)
+            self.settings = with_size_defaults(self.settings, self.encoder.config.hidden_size)
+            report = self._check_rows(sets.train, where)
+            cfg = self.settings
+            steps = max(1, len(sets.train) // cfg.batch_size) * cfg.epochs
+            if self._defaults_compile or self.optimizer is None:
+                self._apply_compile(steps)
+            dataset = make_dataset(sets.train, cfg.batch_size, True, cfg.seed,
+                                   self.task if bucketed(cfg) else None)
+            with unused_pooler_quiet():  # a tagger reads no pooler: Keras' warning is noise
+                history, best = fit_with_selection(
+                    self, dataset, (self.task, spec, sets, cfg, steps), folder, callbacks,
+                    fit=fit or super().fit, verbose=verbose)
+        return history, best, report
+
+    def _settle(self, spec):
+        """The head built for ``spec``, or the built one told what the
+        training rows settled (the number of choices, a pair column)."""
         if self.task_model is None:
             self._build(spec)
-        else:  # what the training rows settle (the number of choices, a pair column)
+        else:
             self.task_model.task_spec = spec.to_json()
-        changes = {k: v for k, v in (("batch_size", batch_size), ("epochs", epochs)) if v}
-        self.settings = with_size_defaults(dataclasses.replace(self.settings, **changes),
-                                           self.encoder.config.hidden_size)
-        cfg = self.settings
-        steps = max(1, len(data) // cfg.batch_size) * cfg.epochs
-        if self._defaults_compile or self.optimizer is None:
-            self._apply_compile(steps)
-        dataset = make_dataset(data, cfg.batch_size, True, cfg.seed,
-                               self.task if cfg.length_buckets else None)
-        validation = None
-        if validation_data is not None:
-            held_out, _ = self._data(*validation_data, name="validation_data")
-            validation = make_dataset(held_out, 64, False, cfg.seed)
-        build_optimizer(self)  # the training step is then traced once, not twice
-        with unused_pooler_quiet():  # a tagger reads no pooler: Keras' warning is noise
-            return super().fit(dataset, epochs=cfg.epochs, validation_data=validation,
-                               callbacks=callbacks, verbose=verbose, shuffle=False, **kwargs)
+
+    def _check_rows(self, train, where):
+        """The training rows fit the model (vocabulary, length); returns the
+        truncation report."""
+        config = self.encoder.config
+        check_tokenizer_fit(self.tokenizer, config.vocab_size, train.x["token_ids"],
+                            train.x["padding_mask"], where)
+        if self.settings.sequence_length > config.max_position_embeddings:
+            raise ValueError(f"sequence_length {self.settings.sequence_length} exceeds the "
+                             f"model's max_position_embeddings {config.max_position_embeddings}")
+        return truncation_report(train, self.settings.sequence_length,
+                                 config.max_position_embeddings)
+
+    def _strategy_scope(self):
+        """The ``tf.distribute`` strategy the object was made under (a head
+        built later, and the optimizer, go on its devices); elsewhere none."""
+        strategy = getattr(self, "distribute_strategy", None)  # TensorFlow's Keras only
+        return strategy.scope() if strategy is not None else contextlib.nullcontext()
 
     def _build(self, spec):
         """The task model, once the training labels have completed ``spec``."""
@@ -236,6 +298,27 @@ class TextTask(keras.Model):
         else:
             config["task_model"] = keras.saving.serialize_keras_object(self.task_model)
         return config
+
+    @classmethod
+    def for_task(cls, name):
+        """The Python class of the task unit ``name`` (``TextClassifier``
+        for ``classify``)."""
+        module, attr = get_task(name).python_class.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    @classmethod
+    def new_head(cls, origin, settings):
+        """An object whose new head ``fit_rows`` builds on ``origin``'s
+        encoder (a ``ModelSource``; a fine-tuned folder gives its encoder):
+        what ``albert-keras finetune`` trains."""
+        encoder = origin.encoder(dtype=settings.precision, from_scratch=settings.from_scratch,
+                                 dropout=settings.encoder_dropout)
+        encoder.tokenizer = origin.tokenizer  # the one the rows were read with
+        options = get_task(cls.task_name).head_options(settings, origin)
+        if options:
+            settings = dataclasses.replace(settings, **options)
+            logger.info("head: " + ", ".join(f"{k} {v}" for k, v in options.items()))
+        return cls(encoder=encoder, settings=dataclasses.asdict(settings))
 
     @classmethod
     def _source_model(cls, source, tokenizer, settings):

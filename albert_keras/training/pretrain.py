@@ -72,7 +72,7 @@ class TrainingError(RuntimeError):
     """Training stopped for a reason the user must act on."""
 
 
-def _init_source(init, vocab_size):
+def init_source(init, vocab_size):
     """``(model, encoder)`` to continue pretraining from, loaded once.
 
     ``model`` is a pretrainer (its heads are kept) or an encoder; a folder's
@@ -232,7 +232,7 @@ def _model(run, strategy):
     if resume_path:
         pass  # the checkpoint holds the model (checked when it was new)
     elif run.config.init:
-        source, source_encoder = _init_source(run.config.init, run.manifest["vocab_size"])
+        source, source_encoder = init_source(run.config.init, run.manifest["vocab_size"])
         config = source_encoder.config
     else:
         config = get_preset(run.config.preset, vocab_size=run.manifest["vocab_size"],
@@ -252,11 +252,11 @@ def _model(run, strategy):
             encoder = rebuilt(source_encoder, dtype=None, output_hidden_states=False,
                               quantize_aware=False, cls_only=False)
             encoder.set_weights(source_encoder.get_weights())
-            model = _build(run.objective, encoder, run.config)
+            model = build_objective_model(run.objective, encoder, run.config)
             run.objective.continue_from(source, model)
             logger.info(f"starting from {run.config.init}")
         else:
-            model = _build(run.objective, build_backbone(config), run.config)
+            model = build_objective_model(run.objective, build_backbone(config), run.config)
     return model, initial_epoch
 
 
@@ -390,7 +390,9 @@ def _finish(run, model, fitted, precision):
     return metrics
 
 
-def _build(objective, encoder, train_config):
+def build_objective_model(objective, encoder, train_config):
+    """The objective's model on ``encoder``, compiled with the run's optimizer
+    (LAMB or AdamW, warmup then linear decay, clipping)."""
     optimizer = make_optimizer(
         train_config.optimizer,
         learning_rate=train_config.learning_rate,

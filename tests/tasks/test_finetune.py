@@ -445,7 +445,7 @@ def test_truncation_warning_does_not_suggest_a_length_the_model_refuses(caplog):
     import logging
     import types
 
-    from albert_keras.tasks.finetune import truncation_report
+    from albert_keras.tasks.task_run import truncation_report
 
     lengths = np.array([100] * 10 + [700] * 10)
     data = types.SimpleNamespace(extra={"lengths": lengths})

@@ -4,9 +4,9 @@ one side, features and scoring kept in step, stratified by class."""
 import numpy as np
 import pytest
 
-from albert_keras.tasks.finetune import task_spec
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task_run import task_spec
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 
 # Short sequences so that QA contexts need several windows and tag

@@ -149,23 +149,30 @@ def test_bad_python_input_is_one_value_error_naming_the_argument(bert_folder, tm
     assert not os.path.exists(tmp_path / "never")
 
 
-def test_text_embedder_mean_pooling_is_transformers(bert_folder):
+@pytest.mark.parametrize("pooling", ["mean", "max"])
+def test_text_embedder_pooling_is_sentence_transformers(bert_folder, pooling):
+    """Mean and max pooling as sentence-transformers' Pooling module does them
+    (run on transformers' BertModel output, on the same folder)."""
     import torch
+    from sentence_transformers.models import Pooling
     from transformers import BertModel
     from transformers import BertTokenizerFast
 
     texts = ["the quick fox jumps", "a dog sleeps under the table today", "fox"]
-    vectors = albert_keras.TextEmbedder.from_preset(bert_folder, pooling="mean").predict(texts)
+    vectors = albert_keras.TextEmbedder.from_preset(bert_folder, pooling=pooling).predict(texts)
     hf = BertModel.from_pretrained(bert_folder).eval()
     tokenizer = BertTokenizerFast(os.path.join(bert_folder, "vocab.txt"), do_lower_case=True)
     batch = tokenizer(texts, padding=True, return_tensors="pt")
+    pool = Pooling(hf.config.hidden_size, pooling_mode=pooling)
     with torch.no_grad():
         states = hf(**batch).last_hidden_state
-    mask = batch["attention_mask"][..., None].float()
-    expected = ((states * mask).sum(1) / mask.sum(1)).numpy()
+        expected = pool({"token_embeddings": states,
+                         "attention_mask": batch["attention_mask"]})["sentence_embedding"]
+    expected = expected.numpy()
     cosine = (vectors * expected).sum(-1) / (
         np.linalg.norm(vectors, axis=-1) * np.linalg.norm(expected, axis=-1))
     assert vectors.shape == (3, expected.shape[-1]) and cosine.min() >= 0.9999
+    np.testing.assert_allclose(vectors, expected, atol=1e-4)
 
 
 @pytest.mark.parametrize("backend", ["jax"])
