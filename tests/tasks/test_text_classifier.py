@@ -175,6 +175,47 @@ def test_text_embedder_pooling_is_sentence_transformers(bert_folder, pooling):
     np.testing.assert_allclose(vectors, expected, atol=1e-4)
 
 
+_MIRRORED = """
+import json, sys
+import tensorflow as tf
+cpu, = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras, albert_keras
+folder, texts, labels, test_texts, settings = json.loads(sys.argv[1])
+keras.utils.set_random_seed(0)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    model = albert_keras.TextClassifier.from_preset(folder, **settings)
+model.fit(texts, labels, verbose=0)  # the head is built here, from the labels
+head = model.task_model.weights[-1]  # the head's last variable
+print(json.dumps({"replicas": strategy.num_replicas_in_sync,
+                  "head_mirrored": type(head.value).__name__,
+                  "optimizer_mirrored": type(model.optimizer.iterations.value).__name__,
+                  "probabilities": model.predict(test_texts).tolist()}))
+"""
+
+
+def test_fit_under_a_mirrored_strategy_on_two_logical_cpus(bert_folder):
+    """Made under ``strategy.scope()``, the head ``fit`` builds later and the
+    optimizer are mirrored, and the model learns with two replicas."""
+    texts, labels = _rows(96, seed=1)
+    test_texts, test_labels = _rows(24, seed=2)
+    settings = dict(SETTINGS, epochs=3)
+    out = subprocess.run(
+        [sys.executable, "-c", _MIRRORED,
+         json.dumps([bert_folder, texts, labels, test_texts, settings])],
+        capture_output=True, text=True, timeout=600, cwd=os.getcwd(),
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["replicas"] == 2
+    assert "Mirrored" in result["head_mirrored"], result["head_mirrored"]
+    assert "Mirrored" in result["optimizer_mirrored"], result["optimizer_mirrored"]
+    predicted = np.asarray(result["probabilities"]).argmax(-1)
+    accuracy = float(np.mean([("dog", "fox")[i] == y for i, y in zip(predicted, test_labels)]))
+    assert accuracy >= 0.8, accuracy  # the words name the label; chance is 0.5
+
+
 @pytest.mark.parametrize("backend", ["jax"])
 def test_fit_and_predict_on_another_backend(bert_folder, tmp_path, backend):
     """The text is read on the host, the model runs on the backend."""
