@@ -301,9 +301,14 @@ class ModelSource:
 
     def data_file(self, key):
         """The ``train`` or ``eval`` file the folder was fine-tuned on, if it
-        still exists (from ``train_config.json``), else None."""
+        still exists (from ``train_config.json``; a relative name is a file
+        in the folder, as ``save_to_preset`` keeps the rows it was fit on),
+        else None."""
         value = self.train_config.get(key)
-        return value if isinstance(value, str) and os.path.isfile(value) else None
+        if not isinstance(value, str):
+            return None
+        path = os.path.join(folder_of(self.path), value)  # an absolute value stays as it is
+        return path if os.path.isfile(path) else None
 
     def task_model(self):
         """``(model, task_spec_dict)`` of a fine-tuned folder."""

@@ -39,6 +39,9 @@ from albert_keras.training.unused_weights import unused_pooler_quiet
 
 logger = logging.getLogger(__name__)
 
+# the rows ``fit`` saw, kept by ``save_to_preset`` (up to 500)
+SEEN_ROWS_FILE = "train_rows.csv"
+
 
 def finetune_settings(task_name, options, where):
     """A checked ``FinetuneConfig`` of ``task_name`` from keyword ``options``."""
@@ -278,14 +281,21 @@ class TextTask(keras.Model):
 
     def save_to_preset(self, folder):
         """Writes the command line's model folder (``model.keras``, the
-        tokenizer, ``task.json``): ``albert-keras evaluate``, ``predict`` and
-        ``export`` read it, and ``from_preset(folder)`` loads it back.
-        Nothing is left half-written."""
+        tokenizer, ``task.json``, and a classifier's ``train_rows.csv``, up
+        to 500 of the rows ``fit`` saw, which an export of the folder
+        validates on): ``albert-keras evaluate``, ``predict`` and ``export``
+        read it, and ``from_preset(folder)`` loads it back. Nothing is left
+        half-written."""
         self._need_model("save_to_preset")
         if self.tokenizer is None:
             raise ValueError(f"{folder}: the model carries no tokenizer to save")
         settings = {**dataclasses.asdict(self.settings), "init": None}
         with writing_folder(folder) as tmp:
+            # a sample of the rows fit saw, which an export of the folder
+            # validates and calibrates on, as on a command-line folder's files
+            writer = getattr(self, "write_seen_rows", None)
+            if writer is not None and writer(os.path.join(tmp, SEEN_ROWS_FILE)):
+                settings["train"] = SEEN_ROWS_FILE
             write_task_folder(tmp, self.task_model, self.tokenizer, self.spec.to_json(), {},
                               settings)
         return folder
