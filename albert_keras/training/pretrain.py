@@ -28,24 +28,15 @@ from albert_keras.files import read_json
 from albert_keras.files import removed_on_failure
 from albert_keras.files import write_json
 from albert_keras.model_folder import CHECKPOINTS
-from albert_keras.model_folder import ENCODER_FILE
 from albert_keras.model_folder import LOGS
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.model_folder import METRICS_FILE
-from albert_keras.model_folder import PRETRAINER_FILE
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
-from albert_keras.model_folder import is_checkpoint_folder
-from albert_keras.model_folder import load_checkpoint_folder
-from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
-from albert_keras.models.backbone import is_backbone
 from albert_keras.models.backbone import rebuilt
-from albert_keras.optimizers.optimizer import build_optimizer
-from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.options import name_of
 from albert_keras.precision import resolve_precision
 from albert_keras.presets import get_preset
-from albert_keras.saving import load_model
 from albert_keras.text.registry import load_tokenizer
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
@@ -56,43 +47,21 @@ from albert_keras.training.callbacks import interactive
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.datasets import eval_dataset
 from albert_keras.training.datasets import short_seq_manifest
-from albert_keras.training.datasets import train_dataset
 from albert_keras.training.objectives import get_objective
 from albert_keras.training.pretrain_config import SAFE_ON_RESUME
 from albert_keras.training.pretrain_config import PretrainConfig
 from albert_keras.training.pretrain_config import resume_conflicts
+from albert_keras.training.pretrainer import Pretrainer
+from albert_keras.training.pretrainer import build_objective_model
+from albert_keras.training.pretrainer import init_source
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
-from albert_keras.training.unused_weights import unused_pooler_quiet
 
 logger = logging.getLogger(__name__)
 
 class TrainingError(RuntimeError):
     """Training stopped for a reason the user must act on."""
-
-
-def init_source(init, vocab_size):
-    """``(model, encoder)`` to continue pretraining from, loaded once.
-
-    ``model`` is a pretrainer (its heads are kept) or an encoder; a folder's
-    ``pretrainer.keras`` is preferred to its ``encoder.keras``.
-    """
-    if is_checkpoint_folder(init):
-        path, model = init, load_checkpoint_folder(init)
-    else:
-        path = model_file(init, (PRETRAINER_FILE, ENCODER_FILE))
-        model = load_model(path)
-    standalone = getattr(model, "standalone_encoder", None)
-    encoder = standalone() if standalone else getattr(model, "encoder", model)
-    if not is_backbone(encoder):
-        raise ValueError(f"{path}: {type(model).__name__} has no encoder")
-    if encoder.config.vocab_size != vocab_size:
-        raise ValueError(
-            f"{path}: vocabulary of {encoder.config.vocab_size} pieces, but the data "
-            f"was made with {vocab_size}; create the data with this model's tokenizer"
-        )
-    return model, encoder
 
 
 def pretrain(data_dir, out_dir, train_config=None):
@@ -289,9 +258,11 @@ def _callbacks(run, chief, eval_ds):
 
 
 def _fit(run, model, strategy, initial_epoch, chief):
-    """Trains every phase not done yet; ``{"tokens", "wall", "start_step",
-    "stopped_early"}`` of this call."""
+    """Trains every phase not done yet, through ``Pretrainer.train_phase`` (the
+    training call Python's ``Pretrainer.fit`` makes); ``{"tokens", "wall",
+    "start_step", "stopped_early"}`` of this call."""
     c = run.config
+    pretrainer = Pretrainer.around(model, run.objective, c, strategy)
     eval_ds = eval_dataset(strategy, run.data_dir, run.manifest, c, run.objective)
     callbacks, nan_guard, budget = _callbacks(run, chief, eval_ds)
     live = interactive() and not os.environ.get("CI")
@@ -309,25 +280,16 @@ def _fit(run, model, strategy, initial_epoch, chief):
                         f"{min(end * c.steps_per_epoch, c.total_steps)}, sequences of "
                         f"{phase_len} from {phase_data} (epochs {begin + 1}-{end} of the "
                         f"run's {run.phases[-1][3]})")
-        # A resumed run continues with the batches an uninterrupted run would see.
-        train_ds = train_dataset(strategy, phase_data, c, run.objective,
-                                 (begin - first) * c.steps_per_epoch)
         before = int(model.optimizer.iterations.numpy())
-        # A fresh step function per phase: traced for this phase's static shape
-        # (TPUs need one), not relaxed to an unknown length by retracing.
-        model.train_function = None
         progress = [] if live else [ProgressLog(c.total_steps, c.log_every,
                                                 c.batch_size * phase_len, announce=announce)]
         announce = False
-        build_optimizer(model)  # the step is then traced once per phase, not twice
         with _named_failures(run, phase_data, strategy):
-            with unused_pooler_quiet():  # rtd's discriminator reads no pooler
-                model.fit(train_ds, epochs=end, initial_epoch=begin,
-                          steps_per_epoch=c.steps_per_epoch, validation_data=eval_ds,
-                          validation_steps=c.eval_steps if eval_ds else None,
-                          callbacks=callbacks + progress,
-                          shuffle=False,  # the dataset shuffles itself
-                          verbose="auto" if live else 2)
+            # A resumed run continues with the batches an uninterrupted run would see.
+            pretrainer.train_phase(
+                phase_data, end, initial_epoch=begin, skip_batches=(begin - first) * c.steps_per_epoch,
+                validation_data=eval_ds, validation_steps=c.eval_steps if eval_ds else None,
+                callbacks=callbacks + progress, verbose="auto" if live else 2)
         tokens += (int(model.optimizer.iterations.numpy()) - before) * c.batch_size * phase_len
     if nan_guard.bad_step is not None:
         raise TrainingError(
@@ -388,17 +350,3 @@ def _finish(run, model, fitted, precision):
         os.path.join(run.data_dir, run.manifest["tokenizer"])))
     write_json(os.path.join(run.out_dir, METRICS_FILE), metrics)
     return metrics
-
-
-def build_objective_model(objective, encoder, train_config):
-    """The objective's model on ``encoder``, compiled with the run's optimizer
-    (LAMB or AdamW, warmup then linear decay, clipping)."""
-    optimizer = make_optimizer(
-        train_config.optimizer,
-        learning_rate=train_config.learning_rate,
-        total_steps=train_config.total_steps,
-        warmup_steps=train_config.warmup_steps,
-        weight_decay=train_config.weight_decay,
-        clip_norm=train_config.clip_norm,
-    )
-    return objective.build_model(encoder, optimizer, train_config.steps_per_execution)

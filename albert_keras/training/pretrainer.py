@@ -13,19 +13,27 @@ from albert_keras.families import build_backbone
 from albert_keras.families import preset_config
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
+from albert_keras.model_folder import ENCODER_FILE
+from albert_keras.model_folder import PRETRAINER_FILE
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
+from albert_keras.model_folder import is_checkpoint_folder
+from albert_keras.model_folder import load_checkpoint_folder
+from albert_keras.model_folder import model_file
 from albert_keras.model_folder import write_pretraining_folder
+from albert_keras.models.backbone import is_backbone
 from albert_keras.models.backbone import rebuilt
+from albert_keras.optimizers.optimizer import build_optimizer
+from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.options import config_from_keywords
 from albert_keras.precision import global_policy
 from albert_keras.precision import resolve_precision
+from albert_keras.saving import load_model
 from albert_keras.text.tokenizer import Tokenizer
 from albert_keras.training.datasets import train_dataset
 from albert_keras.training.objectives import get_objective
-from albert_keras.training.pretrain import build_objective_model
-from albert_keras.training.pretrain import init_source
 from albert_keras.training.pretrain_config import PretrainConfig
 from albert_keras.training.pretraining_inputs import pretraining_data
+from albert_keras.training.unused_weights import unused_pooler_quiet
 
 
 class Pretrainer:
@@ -114,11 +122,52 @@ class Pretrainer:
                                   // self.settings.batch_size)
         if self.model is None:
             self._build(manifest, epochs * steps_per_epoch, steps_per_epoch)
-        dataset = train_dataset(self.strategy, data_dir, self.settings, self.objective,
-                                skip_batches=int(self.model.optimizer.iterations.numpy()))
-        # the pipeline shuffles itself (Keras warns on shuffle=True with one)
-        return self.model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
-                              callbacks=callbacks, verbose=verbose, shuffle=False, **kwargs)
+        return self.train_phase(data_dir, epochs, steps_per_epoch, callbacks=callbacks,
+                                verbose=verbose, **kwargs)
+
+    @classmethod
+    def around(cls, model, objective, settings, strategy):
+        """The object of a model already built for ``objective`` (what
+        ``albert-keras pretrain`` resumed, continued or made)."""
+        made = cls.__new__(cls)
+        made.encoder, made.tokenizer = getattr(model, "encoder", None), None
+        made.settings = settings
+        made.sequence_length, made.source, made._folders = None, None, []
+        made.model, made.objective, made.strategy = model, objective, strategy
+        return made
+
+    def train_phase(self, data_dir, epochs, steps_per_epoch=None, initial_epoch=0,  # noqa: PLR0913 (Keras' fit arguments, and where the data resumes)
+                    skip_batches=None, **fit_options):
+        """Trains on a data folder until epoch ``epochs``: the one training
+        call of ``fit`` and of each ``albert-keras pretrain`` phase.
+
+        Args:
+            data_dir: a data folder.
+            epochs: the epoch to stop after (Keras' ``epochs``).
+            steps_per_epoch: steps per epoch (default: the settings').
+            initial_epoch: the epoch to start from (a resumed run's).
+            skip_batches: batches of the data to skip first, so that a
+                resumed or continued run reads what an uninterrupted one
+                would (default: the steps taken so far).
+            **fit_options: more of Keras' ``fit`` arguments (callbacks,
+                validation data, verbose).
+
+        Returns:
+            Keras' history.
+        """
+        if skip_batches is None:
+            skip_batches = int(self.model.optimizer.iterations.numpy())
+        dataset = train_dataset(self.strategy, os.fspath(data_dir), self.settings,
+                                self.objective, skip_batches)
+        # A fresh step function per call: traced for this data's static shape
+        # (TPUs need one), not relaxed to an unknown length by retracing.
+        self.model.train_function = None
+        build_optimizer(self.model)  # the step is then traced once, not twice
+        with unused_pooler_quiet():  # rtd's discriminator reads no pooler
+            # the pipeline shuffles itself (Keras warns on shuffle=True with one)
+            return self.model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch,
+                                  steps_per_epoch=steps_per_epoch or self.settings.steps_per_epoch,
+                                  shuffle=False, **fit_options)
 
     def evaluate(self, data_dir, split="eval"):
         """The objective's held-out metrics on a data folder's split (every
@@ -174,3 +223,40 @@ class Pretrainer:
 def _tokenizer(tokenizer):
     return Tokenizer.from_preset(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) \
         else tokenizer
+
+
+def init_source(init, vocab_size):
+    """``(model, encoder)`` to continue pretraining from, loaded once.
+
+    ``model`` is a pretrainer (its heads are kept) or an encoder; a folder's
+    ``pretrainer.keras`` is preferred to its ``encoder.keras``.
+    """
+    if is_checkpoint_folder(init):
+        path, model = init, load_checkpoint_folder(init)
+    else:
+        path = model_file(init, (PRETRAINER_FILE, ENCODER_FILE))
+        model = load_model(path)
+    standalone = getattr(model, "standalone_encoder", None)
+    encoder = standalone() if standalone else getattr(model, "encoder", model)
+    if not is_backbone(encoder):
+        raise ValueError(f"{path}: {type(model).__name__} has no encoder")
+    if encoder.config.vocab_size != vocab_size:
+        raise ValueError(
+            f"{path}: vocabulary of {encoder.config.vocab_size} pieces, but the data "
+            f"was made with {vocab_size}; create the data with this model's tokenizer"
+        )
+    return model, encoder
+
+
+def build_objective_model(objective, encoder, train_config):
+    """The objective's model on ``encoder``, compiled with the run's optimizer
+    (LAMB or AdamW, warmup then linear decay, clipping)."""
+    optimizer = make_optimizer(
+        train_config.optimizer,
+        learning_rate=train_config.learning_rate,
+        total_steps=train_config.total_steps,
+        warmup_steps=train_config.warmup_steps,
+        weight_decay=train_config.weight_decay,
+        clip_norm=train_config.clip_norm,
+    )
+    return objective.build_model(encoder, optimizer, train_config.steps_per_execution)

@@ -165,8 +165,9 @@ def test_a_tokenizer_that_does_not_fit_is_reported(caplog):
 
 
 def _sigterm_once(argv, folder, timeout=300):
+    # its own process group: what the command started is killed with it if it hangs
     proc = subprocess.Popen(_CLI + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, cwd=_ROOT)
+                            text=True, cwd=_ROOT, start_new_session=True)
     deadline = time.time() + timeout
     while not os.path.exists(folder) and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
@@ -174,10 +175,36 @@ def _sigterm_once(argv, folder, timeout=300):
     try:
         _, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
-        proc.kill()  # never leave a run behind to slow the rest of the suite
-        proc.communicate()
-        raise AssertionError("the run went on after SIGTERM") from None
+        ended = proc.poll() is not None  # and something it started holds stderr
+        left = _kill_group(proc)  # never leave a run behind to slow the rest of the suite
+        raise AssertionError(f"the stopped run left {left} process(es) behind" if ended
+                             else "the run went on after SIGTERM") from None
+    # a process the command started and left behind holds stderr open: the
+    # run above ended, its leftovers must not
+    leftovers = _kill_group(proc)
+    assert not leftovers, f"the stopped run left {leftovers} process(es) behind"
     return proc.returncode, err
+
+
+def _kill_group(proc):
+    """SIGKILLs what is left of ``proc``'s process group; returns how many
+    processes were left."""
+    try:
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return 0
+    left = sum(1 for pid in os.listdir("/proc") if pid.isdigit() and _group_of(pid) == proc.pid)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    return left
+
+
+def _group_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def test_sigterm_before_the_first_checkpoint_leaves_no_folder(tmp_path, corpus_file, spm_path):

@@ -34,13 +34,16 @@ def _run(name, out_dir, parameters):
     )
 
 
-def test_notebook_01_runs_the_library_pipeline():
-    """Notebook 01 calls the pipeline the CLI runs, not a copy of its stages."""
+def test_notebook_01_builds_under_the_strategy_and_calls_fit():
+    """Notebook 01 builds its model under ``strategy.scope()`` and trains with
+    ``fit``, through the library's classes, not a copy of their stages."""
     nb = nbformat.read(os.path.join(NOTEBOOKS, "01_pretrain_tpu.ipynb"), as_version=4)
     code = "".join(c.source for c in nb.cells if c.cell_type == "code")
-    assert "run_pretraining(" in code
-    for stage in ("train_sentencepiece(", "create_pretraining_data(", "pretrain("):
-        assert stage not in code.replace("run_pretraining(", ""), stage
+    scoped = code.split("with strategy.scope():")[1].split("\n\n")[0]
+    assert "albert_keras.Pretrainer.from_preset(" in scoped
+    assert "pretrainer.fit(" in code and "pretraining_data(" in code
+    for stage in ("train_sentencepiece(", "create_pretraining_data(", "AlbertPretrainer("):
+        assert stage not in code, stage
 
 
 def test_notebooks_run_in_order(tmp_path, corpus_file, task_files):
