@@ -278,17 +278,17 @@ def test_init_with_another_vocabulary_names_the_model(data_dir, tmp_path):
 def test_two_phases_train_on_short_then_full_sequences(
     data_dir, short_data_dir, tmp_path, monkeypatch
 ):
-    from albert_keras.training import pretrain as pretrain_module
+    from albert_keras.training import pretrainer as pretrainer_module
 
-    shapes = []
-    real = pretrain_module.train_dataset
+    shapes = []  # each phase is trained through Pretrainer.train_phase
+    real = pretrainer_module.train_dataset
 
     def spy(*args):
         ds = real(*args)
         shapes.append(tuple(ds.element_spec[0]["token_ids"].shape))
         return ds
 
-    monkeypatch.setattr(pretrain_module, "train_dataset", spy)
+    monkeypatch.setattr(pretrainer_module, "train_dataset", spy)
     metrics = pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(
         model_overrides=SMALL, batch_size=8, total_steps=6, steps_per_epoch=2,
         warmup_steps=1, eval_steps=1, steps_per_execution=2,
