@@ -218,20 +218,30 @@ def test_fit_under_a_mirrored_strategy_on_two_logical_cpus(bert_folder):
     assert accuracy >= 0.8, accuracy  # the words name the label; chance is 0.5
 
 
-@pytest.mark.parametrize("backend", ["jax"])
-def test_fit_and_predict_on_another_backend(bert_folder, tmp_path, backend):
-    """The text is read on the host, the model runs on the backend."""
+_DATA_PARALLEL = """
+devices = keras.distribution.list_devices()
+assert len(devices) == 2, devices
+keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+"""
+
+
+@pytest.mark.parametrize("backend, distribution", [("jax", None), ("jax", "data_parallel")])
+def test_fit_and_predict_on_another_backend(bert_folder, tmp_path, backend, distribution):
+    """The text is read on the host, the model runs on the backend (under
+    ``keras.distribution.DataParallel`` over two host devices too)."""
     texts, labels = _rows(96, seed=1)
     test_texts, test_labels = _rows(24, seed=2)
     script = f"""
 import json, keras, albert_keras
 keras.utils.set_random_seed(0)
+{_DATA_PARALLEL if distribution else ""}
 model = albert_keras.TextClassifier.from_preset({bert_folder!r}, **{dict(SETTINGS, epochs=4)!r})
 model.fit({texts!r}, {labels!r}, verbose=0)
 print(json.dumps([keras.backend.backend(), model.evaluate({test_texts!r}, {test_labels!r})["accuracy"],
-                  model.predict({test_texts[:2]!r}).tolist()]))
+                  model.predict({test_texts[:3]!r}).tolist()]))
 """
-    env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": "",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2" if distribution else ""}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, cwd=os.getcwd())
     assert done.returncode == 0, done.stderr[-3000:]
