@@ -17,10 +17,8 @@ crash never leaves a half-written dataset.
 import dataclasses
 import hashlib
 import logging
-import multiprocessing
 import os
 import random
-import signal
 import time
 
 import numpy as np
@@ -37,6 +35,8 @@ from albert_keras.data.sop_pairs import document_pairs
 from albert_keras.data.tfrecords import FORMAT
 from albert_keras.data.tfrecords import serialize_example
 from albert_keras.data.tfrecords import write_shard
+from albert_keras.data.worker_pool import WORKER
+from albert_keras.data.worker_pool import parallel
 from albert_keras.files import check_output
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
@@ -46,62 +46,25 @@ from albert_keras.text.registry import load_tokenizer
 logger = logging.getLogger(__name__)
 
 
-# -- workers (module level so that multiprocessing can pickle them) ------------------
-
-_WORKER = {}
-
-
-def _init_worker(state):
-    # A forked worker inherits the command line's SIGTERM handler, which
-    # raises instead of exiting: pool.terminate() (its SIGTERM) would then
-    # never end the worker, and the stopping run would hang. Workers die on
-    # SIGTERM and leave Ctrl-C to the parent, which terminates them.
-    if multiprocessing.parent_process() is not None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if hasattr(signal, "pthread_sigmask"):  # held since the fork (see _pool)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    _WORKER.clear()
-    _WORKER.update(state)
-
-
-def _pool(workers, state):
-    """A pool of ``workers`` processes holding ``state`` (inherited with fork).
-
-    SIGTERM is held while the workers are forked, so none can take it with
-    the inherited handler before ``_init_worker`` gives it the default
-    action: one that did raised the command's stop inside the worker's
-    start-up, which then hung on a lock for good, holding the command's
-    stderr after the stopped command had ended (1 run in 3 on a 2-core EPYC).
-    A SIGTERM sent to the command meanwhile arrives when the pool is made.
-    """
-    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    if not hasattr(signal, "pthread_sigmask"):
-        return context.Pool(workers, _init_worker, (state,))
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
-        return context.Pool(workers, _init_worker, (state,))
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
+# -- what the workers run (module level so that multiprocessing can pickle it) -----------
 
 def _tokenize(indices):
-    if "sp" not in _WORKER:
-        _WORKER["sp"] = load_tokenizer(_WORKER["tokenizer_path"])
-    sp, documents = _WORKER["sp"], _WORKER["documents"]
+    if "sp" not in WORKER:
+        WORKER["sp"] = load_tokenizer(WORKER["tokenizer_path"])
+    sp, documents = WORKER["sp"], WORKER["documents"]
     return [sp.encode(documents[i]) for i in indices]
 
 
 def _split_documents(split):
     """NSP draws B from documents of the same split only (others are empty)."""
     key = f"documents_{split}"
-    if key not in _WORKER:
-        in_eval = _WORKER["eval_set"]
-        _WORKER[key] = [
+    if key not in WORKER:
+        in_eval = WORKER["eval_set"]
+        WORKER[key] = [
             doc if (i in in_eval) == (split == "eval") else []
-            for i, doc in enumerate(_WORKER["tokenized"])
+            for i, doc in enumerate(WORKER["tokenized"])
         ]
-    return _WORKER[key]
+    return WORKER[key]
 
 
 def example_key(seed, dupe, index, pair):
@@ -197,15 +160,15 @@ def split_summary(examples_count, real_tokens, masked_tokens, sop_ones, ngrams, 
 def _examples(task):
     """Examples of the documents ``indices`` of ``split``, for every dupe."""
     split, indices = task
-    c = _WORKER["config"]
-    tokenized = _WORKER["tokenized"]
+    c = WORKER["config"]
+    tokenized = WORKER["tokenized"]
     all_documents = _split_documents(split) if c.random_next else None
     out = []
     masked_counts = [0] * longest_ngram(c)
     for index in indices:
-        out += document_examples(tokenized[index], index, c, _WORKER["word_starts"],
-                                 _WORKER["vocab_size"], all_documents, masked_counts,
-                                 _WORKER["special_ids"])
+        out += document_examples(tokenized[index], index, c, WORKER["word_starts"],
+                                 WORKER["vocab_size"], all_documents, masked_counts,
+                                 WORKER["special_ids"])
     return out, masked_counts
 
 
@@ -234,7 +197,7 @@ _SPLIT_CODE = {"train": 0, "eval": 1}
 def _packed_examples(task):
     """Masks the packed inputs of one task: ``[CLS] ids [SEP]``, one segment."""
     split, items = task
-    c, special = _WORKER["config"], _WORKER["special_ids"]
+    c, special = WORKER["config"], WORKER["special_ids"]
     scheme = masking_scheme(c.masking, c.max_ngram, c.whole_word)
     out = []
     masked_counts = [0] * longest_ngram(c)
@@ -243,7 +206,7 @@ def _packed_examples(task):
         rng = random.Random(int(seed.generate_state(1)[0]))
         tokens = [special["cls"], *ids, special["sep"]]
         masked, positions, labels = mask_sequence(
-            tokens, _WORKER["word_starts"], rng, _WORKER["vocab_size"],
+            tokens, WORKER["word_starts"], rng, WORKER["vocab_size"],
             masked_lm_prob=c.masked_lm_prob, max_predictions=c.max_predictions,
             whole_word=scheme[1], masked_counts=masked_counts, special_ids=special,
             ngram_probs=scheme[0],
@@ -255,30 +218,6 @@ def _packed_examples(task):
 
 def _chunks(items, size):
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _parallel(fn, tasks, state, workers, progress=None):
-    """``map(fn, tasks)`` in ``workers`` processes that hold ``state``.
-
-    With fork (Linux, macOS with fork) the state is inherited, not pickled.
-    ``progress(done_tasks, result)`` is called as each result arrives.
-    """
-    results = []
-    if workers <= 1:
-        _init_worker(state)
-        stream = map(fn, tasks)
-    else:
-        pool = _pool(workers, state)
-        stream = pool.imap(fn, tasks)  # in order, as they complete
-    try:
-        for result in stream:
-            results.append(result)
-            if progress:
-                progress(len(results), result)
-    finally:
-        if workers > 1:
-            pool.terminate()
-    return results
 
 
 class _Progress:
@@ -373,7 +312,7 @@ def _tokenized(documents, tokenizer_path, workers):
         seen[0] += len(part)
         show(seen[0], seen[0], "documents")
 
-    parts = _parallel(
+    parts = parallel(
         _tokenize, _chunks(list(range(len(documents))), 16),
         {"tokenizer_path": os.fspath(tokenizer_path), "documents": documents}, workers,
         tokenized_progress,
@@ -407,7 +346,7 @@ def _examples_by_split(tokenized, eval_docs, tokenizer, config, workers):
         made[1] += len(part[0])
         show(made[0], made[1], "examples")
 
-    parts = _parallel(work, tasks, state, workers, example_progress)
+    parts = parallel(work, tasks, state, workers, example_progress)
     results = {split: [] for split in splits}
     ngrams = {split: [0] * longest_ngram(config) for split in splits}
     for (split, _), (examples, counts) in zip(tasks, parts):
