@@ -174,8 +174,12 @@ def run_hf(hf_folder, train, evaluation, task, spec, args, seed):
     transformers.set_seed(seed)
     auto = (transformers.AutoModelForSequenceClassification if args.kind == "classify"
             else transformers.AutoModelForTokenClassification)
-    model = auto.from_pretrained(hf_folder, num_labels=len(spec.labels),
-                                 classifier_dropout_prob=0.1)
+    # the head's dropout as ours (0.1): ALBERT's config names it
+    # classifier_dropout_prob, BERT's and ELECTRA's classifier_dropout
+    config = transformers.AutoConfig.from_pretrained(hf_folder)
+    dropout = ("classifier_dropout_prob" if hasattr(config, "classifier_dropout_prob")
+               else "classifier_dropout")
+    model = auto.from_pretrained(hf_folder, num_labels=len(spec.labels), **{dropout: 0.1})
 
     def score(prediction):
         logits = prediction.predictions
