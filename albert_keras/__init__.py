@@ -58,11 +58,17 @@ _TENSORFLOW_ONLY = {
 _WITH_TF_DATA = {
     "MaskedLM": "albert_keras.tasks.masked_lm",
     "MultipleChoice": "albert_keras.tasks.multiple_choice",
+    "MultipleChoicePreprocessor": "albert_keras.tasks.preprocessor",
     "Pretrainer": "albert_keras.training.pretrainer",
     "QuestionAnswerer": "albert_keras.tasks.question_answerer",
+    "QuestionAnswererPreprocessor": "albert_keras.tasks.preprocessor",
+    "TaskPreprocessor": "albert_keras.tasks.preprocessor",
     "TextClassifier": "albert_keras.tasks.text_classifier",
+    "TextClassifierPreprocessor": "albert_keras.tasks.preprocessor",
     "TextEmbedder": "albert_keras.tasks.text_embedder",
+    "TextTask": "albert_keras.tasks.text_task",
     "TokenClassifier": "albert_keras.tasks.token_classifier",
+    "TokenClassifierPreprocessor": "albert_keras.tasks.preprocessor",
     "pretraining_data": "albert_keras.training.pretraining_inputs",
     "pretraining_inputs": "albert_keras.training.pretraining_inputs",
 }

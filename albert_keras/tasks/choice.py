@@ -5,6 +5,7 @@ import numpy as np
 from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
+from albert_keras.tasks.python_inputs import python_choices
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
@@ -25,6 +26,9 @@ class MultipleChoice(Task):
             spec.label_column, require_labels=require_labels,
         )
         return self.from_examples(examples, spec, tokenizer, path)
+
+    def from_python(self, x, y, spec, tokenizer, name="x"):
+        return self.from_examples(python_choices(x, y, name), spec, tokenizer, "y")
 
     def from_examples(self, examples, spec, tokenizer, path):
         """``(TaskData, spec)`` of ``ChoiceExamples`` read from ``path`` (a

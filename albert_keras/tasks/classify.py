@@ -10,6 +10,7 @@ from albert_keras.model_folder import ModelSource
 from albert_keras.models.albert_classifier import AlbertClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
+from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
@@ -37,6 +38,15 @@ class Classify(Task):
             require_labels=require_labels,
         )
         return self.from_examples(examples, spec, tokenizer, path)
+
+    def from_python(self, x, y, spec, tokenizer, name="x"):
+        examples = python_examples(x, y, name)
+        if examples.pairs is not None and not spec.text_pair_column:
+            # pairs given in Python: the folder's files name their second column so
+            spec = spec.replace(text_pair_column="text_pair")
+        elif examples.pairs is None and spec.text_pair_column and name == "x":
+            raise ValueError(f"{name}: the model reads text pairs; pass (texts, second_texts)")
+        return self.from_examples(examples, spec, tokenizer, "y")
 
     def from_examples(self, examples, spec, tokenizer, path):
         """``(TaskData, spec)`` of ``TextExamples`` read from ``path`` (a

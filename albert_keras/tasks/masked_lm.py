@@ -1,10 +1,13 @@
 """``MaskedLM``: fill in the ``[MASK]`` of raw texts with a pretrained head."""
 
 import keras
+import numpy as np
 
 from albert_keras.model_folder import ModelSource
-from albert_keras.tasks.inference import fill_mask_with
 from albert_keras.tasks.python_inputs import python_examples
+from albert_keras.tasks.task import softmax
+
+MASK_TOKEN = "[MASK]"
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -51,12 +54,65 @@ class MaskedLM(keras.Model):
         return self.pretrainer(inputs, training=training)
 
     def predict(self, x, top_k=5, **kwargs):
-        """Per text, per ``[MASK]``, the ``top_k`` pieces, best first (as
-        ``albert-keras fill-mask`` gives them)."""
-        texts = python_examples(x, None, "x").texts
-        return fill_mask_with(self.pretrainer, self.tokenizer, texts, top_k, self.sequence_length)
+        """Per text, per ``[MASK]``, the ``top_k`` pieces, best first: a list
+        (one per mask) of ``[{"token", "text", "id", "probability"}]``,
+        where ``token`` is the piece as the vocabulary spells it and
+        ``text`` the piece decoded (what ``albert-keras fill-mask`` shows).
+        Each text runs at its own length (one text per forward pass:
+        nothing is padded)."""
+        return self.fill(x, top_k)
+
+    def fill(self, x, top_k=5, name="x"):
+        """``predict``, with errors naming the texts ``name``."""
+        return [self._fill_one(text, top_k) for text in python_examples(x, None, name).texts]
+
+    def _fill_one(self, text, top_k):
+        ids, positions = self._masked_ids(text)
+        x = {
+            "token_ids": np.asarray([ids], np.int32),
+            "segment_ids": np.zeros((1, len(ids)), np.int32),
+            "padding_mask": np.ones((1, len(ids)), np.int32),
+            "masked_positions": np.asarray([positions], np.int32),
+        }
+        x = {k: keras.ops.convert_to_tensor(v) for k, v in x.items()}
+        if hasattr(self.pretrainer, "generator_logits"):  # rtd: the generator is the MLM
+            logits = self.pretrainer.generator_logits(x)
+        else:
+            logits = self.pretrainer(x, training=False)["mlm_logits"]
+        per_mask = []
+        for p in softmax(np.asarray(logits, np.float32)[0]):
+            best = np.argsort(p)[::-1][:top_k]
+            per_mask.append([{"token": self.tokenizer.id_to_piece(i),
+                              "text": self.tokenizer.decode([i]), "id": int(i),
+                              "probability": float(p[i])} for i in best])
+        return per_mask
+
+    def _masked_ids(self, text):
+        """``([CLS] ids [SEP], mask positions)`` of ``text``, cut to the length."""
+        special = self.tokenizer.special_ids
+        length = min(self.sequence_length, self.pretrainer.encoder.config.max_position_embeddings)
+        ids = [special["cls"]] + encode_with_masks(self.tokenizer, text)[:length - 2] + [
+            special["sep"]]
+        positions = [i for i, t in enumerate(ids) if t == special["mask"]]
+        if not positions:
+            raise ValueError(f"the {MASK_TOKEN} in {text!r} falls past sequence_length")
+        return ids, positions
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
                 "pretrainer": keras.saving.serialize_keras_object(self.pretrainer),
                 "sequence_length": self.sequence_length}
+
+
+def encode_with_masks(tokenizer, text):
+    """Ids for ``text`` with every ``[MASK]`` as the mask id."""
+    parts = text.split(MASK_TOKEN)
+    if len(parts) < 2:
+        raise ValueError(f"no {MASK_TOKEN} in {text!r}")
+    ids = []
+    for i, part in enumerate(parts):
+        if part.strip():
+            ids.extend(tokenizer.encode([part.strip()])[0])
+        if i < len(parts) - 1:
+            ids.append(tokenizer.special_ids["mask"])
+    return ids

@@ -2,7 +2,6 @@
 
 import keras
 
-from albert_keras.tasks.python_inputs import python_choices
 from albert_keras.tasks.task import softmax
 from albert_keras.tasks.text_task import TextTask
 from albert_keras.tasks.text_task import finetune_settings
@@ -33,9 +32,6 @@ class MultipleChoice(TextTask):
             return cls(task_model=model, settings=dict(
                 vars(cfg), sequence_length=model.task_spec["sequence_length"]))
         return cls(encoder=encoder, settings=vars(cfg))
-
-    def _task_data(self, x, y, name, spec):
-        return self.task.from_examples(python_choices(x, y, name), spec, self.tokenizer, "y")
 
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout)

@@ -7,6 +7,7 @@ import keras
 from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
+from albert_keras.tasks.python_inputs import python_questions
 from albert_keras.tasks.qa_features import decode_answers
 from albert_keras.tasks.qa_features import qa_features
 from albert_keras.tasks.task import Task
@@ -24,6 +25,14 @@ class QuestionAnswering(Task):
 
     def read(self, path, spec, tokenizer, require_labels=True):
         examples = readers.read_squad(path, require_answers=require_labels)
+        return self.from_examples(examples, spec, tokenizer)
+
+    def from_python(self, x, y, spec, tokenizer, name="x"):
+        examples = python_questions(x, y, name)
+        for row, example in enumerate(examples):
+            if example.is_impossible and not spec.version_2:
+                raise ValueError(f"y[{row}]: no answer; questions without one need "
+                                 "version_2=True")
         return self.from_examples(examples, spec, tokenizer)
 
     def from_examples(self, examples, spec, tokenizer):

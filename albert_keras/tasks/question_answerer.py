@@ -2,7 +2,6 @@
 
 import keras
 
-from albert_keras.tasks.python_inputs import python_questions
 from albert_keras.tasks.text_task import TextTask
 from albert_keras.tasks.text_task import finetune_settings
 
@@ -40,14 +39,6 @@ class QuestionAnswerer(TextTask):
         made = cls(encoder=encoder, settings=vars(cfg))
         made._build(made.spec.replace(labels=()))  # the head needs no labels
         return made
-
-    def _task_data(self, x, y, name, spec):
-        examples = python_questions(x, y, name)
-        for row, example in enumerate(examples):
-            if example.is_impossible and not spec.version_2:
-                raise ValueError(f"y[{row}]: no answer; questions without one need "
-                                 "version_2=True")
-        return self.task.from_examples(examples, spec, self.tokenizer)
 
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout)

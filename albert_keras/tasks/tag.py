@@ -7,6 +7,7 @@ from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.metrics import bio_spans
+from albert_keras.tasks.python_inputs import python_sentences
 from albert_keras.tasks.tag_features import TagFeatures
 from albert_keras.tasks.tag_features import decode_tags
 from albert_keras.tasks.tag_features import tag_features
@@ -30,6 +31,17 @@ class Tag(Task):
     def read(self, path, spec, tokenizer, require_labels=True):
         sentences = readers.read_conll(path, require_tags=require_labels)
         return self.from_sentences(sentences, spec, tokenizer, path)
+
+    def from_python(self, x, y, spec, tokenizer, name="x"):
+        sentences = python_sentences(x, y, name)
+        if spec.labels is not None:  # named here by row and word, as a file's by line
+            known = set(spec.labels)
+            for words, tags, row in sentences:
+                for i, tag in enumerate(tags or ()):
+                    if tag not in known:
+                        raise ValueError(f"y[{row}][{i}]: unknown tag {tag!r}; the model "
+                                         f"knows {', '.join(spec.labels)}")
+        return self.from_sentences(sentences, spec, tokenizer, "y")
 
     def from_sentences(self, sentences, spec, tokenizer, path):
         """``(TaskData, spec)`` of ``(words, tags or None, first line)``

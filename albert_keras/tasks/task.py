@@ -117,6 +117,13 @@ class Task:
         whatever the (training) file defined."""
         raise NotImplementedError
 
+    def from_python(self, x, y, spec, tokenizer, name="x"):
+        """``(TaskData, spec)`` of Python inputs ``x`` (and targets ``y``, or
+        None), read as the task's file rows are: what the Python task
+        classes and their preprocessors call. Errors name ``name`` (or
+        ``y``) and the row."""
+        raise NotImplementedError
+
     def head_options(self, cfg, init):
         """Fine-tuning choices this task's head takes from the config, resolved
         for the ``init`` model (a ``ModelSource``): ``{field: value}``, passed

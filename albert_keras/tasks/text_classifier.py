@@ -6,7 +6,6 @@ import keras
 import numpy as np
 
 from albert_keras.tasks.classify import resolve_pooling
-from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.tasks.task import softmax
 from albert_keras.tasks.text_task import TextTask
 from albert_keras.tasks.text_task import finetune_settings
@@ -61,17 +60,14 @@ class TextClassifier(TextTask):
         return made
 
     def _task_data(self, x, y, name, spec):
-        examples = python_examples(x, y, name)
-        if examples.pairs is not None and not spec.text_pair_column:
+        data, read = super()._task_data(x, y, name, spec)
+        if read.text_pair_column != spec.text_pair_column and self.task_model is not None:
             # pairs given in Python: the folder's files name their second column so
-            spec = spec.replace(text_pair_column="text_pair")
-            if self.task_model is not None:
-                self.task_model.task_spec = spec.to_json()
-        elif examples.pairs is None and spec.text_pair_column and name == "x":
-            raise ValueError(f"{name}: the model reads text pairs; pass (texts, second_texts)")
+            spec = spec.replace(text_pair_column=read.text_pair_column)
+            self.task_model.task_spec = spec.to_json()
         if y is not None and name == "x":  # kept to validate an export of this object on
-            self._seen = examples
-        return self.task.from_examples(examples, spec, self.tokenizer, "y")
+            self._seen = data.extra["examples"]
+        return data, read
 
     def write_seen_rows(self, path, limit=500):
         """Writes up to ``limit`` of the rows the last ``fit`` or ``evaluate``

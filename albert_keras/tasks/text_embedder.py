@@ -39,16 +39,28 @@ class TextEmbedder(keras.Model):
         self.built = True
 
     @classmethod
-    def from_preset(cls, source, pooling="mean", layers=(-1,), normalize=False,  # noqa: PLR0913 (the embedder's choices, each a keyword)
-                    sequence_length=128, tokenizer=None):
-        """An embedder on ``source``'s encoder (anything ``--init`` takes)."""
+    def from_preset(cls, source, pooling="mean", layers=(-1,), combine="concat",  # noqa: PLR0913 (the embedder's choices, each a keyword)
+                    normalize=False, sequence_length=128, tokenizer=None):
+        """An embedder on ``source``'s encoder (anything ``--init`` takes).
+
+        Args:
+            source: a model folder, an HF, TF1 or keras-hub folder, or a
+                ``.keras`` file (with ``tokenizer``).
+            pooling: ``mean``, ``max``, ``cls`` or ``pooled``.
+            layers: the states to pool (0: the embeddings, -1: the last layer).
+            combine: several layers ``concat``enated or their ``mean``.
+            normalize: L2-normalise each vector.
+            sequence_length: the longest text, in pieces (at most the
+                model's ``max_position_embeddings``).
+            tokenizer: a tokenizer file (default: the source's own).
+        """
         origin = ModelSource(str(source), tokenizer)
         encoder = origin.encoder(dtype="float32", output_hidden_states=pooling != "pooled")
         if encoder.tokenizer is None or tokenizer:
             encoder.tokenizer = origin.tokenizer
         length = min(int(sequence_length), encoder.config.max_position_embeddings)
-        return cls(AlbertEmbedder(encoder, layers=layers, pooling=pooling, normalize=normalize),
-                   sequence_length=length)
+        return cls(AlbertEmbedder(encoder, layers=layers, pooling=pooling, combine=combine,
+                                  normalize=normalize), sequence_length=length)
 
     @property
     def tokenizer(self):
@@ -57,12 +69,21 @@ class TextEmbedder(keras.Model):
     def call(self, inputs, training=False):
         return self.embedder(inputs, training=training)
 
-    def predict(self, x, batch_size=64, **kwargs):
-        """``[n, width]`` float32 vectors of Python texts (rows batched by length)."""
-        examples = python_examples(x, None, "x")
+    def predict(self, x, batch_size=64, length_buckets=True, **kwargs):
+        """``[n, width]`` float32 vectors of Python texts (or pairs), in
+        their order; ``length_buckets`` batches them by length (the same
+        vectors, less padding computed)."""
+        return self.vectors(x, batch_size, length_buckets)
+
+    def vectors(self, x, batch_size=64, length_buckets=True, name="x"):
+        """``predict``, with errors naming the texts ``name``."""
+        examples = python_examples(x, None, name)
         packed = pack_texts(self.tokenizer, examples.texts, examples.pairs, self.sequence_length)
-        return np.asarray(predict_in_buckets(self.embedder, packed, batch_size)["embeddings"],
-                          np.float32)
+        if length_buckets:
+            outputs = predict_in_buckets(self.embedder, packed, batch_size)
+        else:
+            outputs = self.embedder.predict(packed, batch_size=batch_size, verbose=0)
+        return np.asarray(outputs["embeddings"], np.float32)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

@@ -19,6 +19,7 @@ import os
 import keras
 
 from albert_keras.files import writing_folder
+from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
 from albert_keras.options import config_from_keywords
@@ -59,7 +60,7 @@ class _CompileRequest:
     kwargs: dict = dataclasses.field(default_factory=dict)
 
 
-def _fit_length(settings, encoder, source):
+def fit_length(settings, encoder, source):
     """``settings`` with a sequence length the encoder reads: the default
     (128) shortened to a shorter model's ``max_position_embeddings``; a
     length asked for that is longer is an error."""
@@ -137,8 +138,16 @@ class TextTask(keras.Model):
         return self._task_data(x, y, name, spec or self.spec)
 
     def _task_data(self, x, y, name, spec):
-        """The task's reading of Python inputs (each subclass has its own)."""
-        raise NotImplementedError
+        """The task unit's reading of Python inputs (``Task.from_python``)."""
+        return self.task.from_python(x, y, spec, self.tokenizer, name)
+
+    @property
+    def preprocessor(self):
+        """The ``TaskPreprocessor`` that reads this object's inputs: its
+        tokenizer and spec (sequence length, labels, pair column)."""
+        from albert_keras.tasks.preprocessor import TaskPreprocessor
+
+        return TaskPreprocessor.for_task(self.task_name)(self.tokenizer, self.spec)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Keras' ``compile``; ``"auto"`` takes the task's loss and metrics and,
@@ -262,15 +271,44 @@ class TextTask(keras.Model):
         evaluate`` scores a file)."""
         self._need_model("evaluate")
         data, spec = self._data(x, y)
-        outputs = predict_outputs(self.task_model, data, batch_size,
-                                  self.settings.length_buckets)
-        return self.task.score(spec, data, outputs)
+        return self.task.score(spec, data, self._predicted(data, batch_size))
+
+    def evaluate_file(self, path, batch_size=64, length_buckets=None):
+        """The task's metrics on a labelled task file (CSV/TSV/JSONL, CoNLL,
+        SQuAD JSON, as ``--train`` takes): what ``albert-keras evaluate``
+        prints. ``length_buckets`` (default: the settings') batches the
+        rows by length."""
+        self._need_model("evaluate")
+        data = self._file_data(path, require_labels=True)
+        return self.task.score(self.spec, data, self._predicted(data, batch_size,
+                                                                length_buckets))
+
+    def predict_file(self, path, batch_size=64, length_buckets=None):
+        """One JSON-ready prediction per example of a task file (labels not
+        needed), each with ``row``, its place in the file from 0, in the
+        file's order: what ``albert-keras predict`` writes."""
+        self._need_model("predict")
+        data = self._file_data(path, require_labels=False)
+        records = self.task.records(self.spec, data, self._predicted(data, batch_size,
+                                                                     length_buckets))
+        return [{"row": i, **record} for i, record in enumerate(records)]
+
+    def _file_data(self, path, require_labels):
+        if self.tokenizer is None:
+            raise ValueError(f"{type(self).__name__}: the encoder carries no tokenizer")
+        data, _ = self.task.read(path, self.spec, self.tokenizer, require_labels=require_labels)
+        return data
+
+    def _predicted(self, data, batch_size, length_buckets=None):
+        """The task model's outputs on ``data`` (batched by length unless
+        ``length_buckets`` or the settings say not)."""
+        buckets = self.settings.length_buckets if length_buckets is None else length_buckets
+        return predict_outputs(self.task_model, data, batch_size, buckets)
 
     def _outputs(self, x, batch_size):
         self._need_model("predict")
         data, spec = self._data(x, None)
-        return predict_outputs(self.task_model, data, batch_size,
-                               self.settings.length_buckets), data, spec
+        return self._predicted(data, batch_size), data, spec
 
     def _need_model(self, what):
         if self.task_model is None:
@@ -310,6 +348,19 @@ class TextTask(keras.Model):
         return config
 
     @classmethod
+    def load(cls, folder, tokenizer=None):
+        """The task object of a fine-tuned folder, of its task's class
+        (``TextClassifier`` for a ``classify`` folder)."""
+        spec = ModelSource(os.fspath(folder), tokenizer).task_spec
+        if not spec:
+            raise FileNotFoundError(f"{folder}: not a fine-tuned model folder (no {TASK_FILE})")
+        made = cls.for_task(spec.get("task")).from_preset(folder, tokenizer=tokenizer)
+        if not isinstance(made, cls):
+            raise ValueError(f"{folder}: a fine-tuned {spec.get('task')} folder, "
+                             f"not {cls.__name__}")
+        return made
+
+    @classmethod
     def for_task(cls, name):
         """The Python class of the task unit ``name`` (``TextClassifier``
         for ``classify``)."""
@@ -344,9 +395,11 @@ class TextTask(keras.Model):
                 raise ValueError(f"{origin.path}: a fine-tuned {spec.get('task')} folder, "
                                  f"not {cls.task_name}")
             model, _ = origin.task_model()
+            if model.encoder.tokenizer is None or tokenizer:  # the folder's file, or the one given
+                model.encoder.tokenizer = origin.tokenizer
             return model, None, settings
         encoder = origin.encoder(dtype=settings.precision, from_scratch=settings.from_scratch,
                                  dropout=settings.encoder_dropout)
         if encoder.tokenizer is None or tokenizer:
             encoder.tokenizer = origin.tokenizer
-        return None, encoder, _fit_length(settings, encoder, origin.path)
+        return None, encoder, fit_length(settings, encoder, origin.path)

@@ -2,7 +2,6 @@
 
 import keras
 
-from albert_keras.tasks.python_inputs import python_sentences
 from albert_keras.tasks.text_task import TextTask
 from albert_keras.tasks.text_task import finetune_settings
 
@@ -45,17 +44,6 @@ class TokenClassifier(TextTask):
     def labels(self):
         """The tags by id (``()`` before ``fit``)."""
         return tuple(self.spec.labels or ())
-
-    def _task_data(self, x, y, name, spec):
-        sentences = python_sentences(x, y, name)
-        if spec.labels is not None:  # named here by row and word, as a file's by line
-            known = set(spec.labels)
-            for words, tags, row in sentences:
-                for i, tag in enumerate(tags or ()):
-                    if tag not in known:
-                        raise ValueError(f"y[{row}][{i}]: unknown tag {tag!r}; the model "
-                                         f"knows {', '.join(spec.labels)}")
-        return self.task.from_sentences(sentences, spec, self.tokenizer, "y")
 
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout)

@@ -386,7 +386,7 @@ def test_embed(init_folder):
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(vectors[0], vectors[2], atol=1e-6)
     assert not np.allclose(vectors[0], vectors[1])
-    with pytest.raises(TaskDataError, match="text 2 is empty"):
+    with pytest.raises(ValueError, match=r"^texts\[1\]: the text is empty$"):
         inference.embed(init_folder, ["fine", "  "])
 
 

@@ -17,21 +17,8 @@ from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.inference import evaluate as evaluate_folder
 from albert_keras.tasks.inference import predict as predict_folder
-from tests.helpers import make_hf_model
-from tests.helpers import make_wordpiece_vocab
 
 SETTINGS = {"sequence_length": 16, "batch_size": 8, "epochs": 2, "learning_rate": 3e-3}
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("bert-hf")
-    vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
-    size = sum(1 for _ in open(vocab, encoding="utf-8"))
-    make_hf_model("BertForPreTraining", folder, vocab_size=size, max_position_embeddings=64)
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
-    return str(folder)
 
 
 _WORDS = {"dog": "dull grey slow flat tired".split(), "fox": "bright vivid quick sharp lively".split()}
