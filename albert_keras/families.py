@@ -27,6 +27,7 @@ import importlib
 BUILT_IN = (
     "albert_keras.models.albert.family",
     "albert_keras.models.deberta.family",
+    "albert_keras.models.mobilebert.family",
 )
 
 _FAMILIES = {}

@@ -36,6 +36,8 @@ def count_parameters(config, with_pooler=True):
     >>> count_parameters(get_preset("albert_base"))
     11683584
     """
+    if hasattr(config, "count_parameters"):  # a family with its own formula (MobileBERT)
+        return config.count_parameters(with_pooler)
     c = config
     h, e, i = c.hidden_size, c.embedding_size, c.intermediate_size
     embeddings = (c.vocab_size + c.type_vocab_size + c.max_position_embeddings) * e

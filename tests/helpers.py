@@ -210,6 +210,15 @@ BERT = dict(
 ELECTRA = dict(BERT, embedding_size=16)
 
 
+# google/mobilebert-uncased's layout in miniature: trigram input, a
+# bottleneck (32 between blocks, 16 inside), queries and keys from a shared
+# bottleneck, 3 FFNs, NoNorm, relu, the raw [CLS] row as the pooled output.
+MOBILEBERT = dict(vocab_size=99, hidden_size=32, embedding_size=8, intra_bottleneck_size=16,
+                  num_hidden_layers=3, num_attention_heads=4, intermediate_size=24,
+                  num_feedforward_networks=3, max_position_embeddings=64,
+                  classifier_activation=False)
+
+
 # DeBERTa-v3's layout in miniature: relative attention with log buckets (a
 # sequence of 12 reaches past position_buckets // 2), shared position keys,
 # a normalised relative table, no absolute positions, no segments.
@@ -227,11 +236,11 @@ def make_hf_model(cls_name, folder, seed=0, **config):
     import transformers
 
     torch.manual_seed(seed)
-    family = next(f for f in ("Albert", "Bert", "Electra", "DebertaV2")
+    family = next(f for f in ("Albert", "Bert", "Electra", "DebertaV2", "MobileBert")
                   if cls_name.startswith(f))
     base = getattr(transformers, f"{family}Config")
     defaults = {"Albert": ALBERT, "Bert": BERT, "Electra": ELECTRA,
-                "DebertaV2": DEBERTA_V3}[family]
+                "DebertaV2": DEBERTA_V3, "MobileBert": MOBILEBERT}[family]
     model = getattr(transformers, cls_name)(base(**{**defaults, **config})).eval()
     with torch.no_grad():
         # Random LayerNorms and biases too, so a swapped tensor cannot hide.

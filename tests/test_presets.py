@@ -93,6 +93,8 @@ def test_deberta_v3_base_has_the_published_size():
 def test_every_preset_builds_its_family():
     from albert_keras.families import family_of
 
-    assert {family_of(get_preset(name)).name for name in PRESETS} == {"albert", "deberta"}
+    assert {family_of(get_preset(name)).name for name in PRESETS} == {"albert", "deberta",
+                                                                      "mobilebert"}
+    assert family_of(get_preset("mobilebert_tiny")).name == "mobilebert"
     assert family_of(get_preset("deberta_v3_small")).name == "deberta"
     assert family_of(get_preset("bert_base")).name == "albert"

@@ -69,6 +69,7 @@ _HF_GENERIC_KEYS = {
     "_attn_implementation",
     "use_cache",
 }
+HF_GENERIC_KEYS = frozenset(_HF_GENERIC_KEYS)  # what other families' readers accept too
 
 
 def from_hf_dict(data, source="config.json"):

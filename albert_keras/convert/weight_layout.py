@@ -63,12 +63,16 @@ def encoder_variables(encoder):
 def model_variables(model):
     """Canonical name -> variable for an ``AlbertEncoder`` or ``AlbertPretrainer``."""
     encoder = getattr(model, "encoder", model)
-    out = encoder_variables(encoder)
+    # a family with other layers names its own variables (MobileBERT)
+    named = getattr(encoder, "checkpoint_variables", None)
+    out = named() if named is not None else encoder_variables(encoder)
     if hasattr(model, "mlm_head"):
         mlm = model.mlm_head
         out.update(_dense("mlm/dense", mlm.dense))
         out.update(_norm("mlm/layer_norm", mlm.layer_norm))
         out["mlm/output_bias"] = mlm.output_bias
+        if getattr(mlm, "extra_output", None) is not None:  # MobileBERT's decoder rows
+            out["mlm/extra_output"] = mlm.extra_output
         if getattr(model, "sop_head", None) is not None:  # none under RoBERTa's MLM-only
             out.update(_dense("sop", model.sop_head.classifier))
     if type(model).__name__ == "AlbertClassifier":

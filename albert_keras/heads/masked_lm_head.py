@@ -21,6 +21,10 @@ class MaskedLMHead(keras.layers.Layer):
         activation: a ``hidden_act`` name.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
+        extra_output_width: MobileBERT's decoder: the transform is
+            ``E + extra`` wide and the output table has ``extra`` more
+            columns of its own (``extra_output``, V x extra) after the tied
+            word table (0: ALBERT's and BERT's head).
 
     Example:
     >>> table = keras.layers.Embedding(100, 16)
@@ -37,6 +41,7 @@ class MaskedLMHead(keras.layers.Layer):
         activation="gelu_new",
         layer_norm_eps=1e-12,
         initializer_range=0.02,
+        extra_output_width=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -48,8 +53,10 @@ class MaskedLMHead(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.vocab_size = token_embedding.input_dim
         self.embedding_size = token_embedding.output_dim
+        self.extra_output_width = int(extra_output_width)
+        self.extra_output = None
         self.dense = keras.layers.Dense(
-            self.embedding_size,
+            self.embedding_size + self.extra_output_width,
             activation=get_activation(activation),
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=initializer_range
@@ -65,7 +72,11 @@ class MaskedLMHead(keras.layers.Layer):
         if not self.token_embedding.built:
             self.token_embedding.build((None, None))
         self.dense.build(sequence_output_shape)
-        self.layer_norm.build(tuple(sequence_output_shape[:-1]) + (self.embedding_size,))
+        self.layer_norm.build(tuple(sequence_output_shape[:-1]) + (self.dense.units,))
+        if self.extra_output_width:
+            self.extra_output = self.add_weight(
+                name="extra_output", shape=(self.vocab_size, self.extra_output_width),
+                initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
         self.output_bias = self.add_weight(
             name="output_bias",
             shape=(self.vocab_size,),
@@ -90,6 +101,8 @@ class MaskedLMHead(keras.layers.Layer):
         if token_table is None:
             token_table = self.token_embedding.embeddings
         table = ops.cast(token_table, x.dtype)
+        if self.extra_output is not None:
+            table = ops.concatenate([table, ops.cast(self.extra_output, x.dtype)], axis=-1)
         logits = ops.matmul(x, ops.transpose(table))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
@@ -100,6 +113,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.dense.set_weights(other.dense.get_weights())
         self.layer_norm.set_weights(other.layer_norm.get_weights())
         self.output_bias.assign(other.output_bias)
+        if self.extra_output is not None:
+            self.extra_output.assign(other.extra_output)
 
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
         rows = masked_positions_shape or sequence_output_shape
@@ -122,6 +137,7 @@ class MaskedLMHead(keras.layers.Layer):
                 "activation": self.activation,
                 "layer_norm_eps": self.layer_norm_eps,
                 "initializer_range": self.initializer_range,
+                "extra_output_width": self.extra_output_width,
             }
         )
         return config

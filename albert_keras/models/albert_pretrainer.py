@@ -69,6 +69,7 @@ class AlbertPretrainer(TaskModel):
             activation=config.hidden_act,
             layer_norm_eps=config.layer_norm_eps,
             initializer_range=config.initializer_range,
+            extra_output_width=getattr(encoder, "mlm_extra_width", 0),  # MobileBERT's rows
             dtype=dtype,
             name="mlm_head",
         )

@@ -1,0 +1,219 @@
+"""HF transformers MobileBERT folders in and out.
+
+Reads ``MobileBertModel``, ``MobileBertForPreTraining``,
+``MobileBertForMaskedLM`` and ``MobileBertForSequenceClassification``
+folders whole; ``MobileBertForTokenClassification``,
+``MobileBertForQuestionAnswering`` and ``MobileBertForMultipleChoice``
+give their encoder (fine-tuning builds its own head; the report names the
+head left out). Writes ``MobileBertModel`` / ``MobileBertForPreTraining``
+(with the MLM head) / ``MobileBertForSequenceClassification`` folders that
+transformers loads.
+"""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from albert_keras.config import ConfigError
+from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.assign import assign_tensors
+from albert_keras.convert.hf_config import HF_GENERIC_KEYS
+from albert_keras.files import write_json
+from albert_keras.files import writing_folder
+from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
+
+MODEL_TYPE = "mobilebert"
+PREFIX = "mobilebert."
+# HF config keys with no effect on the computation ours does
+_INERT = {"true_hidden_size", "classifier_dropout"}
+# HF's task classes whose head --init leaves out (fine-tuning trains a new one)
+_ENCODER_ONLY = {"MobileBertForTokenClassification": ("classifier.",),
+                 "MobileBertForQuestionAnswering": ("qa_outputs.",),
+                 "MobileBertForMultipleChoice": ("classifier.",)}
+_DECODER = "cls.predictions.decoder.weight"
+_DECODER_BIAS = "cls.predictions.decoder.bias"
+
+
+def config_from_hf(data, source="config.json"):
+    """A ``MobileBertConfig`` from an HF ``config.json`` dict."""
+    if not isinstance(data, dict) or data.get("model_type") != MODEL_TYPE:
+        raise ConfigError(f"{source}: not a MobileBERT config (model_type "
+                          f"{data.get('model_type') if isinstance(data, dict) else None!r})")
+    fields = {f.name for f in dataclasses.fields(MobileBertConfig)} - {"num_hidden_groups"}
+    for key in data:
+        if key not in fields and key not in HF_GENERIC_KEYS and key not in _INERT:
+            raise ConfigError(f"{source}: unsupported MobileBERT config key {key!r}")
+    kept = {k: v for k, v in data.items() if k in fields}
+    if "layer_norm_eps" in kept:
+        kept["layer_norm_eps"] = float(kept["layer_norm_eps"])
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
+        if key in kept:
+            kept[key] = float(kept[key])
+    if kept.get("pad_token_id") is None:
+        kept.pop("pad_token_id", None)
+    return MobileBertConfig.from_dict(kept, source)
+
+
+def config_to_hf(config):
+    """HF's ``config.json`` dict of ``config`` (refused for shared blocks)."""
+    if config.num_hidden_groups not in (None, config.num_hidden_layers):
+        raise ConversionError(f"num_hidden_groups={config.num_hidden_groups}: HF's MobileBERT "
+                              "has no cross-layer sharing; keep the model in our format")
+    if (config.use_bottleneck and not config.use_bottleneck_attention
+            and not config.key_query_shared_bottleneck
+            and config.hidden_size != config.intra_bottleneck_size):
+        raise ConversionError("attention on the block input at a bottlenecked width "
+                              "(IB-BERT) has no HF MobileBERT equivalent")
+    data = {k: v for k, v in config.to_dict().items() if k != "num_hidden_groups"}
+    return {**data, "model_type": MODEL_TYPE, "true_hidden_size": config.true_hidden_size}
+
+
+def hf_names(config):
+    """Our stable name -> ``(HF tensor name, transform)`` (``"T"``: a torch
+    ``[out, in]`` weight is our ``[in, out]`` kernel)."""
+    names = {"embeddings/word": ("embeddings.word_embeddings.weight", None),
+             "embeddings/position": ("embeddings.position_embeddings.weight", None),
+             "embeddings/segment": ("embeddings.token_type_embeddings.weight", None)}
+    names.update(_linear("embeddings.embedding_transformation", "embeddings/projection"))
+    names.update(_norm("embeddings.LayerNorm", "embeddings/norm"))
+    parts = {"query": "attention.self.query", "key": "attention.self.key",
+             "value": "attention.self.value", "attention_output": "attention.output.dense",
+             "output_ffn/intermediate": "intermediate.dense",
+             "output_ffn/output": "output.dense",
+             "output_bottleneck": "output.bottleneck.dense",
+             "input_bottleneck/dense": "bottleneck.input.dense",
+             "shared_bottleneck/dense": "bottleneck.attention.dense"}
+    norms = {"attention_norm": "attention.output.LayerNorm", "output_ffn/norm": "output.LayerNorm",
+             "output_norm": "output.bottleneck.LayerNorm",
+             "input_bottleneck/norm": "bottleneck.input.LayerNorm",
+             "shared_bottleneck/norm": "bottleneck.attention.LayerNorm"}
+    for j in range(config.num_feedforward_networks - 1):
+        parts.update({f"ffn_{j}/intermediate": f"ffn.{j}.intermediate.dense",
+                      f"ffn_{j}/output": f"ffn.{j}.output.dense"})
+        norms[f"ffn_{j}/norm"] = f"ffn.{j}.output.LayerNorm"
+    for k in range(config.num_hidden_layers):
+        for ours, theirs in parts.items():
+            names.update(_linear(f"encoder.layer.{k}.{theirs}", f"block_{k}/{ours}"))
+        for ours, theirs in norms.items():
+            names.update(_norm(f"encoder.layer.{k}.{theirs}", f"block_{k}/{ours}"))
+    names.update(_linear("pooler.dense", "pooler"))
+    names.update(_linear("cls.predictions.transform.dense", "mlm/dense"))
+    names.update(_norm("cls.predictions.transform.LayerNorm", "mlm/layer_norm"))
+    names["mlm/output_bias"] = ("cls.predictions.bias", None)
+    names["mlm/extra_output"] = ("cls.predictions.dense.weight", "T")
+    names.update(_linear("cls.seq_relationship", "sop"))
+    names.update(_linear("classifier", "classifier"))
+    return names
+
+
+def _linear(hf, ours):
+    return {f"{ours}/kernel": (f"{hf}.weight", "T"), f"{ours}/bias": (f"{hf}.bias", None)}
+
+
+def _norm(hf, ours):
+    return {f"{ours}/gamma": (f"{hf}.weight", None), f"{ours}/beta": (f"{hf}.bias", None)}
+
+
+def _build(config, tensors, dtype, architecture):
+    """Our model for the heads the folder holds."""
+    from albert_keras.models.albert_classifier import AlbertClassifier
+    from albert_keras.models.albert_pretrainer import AlbertPretrainer
+    from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
+
+    encoder = MobileBertEncoder(config, dtype=dtype)
+    if any(k.startswith("cls.predictions.") for k in tensors):
+        return AlbertPretrainer(encoder, dtype=dtype,
+                                sentence_order="cls.seq_relationship.weight" in tensors)
+    if "classifier.weight" in tensors and architecture not in _ENCODER_ONLY:
+        return AlbertClassifier(encoder, int(np.shape(tensors["classifier.weight"])[0]),
+                                dtype=dtype)
+    return encoder
+
+
+def _ignored(folder, tensors, architecture):
+    """Tensors present and not loaded: buffers, the tied decoder (checked
+    equal to the word table) and the head of HF's token, QA and multiple-
+    choice classes."""
+    word = tensors.get("embeddings.word_embeddings.weight")
+    if _DECODER in tensors and word is not None and not np.array_equal(tensors[_DECODER], word):
+        raise ConversionError(f"{folder}: {_DECODER} differs from the word embeddings; an "
+                              "untied decoder cannot be represented")
+    bias = tensors.get("cls.predictions.bias")
+    if _DECODER_BIAS in tensors and bias is not None and not np.array_equal(
+            tensors[_DECODER_BIAS], bias):
+        raise ConversionError(f"{folder}: {_DECODER_BIAS} differs from cls.predictions.bias")
+    heads = {k for k in tensors if k.startswith(_ENCODER_ONLY.get(architecture, ()))}
+    return {"embeddings.position_ids", _DECODER, _DECODER_BIAS}, heads
+
+
+def load_hf(folder, strict=True, dtype=None):
+    """``(model, report)`` of an HF MobileBERT folder: an ``AlbertPretrainer``
+    with the MLM head (and NSP as its sentence head, when present), an
+    ``AlbertClassifier`` for a sequence classifier, else a
+    ``MobileBertEncoder``; on ``MobileBertEncoder``."""
+    from albert_keras.convert.hf import read_hf_tensors
+
+    path = os.path.join(folder, "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConversionError(f"{path}: cannot read config: {e}") from None
+    config = config_from_hf(data, path)
+    tensors = {k[len(PREFIX):] if k.startswith(PREFIX) else k: v
+               for k, v in read_hf_tensors(folder).items()}
+    architectures = data.get("architectures") or [None]
+    model = _build(config, tensors, dtype, architectures[0])
+    ignored, heads = _ignored(folder, tensors, architectures[0])
+    report = assign_tensors(model, tensors, hf_names(config), folder, ignored=ignored | heads,
+                            strict=strict)
+    if heads:
+        report["task_head_left_out"] = sorted(heads)
+    return model, report
+
+
+def _architecture(model):
+    if hasattr(model, "mlm_head"):
+        return "MobileBertForPreTraining" if model.sop_head is not None else (
+            "MobileBertForMaskedLM")
+    if type(model).__name__ == "AlbertClassifier":
+        if model.pooling != "pooled":
+            raise ConversionError("a MobileBERT classifier exports to HF with pooling "
+                                  "'pooled' only; export its encoder instead")
+        return "MobileBertForSequenceClassification"
+    return "MobileBertModel"
+
+
+def save_hf(model, folder, overwrite=False, model_type=None):
+    """Writes ``model`` as an HF MobileBERT folder (``config.json`` and
+    ``model.safetensors``), under a temporary name then renamed."""
+    from safetensors.numpy import save_file
+
+    from albert_keras.convert.weight_layout import model_variables
+
+    if model_type not in (None, MODEL_TYPE):
+        raise ConversionError(f"a MobileBERT model exports as model_type {MODEL_TYPE}, "
+                              f"not {model_type}")
+    config = model.config
+    hf_config = config_to_hf(config)
+    arch = _architecture(model)
+    hf_config["architectures"] = [arch]
+    if arch == "MobileBertForSequenceClassification":
+        hf_config["num_labels"] = model.num_classes
+    names = hf_names(config)
+    tensors = {}
+    for ours, variable in model_variables(model).items():
+        src, transform = names[ours]
+        array = np.asarray(variable.numpy(), np.float32)
+        key = src if src.startswith(("cls.", "classifier.")) else PREFIX + src
+        tensors[key] = np.ascontiguousarray(array.T if transform == "T" else array)
+    if hasattr(model, "mlm_head"):  # HF's tied decoder, written as transformers writes it
+        tensors[_DECODER] = tensors[PREFIX + "embeddings.word_embeddings.weight"].copy()
+    if os.path.exists(folder) and not overwrite:
+        raise FileExistsError(f"{folder} exists; pass overwrite=True / --overwrite")
+    with writing_folder(folder) as tmp:
+        save_file(tensors, os.path.join(tmp, "model.safetensors"), {"format": "pt"})
+        write_json(os.path.join(tmp, "config.json"), hf_config)
+    return folder
