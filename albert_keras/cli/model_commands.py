@@ -95,7 +95,7 @@ def add_parsers(sub):
 
     p = sub.add_parser("convert",
                        help="HF folder or TF1 checkpoint -> .keras, or .keras -> HF folder")
-    p.add_argument("src", help="HF folder (ALBERT, BERT or ELECTRA), TF1 checkpoint (prefix "
+    p.add_argument("src", help="HF folder (ALBERT, BERT, ELECTRA, DeBERTa-v2/v3 or MobileBERT), TF1 checkpoint (prefix "
                    "or folder), keras-hub preset folder, or .keras (a model folder too with "
                    "--to keras-hub)")
     p.add_argument("--out", required=True,
@@ -109,10 +109,10 @@ def add_parsers(sub):
     p.add_argument("--tokenizer", default=None,
                    help="--to keras-hub: the tokenizer file (default: the source folder's)")
     p.add_argument("--model-type", default="auto",
-                   choices=("auto", "albert", "bert", "electra", "deberta-v2"),
-                   help="--to hf: the HF model family (default: auto: deberta-v2 with "
-                        "relative attention, bert for an unshared E = H layout, electra for "
-                        "a discriminator, else albert)")
+                   choices=("auto", "albert", "bert", "electra", "deberta-v2", "mobilebert"),
+                   help="--to hf: the HF model family (default: auto: mobilebert for a "
+                        "MobileBERT model, deberta-v2 with relative attention, bert for an "
+                        "unshared E = H layout, electra for a discriminator, else albert)")
     p.add_argument("--config", default=None,
                    help="TF1: albert_config.json (default: next to the checkpoint)")
     p.add_argument("--allow-unused", action="store_true",

@@ -257,3 +257,50 @@ def test_what_app_runtimes_cannot_run_is_refused_before_work(init_folder, tmp_pa
         export_tflite(init_folder, str(tmp_path / "x.tflite"),
                       ExportConfig(metadata=True, sequence_length=32, **extra))
     assert os.listdir(tmp_path) == []
+
+
+def test_an_hf_mobilebert_folder_finetunes_and_runs_in_mediapipe(tmp_path, capsys):
+    """The phone model MediaPipe ships: an HF MobileBERT folder through the
+    command line (finetune, evaluate, predict, export --metadata), then
+    MediaPipe's TextClassifier gives predict's labels."""
+    from albert_keras.cli import main
+
+    hf = tmp_path / "mobilebert"
+    vocab = make_wordpiece_vocab(hf, lowercase=True, vocab_size=400)
+    size = len(open(vocab, encoding="utf-8").read().splitlines())
+    make_hf_model("MobileBertForPreTraining", str(hf), vocab_size=size,
+                  max_position_embeddings=64)
+    rows = [f"{'fox' if i % 2 else 'dog'} {t},{'fox' if i % 2 else 'dog'}"
+            for i, t in enumerate(make_sentences(160, seed=4))]
+    (tmp_path / "train.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    (tmp_path / "eval.csv").write_text("text,label\n" + "\n".join(rows[:40]) + "\n")
+    out = str(tmp_path / "cls")
+    assert main(["finetune", "--init", str(hf), "--task", "classify", "--train",
+                 str(tmp_path / "train.csv"), "--out", out, "--epochs", "6", "--batch-size",
+                 "8", "--seq-length", "32", "--learning-rate", "1e-3"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", out, str(tmp_path / "eval.csv")]) == 0
+    # the first word names the label: a model that learned nothing scores 0.5
+    assert json.loads(capsys.readouterr().out)["accuracy"] >= 0.9
+    tflite = str(tmp_path / "mobilebert.tflite")
+    assert main(["export", out, "--out", tflite, "--metadata", "--validation-data",
+                 _texts_file(str(tmp_path), PLAIN_TEXTS), "--examples", "60"]) == 0
+    _assert_same_as_predict(tflite, out, PLAIN_TEXTS, tmp_path, score_atol=1e-4)
+    # the published-style folder's own heads and encoder, through the other commands
+    capsys.readouterr()
+    assert main(["fill-mask", str(hf), "the quick [MASK] fox", "--top-k", "2"]) == 0
+    assert "[MASK] 1: " in capsys.readouterr().out
+    assert main(["embed", str(hf), "--input", _texts_file(str(tmp_path), PLAIN_TEXTS[:3],
+                                                          table=False),
+                 "--out", str(tmp_path / "vectors.npy")]) == 0
+    assert np.load(tmp_path / "vectors.npy").shape == (3, 32)
+    keras_file = str(tmp_path / "mobilebert.keras")
+    assert main(["convert", str(hf), "--out", keras_file]) == 0
+    assert main(["convert", keras_file, "--to", "hf", "--out", str(tmp_path / "again")]) == 0
+    import torch
+    import transformers
+
+    ids = torch.tensor([[2, 40, 41, 42, 3]])
+    logits = [transformers.MobileBertForPreTraining.from_pretrained(str(path)).eval()(
+        input_ids=ids).prediction_logits.detach().numpy() for path in (hf, tmp_path / "again")]
+    np.testing.assert_allclose(logits[1], logits[0], atol=1e-5)
