@@ -37,6 +37,8 @@ _PUBLIC = {
     "AlbertTokenClassifier": "albert_keras.models.albert_token_classifier",
     "Backbone": "albert_keras.models.backbone",
     "ConfigError": "albert_keras.config",
+    "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
+    "MobileBertEncoder": "albert_keras.models.mobilebert.mobilebert_encoder",
     "PRESETS": "albert_keras.presets",
     "QuantizedDense": "albert_keras.layers.quantized_dense",
     "Tokenizer": "albert_keras.text.tokenizer",

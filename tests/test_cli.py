@@ -22,6 +22,8 @@ def test_presets_table(capsys):
     for name in ("albert_tiny", "bert_tiny", "bert_base", "albert_xxlarge"):
         assert name in out
     assert "63,647,232" in out and "37,686,528" in out  # Table 4 variants
+    line = next(x for x in out.splitlines() if x.startswith("mobilebert_shared "))
+    assert line.split()[1:2] == ["mobilebert"] and "1 blocks" in line
 
 
 def test_console_script_is_installed():

@@ -15,13 +15,16 @@ def cmd_presets(args):
     from albert_keras.presets import get_preset
 
     overrides = {"vocab_size": args.vocab_size} if args.vocab_size else {}
-    header = ("name", "layers", "H", "E", "heads", "FFN", "sharing", "vocab", "params")
+    from albert_keras.families import family_of
+
+    header = ("name", "family", "layers", "H", "E", "heads", "FFN", "sharing", "vocab",
+              "params")
     rows = []
     for name in PRESETS:
         c = get_preset(name, **overrides)
-        rows.append((name, c.num_hidden_layers, c.hidden_size, c.embedding_size,
-                     c.num_attention_heads, c.intermediate_size, c.sharing, c.vocab_size,
-                     f"{count_parameters(c):,}"))
+        rows.append((name, family_of(c).name, c.num_hidden_layers, c.hidden_size,
+                     c.embedding_size, c.num_attention_heads, c.intermediate_size,
+                     _sharing(c), c.vocab_size, f"{count_parameters(c):,}"))
     print_table(header, rows)
     print()
     print("albert_base sharing variants (paper Table 4, E = 128, vocab 30000):")
@@ -32,6 +35,15 @@ def cmd_presets(args):
                      f"{count_parameters(c, with_pooler=False) / 1e6:.1f}M", f"{paper}M"))
     print_table(("sharing", "params", "millions", "without pooler", "paper"), rows)
     return 0
+
+
+def _sharing(config):
+    """ALBERT's sharing mode, or how many distinct blocks another family's
+    layers share (MobileBERT's ``num_hidden_groups``)."""
+    if hasattr(config, "sharing"):
+        return config.sharing
+    groups = getattr(config, "num_hidden_groups", None)
+    return "none" if groups in (None, config.num_hidden_layers) else f"{groups} blocks"
 
 
 def print_table(header, rows):

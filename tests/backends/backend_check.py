@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 from albert_keras import AlbertConfig  # noqa: E402
 from albert_keras import AlbertEncoder  # noqa: E402
 from albert_keras import AlbertPretrainer  # noqa: E402
+from albert_keras.families import build_backbone  # noqa: E402
 from albert_keras.layers.attention_block import AttentionBlock  # noqa: E402
 from tests.helpers import run_layer_test  # noqa: E402
 from tests.helpers import run_model_test  # noqa: E402
@@ -68,8 +69,9 @@ def main(in_dir, out_dir):
     # -- a short pretraining fit of the same architecture ------------------------------
     keras.utils.set_random_seed(0)
     config = encoder.config
-    pretrainer = AlbertPretrainer(AlbertEncoder(config),
-                                  enhanced_mask_decoder=config.relative_attention)
+    pretrainer = AlbertPretrainer(build_backbone(config),  # any family's (MobileBERT too)
+                                  enhanced_mask_decoder=getattr(config, "relative_attention",
+                                                                False))
     pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-2))
     x = _inputs(8, 12)
     x["masked_positions"] = np.tile(np.array([[1, 2, 3]], "int32"), (8, 1))

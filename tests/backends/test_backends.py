@@ -13,6 +13,8 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
+from albert_keras import MobileBertConfig
+from albert_keras import MobileBertEncoder
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "backend_check.py")
 BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -25,20 +27,27 @@ DEBERTA = dict(relative_attention=True, position_buckets=4, share_att_key=True,
                norm_rel_ebd="layer_norm", position_biased_input=False, type_vocab_size=0)
 
 
-@pytest.fixture(scope="module", params=["none", "alibi", "deberta"])
+@pytest.fixture(scope="module", params=["none", "alibi", "deberta", "mobilebert"])
 def reference(tmp_path_factory, request):
     """A tiny encoder saved under TensorFlow, padded inputs and its outputs:
     with ALBERT's attention, with ALiBi (the small-corpus recipe's) and with
-    DeBERTa's disentangled attention. The child also pretrains this
-    architecture (with the enhanced mask decoder for DeBERTa)."""
+    DeBERTa's disentangled attention, and MobileBERT. The child also
+    pretrains this architecture (with the enhanced mask decoder for DeBERTa,
+    MobileBERT's extra decoder rows for it)."""
     folder = tmp_path_factory.mktemp("tf")
     keras.utils.set_random_seed(3)
     attention = (DEBERTA if request.param == "deberta"
                  else {"position_bias": request.param})
-    encoder = AlbertEncoder(AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
-                                         num_hidden_layers=3, num_hidden_groups=1,
-                                         num_attention_heads=4, intermediate_size=32,
-                                         max_position_embeddings=32, **attention))
+    if request.param == "mobilebert":
+        encoder = MobileBertEncoder(MobileBertConfig(
+            vocab_size=60, embedding_size=8, hidden_size=16, intra_bottleneck_size=8,
+            num_hidden_layers=3, num_attention_heads=4, intermediate_size=12,
+            num_feedforward_networks=2, max_position_embeddings=32))
+    else:
+        encoder = AlbertEncoder(AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
+                                             num_hidden_layers=3, num_hidden_groups=1,
+                                             num_attention_heads=4, intermediate_size=32,
+                                             max_position_embeddings=32, **attention))
     rng = np.random.default_rng(0)
     mask = np.ones((3, 11), "int32")
     mask[1, 6:] = 0

@@ -6,8 +6,13 @@ import keras
 from keras import ops
 
 from albert_keras.layers.activations import get_activation
+from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.no_norm import make_norm
 from albert_keras.models.mobilebert.trigram_embedding import TORCH_LAYER_NORM_EPS
+
+
+def _config(config):
+    return MobileBertConfig.from_dict(config) if isinstance(config, dict) else config
 
 
 class _Ffn(keras.layers.Layer):
@@ -15,6 +20,8 @@ class _Ffn(keras.layers.Layer):
 
     def __init__(self, config, output_eps, **kwargs):
         super().__init__(**kwargs)
+        config = _config(config)
+        self.config, self.output_eps = config, output_eps
         init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         dtype = self.dtype_policy
         self.width = config.true_hidden_size
@@ -37,12 +44,17 @@ class _Ffn(keras.layers.Layer):
             y = dropout(y, training=training)
         return self.norm(y + x)
 
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "output_eps": self.output_eps}
+
 
 class _Bottleneck(keras.layers.Layer):
     """``norm(W x)``: the block input narrowed to the bottleneck width."""
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
+        config = self.config = _config(config)
         init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         self.hidden_size = config.hidden_size
         self.dense = keras.layers.Dense(config.intra_bottleneck_size, kernel_initializer=init,
@@ -57,6 +69,9 @@ class _Bottleneck(keras.layers.Layer):
 
     def call(self, x):
         return self.norm(self.dense(x))
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -83,10 +98,7 @@ class MobileBertBlock(keras.layers.Layer):
 
     def __init__(self, config, mask_value=-10000.0, **kwargs):
         super().__init__(**kwargs)
-        from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
-
-        if isinstance(config, dict):
-            config = MobileBertConfig.from_dict(config)
+        config = _config(config)
         self.config, self.mask_value = config, float(mask_value)
         self._make_attention(config)
         # HF builds the output FFN's norm without its config's eps (torch's default)

@@ -64,6 +64,36 @@ def _make_layers(config, mask_value, dtype):
                              config.initializer_range, dtype=dtype, name="pooler"))
 
 
+def _embed(embeddings, inputs, training=False, token_table=None):
+    return embeddings(inputs["token_ids"], inputs["segment_ids"], training=training,
+                      token_table=token_table)
+
+
+def _forward(config, made, inputs, training=False, embedded=None, token_table=None,  # noqa: PLR0913 (the entry's keywords)
+             query_positions=None, return_attention=False):
+    """``MobileBertEncoder.encode`` on the layers ``made``."""
+    embeddings, blocks, _ = made
+    padding_mask = ops.cast(inputs["padding_mask"], "int32")
+    x = _embed(embeddings, inputs, training, token_table) if embedded is None else embedded
+    states, attention = [x], []
+    for layer in range(config.num_hidden_layers):
+        ran = blocks[config.block_of_layer(layer)](states[-1], padding_mask, training=training,
+                                                    return_attention=return_attention)
+        if return_attention:
+            ran, probs = ran
+            attention.append(probs)
+        states.append(ran)
+    sequence = states[-1]
+    if query_positions is not None:
+        rows = ops.cast(query_positions, "int32")[:, :, None]
+        sequence = ops.take_along_axis(sequence, rows, axis=1)
+        states = states[:-1] + [sequence]
+    out = {"hidden_states": states, "sequence_output": sequence}
+    if return_attention:
+        out["attention"] = attention
+    return out
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
 class MobileBertEncoder(Backbone):
     """MobileBERT: trigram embedding, bottleneck blocks, pooler.
@@ -101,17 +131,18 @@ class MobileBertEncoder(Backbone):
         if cls_only and output_hidden_states:
             raise ValueError("cls_only and output_hidden_states cannot be combined")
         made = _make_layers(config, mask_value, dtype)
-        self._set_layers(config, made)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ("token_ids", "segment_ids", "padding_mask")}
-        states = self.encode(inputs)["hidden_states"]
+        # the graph from the layers themselves: on torch a layer cannot be an
+        # attribute before Model.__init__ has run
+        states = _forward(config, made, inputs)["hidden_states"]
         sequence = states[-1][:, :1] if cls_only else states[-1]
-        outputs = {"sequence_output": sequence, "pooled_output": self.pool(states[-1])}
+        outputs = {"sequence_output": sequence, "pooled_output": made[2](states[-1])}
         if output_hidden_states:
             outputs["hidden_states"] = StackHiddenStates(dtype=dtype,
                                                          name="hidden_states")(states)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self._set_layers(config, made)  # Model.__init__ resets what was set before it
+        self._set_layers(config, made)
         if dtype is not None:
             self.dtype_policy = dtype
         self.config, self.output_hidden_states = config, bool(output_hidden_states)
@@ -127,8 +158,7 @@ class MobileBertEncoder(Backbone):
     def embed(self, inputs, training=False, token_table=None):
         """The embedding output ``[B, S, H]`` (``token_table``: a V x E word
         table read instead of the encoder's own)."""
-        return self.embeddings(inputs["token_ids"], inputs["segment_ids"], training=training,
-                               token_table=token_table)
+        return _embed(self.embeddings, inputs, training, token_table)
 
     def encode(self, inputs, training=False, embedded=None, token_table=None,  # noqa: PLR0913 (the entry's keywords)
                query_positions=None, return_attention=False):
@@ -138,26 +168,8 @@ class MobileBertEncoder(Backbone):
         ``embed(inputs)``; with ``query_positions`` ``[B, Q]`` the
         sequence output is those rows (gathered from the full last layer:
         MobileBERT's last block has no cheaper path)."""
-        padding_mask = ops.cast(inputs["padding_mask"], "int32")
-        x = self.embed(inputs, training, token_table) if embedded is None else embedded
-        states, attention = [x], []
-        for layer in range(self.config.num_hidden_layers):
-            block = self.blocks[self.config.block_of_layer(layer)]
-            ran = block(states[-1], padding_mask, training=training,
-                        return_attention=return_attention)
-            if return_attention:
-                ran, probs = ran
-                attention.append(probs)
-            states.append(ran)
-        sequence = states[-1]
-        if query_positions is not None:
-            rows = ops.cast(query_positions, "int32")[:, :, None]
-            sequence = ops.take_along_axis(sequence, rows, axis=1)
-            states = states[:-1] + [sequence]
-        out = {"hidden_states": states, "sequence_output": sequence}
-        if return_attention:
-            out["attention"] = attention
-        return out
+        return _forward(self.config, (self.embeddings, self.blocks, self.pooler), inputs,
+                        training, embedded, token_table, query_positions, return_attention)
 
     def pool(self, rows, training=False):
         """The pooled output ``[B, H]`` of rows whose first is ``[CLS]``."""

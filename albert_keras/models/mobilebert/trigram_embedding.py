@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.no_norm import make_norm
 
 # HF builds the embeddings' norm without its config's eps: torch's LayerNorm
@@ -36,8 +37,6 @@ class TrigramEmbedding(keras.layers.Layer):
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
-        from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
-
         if isinstance(config, dict):
             config = MobileBertConfig.from_dict(config)
         self.config = config
