@@ -303,8 +303,6 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     has no HF equivalent and is refused. The folder is written under a
     temporary name and renamed.
     """
-    from safetensors.numpy import save_file
-
     config = model.config
     family = family_of(config)
     if family.checkpoints != __name__:  # another family's model: its own writer
@@ -319,6 +317,13 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     if _is_classifier(model):
         hf_config["num_labels"] = model.num_classes
     tensors = _hf_tensors(model, _NAMES[model_type](config), model_type, prefix)
+    return write_hf_folder(folder, tensors, hf_config, overwrite)
+
+
+def write_hf_folder(folder, tensors, hf_config, overwrite=False):
+    """``model.safetensors`` and ``config.json`` in ``folder``, written under
+    a temporary name and renamed (every family's HF writer ends here)."""
+    from safetensors.numpy import save_file
 
     if os.path.exists(folder) and not overwrite:
         raise FileExistsError(f"{folder} exists; pass overwrite=True / --overwrite")

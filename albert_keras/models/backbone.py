@@ -135,6 +135,23 @@ class Backbone(keras.Model):
                              f"is {self.config.vocab_size}")
         self.tokenizer_asset = None if tokenizer is None else TokenizerAsset.of(tokenizer)
 
+    def get_config(self):
+        """The constructor keywords of the entry (``config`` as a dict), so
+        that ``rebuilt`` and ``.keras`` files make the same encoder."""
+        return {"name": self.name, "trainable": self.trainable,
+                "config": self.config.to_dict(),
+                "output_hidden_states": self.output_hidden_states,
+                "mask_value": self.mask_value, "quantize_aware": self.quantize_aware,
+                "cls_only": self.cls_only,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
     def save_assets(self, dir_path):
         if self.tokenizer_asset is not None:
             self.tokenizer_asset.write(dir_path)

@@ -20,8 +20,6 @@ from albert_keras.config import ConfigError
 from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.hf_config import HF_GENERIC_KEYS
-from albert_keras.files import write_json
-from albert_keras.files import writing_folder
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 
 MODEL_TYPE = "mobilebert"
@@ -189,8 +187,7 @@ def _architecture(model):
 def save_hf(model, folder, overwrite=False, model_type=None):
     """Writes ``model`` as an HF MobileBERT folder (``config.json`` and
     ``model.safetensors``), under a temporary name then renamed."""
-    from safetensors.numpy import save_file
-
+    from albert_keras.convert.hf import write_hf_folder
     from albert_keras.convert.weight_layout import model_variables
 
     if model_type not in (None, MODEL_TYPE):
@@ -211,9 +208,4 @@ def save_hf(model, folder, overwrite=False, model_type=None):
         tensors[key] = np.ascontiguousarray(array.T if transform == "T" else array)
     if hasattr(model, "mlm_head"):  # HF's tied decoder, written as transformers writes it
         tensors[_DECODER] = tensors[PREFIX + "embeddings.word_embeddings.weight"].copy()
-    if os.path.exists(folder) and not overwrite:
-        raise FileExistsError(f"{folder} exists; pass overwrite=True / --overwrite")
-    with writing_folder(folder) as tmp:
-        save_file(tensors, os.path.join(tmp, "model.safetensors"), {"format": "pt"})
-        write_json(os.path.join(tmp, "config.json"), hf_config)
-    return folder
+    return write_hf_folder(folder, tensors, hf_config, overwrite)

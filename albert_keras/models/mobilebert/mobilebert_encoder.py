@@ -231,18 +231,3 @@ class MobileBertEncoder(Backbone):
     def mlm_extra_width(self):
         """The MLM decoder's rows past the word table: H - E."""
         return self.config.hidden_size - self.config.embedding_size
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "config": self.config.to_dict(),
-                "output_hidden_states": self.output_hidden_states,
-                "mask_value": self.mask_value, "quantize_aware": self.quantize_aware,
-                "cls_only": self.cls_only,
-                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
