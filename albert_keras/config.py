@@ -78,6 +78,32 @@ class ConfigError(ValueError):
     """A configuration file or value that we refuse, with the reason."""
 
 
+def config_from_dict(cls, data, source="config", optional=()):
+    """A config dataclass ``cls`` from a dict whose keys and types are
+    checked first (every family's ``from_dict``): an unknown key, a wrong
+    type or a value ``cls`` refuses is one ``ConfigError`` naming ``source``.
+    The fields in ``optional`` may also be None."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object")
+    fields = {f.name: f.type for f in dataclasses.fields(cls)}
+    for key, value in data.items():
+        if key not in fields:
+            raise ConfigError(f"{source}: unknown config key {key!r}")
+        if value is None and key in optional:
+            continue
+        kind = {int: int, float: (int, float), str: str, bool: bool}.get(fields[key])
+        if fields[key] is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{source}: {key} must be true or false, not {value!r}")
+        elif kind and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise ConfigError(f"{source}: {key} must be a {fields[key].__name__}, "
+                              f"not {type(value).__name__}")
+    try:
+        return cls(**data)
+    except (ConfigError, TypeError) as e:
+        raise ConfigError(f"{source}: {e}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class AlbertConfig:
     """Hyperparameters of an ALBERT (or BERT) encoder.
@@ -343,26 +369,7 @@ class AlbertConfig:
     @classmethod
     def from_dict(cls, data, source="config"):
         """Builds a config from our own dialect; unknown keys are errors."""
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: expected a JSON object")
-        fields = {f.name: f.type for f in dataclasses.fields(cls)}
-        for key, value in data.items():
-            if key not in fields:
-                raise ConfigError(f"{source}: unknown config key {key!r}")
-            kind = {int: int, float: (int, float), str: str, bool: bool}.get(fields[key])
-            if fields[key] is bool:
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{source}: {key} must be true or false, "
-                                      f"not {value!r}")
-            elif kind and (not isinstance(value, kind) or isinstance(value, bool)):
-                raise ConfigError(f"{source}: {key} must be a {fields[key].__name__}, "
-                                  f"not {type(value).__name__}")
-        try:
-            return cls(**data)
-        except ConfigError as e:
-            raise ConfigError(f"{source}: {e}") from None
-        except TypeError as e:
-            raise ConfigError(f"{source}: {e}") from None
+        return config_from_dict(cls, data, source)
 
     # -- layouts other formats can hold --------------------------------------
 

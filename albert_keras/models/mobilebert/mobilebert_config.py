@@ -8,6 +8,7 @@ import dataclasses
 
 from albert_keras.config import ACTIVATIONS
 from albert_keras.config import ConfigError
+from albert_keras.config import config_from_dict
 
 NORMALIZATIONS = ("no_norm", "layer_norm")
 
@@ -155,20 +156,5 @@ class MobileBertConfig:
     @classmethod
     def from_dict(cls, data, source="config"):
         """A config from its dict; unknown keys and wrong types are errors."""
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: expected a JSON object")
-        fields = {f.name: f.type for f in dataclasses.fields(cls)}
-        for key, value in data.items():
-            if key not in fields:
-                raise ConfigError(f"{source}: unknown config key {key!r}")
-            kind = {int: int, float: (int, float), str: str, bool: bool}[fields[key]]
-            optional = key in ("classifier_dropout", "num_hidden_groups")
-            if value is None and optional:
-                continue
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-                raise ConfigError(f"{source}: {key} must be a {fields[key].__name__}, "
-                                  f"not {type(value).__name__}")
-        try:
-            return cls(**data)
-        except ConfigError as e:
-            raise ConfigError(f"{source}: {e}") from None
+        return config_from_dict(cls, data, source,
+                                optional=("classifier_dropout", "num_hidden_groups"))
