@@ -20,7 +20,10 @@ encoder only through its entry, so they accept any family's encoder:
 and ``rebuilt``; the rest is the family's own.
 """
 
+import contextlib
+
 import keras
+from keras import ops
 
 BACKBONE_METHODS = ("encode", "embed", "pool", "variables_by_depth")
 
@@ -151,6 +154,49 @@ class Backbone(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+    # -- a perturbation of the embeddings (adversarial fine-tuning) -------------------
+
+    @contextlib.contextmanager
+    def perturbing(self, perturbation):
+        """While inside, the encoder adds ``perturbation(embeddings)`` to
+        what its blocks read: ``call`` runs ``embed``, the perturbation and
+        ``encode(embedded=...)`` instead of its graph. A Python-level switch,
+        read when the call is traced, as DeBERTa's SiFT hooks a module.
+
+        Example:
+        >>> from albert_keras import AlbertEncoder
+        >>> from albert_keras.presets import get_preset
+        >>> encoder = AlbertEncoder(get_preset("albert_tiny"))
+        >>> ids = keras.ops.ones((1, 8), "int32")
+        >>> inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids}
+        >>> with encoder.perturbing(lambda e: e + 1.0):
+        ...     moved = encoder(inputs)["pooled_output"]
+        >>> bool(keras.ops.any(moved != encoder(inputs)["pooled_output"]))
+        True
+        """
+        self.__dict__["_perturbation"] = perturbation  # untracked: not a layer
+        try:
+            yield self
+        finally:
+            self.__dict__["_perturbation"] = None
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        perturbation = self.__dict__.get("_perturbation")
+        if perturbation is None:
+            return super().call(inputs, training=training, mask=mask, **kwargs)
+        return self._perturbed_call(inputs, perturbation, bool(training))
+
+    def _perturbed_call(self, inputs, perturbation, training):
+        """The graph's outputs, through the entry, with perturbed embeddings."""
+        embedded = perturbation(self.embed(inputs, training))
+        first = ops.zeros_like(inputs["token_ids"][:, :1]) if self.cls_only else None
+        out = self.encode(inputs, training, embedded=embedded, query_positions=first)
+        sequence = out["sequence_output"]
+        result = {"sequence_output": sequence, "pooled_output": self.pool(sequence, training)}
+        if self.output_hidden_states:
+            result["hidden_states"] = ops.stack(out["hidden_states"], axis=1)
+        return result
 
     def save_assets(self, dir_path):
         if self.tokenizer_asset is not None:

@@ -36,6 +36,7 @@ from albert_keras.tasks.task_run import task_spec
 from albert_keras.tasks.task_run import truncation_report
 from albert_keras.tasks.task_run import with_size_defaults
 from albert_keras.tasks.tokenizer_fit import check_tokenizer_fit
+from albert_keras.training import adversarial as adversarial_training
 from albert_keras.training.unused_weights import unused_pooler_quiet
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,41 @@ class TextTask(keras.Model):
     def call(self, inputs, training=False):
         return self.task_model(inputs, training=training)
 
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras' loss, plus the adversarial term (the settings'
+        ``adversarial``: SiFT or R3F) in a training step."""
+        loss = super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                    training=training)
+        setting = self.settings.adversarial_setting()
+        if not training or setting is None:
+            return loss
+        return loss + setting.weight * self._adversarial_term(setting, x, y_pred)
+
+    def _adversarial_term(self, setting, x, clean):
+        """``adversarial_loss`` on this step's inputs and clean outputs."""
+        model, encoder = self.task_model, self.task_model.encoder
+
+        def run(perturbation):
+            with encoder.perturbing(perturbation):
+                return model(x, training=True)
+
+        def divergence_of(outputs, target):
+            return adversarial_training.divergence(model.export_kind, outputs, target,
+                                                   x["padding_mask"],
+                                                   adversarial_training.KL_OF[setting.method])
+
+        seed = self.__dict__.get("_adversarial_seed")
+        if seed is None:  # a step outside fit (a test's own tape)
+            seed = self._new_adversarial_seed()
+        return adversarial_training.adversarial_loss(setting, run, clean, divergence_of, seed)
+
+    def _new_adversarial_seed(self):
+        """The noise's seed generator, from the settings' seed: made before
+        the training step is traced, and kept out of the model's weights."""
+        seed = keras.random.SeedGenerator(self.settings.seed)
+        self.__dict__["_adversarial_seed"] = seed
+        return seed
+
     # -- raw text in ----------------------------------------------------------------
 
     def _data(self, x, y, name="x", spec=None):
@@ -167,7 +203,9 @@ class TextTask(keras.Model):
             args["metrics"] = request.metrics
         optimizer = request.optimizer
         if optimizer == "auto":
-            optimizer = task_optimizer(self.settings, self.encoder, total_steps)
+            # the width's learning rate, also for a compile() before fit
+            settings = with_size_defaults(self.settings, self.encoder.config.hidden_size)
+            optimizer = task_optimizer(settings, self.encoder, total_steps)
         super().compile(optimizer=optimizer, **args, **request.kwargs)
 
     def fit(self, x=None, y=None, batch_size=None, epochs=None, validation_data=None,  # noqa: PLR0913 (Keras' fit arguments)
@@ -221,6 +259,10 @@ class TextTask(keras.Model):
             self._settle(spec)
             self.settings = with_size_defaults(self.settings, self.encoder.config.hidden_size)
             report = self._check_rows(sets.train, where)
+            adversarial = self.settings.adversarial_setting()
+            adversarial_training.check_backend(adversarial)
+            if adversarial is not None:
+                self._new_adversarial_seed()
             cfg = self.settings
             steps = max(1, len(sets.train) // cfg.batch_size) * cfg.epochs
             if self._defaults_compile or self.optimizer is None:

@@ -1,0 +1,107 @@
+"""Adversarial fine-tuning (SiFT, R3F) against plain fine-tuning, same seeds.
+
+On one labelled split (a folder with ``train.csv`` and ``eval.csv``), this
+runs ``albert-keras finetune`` from ``--init`` with ``--adversarial none``,
+``sift`` and ``r3f`` (each method's defaults), every seed of ``--seeds``
+in turn for each method (so machine drift falls on all three alike), and
+TF-IDF + logistic regression beside them. The table gives the eval
+accuracy's mean and standard deviation and the median seconds per run
+(the step cost: SiFT runs three forward passes a step, R3F two). Not part
+of the test run; needs scikit-learn.
+
+    albert-keras data sotu-task --out runs/sotu_century --max-train 1000
+    python docs/reports/code/adversarial.py --init runs/pretrain --task runs/sotu_century
+"""
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+
+from finetune_recipe import tfidf_baseline
+
+METHODS = ("none", "sift", "r3f")
+
+
+def run_case(args, method, seed, train, evaluation):
+    """One fine-tuning run: ``(accuracy, seconds, best epoch)``."""
+    from albert_keras.tasks.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+
+    cfg = FinetuneConfig(task="classify", batch_size=32, sequence_length=args.seq_length,
+                         precision=args.precision, seed=seed, adversarial=method,
+                         epochs=args.epochs)
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        metrics = finetune(args.init, train, evaluation, os.path.join(tmp, "m"), cfg)
+        seconds = time.perf_counter() - started
+    return metrics["accuracy"], seconds, metrics["best_epoch"]
+
+
+def summary(runs):
+    """The table's row of one method's runs."""
+    scores = [r[0] for r in runs]
+    return {"accuracy_mean": statistics.mean(scores),
+            "accuracy_std": statistics.stdev(scores) if len(scores) > 1 else 0.0,
+            "accuracies": scores, "best_epochs": [r[2] for r in runs],
+            "seconds_median": statistics.median(r[1] for r in runs)}
+
+
+def table(args, result):
+    """The report's Markdown table."""
+    rows = result["rows"]
+    base = next(iter(rows.values()))["seconds_median"]  # the cost against the first method
+    lines = [f"Task {os.path.basename(os.path.abspath(args.task))}: {result['train_rows']} "
+             f"training and {result['eval_rows']} eval rows; seeds {args.seeds}; batch 32, "
+             f"sequence {args.seq_length}, {args.precision}, {args.epochs or 'default'} epochs "
+             "(the best kept).", "",
+             "| fine-tuning | accuracy (mean +- std) | per seed | best epochs | s per run | cost (x the first) |",
+             "|---|---:|---|---|---:|---:|",
+             f"| majority class | {result['majority_class']:.4f} | | | | |",
+             f"| TF-IDF + logistic regression | {result['tfidf_logreg']:.4f} | | | | |"]
+    lines += [f"| {name} | {r['accuracy_mean']:.4f} +- {r['accuracy_std']:.4f} | "
+              f"{', '.join(f'{a:.3f}' for a in r['accuracies'])} | {r['best_epochs']} | "
+              f"{r['seconds_median']:.0f} | {r['seconds_median'] / base:.2f}x |"
+              for name, r in rows.items()]
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--init", required=True, help="a model folder (--init of finetune)")
+    parser.add_argument("--task", required=True, help="a folder with train.csv and eval.csv")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--epochs", type=int, default=None, help="default: by model width")
+    parser.add_argument("--seq-length", type=int, default=128)
+    parser.add_argument("--precision", default="float32")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
+                                                      "adversarial"))
+    args = parser.parse_args()
+
+    train, evaluation = (os.path.join(args.task, f"{s}.csv") for s in ("train", "eval"))
+    tfidf, majority, n_train, n_eval = tfidf_baseline(train, evaluation)
+    runs = {m: [] for m in args.methods}
+    for seed in args.seeds:
+        for method in args.methods:
+            runs[method].append(run_case(args, method, seed, train, evaluation))
+            print(json.dumps({"method": method, "seed": seed, "accuracy": runs[method][-1][0],
+                              "seconds": runs[method][-1][1]}), flush=True)
+    result = {"task": os.path.abspath(args.task), "init": os.path.abspath(args.init),
+              "train_rows": n_train, "eval_rows": n_eval, "seeds": args.seeds,
+              "tfidf_logreg": tfidf, "majority_class": majority,
+              "rows": {m: summary(r) for m, r in runs.items()}}
+    lines = table(args, result)
+    from albert_keras.files import atomic_write
+    from albert_keras.files import write_json
+
+    write_json(args.out + ".json", result)
+    with atomic_write(args.out + ".md") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
