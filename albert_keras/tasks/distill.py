@@ -46,6 +46,7 @@ from albert_keras.tasks.task_run import predict_outputs
 from albert_keras.tasks.task_run import read_task_sets
 from albert_keras.tasks.task_run import task_optimizer
 from albert_keras.tasks.task_run import with_size_defaults
+from albert_keras.training.adversarial import check_backend
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
 
@@ -218,6 +219,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  
     """
     cfg = cfg or DistillConfig()
     cfg.validate()
+    check_backend(cfg.adversarial_setting())  # before the teacher labels a row
     paths = (train_path, eval_path, validation_path)
     unlabeled_file = unlabeled if unlabeled not in (None, CORPUS) else None
     check_output(out_dir, [teacher, *paths, unlabeled_file, cfg.student_init], overwrite,
@@ -344,7 +346,8 @@ def _student(taught, cfg):
     # saved file carries it as a fine-tuned folder's does.
     student.compile(optimizer=optimizer, **taught.task.compile_args(taught.spec))
     model = AlbertDistiller(student, temperature=cfg.temperature, alpha=cfg.alpha,
-                            regression=bool(taught.spec.regression))
+                            regression=bool(taught.spec.regression),
+                            adversarial=cfg.adversarial_setting(), seed=cfg.seed)
     model.compile(optimizer=optimizer)
     return student, model, cfg, total
 

@@ -9,10 +9,11 @@ import dataclasses
 from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
+from albert_keras.training.adversarial_config import AdversarialFields
 
 
 @dataclasses.dataclass
-class DistillConfig:
+class DistillConfig(AdversarialFields):
     """Every knob of a distillation run (saved as ``train_config.json``).
 
     Args:
@@ -45,6 +46,9 @@ class DistillConfig:
             to the soft-target stage; the layer-transfer stage, whose point
             is to move the student's lower layers, runs every layer at the
             full rate.
+
+        (``AdversarialFields``'s): SiFT or R3F for the student, as in
+            fine-tuning.
 
     Example:
     >>> DistillConfig(student="albert_tiny", temperature=2.0)  # doctest: +SKIP
@@ -93,6 +97,7 @@ class DistillConfig:
 
     def validate(self):
         check_options(self)
+        self.check_adversarial()
         if self.layer_map:  # its form now; the depths are checked against the models
             from albert_keras.models.layer_map import parse_layer_map
 

@@ -12,9 +12,7 @@ from albert_keras.options import check_options
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
 from albert_keras.tasks.task_fields import TaskFields
-from albert_keras.training.adversarial_config import DEFAULTS as ADVERSARIAL_DEFAULTS
-from albert_keras.training.adversarial_config import METHODS as ADVERSARIAL_METHODS
-from albert_keras.training.adversarial_config import Adversarial
+from albert_keras.training.adversarial_config import AdversarialFields
 from albert_keras.training.pretrain_config import STRATEGIES
 
 # Defaults by model width, for --epochs and --learning-rate left unset.
@@ -34,15 +32,8 @@ def size_defaults(hidden_size):
     return dict(SIZE_DEFAULTS["narrow" if hidden_size < NARROW_WIDTH else "wide"])
 
 
-def _by_method(knob):
-    """``--help``'s default of an adversarial knob left unset."""
-    return ", ".join(f"{values[knob]:g} for {method}"
-                     for method, values in ADVERSARIAL_DEFAULTS.items()
-                     if values[knob] is not None)
-
-
 @dataclasses.dataclass
-class FinetuneConfig(TaskFields):
+class FinetuneConfig(AdversarialFields, TaskFields):
     """Every knob of a fine-tuning run (saved as ``train_config.json``).
 
     The task's own fields (``task``, ``sequence_length``, ``truncate``, the
@@ -85,10 +76,7 @@ class FinetuneConfig(TaskFields):
             0.99 averages over about the last three epochs' steps. 0 is off.
         from_scratch: same architecture as ``--init``, untrained weights
             (the baseline that shows what pretraining is worth).
-        adversarial, adversarial_weight, adversarial_noise, adversarial_step:
-            adversarial fine-tuning (``albert_keras.training.adversarial``):
-            ``sift`` (DeBERTa's) or ``r3f``, the term's weight, the noise and
-            SiFT's ascent step; None takes the method's default.
+        (``AdversarialFields``'s): adversarial fine-tuning (SiFT, R3F).
     """
 
     epochs: int = option(None, "passes over the training file",
@@ -131,38 +119,13 @@ class FinetuneConfig(TaskFields):
                              "weights; 0 turns it off", valid="[0, 1)")
     from_scratch: bool = option(False, "same architecture as --init, untrained weights "
                                        "(a baseline)")
-    adversarial: str = option("none", "adversarial fine-tuning: sift (DeBERTa's: perturb the "
-                                      "normalised embeddings, one ascent step, symmetric KL; "
-                                      "3 passes a step), r3f (uniform noise, symmetric KL; "
-                                      "2 passes) or none", choices=ADVERSARIAL_METHODS)
-    adversarial_weight: float = option(None, "the adversarial term's weight in the loss",
-                                       auto=_by_method("weight"), valid="[0, inf)")
-    adversarial_noise: float = option(None, "the perturbation's size in normalised units "
-                                            "(sift: normal's std, clamped to twice it; r3f: "
-                                            "uniform's half-width)",
-                                      auto=_by_method("noise"), valid="(0, inf)")
-    adversarial_step: float = option(None, "sift: the ascent step (the largest change of "
-                                           "one element)", auto=_by_method("step"),
-                                     valid="(0, inf)")
 
     def validate(self):
         check_options(self)
-        self._check_adversarial()
+        self.check_adversarial()
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
             raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
                              "--text-pair-column use longest_first or waterfall")
         if self.pooling not in ("auto", "pooled") and self.task != "classify":
             raise ValueError(f"pooling {self.pooling!r} is for classify; {self.task} "
                              "has its own head")
-
-    def _check_adversarial(self):
-        knobs = ("adversarial_weight", "adversarial_noise", "adversarial_step")
-        given = [k for k in knobs if getattr(self, k) is not None]
-        if self.adversarial == "none" and given:
-            raise ValueError(f"{given[0]} applies only with adversarial sift or r3f")
-        self.adversarial_setting()  # a knob the method does not take
-
-    def adversarial_setting(self):
-        """The ``Adversarial`` setting (defaults filled in), or None."""
-        return Adversarial.of(self.adversarial, self.adversarial_weight,
-                              self.adversarial_noise, self.adversarial_step)

@@ -140,29 +140,11 @@ class TextTask(keras.Model):
         return loss + setting.weight * self._adversarial_term(setting, x, y_pred)
 
     def _adversarial_term(self, setting, x, clean):
-        """``adversarial_loss`` on this step's inputs and clean outputs."""
-        model, encoder = self.task_model, self.task_model.encoder
-
-        def run(perturbation):
-            with encoder.perturbing(perturbation):
-                return model(x, training=True)
-
-        def divergence_of(outputs, target):
-            return adversarial_training.divergence(model.export_kind, outputs, target,
-                                                   x["padding_mask"],
-                                                   adversarial_training.KL_OF[setting.method])
-
+        """``adversarial.task_model_term`` of this step."""
         seed = self.__dict__.get("_adversarial_seed")
         if seed is None:  # a step outside fit (a test's own tape)
-            seed = self._new_adversarial_seed()
-        return adversarial_training.adversarial_loss(setting, run, clean, divergence_of, seed)
-
-    def _new_adversarial_seed(self):
-        """The noise's seed generator, from the settings' seed: made before
-        the training step is traced, and kept out of the model's weights."""
-        seed = keras.random.SeedGenerator(self.settings.seed)
-        self.__dict__["_adversarial_seed"] = seed
-        return seed
+            seed = adversarial_training.untracked_seed(self, self.settings.seed)
+        return adversarial_training.task_model_term(setting, self.task_model, x, clean, seed)
 
     # -- raw text in ----------------------------------------------------------------
 
@@ -262,7 +244,7 @@ class TextTask(keras.Model):
             adversarial = self.settings.adversarial_setting()
             adversarial_training.check_backend(adversarial)
             if adversarial is not None:
-                self._new_adversarial_seed()
+                adversarial_training.untracked_seed(self, self.settings.seed)
             cfg = self.settings
             steps = max(1, len(sets.train) // cfg.batch_size) * cfg.epochs
             if self._defaults_compile or self.optimizer is None:

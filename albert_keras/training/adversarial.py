@@ -179,3 +179,37 @@ def sift_noise(shape, noise, seed):
 def r3f_noise(shape, noise, seed):
     """R3F's noise: uniform in ``+-noise``."""
     return keras.random.uniform(shape, -noise, noise, seed=seed)
+
+
+def task_model_term(setting, task_model, x, clean, seed):
+    """The adversarial term of one training step of ``task_model`` (a
+    package task model: its ``encoder`` and ``export_kind``), not yet
+    weighted: what fine-tuning and distillation's student add to their loss.
+
+    Args:
+        setting: an ``Adversarial``.
+        task_model: the model trained.
+        x: the step's inputs.
+        clean: the step's outputs of ``task_model(x, training=True)``.
+        seed: a ``keras.random.SeedGenerator`` made before the step is traced.
+    """
+    encoder = task_model.encoder
+
+    def run(perturbation):
+        with encoder.perturbing(perturbation):
+            return task_model(x, training=True)
+
+    def divergence_of(outputs, target):
+        return divergence(task_model.export_kind, outputs, target, x["padding_mask"],
+                          KL_OF[setting.method])
+
+    return adversarial_loss(setting, run, clean, divergence_of, seed)
+
+
+def untracked_seed(model, seed):
+    """A seed generator for the noise, kept on ``model`` outside Keras'
+    tracking (so out of its weights and ``.keras`` file); made before the
+    training step is traced."""
+    generator = keras.random.SeedGenerator(seed)
+    model.__dict__["_adversarial_seed"] = generator
+    return generator

@@ -4,6 +4,8 @@ without importing it."""
 
 import dataclasses
 
+from albert_keras.options import option
+
 METHODS = ("none", "sift", "r3f")
 # DeBERTa's base-size SiFT recipe (experiments/glue/mnli.sh: vat_lambda 5,
 # learning rate 1e-4, init perturbation 1e-2) and fairseq's R3F defaults
@@ -51,3 +53,49 @@ class Adversarial:
                    float(defaults["noise"] if noise is None else noise),
                    None if defaults["step"] is None else float(
                        defaults["step"] if step is None else step))
+
+
+def _by_method(knob):
+    """``--help``'s default of an adversarial knob left unset."""
+    return ", ".join(f"{values[knob]:g} for {method}" for method, values in DEFAULTS.items()
+                     if values[knob] is not None)
+
+
+@dataclasses.dataclass
+class AdversarialFields:
+    """The adversarial knobs of a run's config (fine-tuning's, and
+    distillation's for its student).
+
+    Args:
+        adversarial: ``sift``, ``r3f`` or ``none``.
+        adversarial_weight, adversarial_noise, adversarial_step: the term's
+            weight, the noise's size and SiFT's ascent step; None takes the
+            method's default (``DEFAULTS``).
+    """
+
+    adversarial: str = option("none", "adversarial fine-tuning: sift (DeBERTa's: perturb the "
+                                      "normalised embeddings, one ascent step, symmetric KL; "
+                                      "3 passes a step), r3f (uniform noise, symmetric KL; "
+                                      "2 passes) or none", choices=METHODS)
+    adversarial_weight: float = option(None, "the adversarial term's weight in the loss",
+                                       auto=_by_method("weight"), valid="[0, inf)")
+    adversarial_noise: float = option(None, "the perturbation's size in normalised units "
+                                            "(sift: normal's std, clamped to twice it; r3f: "
+                                            "uniform's half-width)",
+                                      auto=_by_method("noise"), valid="(0, inf)")
+    adversarial_step: float = option(None, "sift: the ascent step (the largest change of "
+                                           "one element)", auto=_by_method("step"),
+                                     valid="(0, inf)")
+
+    def check_adversarial(self):
+        """A knob given without a method, or one its method does not take, is an error."""
+        knobs = ("adversarial_weight", "adversarial_noise", "adversarial_step")
+        given = [k for k in knobs if getattr(self, k) is not None]
+        if self.adversarial == "none" and given:
+            raise ValueError(f"{given[0]} applies only with adversarial sift or r3f")
+        self.adversarial_setting()
+
+    def adversarial_setting(self):
+        """The ``Adversarial`` setting (defaults filled in), or None."""
+        return Adversarial.of(self.adversarial, self.adversarial_weight,
+                              self.adversarial_noise, self.adversarial_step)

@@ -227,3 +227,18 @@ def test_layer_transfer_stage(task, teachers, task_files, tmp_path):
         rows = list(csv.DictReader(f))
     assert len(rows) == 8 and {"hidden_loss", "attention_loss"} <= set(rows[0])
     assert inference.evaluate(out, task_files[f"{prefix}_eval"])
+
+
+def test_a_student_distils_with_sift(teachers, task_files, tmp_path):
+    """SiFT on the student: the term is in its loss (above the soft loss
+    alone, with alpha 1), and the student still learns the teacher's outputs."""
+    out = str(tmp_path / "student")
+    cfg = DistillConfig(alpha=1.0, temperature=2.0, adversarial="sift", adversarial_noise=0.3,
+                        **{**QUICK_STUDENT, "epochs": 6})
+    distill(teachers["classify"], task_files["cls_train"], None, out, cfg)
+    with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert all(float(r["loss"]) > float(r["soft_loss"]) + 1e-5 for r in rows)
+    losses = _soft_losses(out)
+    assert losses[-1] < 0.7 * losses[0]
+    assert json.load(open(os.path.join(out, "train_config.json")))["adversarial"] == "sift"

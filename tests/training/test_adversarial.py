@@ -265,6 +265,7 @@ def _task_rows(kind):
 
 @pytest.mark.parametrize("kind", ["TextClassifier", "TokenClassifier", "QuestionAnswerer",
                                   "MultipleChoice"])
+@pytest.mark.sampled(keep=2)  # CI: 2 of the 4 per commit
 def test_every_task_adds_the_term_in_its_training_step(hf_classifier, kind):
     """One step of fit, with and without SiFT, from the same weights: the
     loss Keras reports is the task loss plus the weighted term."""
