@@ -10,7 +10,8 @@ accuracy's mean and standard deviation and the median seconds per run
 of the test run; needs scikit-learn.
 
     albert-keras data sotu-task --out runs/sotu_century --max-train 1000
-    python docs/reports/code/adversarial.py --init runs/pretrain --task runs/sotu_century
+    python docs/reports/code/adversarial.py --init runs/pretrain --task runs/sotu_century \
+        --max-eval 1000 --epochs 5
 """
 
 import argparse
@@ -49,9 +50,12 @@ def run_case(args, method, seed, train, evaluation):
     from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
+    knobs = {} if method == "none" else {"adversarial_noise": args.adversarial_noise,
+                                         "adversarial_step": args.adversarial_step
+                                         if method == "sift" else None}
     cfg = FinetuneConfig(task="classify", batch_size=32, sequence_length=args.seq_length,
                          precision=args.precision, seed=seed, adversarial=method,
-                         epochs=args.epochs)
+                         epochs=args.epochs, **knobs)
     timer = step_timer()
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
@@ -60,6 +64,22 @@ def run_case(args, method, seed, train, evaluation):
         seconds = time.perf_counter() - started
     steps = timer.seconds[2:] or timer.seconds  # the first two trace the step
     return metrics["accuracy"], seconds, metrics["best_epoch"], statistics.median(steps)
+
+
+def sample_rows(path, n, out):
+    """A seeded random sample of ``n`` of the CSV's rows (a file ordered by
+    speech would bias its first rows), written to ``out``."""
+    import csv
+    import random
+
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    random.Random(0).shuffle(rows)
+    with open(out, "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows[:n])
+    return out
 
 
 def cpu_name():
@@ -112,11 +132,20 @@ def main():
     parser.add_argument("--epochs", type=int, default=None, help="default: by model width")
     parser.add_argument("--seq-length", type=int, default=128)
     parser.add_argument("--precision", default="float32")
+    parser.add_argument("--max-eval", type=int, default=None,
+                        help="score a seeded random sample of this many eval rows")
+    parser.add_argument("--adversarial-noise", type=float, default=None,
+                        help="for sift and r3f (default: each method's)")
+    parser.add_argument("--adversarial-step", type=float, default=None,
+                        help="for sift (default: 1e-4)")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..",
                                                       "results", "adversarial"))
     args = parser.parse_args()
 
     train, evaluation = (os.path.join(args.task, f"{s}.csv") for s in ("train", "eval"))
+    work = tempfile.mkdtemp()
+    if args.max_eval:
+        evaluation = sample_rows(evaluation, args.max_eval, os.path.join(work, "eval.csv"))
     tfidf, majority, n_train, n_eval = tfidf_baseline(train, evaluation)
     from albert_keras.files import atomic_write
     from albert_keras.files import write_json
@@ -124,7 +153,9 @@ def main():
     header = {"task": os.path.abspath(args.task), "init": os.path.abspath(args.init),
               "train_rows": n_train, "eval_rows": n_eval, "seeds": args.seeds,
               "tfidf_logreg": tfidf, "majority_class": majority,
-              "cpu": cpu_name(), "precision": args.precision}
+              "cpu": cpu_name(), "precision": args.precision, "max_eval": args.max_eval,
+              "adversarial_noise": args.adversarial_noise,
+              "adversarial_step": args.adversarial_step}
     runs = {m: [] for m in args.methods}
     for seed in args.seeds:
         for method in args.methods:
