@@ -2,15 +2,8 @@
 soft targets (Hinton et al.; DistilBERT, TinyBERT and MobileBERT use it for
 their task-specific stage) and, where rows are labelled, on the labels."""
 
-import dataclasses
-
 import keras
 from keras import ops
-
-from albert_keras.training.adversarial import Adversarial
-from albert_keras.training.adversarial import check_backend
-from albert_keras.training.adversarial import task_model_term
-from albert_keras.training.adversarial import untracked_seed
 
 
 def soft_target_loss(student_logits, teacher_logits, temperature, mask=None):
@@ -63,10 +56,6 @@ class AlbertDistiller(keras.Model):
         alpha: the soft loss's weight.
         regression: the outputs are numbers: mean squared error to the
             teacher's instead of the soft-target KL.
-        adversarial: SiFT or R3F for the student (an ``Adversarial`` or its
-            dict, ``albert_keras.training.adversarial``): its weighted term
-            is added to the loss; None is off.
-        seed: the adversarial noise's seed.
 
     Example:
     >>> distiller = AlbertDistiller(student, temperature=2.0, alpha=0.5)  # doctest: +SKIP
@@ -74,15 +63,8 @@ class AlbertDistiller(keras.Model):
     >>> distiller.fit(x, {"teacher": t, "labels": y, "label_weight": w})  # doctest: +SKIP
     """
 
-    def __init__(self, student, temperature=2.0, alpha=0.5, regression=False,  # noqa: PLR0913 (the distillation's settings)
-                 adversarial=None, seed=0, **kwargs):
+    def __init__(self, student, temperature=2.0, alpha=0.5, regression=False, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(adversarial, dict):
-            adversarial = Adversarial(**adversarial)
-        self.adversarial, self.seed = adversarial, int(seed)
-        if adversarial is not None:
-            check_backend(adversarial)
-            untracked_seed(self, self.seed)
         if isinstance(student, dict):
             student = keras.saving.deserialize_keras_object(student)
         self.student = student
@@ -112,9 +94,6 @@ class AlbertDistiller(keras.Model):
         soft = self.soft_loss(x, y["teacher"], y_pred)
         self.soft_loss_tracker.update_state(soft)
         total = self.alpha * soft
-        if self.adversarial is not None and training:
-            total = total + self.adversarial.weight * task_model_term(
-                self.adversarial, self.student, x, y_pred, self.__dict__["_adversarial_seed"])
         if self.alpha < 1:
             hard = self.student.compute_loss(x, y["labels"], y_pred,
                                              sample_weight=y["label_weight"], training=training)
@@ -137,7 +116,4 @@ class AlbertDistiller(keras.Model):
             "temperature": self.temperature,
             "alpha": self.alpha,
             "regression": self.regression,
-            "adversarial": (None if self.adversarial is None
-                            else dataclasses.asdict(self.adversarial)),
-            "seed": self.seed,
         }

@@ -46,6 +46,7 @@ from albert_keras.tasks.task_run import predict_outputs
 from albert_keras.tasks.task_run import read_task_sets
 from albert_keras.tasks.task_run import task_optimizer
 from albert_keras.tasks.task_run import with_size_defaults
+from albert_keras.training import adversarial as adversarial_training
 from albert_keras.training.adversarial import check_backend
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
@@ -335,6 +336,23 @@ def _student_encoder(taught, cfg):
     return encoder
 
 
+class AdversarialDistiller(AlbertDistiller):
+    """The distiller with SiFT or R3F on the student (``adversarial``, set
+    by ``_student``): the weighted term added to its loss in training. A
+    driver's class (the models import nothing from training), never saved:
+    the student is what the folder keeps."""
+
+    adversarial = None
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        total = super().compute_loss(x, y, y_pred, sample_weight, training)
+        if not training:
+            return total
+        seed = self.__dict__["_adversarial_seed"]
+        return total + self.adversarial.weight * adversarial_training.task_model_term(
+            self.adversarial, self.student, x, y_pred, seed)
+
+
 def _student(taught, cfg):
     """``(student task model, distiller, cfg with the width's defaults, steps)``."""
     encoder = _student_encoder(taught, cfg)
@@ -345,9 +363,13 @@ def _student(taught, cfg):
     # One optimizer for both: the distiller steps it, and the student's
     # saved file carries it as a fine-tuned folder's does.
     student.compile(optimizer=optimizer, **taught.task.compile_args(taught.spec))
-    model = AlbertDistiller(student, temperature=cfg.temperature, alpha=cfg.alpha,
-                            regression=bool(taught.spec.regression),
-                            adversarial=cfg.adversarial_setting(), seed=cfg.seed)
+    setting = cfg.adversarial_setting()
+    kind = AlbertDistiller if setting is None else AdversarialDistiller
+    model = kind(student, temperature=cfg.temperature, alpha=cfg.alpha,
+                 regression=bool(taught.spec.regression))
+    if setting is not None:
+        model.adversarial = setting
+        adversarial_training.untracked_seed(model, cfg.seed)
     model.compile(optimizer=optimizer)
     return student, model, cfg, total
 
