@@ -34,8 +34,6 @@ training step; that is written for TensorFlow (``tf.GradientTape``), and
 import keras
 from keras import ops
 
-from albert_keras.training.adversarial_config import Adversarial  # noqa: F401 (the setting, with these)
-
 _NORM_EPSILON = 1e-7  # SiFT's LayerNorm
 _SPAN_MASK = -1e4  # a padded position's span logit, out of the softmax
 
