@@ -4,7 +4,10 @@ A test marked ``@pytest.mark.sampled(keep=N)`` runs every parameter set on a
 developer's machine, and ``N`` of them when ``CI`` is set (CI runs the suite
 on 2 cores within a time budget). Which ``N`` depends on the commit being
 tested: the same commit always runs the same sets, so a failure reproduces,
-and successive commits rotate through all of them. ``ALBERT_KERAS_ALL_TESTS=1``
+and successive commits rotate through all of them. ``group="name"`` pools
+single long tests that check the same kind of thing (say, a run on another
+backend) into one rotation: ``keep`` of the whole group run each commit, the
+group's marks agreeing on ``keep``. ``ALBERT_KERAS_ALL_TESTS=1``
 runs every set under CI too. The sets left out are listed at the end of the
 run, never skipped silently.
 """
@@ -33,16 +36,21 @@ def sampling_applies():
 
 def choose(items, commit):
     """``(kept, left_out)``, both in the collected order: of each marked test's
-    parameter sets, the ``keep`` whose hash with ``commit`` is smallest;
-    unmarked items are all kept."""
+    parameter sets (or each group's tests), the ``keep`` whose hash with
+    ``commit`` is smallest; unmarked items are all kept."""
     groups = collections.defaultdict(list)
     for item in items:
         marker = item.get_closest_marker("sampled")
         if marker is not None:
-            groups[(item.path, item.originalname)].append(item)
+            group = marker.kwargs.get("group")
+            groups[("group", group) if group else (item.path, item.originalname)].append(item)
     left = set()
-    for members in groups.values():
-        keep = members[0].get_closest_marker("sampled").kwargs.get("keep", 1)
+    for key, members in groups.items():
+        keeps = {m.get_closest_marker("sampled").kwargs.get("keep", 1) for m in members}
+        if len(keeps) > 1:
+            raise ValueError(f"sampled group {key[1]!r} is marked with keep={sorted(keeps)}: "
+                             "give its tests one keep")
+        keep = keeps.pop()
         order = sorted(members, key=lambda item: hashlib.sha256(
             f"{commit}:{item.nodeid}".encode()).hexdigest())
         left.update(id(item) for item in order[keep:])

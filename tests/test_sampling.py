@@ -2,13 +2,16 @@
 
 import types
 
+import pytest
+
 from tests.sampling import choose
 
 
-def _item(name, param, keep=None):
-    marker = types.SimpleNamespace(kwargs={"keep": keep}) if keep else None
+def _item(name, param, keep=None, group=None, path="tests/t.py"):
+    kwargs = {"keep": keep, **({"group": group} if group else {})}
+    marker = types.SimpleNamespace(kwargs=kwargs) if keep else None
     return types.SimpleNamespace(
-        path="tests/t.py", originalname=name, nodeid=f"tests/t.py::{name}[{param}]",
+        path=path, originalname=name, nodeid=f"{path}::{name}[{param}]",
         get_closest_marker=lambda _, m=marker: m)
 
 
@@ -34,3 +37,21 @@ def test_one_commit_always_runs_the_same_sets_and_commits_rotate_through_all():
     for commit in range(40):
         seen.update(i.nodeid for i in choose(_items(), f"{commit:040x}")[0])
     assert seen == {i.nodeid for i in _items()}
+
+
+def test_a_group_pools_single_tests_from_several_files():
+    pooled = [_item(f"slow{n}", "", keep=2, group="backends", path=f"tests/t{n}.py")
+              for n in range(5)]
+    kept, left_out = choose(pooled + [_item("plain", "q")], "c0ffee")
+    assert len([i for i in kept if i.originalname.startswith("slow")]) == 2
+    assert len(left_out) == 3
+    seen = set()
+    for commit in range(40):
+        seen.update(i.nodeid for i in choose(pooled, f"{commit:040x}")[0])
+    assert seen == {i.nodeid for i in pooled}
+
+
+def test_a_group_with_two_keeps_is_an_error():
+    pooled = [_item("a", "", keep=1, group="g"), _item("b", "", keep=2, group="g")]
+    with pytest.raises(ValueError, match="sampled group 'g'"):
+        choose(pooled, "c0ffee")

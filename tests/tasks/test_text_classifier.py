@@ -184,6 +184,7 @@ print(json.dumps({"replicas": strategy.num_replicas_in_sync,
 """
 
 
+@pytest.mark.sampled(keep=2, group="tf_distribute")  # CI: 2 of the tf.distribute runs per commit
 def test_fit_under_a_mirrored_strategy_on_two_logical_cpus(bert_folder):
     """Made under ``strategy.scope()``, the head ``fit`` builds later and the
     optimizer are mirrored, and the model learns with two replicas."""
@@ -213,6 +214,7 @@ keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devi
 
 
 @pytest.mark.parametrize("backend, distribution", [("jax", None), ("jax", "data_parallel")])
+@pytest.mark.sampled(keep=3, group="jax_torch_runs")  # CI: 3 of the JAX/torch runs per commit
 def test_fit_and_predict_on_another_backend(bert_folder, tmp_path, backend, distribution):
     """The text is read on the host, the model runs on the backend (under
     ``keras.distribution.DataParallel`` over two host devices too)."""

@@ -16,6 +16,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from tests.helpers import SMALL
 
@@ -82,6 +83,7 @@ def _weights(folder):
     return load_model(os.path.join(folder, "pretrainer.keras")).get_weights()
 
 
+@pytest.mark.sampled(keep=2, group="tf_distribute")  # CI: 2 of the tf.distribute runs per commit
 def test_two_workers_survive_a_kill_and_match_one_process(data_dir, tmp_path):
     # One process, the same global batch of 8.
     one = str(tmp_path / "one")

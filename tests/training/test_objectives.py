@@ -150,6 +150,7 @@ print("STEPS", m["steps"], "REPLACED", m["replaced_fraction"])
 """
 
 
+@pytest.mark.sampled(keep=2, group="tf_distribute")  # CI: 2 of the tf.distribute runs per commit
 def test_rtd_under_mirrored_strategy_on_two_logical_cpus(data_dir, tmp_path):
     import os
     import subprocess

@@ -226,6 +226,7 @@ print("MAXDIFF", max(float(np.abs(a - b).max()) for a, b in zip(*weights)))
 """
 
 
+@pytest.mark.sampled(keep=2, group="tf_distribute")  # CI: 2 of the tf.distribute runs per commit
 def test_mirrored_strategy_on_two_logical_cpus_equals_one_device(data_dir, tmp_path):
     # Two replicas of 4 examples must take the steps one device takes on the
     # same 8 (gradient clipping, the MLM normalisation and the batches
@@ -390,7 +391,7 @@ print("RESULT " + json.dumps({"backend": keras.backend.backend(), "steps": metri
 
 
 @pytest.mark.parametrize("objective", ["mlm_sop", "rtd"])
-@pytest.mark.sampled(keep=1)  # CI: 1 of these sets per commit
+@pytest.mark.sampled(keep=3, group="jax_torch_runs")  # CI: 3 of the JAX/torch runs per commit
 def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path, objective):
     """JAX training through keras.distribution, on two (forced) CPU devices:
     data- and model-parallel runs end with the one-device run's weights.
@@ -434,6 +435,7 @@ print("RESULT " + json.dumps({"backend": keras.backend.backend(), **metrics}))
 
 
 @pytest.mark.parametrize("objective, sharing", [("mlm_sop", "tied"), ("rtd", "gdes")])
+@pytest.mark.sampled(keep=3, group="jax_torch_runs")  # CI: 3 of the JAX/torch runs per commit
 def test_pretrain_on_torch_trains_on_one_device(data_dir, tmp_path, objective, sharing):
     """On torch, which keras.distribution does not cover, pretraining runs on
     one device (one step per call, which Keras' torch trainer requires) and
