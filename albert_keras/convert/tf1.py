@@ -1,4 +1,5 @@
-"""Original TF1 checkpoints of google-research/albert and google-research/bert.
+"""Original TF1 checkpoints of google-research/albert, google-research/bert and
+google-research/mobilebert (a ``bert_config.json`` with MobileBERT's keys).
 
 Variable names are those of the original ``modeling.py`` (for instance
 ``bert/encoder/transformer/group_1/inner_group_0/attention_1/self/query/kernel``).
@@ -7,6 +8,7 @@ are ignored.
 """
 
 import glob
+import json
 import os
 import re
 
@@ -17,6 +19,8 @@ from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.config_files import read_config_file
 from albert_keras.convert.weight_layout import tf1_albert_names
 from albert_keras.convert.weight_layout import tf1_bert_names
+from albert_keras.models.mobilebert.tf1 import is_original_mobilebert_config
+from albert_keras.models.mobilebert.tf1 import load_original
 
 _CONFIG_NAMES = ("albert_config.json", "bert_config.json")
 _SLOT_SUFFIXES = (
@@ -99,6 +103,14 @@ def read_tf1_tensors(prefix):
         raise ConversionError(f"{prefix}: cannot read checkpoint: {e}") from None
 
 
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConversionError(f"{path}: cannot read config: {e}") from None
+
+
 def load_tf1(path, config_path=None, strict=True, dtype=None):
     """Builds our model from an original TF1 checkpoint.
 
@@ -119,8 +131,12 @@ def load_tf1(path, config_path=None, strict=True, dtype=None):
     from albert_keras.models.albert_pretrainer import AlbertPretrainer
 
     prefix = find_checkpoint(path)
-    config = read_config_file(find_config(prefix, config_path), "original")
+    config_file = find_config(prefix, config_path)
+    data = _read_json(config_file)
     tensors = read_tf1_tensors(prefix)
+    if is_original_mobilebert_config(data):
+        return load_original(prefix, data, tensors, config_file, strict=strict, dtype=dtype)
+    config = read_config_file(config_file, "original")
     names = (tf1_albert_names if config.sharing == "all" else tf1_bert_names)(config)
     has_heads = any(k.startswith("cls/") for k in tensors)
     encoder = AlbertEncoder(config, dtype=dtype)
