@@ -40,6 +40,7 @@ _PUBLIC = {
     "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
     "MobileBertEncoder": "albert_keras.models.mobilebert.mobilebert_encoder",
     "PRESETS": "albert_keras.presets",
+    "ProgressiveDistiller": "albert_keras.models.progressive_distiller",
     "QuantizedDense": "albert_keras.layers.quantized_dense",
     "Tokenizer": "albert_keras.text.tokenizer",
     "WarmupPolynomialDecay": "albert_keras.optimizers.schedule",
