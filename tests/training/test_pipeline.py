@@ -192,11 +192,17 @@ def test_another_objective_says_it_keeps_the_presets_depth(caplog):
 
 
 
-def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder():
+def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder(caplog):
     from albert_keras.config import AlbertConfig
     from albert_keras.models.deberta.family import DEBERTA_V3_ENCODER
 
-    t = resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig())
+    with caplog.at_level("WARNING", logger="albert_keras.training.recipes"):
+        t = resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig())
+    assert "collapses on the built-in corpus" in caplog.text  # measured: said when chosen
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="albert_keras.training.recipes"):
+        resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig(learning_rate=1e-3))
+    assert "collapses" not in caplog.text
     assert (t.objective, t.embedding_sharing, t.mask_rate) == ("rtd", "gdes", 0.4)
     assert t.model_overrides == DEBERTA_V3_ENCODER
     config = AlbertConfig(**t.model_overrides)  # a valid encoder
