@@ -12,6 +12,7 @@ import shutil  # noqa: E402
 import pytest  # noqa: E402
 
 from tests import sampling  # noqa: E402
+from tests import timing  # noqa: E402
 from tests.helpers import make_sentences  # noqa: E402
 
 
@@ -25,8 +26,13 @@ def pytest_collection_modifyitems(config, items):
     sampling.sample(config, items)
 
 
+def pytest_runtest_logreport(report):
+    timing.record(report)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     sampling.report(terminalreporter, config)
+    timing.report(terminalreporter)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 from keras import ops
 
 from albert_keras.families import Family
@@ -188,6 +189,7 @@ def _toy_folder(tmp_path):
     return str(folder)
 
 
+@pytest.mark.sampled(keep=2, group="published_folders")  # CI: 2 of the published-folder end-to-end runs per commit
 def test_a_family_from_a_test_file_finetunes_saves_loads_and_exports(tmp_path):
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite

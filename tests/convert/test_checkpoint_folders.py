@@ -51,6 +51,7 @@ def electra_folder(tmp_path_factory):
     return _published(tmp_path_factory.mktemp("electra-published"), "ElectraForPreTraining")
 
 
+@pytest.mark.sampled(keep=2, group="published_folders")  # CI: 2 of the published-folder end-to-end runs per commit
 def test_a_published_electra_discriminator_fine_tunes_and_exports(electra_folder, task_files,
                                                                   tmp_path, capsys):
     out = str(tmp_path / "cls")
@@ -65,6 +66,7 @@ def test_a_published_electra_discriminator_fine_tunes_and_exports(electra_folder
     assert "has no masked-LM head" in capsys.readouterr().err
 
 
+@pytest.mark.sampled(keep=2, group="published_folders")  # CI: 2 of the published-folder end-to-end runs per commit
 def test_a_published_bert_folder_goes_through_every_command(bert_folder, task_files, tmp_path,
                                                            capsys):
     out = str(tmp_path / "cls")
@@ -109,6 +111,7 @@ def test_fill_mask_and_embed_equal_transformers(bert_folder):
     np.testing.assert_allclose([r["probability"] for r in ours], probabilities[best], atol=1e-5)
 
 
+@pytest.mark.sampled(keep=2, group="published_folders")  # CI: 2 of the published-folder end-to-end runs per commit
 def test_a_published_albert_folder_goes_through_every_command(task_files, tmp_path, capsys):
     """HF AlbertForPreTraining + spiece.model (HF's tokenizer defaults:
     lower-case, strip accents): finetune, predict and a string-in export
@@ -131,6 +134,7 @@ def test_a_published_albert_folder_goes_through_every_command(task_files, tmp_pa
     _string_in_tflite_predicts_as_predict(out, task_files["cls_eval"], tmp_path, str.upper)
 
 
+@pytest.mark.sampled(keep=2, group="published_folders")  # CI: 2 of the published-folder end-to-end runs per commit
 def test_a_deberta_v3_folder_goes_through_every_command(task_files, tmp_path, capsys):
     """HF DebertaV2ForMaskedLM (v3 layout) + spm.model with DeBERTa's special
     pieces: finetune, evaluate, predict, a string-in export validated like

@@ -259,6 +259,7 @@ def test_what_app_runtimes_cannot_run_is_refused_before_work(init_folder, tmp_pa
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.sampled(keep=2, group="published_folders")  # CI: 2 of the published-folder end-to-end runs per commit
 def test_an_hf_mobilebert_folder_finetunes_and_runs_in_mediapipe(tmp_path, capsys):
     """The phone model MediaPipe ships: an HF MobileBERT folder through the
     command line (finetune, evaluate, predict, export --metadata), then

@@ -173,6 +173,7 @@ def _ce():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+@pytest.mark.sampled(keep=2, group="task_overfits")  # CI: 2 of the task-model overfit checks per commit
 def test_classifier_overfits():
     x, y = _separable()
     model = AlbertClassifier(_encoder(), 2)
@@ -181,6 +182,7 @@ def test_classifier_overfits():
     assert np.all(np.argmax(model.predict(x, verbose=0)["logits"], -1) == y)
 
 
+@pytest.mark.sampled(keep=2, group="task_overfits")  # CI: 2 of the task-model overfit checks per commit
 def test_token_classifier_overfits():
     x, _ = _separable()
     y = (x["token_ids"] % 3).astype("int32")  # tag = a function of the token
@@ -190,6 +192,7 @@ def test_token_classifier_overfits():
     assert np.all(np.argmax(model.predict(x, verbose=0)["logits"], -1) == y)
 
 
+@pytest.mark.sampled(keep=2, group="task_overfits")  # CI: 2 of the task-model overfit checks per commit
 def test_question_answerer_overfits():
     x, _ = _separable()
     # The answer span starts at the marker (position 3) and ends two later.
@@ -204,6 +207,7 @@ def test_question_answerer_overfits():
     assert np.all(np.argmax(out["end_logits"], -1) == end)
 
 
+@pytest.mark.sampled(keep=2, group="task_overfits")  # CI: 2 of the task-model overfit checks per commit
 def test_multiple_choice_overfits():
     x, labels = _separable(n=32)
     # Two choices per question; the right one is the choice holding token 5.

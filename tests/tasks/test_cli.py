@@ -126,7 +126,7 @@ def test_predict_reads_stdin(init_folder, task_files, tmp_path, capsys, monkeypa
     assert "<stdin>: no column 'text'" in capsys.readouterr().err
 
 
-@pytest.mark.sampled(keep=3, group="jax_torch_runs")  # CI: 3 of the JAX/torch runs per commit
+@pytest.mark.sampled(keep=2, group="jax_torch_runs")  # CI: 2 of the JAX/torch runs per commit
 def test_finetune_on_the_jax_backend(init_folder, task_files, tmp_path, capsys):
     """--backend jax reruns the command under JAX; the folder it writes is an
     ordinary one that evaluate (here, TensorFlow) reads."""

@@ -44,6 +44,7 @@ def _csv(path, texts, labels):
     return str(path)
 
 
+@pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_strings_in_the_command_lines_folder_out_and_its_numbers(bert_folder, tmp_path):
     train_texts, train_labels = _rows(96, seed=1)
     test_texts, test_labels = _rows(24, seed=2)
@@ -92,6 +93,7 @@ def test_strings_in_the_command_lines_folder_out_and_its_numbers(bert_folder, tm
                                atol=1e-5)
 
 
+@pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_export_takes_the_task_object(bert_folder, tmp_path):
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite
@@ -214,7 +216,7 @@ keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devi
 
 
 @pytest.mark.parametrize("backend, distribution", [("jax", None), ("jax", "data_parallel")])
-@pytest.mark.sampled(keep=3, group="jax_torch_runs")  # CI: 3 of the JAX/torch runs per commit
+@pytest.mark.sampled(keep=2, group="jax_torch_runs")  # CI: 2 of the JAX/torch runs per commit
 def test_fit_and_predict_on_another_backend(bert_folder, tmp_path, backend, distribution):
     """The text is read on the host, the model runs on the backend (under
     ``keras.distribution.DataParallel`` over two host devices too)."""
@@ -277,6 +279,7 @@ def _tagged(n, seed):
     return sentences, tags
 
 
+@pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_token_classifier_is_the_command_lines_tagger(bert_folder, tmp_path):
     from albert_keras.tasks.inference import predict as predict_folder
 
@@ -323,6 +326,7 @@ def _questions(n, seed):
     return questions, contexts, answers
 
 
+@pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
     from albert_keras.tasks.inference import predict as predict_folder
 
@@ -360,6 +364,7 @@ def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
         model.fit((["who"], ["ada wrote it"]), [""])
 
 
+@pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_multiple_choice_is_the_command_lines(bert_folder, tmp_path):
     from albert_keras.tasks.inference import predict as predict_folder
 

@@ -109,6 +109,7 @@ def test_nan_loss_stops_with_a_message(data_dir, tmp_path):
     assert not (tmp_path / "run" / "pretrainer.keras").exists()
 
 
+@pytest.mark.sampled(keep=2, group="pretrain_cli_runs")  # CI: 2 of the pretraining command-line runs per commit
 def test_resume_refuses_changed_settings_and_accepts_safe_ones(data_dir, tmp_path):
     cfg = PretrainConfig(model_overrides=SMALL, batch_size=8, total_steps=4, steps_per_epoch=2,
                          warmup_steps=1, eval_steps=0, steps_per_execution=1,
@@ -160,7 +161,7 @@ def _pretrain_args(data_dir, out, steps, short_data=None, short_steps=0, extra=(
     # torch trains on one device, one step per execution
     (0, (), "torch"),
 ], ids=["one_phase", "two_phases", "rtd_gdes", "rtd_gdes_jax", "mlm_sop_torch"])
-@pytest.mark.sampled(keep=2)  # CI: 2 of these sets per commit
+@pytest.mark.sampled(keep=1)  # CI: 1 of these sets per commit
 def test_resume_after_kill_matches_an_uninterrupted_run(
     data_dir, short_data_dir, tmp_path, short_steps, extra, backend
 ):
@@ -276,6 +277,7 @@ def test_init_with_another_vocabulary_names_the_model(data_dir, tmp_path):
         pretrain(data_dir, str(tmp_path / "run"), PretrainConfig(init=other))
 
 
+@pytest.mark.sampled(keep=2, group="pretrain_cli_runs")  # CI: 2 of the pretraining command-line runs per commit
 def test_two_phases_train_on_short_then_full_sequences(
     data_dir, short_data_dir, tmp_path, monkeypatch
 ):
@@ -336,6 +338,7 @@ def test_the_callers_dtype_policy_comes_back_after_a_run(data_dir, tmp_path):
     assert keras.mixed_precision.global_policy().name == "float32"
 
 
+@pytest.mark.sampled(keep=2, group="pretrain_cli_runs")  # CI: 2 of the pretraining command-line runs per commit
 def test_cli_recipe_main_job_on_a_data_folder(data_dir, tmp_path, capsys):
     from albert_keras.cli import main
 
@@ -360,6 +363,7 @@ def test_cli_recipe_main_job_on_a_data_folder(data_dir, tmp_path, capsys):
     assert recorded["small_corpus"]["total_steps"] == recorded["albert"]["total_steps"] == 2
 
 
+@pytest.mark.sampled(keep=2, group="pretrain_cli_runs")  # CI: 2 of the pretraining command-line runs per commit
 def test_cli_pretrain_makes_the_short_sequence_data_itself(corpus_file, tmp_path, capsys):
     from albert_keras.cli import main
 
@@ -391,7 +395,7 @@ print("RESULT " + json.dumps({"backend": keras.backend.backend(), "steps": metri
 
 
 @pytest.mark.parametrize("objective", ["mlm_sop", "rtd"])
-@pytest.mark.sampled(keep=3, group="jax_torch_runs")  # CI: 3 of the JAX/torch runs per commit
+@pytest.mark.sampled(keep=2, group="jax_torch_runs")  # CI: 2 of the JAX/torch runs per commit
 def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path, objective):
     """JAX training through keras.distribution, on two (forced) CPU devices:
     data- and model-parallel runs end with the one-device run's weights.
@@ -435,7 +439,7 @@ print("RESULT " + json.dumps({"backend": keras.backend.backend(), **metrics}))
 
 
 @pytest.mark.parametrize("objective, sharing", [("mlm_sop", "tied"), ("rtd", "gdes")])
-@pytest.mark.sampled(keep=3, group="jax_torch_runs")  # CI: 3 of the JAX/torch runs per commit
+@pytest.mark.sampled(keep=2, group="jax_torch_runs")  # CI: 2 of the JAX/torch runs per commit
 def test_pretrain_on_torch_trains_on_one_device(data_dir, tmp_path, objective, sharing):
     """On torch, which keras.distribution does not cover, pretraining runs on
     one device (one step per call, which Keras' torch trainer requires) and
