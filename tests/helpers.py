@@ -339,6 +339,23 @@ def hf_bert_tokenizer(vocab_path, lowercase):
     return BertTokenizerFast(vocab=load_vocab(vocab_path), do_lower_case=lowercase)
 
 
+def assert_fill_mask_is_hfs(folder, hf_model, vocab_path, text="the quick brown [MASK] jumps"):
+    """``fill-mask`` on ``folder`` gives the top 3 tokens that ``hf_model``
+    (an HF ...ForPreTraining on the same weights) scores at the mask, with
+    transformers' own BertTokenizerFast on ``vocab_path``."""
+    import torch
+
+    from albert_keras.tasks import inference
+
+    ours = inference.fill_mask(str(folder), [text], top_k=3)[0][0]
+    tokenizer = hf_bert_tokenizer(vocab_path, True)
+    batch = tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        logits = hf_model(**batch).prediction_logits[0]
+    position = int((batch["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0])
+    assert [r["id"] for r in ours] == logits[position].argsort(descending=True)[:3].tolist()
+
+
 def assert_layer_decay_slows(start, tuned):
     """``tuned = {decay: encoder}`` trained from the encoder ``start`` with
     layer-wise decay 1.0 and 0.01: the pooler learns at the full rate

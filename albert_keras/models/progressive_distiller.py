@@ -149,6 +149,8 @@ class ProgressiveDistiller(keras.Model):
         ratio: the labels' share of the last stage's targets (0.5).
         transfer_weights: ``TransferWeights`` (or its dict) for the layer
             terms.
+        steps_before: the optimizer steps the earlier stages took (each
+            stage's optimizer counts from 0; a run's step is this plus it).
 
     Example:
     >>> from albert_keras import AlbertPretrainer, MobileBertEncoder
@@ -165,7 +167,7 @@ class ProgressiveDistiller(keras.Model):
     """
 
     def __init__(self, teacher, student, stage=0, layer_map=None, ratio=0.5, transfer_weights=None,  # noqa: PLR0913 (a model constructor: its arguments mirror get_config)
-                 **kwargs):
+                 steps_before=0, **kwargs):
         super().__init__(**kwargs)
         teacher, student = (keras.saving.deserialize_keras_object(m) if isinstance(m, dict)
                             else m for m in (teacher, student))
@@ -193,6 +195,7 @@ class ProgressiveDistiller(keras.Model):
         self.transfer_weights = (
             transfer_weights if isinstance(transfer_weights, TransferWeights)
             else TransferWeights(**(transfer_weights or {})))
+        self.steps_before = int(steps_before)
         self.projection = self._make_projection()
         self.loss_tracker = keras.metrics.Mean(name="transfer_loss")
 
@@ -219,16 +222,27 @@ class ProgressiveDistiller(keras.Model):
         and its masked-LM head. ``fit`` steps these only, so the layers above,
         the pooler and the sentence head are not carried as gradient-less
         variables (and Keras does not warn about them)."""
+        # Taken from the student alone: the teacher's variables have the same
+        # paths, and Keras' loading sets the whole model trainable again.
         depth = self.student.encoder.variables_by_depth()
         keep = {p for p, d in depth.items() if self.last_stage or d <= self.stage + 1}
         extra = self.student.mlm_head if self.last_stage else self.projection
-        own = {id(v) for v in (extra.trainable_weights if extra is not None else [])}
-        return [v for v in super().trainable_weights if v.path in keep or id(v) in own]
+        return ([v for v in self.student.encoder.trainable_weights if v.path in keep]
+                + (extra.trainable_weights if extra is not None else []))
 
-    def with_stage(self, stage):
-        """The same teacher, student and projection at another stage."""
+    @property
+    def trainable_variables(self):
+        # Keras builds a loaded model's optimizer over this (compile_from_config)
+        # and a trained one's over trainable_weights: they must agree, or a
+        # checkpoint's optimizer state is skipped on load
+        return self.trainable_weights
+
+    def with_stage(self, stage, steps_before=None):
+        """The same teacher, student and projection at another stage
+        (``steps_before``: the run's steps so far, default this stage's)."""
         model = ProgressiveDistiller(self.teacher, self.student, stage, self.layer_map,
-                                     self.ratio, dataclasses.asdict(self.transfer_weights))
+                                     self.ratio, dataclasses.asdict(self.transfer_weights),
+                                     self.steps_before if steps_before is None else steps_before)
         if self.projection is not None:
             model.projection.set_weights(self.projection.get_weights())
         return model
@@ -283,4 +297,5 @@ class ProgressiveDistiller(keras.Model):
                 "teacher": keras.saving.serialize_keras_object(self.teacher),
                 "student": keras.saving.serialize_keras_object(self.student),
                 "stage": self.stage, "layer_map": list(self.layer_map), "ratio": self.ratio,
-                "transfer_weights": dataclasses.asdict(self.transfer_weights)}
+                "transfer_weights": dataclasses.asdict(self.transfer_weights),
+                "steps_before": self.steps_before}

@@ -59,6 +59,39 @@ class _SavedDecayExclusions(_ClipAfterAllReduce):
         return config
 
 
+class _RateScales:
+    """Per-variable learning-rate factors (``lr_scales``), saved with the optimizer.
+
+    ``{variable path: factor}``: these variables step (and decay) at the
+    learning rate times their factor, as a torch parameter group with its
+    own ``lr`` does: layer-wise decay (``layer_rate_scales``), or
+    MobileBERT's slower lower layers in a layer stage.
+    """
+
+    def __init__(self, lr_scales=None, **kwargs):
+        super().__init__(**kwargs)
+        self.lr_scales = {str(k): float(v) for k, v in (lr_scales or {}).items()}
+
+    def get_config(self):
+        config = super().get_config()
+        config["lr_scales"] = dict(self.lr_scales)
+        return config
+
+    def build(self, variables):
+        super().build(variables)
+        # The steps see the backend's own variables (TensorFlow's carry no
+        # Keras path), so the factors are looked up by the key Keras' own
+        # slot lookup uses.
+        self._scale_by_key = {self._var_key(v): self.lr_scales[v.path]
+                              for v in variables if v.path in self.lr_scales}
+
+    def _scaled(self, learning_rate, variable):
+        """The rate for ``variable``: times its ``lr_scales`` factor, if any."""
+        lr = ops.cast(learning_rate, variable.dtype)
+        scale = self._scale_by_key.get(self._var_key(variable)) if self.lr_scales else None
+        return lr if scale is None else ops.multiply(lr, scale)
+
+
 def _dense(gradient):
     """A gathered table's gradient as one dense tensor, duplicates summed.
 
@@ -81,7 +114,7 @@ def _dense(gradient):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
+class AlbertLamb(_RateScales, _SavedDecayExclusions, keras.optimizers.Lamb):
     """LAMB as google-research/albert's ``lamb_optimizer.py`` computes it.
 
     Two differences from ``keras.optimizers.Lamb``, both the original's:
@@ -113,6 +146,7 @@ class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
             and every ``bias``.
         bias_correction: divide the moments by ``1 - beta**t`` (default);
             False for the original code's uncorrected moments.
+        lr_scales: ``{variable path: factor}`` of the learning rate.
         **kwargs: ``keras.optimizers.Lamb`` arguments.
 
     Example:
@@ -133,7 +167,7 @@ class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
         return
 
     def update_step(self, gradient, variable, learning_rate):
-        lr = ops.cast(learning_rate, variable.dtype)
+        lr = self._scaled(learning_rate, variable)
         gradient = ops.cast(_dense(gradient), variable.dtype)
         m = self._momentums[self._get_variable_index(variable)]
         v = self._velocities[self._get_variable_index(variable)]
@@ -166,7 +200,7 @@ class AlbertLamb(_SavedDecayExclusions, keras.optimizers.Lamb):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
+class AlbertAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW):
     """``keras.optimizers.AdamW`` whose weight-decay exclusions are saved.
 
     Args:
@@ -190,29 +224,6 @@ class AlbertAdamW(_SavedDecayExclusions, keras.optimizers.AdamW):
     Example:
     >>> opt = AlbertAdamW(learning_rate=2e-5, weight_decay=0.01)
     """
-
-    def __init__(self, lr_scales=None, **kwargs):
-        super().__init__(**kwargs)
-        self.lr_scales = {str(k): float(v) for k, v in (lr_scales or {}).items()}
-
-    def get_config(self):
-        config = super().get_config()
-        config["lr_scales"] = dict(self.lr_scales)
-        return config
-
-    def build(self, variables):
-        super().build(variables)
-        # The steps see the backend's own variables (TensorFlow's carry no
-        # Keras path), so the factors are looked up by the key Keras' own
-        # slot lookup uses.
-        self._scale_by_key = {self._var_key(v): self.lr_scales[v.path]
-                              for v in variables if v.path in self.lr_scales}
-
-    def _scaled(self, learning_rate, variable):
-        """The rate for ``variable``: times its ``lr_scales`` factor, if any."""
-        lr = ops.cast(learning_rate, variable.dtype)
-        scale = self._scale_by_key.get(self._var_key(variable)) if self.lr_scales else None
-        return lr if scale is None else ops.multiply(lr, scale)
 
     def _apply_weight_decay(self, variables):
         # Keras' decoupled decay, each variable at its own (scaled) rate.
@@ -257,8 +268,7 @@ class OptimizerSettings:
         beta_1: Adam's first-moment decay.
         beta_2: Adam's second-moment decay.
         epsilon: Adam's epsilon.
-        lr_scales: ``adamw`` only: per-variable rate factors
-            (``layer_rate_scales``).
+        lr_scales: per-variable rate factors (``layer_rate_scales``).
         ema_momentum: above 0, the optimizer also keeps an exponential
             moving average of the trainable weights with this momentum
             (Keras' ``use_ema``; ``keras.callbacks.SwapEMAWeights`` puts it
@@ -310,9 +320,7 @@ def make_optimizer(name="lamb", settings=None, **fields):
     if ema_momentum:
         kwargs.update(use_ema=True, ema_momentum=float(ema_momentum))
     if name == "lamb":
-        if lr_scales:
-            raise ValueError("lr_scales (layer-wise decay) is for adamw")
-        return AlbertLamb(**kwargs)
+        return AlbertLamb(**kwargs, lr_scales=lr_scales)
     if name == "adamw":
         return AlbertAdamW(**{**kwargs, "weight_decay": float(weight_decay or 0.0)},
                            lr_scales=lr_scales)

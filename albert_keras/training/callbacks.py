@@ -19,6 +19,12 @@ from albert_keras.saving import save_model
 logger = logging.getLogger(__name__)
 
 
+def run_step(model):
+    """The run's optimizer steps so far: a staged run's model (``distill``'s)
+    counts its earlier stages in ``steps_before``, its optimizer from 0."""
+    return getattr(model, "steps_before", 0) + int(model.optimizer.iterations.numpy())
+
+
 def latest_checkpoint(folder):
     """``(path, epoch)`` of the newest complete ``ckpt-EPOCH.keras``, or ``(None, 0)``."""
     best = (None, 0)
@@ -41,7 +47,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
     Args:
         folder: the checkpoint folder.
         monitor: metric for ``best.keras`` (``val_`` prefixed when
-            validation runs).
+            validation runs); None keeps no best model.
     """
 
     def __init__(self, folder, monitor="val_masked_lm_accuracy"):
@@ -64,6 +70,8 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         for old in glob.glob(os.path.join(self.folder, "ckpt-*.keras")):
             if old != path:
                 os.remove(old)
+        if self.monitor is None:
+            return
         value = logs.get(self.monitor, logs.get(self.monitor.replace("val_", "")))
         if value is not None and float(value) > self.best:
             self.best = float(value)
@@ -82,7 +90,7 @@ class NanGuard(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
-            self.bad_step = int(self.model.optimizer.iterations.numpy())
+            self.bad_step = run_step(self.model)
             self.model.stop_training = True
 
 
@@ -129,7 +137,7 @@ class StepLimit(keras.callbacks.Callback):
         self.total_steps = int(total_steps)
 
     def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) >= self.total_steps:
+        if run_step(self.model) >= self.total_steps:
             self.model.stop_training = True
 
 
@@ -167,11 +175,11 @@ class ProgressLog(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._clock = time.time()
-        self._from = int(self.model.optimizer.iterations.numpy())
+        self._from = run_step(self.model)
         self._logged = self._from // self.every
 
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
+        step = run_step(self.model)
         # a multiple of ``every`` passed (with steps_per_execution > 1 it can
         # fall inside a chunk of steps: the chunk's end logs it), or the end
         if step // self.every == self._logged and step != self.total_steps:

@@ -39,6 +39,18 @@ class Objective:
     def continue_from(self, source, model):
         """Copies heads of ``source`` (a loaded model) that ``model`` shares."""
 
+    def stages(self, model):
+        """``[(stage, steps)]`` when the run trains in stages with a model (and
+        optimizer) of their own (``distill``), else None: one model throughout."""
+        return None
+
+    def model_for_stage(self, model, stage, steps_before, steps_per_execution):
+        """The compiled model of ``stage``, made from the one before it."""
+        return model
+
+    def saved_model(self, model):
+        """What the run's folder keeps of ``model`` (``pretrainer.keras``)."""
+        return model
     def evaluate(self, model, data_dir, split="eval", batch_size=64):
         """Held-out metrics over a whole split (every example once)."""
         raise NotImplementedError

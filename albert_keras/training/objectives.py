@@ -11,6 +11,7 @@ OBJECTIVES = {
     "mlm_nsp": "albert_keras.training.mlm_sop:MlmNsp",
     "mlm": "albert_keras.training.mlm_sop:Mlm",
     "rtd": "albert_keras.training.rtd:Rtd",
+    "distill": "albert_keras.training.distill_objective:ProgressiveTransfer",
 }
 CHOICES = ("auto", *OBJECTIVES)
 

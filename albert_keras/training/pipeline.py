@@ -67,7 +67,8 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
         raise FileExistsError(f"{out} holds a finished run; pass --overwrite to train again")
     if p.overwrite and os.path.isdir(out):
         # starting again deletes the folder: never when it holds an input
-        check_output(out, [*(p.input or ()), p.tokenizer, p.data, p.short_data, t.init],
+        check_output(out, [*(p.input or ()), p.tokenizer, p.data, p.short_data, t.init,
+                            t.teacher],
                      overwrite=True, folder=True)
         shutil.rmtree(out)
     # a run that fails before its first checkpoint leaves no folder behind
@@ -97,12 +98,13 @@ def _run_stages(p, t, tokenizer_config, data_config, out):
     data_config = dataclasses.replace(data_config, layout=layout)
 
     # -- 1. tokenizer (kept when a killed run is started again); a data
-    # folder and --init bring their own
+    # folder and --init bring their own, and a distillation takes its teacher's
     tokenizer = p.tokenizer or os.path.join(out, "tokenizer", "spm.model")
+    source = t.teacher if t.objective == "distill" else t.init
     if p.data:
         tokenizer = data_tokenizer(p.data, p.tokenizer)
-    elif t.init and not p.tokenizer:
-        tokenizer = tokenizer_path(t.init)
+    elif source and not p.tokenizer:
+        tokenizer = tokenizer_path(source)
     if not os.path.isfile(tokenizer):
         logger.info(f"training a {tokenizer_config.vocab_size}-piece tokenizer ...")
         train_corpus_tokenizer(inputs, data_config, tokenizer_config, tokenizer)
@@ -121,8 +123,9 @@ def _run_stages(p, t, tokenizer_config, data_config, out):
     # a given data folder's sequences are its own length, not the flag's
     full_length = (read_manifest(data_dir)["config"]["max_seq_length"] if p.data
                    else data_config.max_seq_length)
+    # (a distillation's stages all read one data folder)
     if (p.short_seq_fraction > 0 and p.short_seq_length < full_length
-            and (p.short_data or not p.data)):
+            and (p.short_data or not p.data) and t.objective != "distill"):
         epochs = int(p.short_seq_fraction * t.total_steps + 1e-9) // t.steps_per_epoch
         short_steps = min(epochs * t.steps_per_epoch,
                           (t.total_steps - 1) // t.steps_per_epoch * t.steps_per_epoch)

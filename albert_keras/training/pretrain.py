@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import time
+import typing
 
 import keras
 import tensorflow as tf
@@ -45,6 +46,7 @@ from albert_keras.training.callbacks import StepLimit
 from albert_keras.training.callbacks import TimeBudget
 from albert_keras.training.callbacks import interactive
 from albert_keras.training.callbacks import latest_checkpoint
+from albert_keras.training.callbacks import run_step
 from albert_keras.training.datasets import eval_dataset
 from albert_keras.training.datasets import short_seq_manifest
 from albert_keras.training.objectives import get_objective
@@ -101,14 +103,28 @@ def _pretrain(data_dir, out_dir, train_config):
     run = _plan(data_dir, out_dir, train_config)
     strategy, precision = _runtime(run)
     model, initial_epoch = _model(run, strategy)
+    _plan_stages(run, model)
     chief = is_chief(strategy)
     if chief:
         write_json(os.path.join(run.out_dir, TRAIN_CONFIG_FILE),
                    {**dataclasses.asdict(run.config), "objective": run.objective.name})
-    fitted = _fit(run, model, strategy, initial_epoch, chief)
+    model, fitted = _fit(run, model, strategy, initial_epoch, chief)
     if not chief:
-        return {"steps": int(model.optimizer.iterations.numpy()), "chief": False}
+        return {"steps": run_step(model), "chief": False}
     return _finish(run, model, fitted, precision)
+
+
+class Phase(typing.NamedTuple):
+    """A stretch of the run on one data folder (and, for a staged objective,
+    one stage's model): epochs ``first`` up to ``end``."""
+
+    data_dir: str
+    seq_len: int
+    first: int
+    end: int
+    stage: typing.Optional[int] = None
+    # the epoch at which this data folder was at its first batch
+    data_start: int = 0
 
 
 @dataclasses.dataclass
@@ -120,8 +136,7 @@ class _Run:
     config: PretrainConfig
     manifest: dict
     objective: object
-    # (data folder, its sequence length, first epoch, end epoch) of each phase
-    phases: list
+    phases: list  # of Phase
 
     @property
     def ckpt_dir(self):
@@ -140,14 +155,14 @@ def _plan(data_dir, out_dir, train_config):
     seq_len = manifest["config"]["max_seq_length"]
     objective = get_objective(train_config.objective, manifest, train_config)
     epochs = math.ceil(train_config.total_steps / train_config.steps_per_epoch)
-    phases = [(data_dir, seq_len, 0, epochs)]
+    phases = [Phase(data_dir, seq_len, 0, epochs)]
     if train_config.short_seq_steps:
         short_manifest = short_seq_manifest(data_dir, manifest, train_config.short_seq_data)
         switch = train_config.short_seq_steps // train_config.steps_per_epoch
         phases = [
-            (train_config.short_seq_data, short_manifest["config"]["max_seq_length"],
-             0, switch),
-            (data_dir, seq_len, switch, epochs),
+            Phase(train_config.short_seq_data, short_manifest["config"]["max_seq_length"],
+                  0, switch),
+            Phase(data_dir, seq_len, switch, epochs, data_start=switch),
         ]
     return _Run(data_dir, out_dir, train_config, manifest, objective, phases)
 
@@ -229,6 +244,20 @@ def _model(run, strategy):
     return model, initial_epoch
 
 
+def _plan_stages(run, model):
+    """A staged objective's stages as the run's phases, on the one data
+    folder read straight through (checked once the model says how many)."""
+    stages = run.objective.stages(model)
+    if stages is None:
+        return
+    spe, seq_len = run.config.steps_per_epoch, run.phases[0].seq_len
+    phases, first = [], 0
+    for stage, steps in stages:
+        phases.append(Phase(run.data_dir, seq_len, first, first + steps // spe, stage))
+        first += steps // spe
+    run.phases = phases
+
+
 def _check_resume(run, resume_path):
     """A run is resumed only with its own settings."""
     recorded_path = os.path.join(run.out_dir, TRAIN_CONFIG_FILE)
@@ -259,46 +288,60 @@ def _callbacks(run, chief, eval_ds):
 
 def _fit(run, model, strategy, initial_epoch, chief):
     """Trains every phase not done yet, through ``Pretrainer.train_phase`` (the
-    training call Python's ``Pretrainer.fit`` makes); ``{"tokens", "wall",
-    "start_step", "stopped_early"}`` of this call."""
+    training call Python's ``Pretrainer.fit`` makes); ``(the model at the end,
+    {"tokens", "wall", "start_step", "stopped_early"} of this call)``."""
     c = run.config
-    pretrainer = Pretrainer.around(model, run.objective, c, strategy)
     eval_ds = eval_dataset(strategy, run.data_dir, run.manifest, c, run.objective)
     callbacks, nan_guard, budget = _callbacks(run, chief, eval_ds)
     live = interactive() and not os.environ.get("CI")
     started, tokens = time.time(), 0
-    start_step = int(model.optimizer.iterations.numpy())  # > 0 when resumed
+    start_step = run_step(model)  # > 0 when resumed
     announce = True  # the first phase run says what the whole run will take
-    for number, (phase_data, phase_len, first, end) in enumerate(run.phases, 1):
+    for number, phase in enumerate(run.phases, 1):
+        phase_data, phase_len, first, end = phase[:4]
         if initial_epoch >= end or nan_guard.bad_step is not None or budget.stopped_early:
             continue
         begin = max(initial_epoch, first)
+        if phase.stage is not None:
+            with strategy.scope():
+                model = run.objective.model_for_stage(model, phase.stage, first * c.steps_per_epoch,
+                                                      c.steps_per_execution)
+        pretrainer = Pretrainer.around(model, run.objective, c, strategy)
         if len(run.phases) > 1:
             # Keras counts epochs to the end of the fit it runs: said, so
             # "Epoch 1/14" then "Epoch 15/16" reads as one run of 16
-            logger.info(f"phase {number}/{len(run.phases)}: steps {begin * c.steps_per_epoch}-"
+            logger.info(f"phase {number}/{len(run.phases)}{_stage_name(phase, run)}: steps {begin * c.steps_per_epoch}-"
                         f"{min(end * c.steps_per_epoch, c.total_steps)}, sequences of "
                         f"{phase_len} from {phase_data} (epochs {begin + 1}-{end} of the "
                         f"run's {run.phases[-1][3]})")
-        before = int(model.optimizer.iterations.numpy())
+        before = run_step(model)
         progress = [] if live else [ProgressLog(c.total_steps, c.log_every,
                                                 c.batch_size * phase_len, announce=announce)]
         announce = False
         with _named_failures(run, phase_data, strategy):
             # A resumed run continues with the batches an uninterrupted run would see.
             pretrainer.train_phase(
-                phase_data, end, initial_epoch=begin, skip_batches=(begin - first) * c.steps_per_epoch,
+                phase_data, end, initial_epoch=begin,
+                skip_batches=(begin - phase.data_start) * c.steps_per_epoch,
                 validation_data=eval_ds, validation_steps=c.eval_steps if eval_ds else None,
                 callbacks=callbacks + progress, verbose="auto" if live else 2)
-        tokens += (int(model.optimizer.iterations.numpy()) - before) * c.batch_size * phase_len
+        tokens += (run_step(model) - before) * c.batch_size * phase_len
     if nan_guard.bad_step is not None:
         raise TrainingError(
             f"the loss became NaN at step {nan_guard.bad_step}; stopped. The last "
             f"good checkpoint is in {run.ckpt_dir}. Lower --learning-rate or use "
             "--precision float32"
         )
-    return {"tokens": tokens, "wall": time.time() - started, "start_step": start_step,
-            "stopped_early": budget.stopped_early}
+    return model, {"tokens": tokens, "wall": time.time() - started, "start_step": start_step,
+                   "stopped_early": budget.stopped_early}
+
+
+def _stage_name(phase, run):
+    if phase.stage is None:
+        return ""
+    last = run.phases[-1].stage
+    return (" (masked LM on the teacher's soft targets)" if phase.stage == last
+            else f" (student layer {phase.stage + 1} of {last})")
 
 
 @contextlib.contextmanager
@@ -330,12 +373,12 @@ def _finish(run, model, fitted, precision):
     if "eval" in run.manifest["splits"]:
         metrics = run.objective.evaluate(model, run.data_dir, "eval")
         metrics.update(run.objective.baselines(run.data_dir))
-    steps = int(model.optimizer.iterations.numpy())
+    steps = run_step(model)
     # every token of the run, a resumed run's earlier part included (each
     # phase's steps x batch x its sequence length); the speed is this call's
     spe, batch = run.config.steps_per_epoch, run.config.batch_size
-    run_tokens = sum(max(0, min(steps, end * spe) - first * spe) * batch * length
-                     for _, length, first, end in run.phases)
+    run_tokens = sum(max(0, min(steps, p.end * spe) - p.first * spe) * batch * p.seq_len
+                     for p in run.phases)
     metrics.update({
         "steps": steps,
         "steps_this_call": steps - fitted["start_step"],
@@ -346,7 +389,7 @@ def _finish(run, model, fitted, precision):
         "precision": precision,
         "objective": run.objective.name,
     })
-    write_pretraining_folder(run.out_dir, model, load_tokenizer(
+    write_pretraining_folder(run.out_dir, run.objective.saved_model(model), load_tokenizer(
         os.path.join(run.data_dir, run.manifest["tokenizer"])))
     write_json(os.path.join(run.out_dir, METRICS_FILE), metrics)
     return metrics

@@ -85,6 +85,10 @@ class PretrainConfig:
             and each step still carries one SOP pair per example.
         generator_size, embedding_sharing, rtd_weight, rtd_sop, rtd_mlm_weight: the ``rtd``
             objective's (see ``AlbertElectraPretrainer``).
+        teacher, layer_stage_steps, distill_layer_map, distill_ratio,
+            distill_lower_rate: the ``distill`` objective's (MobileBERT's
+            progressive knowledge transfer into the ``--preset`` student:
+            see ``albert_keras.training.distill_objective``).
         short_seq_steps: steps on ``short_seq_data`` (a multiple of
             ``steps_per_epoch``, less than ``total_steps``); one learning-rate
             schedule and one optimizer state run through both phases.
@@ -152,6 +156,20 @@ class PretrainConfig:
     rtd_mlm_weight: float = option(0.0, "rtd: weight of a masked-LM loss on the discriminator "
                                         "(it also recovers the original tokens, as COCO-LM's "
                                         "corrective LM; 0: none, ELECTRA)", valid="[0, inf)")
+    teacher: str = option("", "distill: the teacher, a pretraining folder or checkpoint folder "
+                              "with a masked-LM head (same tokenizer as the data)")
+    layer_stage_steps: int = option(0, "distill: steps of each layer-by-layer stage (a "
+                                       "multiple of --steps-per-epoch); the steps left of "
+                                       "--steps train the masked LM on the teacher's soft "
+                                       "targets", valid="[0, inf)")
+    distill_layer_map: str = option("", "distill: the teacher layer (from 1) of each student "
+                                        "layer, comma-separated, e.g. 2,4,6",
+                                    auto="the student's layers spread evenly over the teacher's")
+    distill_ratio: float = option(0.5, "distill: the labels' share of the masked-LM targets "
+                                       "(the teacher's softmax has the rest)", valid="[0, 1]")
+    distill_lower_rate: float = option(0.1, "distill: the learning-rate scale of the layers "
+                                            "below a layer stage's own (MobileBERT: 0.1)",
+                                       valid="[0, 1]")
 
     def with_defaults(self, learning_rate=DEFAULT_LEARNING_RATE,
                       warmup_steps=DEFAULT_WARMUP_STEPS, total_steps=DEFAULT_TOTAL_STEPS):
@@ -175,10 +193,14 @@ class PretrainConfig:
 
     def validate(self):
         check_options(self)
-        if self.objective != "rtd" and rtd_flags_given(self):
-            raise ValueError(f"{', '.join(rtd_flags_given(self))}: only --objective rtd reads "
-                             f"{'it' if len(rtd_flags_given(self)) == 1 else 'them'} (the "
-                             f"objective is {self.objective})")
+        for objective in OBJECTIVE_FIELDS:
+            given = objective_flags_given(self, objective)
+            if self.objective != objective and given:
+                raise ValueError(f"{', '.join(given)}: only --objective {objective} reads "
+                                 f"{'it' if len(given) == 1 else 'them'} (the objective is "
+                                 f"{self.objective})")
+        if self.objective == "distill":
+            self._check_distill()
         total_steps = DEFAULT_TOTAL_STEPS if self.total_steps is None else self.total_steps
         if self.warmup_steps is not None and self.warmup_steps > total_steps:
             raise ValueError(f"--warmup-steps ({self.warmup_steps}) must not exceed --steps "
@@ -198,15 +220,50 @@ class PretrainConfig:
             )
 
 
-# The fields only the rtd objective reads: set away from their defaults with
+    def _check_distill(self):
+        if not self.teacher:
+            raise ValueError("--objective distill needs --teacher (the model to learn from)")
+        if not self.layer_stage_steps or self.layer_stage_steps % self.steps_per_epoch:
+            raise ValueError(f"--objective distill needs --layer-stage-steps, a multiple of "
+                             f"--steps-per-epoch ({self.steps_per_epoch}); got "
+                             f"{self.layer_stage_steps}")
+        if self.short_seq_steps:
+            raise ValueError("--short-seq-steps: --objective distill trains its stages on one "
+                             "data folder")
+        if self.distill_layer_map:
+            parse_teacher_layers(self.distill_layer_map)
+
+
+def parse_teacher_layers(text):
+    """``"2,4,6"`` -> ``[2, 4, 6]``: the teacher layer of each student layer.
+
+    Example:
+    >>> parse_teacher_layers("2, 4")
+    [2, 4]
+    """
+    try:
+        layers = [int(part) for part in text.split(",")]
+    except ValueError:
+        layers = []
+    if not layers or min(layers) < 1:
+        raise ValueError(f"--distill-layer-map {text!r}: give teacher layers from 1, "
+                         "comma-separated, one per student layer (e.g. 2,4,6)")
+    return layers
+
+
+# The fields only one objective reads: set away from their defaults with
 # another objective they are an error, and a resume does not compare them.
-RTD_FIELDS = ("generator_size", "embedding_sharing", "rtd_weight", "rtd_sop", "rtd_mlm_weight")
+OBJECTIVE_FIELDS = {
+    "rtd": ("generator_size", "embedding_sharing", "rtd_weight", "rtd_sop", "rtd_mlm_weight"),
+    "distill": ("teacher", "layer_stage_steps", "distill_layer_map", "distill_ratio",
+                "distill_lower_rate"),
+}
 
 
-def rtd_flags_given(config):
-    """The rtd-only flags of ``config`` set away from their defaults."""
+def objective_flags_given(config, objective):
+    """The flags only ``objective`` reads that ``config`` sets away from their defaults."""
     return [name_of(PretrainConfig, f.name) for f in dataclasses.fields(PretrainConfig)
-            if f.name in RTD_FIELDS and getattr(config, f.name) != f.default]
+            if f.name in OBJECTIVE_FIELDS[objective] and getattr(config, f.name) != f.default]
 
 
 # What a resumed run may change: how it is watched, stopped or spread over
@@ -228,7 +285,8 @@ def resume_conflicts(recorded, config, objective_name):
         ``"--flag OLD (now NEW)"`` strings, empty when resuming is safe.
     """
     now = {**dataclasses.asdict(config), "objective": objective_name}
-    unread = RTD_FIELDS if objective_name != "rtd" else ()
+    unread = {f for objective, fields in OBJECTIVE_FIELDS.items()
+              if objective != objective_name for f in fields}
     return [f"{name_of(PretrainConfig, k)} {recorded[k]!r} (now {now[k]!r})"
             for k in now if k in recorded and k not in SAFE_ON_RESUME and k not in unread
             and _json_form(recorded[k]) != _json_form(now[k])]

@@ -88,6 +88,11 @@ class Pretrainer:
                 ``warmup_steps``, ``mask_rate``, ``seed``, ...).
         """
         cfg = config_from_keywords(PretrainConfig, settings, "Pretrainer.from_preset")
+        if cfg.objective == "distill":  # its stages are the driver's phases
+            raise ValueError("Pretrainer.from_preset: objective 'distill' trains in stages; run "
+                             "albert_keras.training.pretrain.pretrain(data_dir, out_dir, "
+                             "PretrainConfig(objective='distill', teacher=...)) or "
+                             "`albert-keras pretrain --objective distill`")
         keras.utils.set_random_seed(cfg.seed)
         with global_policy(resolve_precision(cfg.precision)):  # as ``pretrain`` builds it
             return cls._made(os.fspath(source), tokenizer, sequence_length, cfg)

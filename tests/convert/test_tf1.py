@@ -200,9 +200,8 @@ def test_no_checkpoint_is_a_clear_error(tmp_path):
 def test_a_tf1_bert_folder_with_vocab_goes_straight_into_the_commands(tmp_path):
     """The original release layout (bert_config.json, vocab.txt, model.ckpt-*)
     works in fill-mask and embed with no convert step, and scores as HF."""
-    import torch
-
     from albert_keras.tasks import inference
+    from tests.helpers import assert_fill_mask_is_hfs
     from tests.helpers import make_wordpiece_vocab
 
     ckpt = tmp_path / "tf1"
@@ -213,16 +212,6 @@ def test_a_tf1_bert_folder_with_vocab_goes_straight_into_the_commands(tmp_path):
     config = bert_original_config(hf_model.config)
     tensors = to_tf1(hf_model.state_dict(), BERT_RULES, "cls.seq_relationship")
     write_tf1_checkpoint(ckpt, tensors, config, "bert_config.json", slots=False)
-    text = "the quick brown [MASK] jumps"
-    ours = inference.fill_mask(str(ckpt), [text], top_k=3)[0][0]
-    from tests.helpers import hf_bert_tokenizer
-
-    hf_tokenizer = hf_bert_tokenizer(vocab, True)
-    batch = hf_tokenizer([text], return_tensors="pt")
-    with torch.no_grad():
-        logits = hf_model(**batch).prediction_logits[0]
-    position = int((batch["input_ids"][0] == hf_tokenizer.mask_token_id).nonzero()[0, 0])
-    best = torch.softmax(logits[position], -1).argsort(descending=True)[:3].tolist()
-    assert [r["id"] for r in ours] == best
+    assert_fill_mask_is_hfs(ckpt, hf_model, vocab)
     vectors = inference.embed(str(ckpt), ["the fox", "naïve café"])
     assert vectors.shape == (2, hf_model.config.hidden_size)

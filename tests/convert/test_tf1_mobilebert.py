@@ -137,10 +137,7 @@ def test_the_release_layout_goes_straight_into_fill_mask(tmp_path):
     """google-research's release layout (bert_config.json, vocab.txt, the
     checkpoint) in fill-mask with no convert step: the same top tokens as
     transformers on the same weights and tokens."""
-    import torch
-
-    from albert_keras.tasks import inference
-    from tests.helpers import hf_bert_tokenizer
+    from tests.helpers import assert_fill_mask_is_hfs
     from tests.helpers import make_wordpiece_vocab
 
     folder = tmp_path / "release"
@@ -149,11 +146,4 @@ def test_the_release_layout_goes_straight_into_fill_mask(tmp_path):
     hf = make_hf_model("MobileBertForPreTraining", tmp_path / "hf", vocab_size=size)
     write_tf1_checkpoint(folder, to_original(hf.state_dict(), True),
                          original_config(hf.config, "relu"), "bert_config.json", slots=False)
-    text = "the quick brown [MASK] jumps"
-    ours = inference.fill_mask(str(folder), [text], top_k=3)[0][0]
-    tokenizer = hf_bert_tokenizer(vocab, True)
-    batch = tokenizer([text], return_tensors="pt")
-    with torch.no_grad():
-        logits = hf(**batch).prediction_logits[0]
-    position = int((batch["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0])
-    assert [r["id"] for r in ours] == logits[position].argsort(descending=True)[:3].tolist()
+    assert_fill_mask_is_hfs(folder, hf, vocab)

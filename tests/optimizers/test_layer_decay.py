@@ -9,6 +9,7 @@ from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import AlbertAdamW
+from albert_keras.optimizers.optimizer import AlbertLamb
 from albert_keras.optimizers.optimizer import make_optimizer
 from tests.helpers import TINY
 
@@ -95,8 +96,37 @@ def test_scaled_adamw_steps_equal_torch_adamw_parameter_groups():
 
     clone = AlbertAdamW.from_config(opt.get_config())
     assert clone.lr_scales == {"low/kernel": scale, "low/bias": scale}
-    with pytest.raises(ValueError, match="lr_scales"):
-        make_optimizer("lamb", lr_scales={"low/kernel": scale})
+
+
+def test_lamb_scales_a_variables_rate_as_a_slower_optimizer_would():
+    """LAMB with ``lr_scales`` (MobileBERT's slower lower layers) moves a
+    scaled variable as LAMB at the scaled rate does, and the others as at
+    the full rate; the factors survive a config round trip."""
+    rng = np.random.default_rng(1)
+    start = {"low": rng.normal(size=(4, 3)), "high": rng.normal(size=(3, 2))}
+    grads = [{k: 1e-2 * rng.normal(size=v.shape) for k, v in start.items()} for _ in range(6)]
+
+    def run(learning_rate, lr_scales):
+        variables = {}
+        for k, v in start.items():
+            with keras.name_scope(k):
+                variables[k] = keras.Variable(v.astype("float32"), name="kernel")
+        opt = make_optimizer("lamb", learning_rate=learning_rate, total_steps=10**9,
+                             warmup_steps=0, weight_decay=0.01, clip_norm=None,
+                             lr_scales=lr_scales)
+        for g in grads:
+            opt.apply_gradients([(keras.ops.convert_to_tensor(g[k].astype("float32")),
+                                  variables[k]) for k in start])
+        return {k: keras.ops.convert_to_numpy(v) for k, v in variables.items()}, opt
+
+    scaled, opt = run(1e-2, {"low/kernel": 0.1})
+    slow, _ = run(1e-3, None)
+    full, _ = run(1e-2, None)
+    np.testing.assert_allclose(scaled["low"], slow["low"], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(scaled["high"], full["high"], rtol=0, atol=1e-7)
+    assert np.abs(slow["low"] - start["low"]).max() < 0.5 * np.abs(
+        full["low"] - start["low"]).max()  # the scale did something
+    assert AlbertLamb.from_config(opt.get_config()).lr_scales == {"low/kernel": 0.1}
 
 
 @pytest.mark.parametrize("changes", [
