@@ -390,7 +390,7 @@ def write_pretraining_folder(folder, pretrainer, tokenizer):
         save_model(carry_tokenizer(pretrainer.standalone_generator(), tokenizer),
                    os.path.join(folder, GENERATOR_FILE), overwrite=True)
     write_tokenizer(folder, tokenizer)
-    pretrainer.config.to_json_file(os.path.join(folder, CONFIG_FILE))
+    write_json(os.path.join(folder, CONFIG_FILE), pretrainer.config.to_dict())  # any family
 
 
 def write_task_folder(folder, model, tokenizer, spec, metrics, train_config):

@@ -180,3 +180,21 @@ def test_the_students_embeddings_start_from_the_teachers_when_they_match():
     assert not copy_embeddings(teacher, narrow)
     for a, b in zip(before, narrow.embeddings.weights):
         np.testing.assert_array_equal(a, keras.ops.convert_to_numpy(b))
+
+
+def test_a_mobilebert_pretraining_folder_is_written(tmp_path, spm_path):
+    """The folder ``pretrain`` writes for a MobileBERT student (its config.json
+    is the family's own; writing it once failed for every family but ALBERT's)."""
+    from albert_keras import MobileBertConfig
+    from albert_keras import MobileBertEncoder
+
+    tokenizer = SentencePiece(spm_path)
+    config = MobileBertConfig(vocab_size=tokenizer.vocabulary_size, hidden_size=16,
+                              embedding_size=8, intra_bottleneck_size=8, num_hidden_layers=1,
+                              num_attention_heads=2, intermediate_size=16)
+    write_pretraining_folder(str(tmp_path), AlbertPretrainer(MobileBertEncoder(config)),
+                             tokenizer)
+    with open(tmp_path / "config.json", encoding="utf-8") as f:
+        assert json.load(f) == json.loads(json.dumps(config.to_dict()))
+    encoder = keras.saving.load_model(str(tmp_path / "encoder.keras"))
+    assert encoder.config.intra_bottleneck_size == 8
