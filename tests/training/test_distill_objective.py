@@ -65,6 +65,7 @@ def _assert_same(a, b, same=True):
         assert equal == same, f"{path}: {'changed' if same else 'unchanged'}"
 
 
+@pytest.mark.sampled(keep=2, group="pretrain_cli_runs")  # CI: 2 of the pretraining command-line runs per commit
 def test_stages_train_their_layers_and_a_stopped_run_resumes_to_the_same_student(
         data_dir, teacher, tmp_path):
     """Stopped after epoch 1 (inside layer stage 1) and after epoch 2 (its
