@@ -298,7 +298,7 @@ def _fit(run, model, strategy, initial_epoch, chief):
     start_step = run_step(model)  # > 0 when resumed
     announce = True  # the first phase run says what the whole run will take
     for number, phase in enumerate(run.phases, 1):
-        phase_data, phase_len, first, end = phase[:4]
+        phase_data, phase_len, first, end = phase.data_dir, phase.seq_len, phase.first, phase.end
         if initial_epoch >= end or nan_guard.bad_step is not None or budget.stopped_early:
             continue
         begin = max(initial_epoch, first)
@@ -313,7 +313,7 @@ def _fit(run, model, strategy, initial_epoch, chief):
             logger.info(f"phase {number}/{len(run.phases)}{_stage_name(phase, run)}: steps {begin * c.steps_per_epoch}-"
                         f"{min(end * c.steps_per_epoch, c.total_steps)}, sequences of "
                         f"{phase_len} from {phase_data} (epochs {begin + 1}-{end} of the "
-                        f"run's {run.phases[-1][3]})")
+                        f"run's {run.phases[-1].end})")
         before = run_step(model)
         progress = [] if live else [ProgressLog(c.total_steps, c.log_every,
                                                 c.batch_size * phase_len, announce=announce)]
