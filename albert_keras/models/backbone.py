@@ -15,6 +15,9 @@ encoder only through its entry, so they accept any family's encoder:
   ``cls_only`` and ``dtype``, all kept in ``get_config`` as ``config`` (a
   dict) is, so that ``rebuilt`` can copy an encoder with one of them changed;
 - a ``tokenizer`` it carries into its ``.keras`` file (``Backbone`` has it).
+- ``embedding_state()`` / ``load_embedding_state(state)``: the embedding layer
+  as a whole, so a student can start from its teacher's (``Backbone`` has them
+  for a family whose encoder keeps its embedding layer as ``embeddings``).
 
 ``Backbone`` is the base class that gives a family's encoder the last item
 and ``rebuilt``; the rest is the family's own.
@@ -154,6 +157,34 @@ class Backbone(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+    # -- the embedding layer as a whole (a student starting from its teacher's) --------
+
+    def embedding_state(self):
+        """``(layer class name, [numpy arrays])``: the embedding layer's weights,
+        in the form ``load_embedding_state`` takes."""
+        return type(self.embeddings).__name__, self.embeddings.get_weights()
+
+    def load_embedding_state(self, state):
+        """Set the embedding layer's weights from another encoder's
+        ``embedding_state()`` when both layers have the same class and
+        shapes; returns whether they were set (otherwise nothing changes).
+
+        Example:
+        >>> from albert_keras import AlbertEncoder
+        >>> from albert_keras.presets import get_preset
+        >>> a = AlbertEncoder(get_preset("albert_tiny"))
+        >>> b = AlbertEncoder(get_preset("albert_tiny"))
+        >>> b.load_embedding_state(a.embedding_state())
+        True
+        """
+        name, values = state
+        mine = self.embeddings.get_weights()
+        if name != type(self.embeddings).__name__ or \
+                [v.shape for v in values] != [v.shape for v in mine]:
+            return False
+        self.embeddings.set_weights(values)
+        return True
 
     # -- a perturbation of the embeddings (adversarial fine-tuning) -------------------
 

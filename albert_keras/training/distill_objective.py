@@ -134,11 +134,8 @@ def copy_embeddings(teacher_encoder, student_encoder):
     """The teacher's embedding weights into the student's, when the two
     embedding layers have the same form (MobileBERT: the student starts
     from the teacher's embeddings); returns whether they were copied."""
-    t, s = teacher_encoder.embeddings, student_encoder.embeddings
-    shapes = [tuple(v.shape) for v in s.weights]
-    if type(t) is not type(s) or shapes != [tuple(v.shape) for v in t.weights]:
-        logger.info("the teacher's embeddings differ in form from the student's: the "
-                    "student's start from random weights")
-        return False
-    s.set_weights(t.get_weights())
-    return True
+    if student_encoder.load_embedding_state(teacher_encoder.embedding_state()):
+        return True
+    logger.info("the teacher's embeddings differ in form from the student's: the "
+                "student's start from random weights")
+    return False
