@@ -26,6 +26,11 @@ def pytest_collection_modifyitems(config, items):
     sampling.sample(config, items)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    sampling.from_worker(node)
+
+
 def pytest_runtest_logreport(report):
     timing.record(report)
 

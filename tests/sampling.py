@@ -67,6 +67,18 @@ def sample(config, items):
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
     config._sampled_out = (commit[:12], [item.nodeid for item in left_out])
+    # under pytest-xdist each worker collects and samples; the controller,
+    # which prints the summary, hears of it when the worker ends (from_worker)
+    if hasattr(config, "workeroutput"):
+        config.workeroutput["sampled_out"] = list(config._sampled_out)
+
+
+def from_worker(node):
+    """Keeps the first xdist worker's sample for the controller's summary
+    (every worker samples the same commit, so all agree)."""
+    sampled = getattr(node, "workeroutput", {}).get("sampled_out")
+    if sampled and not hasattr(node.config, "_sampled_out"):
+        node.config._sampled_out = tuple(sampled)
 
 
 def report(terminalreporter, config):
