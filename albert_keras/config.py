@@ -14,7 +14,7 @@ SHARING_MODES = ("all", "attention", "ffn", "none")
 # Kept in step with ``albert_keras.layers.position_bias.POSITION_BIASES``; the
 # config does not import the layers (it must load without Keras).
 POSITION_BIASES = ("none", "alibi")
-ACTIVATIONS = ("gelu_new", "gelu", "relu", "tanh", "linear", "gelu_pytorch_tanh")
+ACTIVATIONS = ("gelu_new", "gelu", "relu", "relu6", "tanh", "linear", "gelu_pytorch_tanh")
 # DeBERTa's disentangled attention: the terms a head may add to content-to-
 # content scores (content-to-position, position-to-content), HF's names.
 POSITION_ATTENTION_TERMS = ("c2p", "p2c")

@@ -18,6 +18,8 @@ _ACTIVATIONS = {
     "gelu_pytorch_tanh": gelu_new,
     "gelu": gelu_exact,
     "relu": keras.activations.relu,
+    # bounded, so an 8-bit range covers it (MobileBERT's quantization-aware form)
+    "relu6": keras.activations.relu6,
     "tanh": keras.activations.tanh,
     "linear": keras.activations.linear,
 }
@@ -27,7 +29,7 @@ def get_activation(name):
     """Returns the activation function for a config's ``hidden_act`` name.
 
     Args:
-        name: ``gelu_new``, ``gelu``, ``relu``, ``tanh`` or ``linear``.
+        name: ``gelu_new``, ``gelu``, ``relu``, ``relu6``, ``tanh`` or ``linear``.
 
     Example:
     >>> tuple(get_activation("gelu_new")(keras.ops.zeros((2,))).shape)

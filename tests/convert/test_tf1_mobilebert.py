@@ -118,9 +118,16 @@ def test_missing_keys_take_the_original_codes_defaults():
             config.type_vocab_size) == ("layer_norm", 1, False, False, "gelu_new", 64, 16)
 
 
+def test_the_quantization_aware_release_config_reads():
+    """google-research's ``..._OPT_QAT.json`` form: relu6 and NoNorm."""
+    config = config_from_original({**MOBILEBERT, "use_bottleneck": True, "hidden_act": "relu6",
+                                   "normalization_type": "no_norm"})
+    assert (config.hidden_act, config.normalization_type) == ("relu6", "no_norm")
+
+
 @pytest.mark.parametrize("change, message", [
     ({"use_quantized_training": True}, "unknown MobileBERT config key 'use_quantized_training'"),
-    ({"hidden_act": "relu6"}, "hidden_act must be one of"),
+    ({"hidden_act": "swish"}, "hidden_act must be one of"),
     ({"vocab_size": None}, "vocab_size"),
 ])
 def test_bad_original_configs_are_one_line_errors(tmp_path, change, message):

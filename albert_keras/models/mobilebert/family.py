@@ -5,7 +5,10 @@ the paper's MobileBERT-TINY (Table 1: two FFNs per block, attention on the
 bottleneck), ``ib_bert`` the paper's IB-BERT-LARGE teacher (512 between
 blocks, 1024 inside, FFN 4096, LayerNorm and gelu) and ``mobilebert_shared``
 the published shape with ALBERT's all-shared blocks (one set of block
-weights for the 24 layers).
+weights for the 24 layers). ``mobilebert_qat`` is the published shape in the
+form google-research trains for quantization-aware training
+(``uncased_L-24_H-128_B-512_A-4_F-4_OPT_QAT.json``): relu6 and NoNorm, so every
+activation has a bounded range and no norm needs statistics at int8.
 """
 
 from albert_keras.families import Family
@@ -26,6 +29,7 @@ PRESETS = {
                     normalization_type="layer_norm", key_query_shared_bottleneck=False,
                     use_bottleneck_attention=False),
     "mobilebert_shared": dict(classifier_activation=False, num_hidden_groups=1),
+    "mobilebert_qat": dict(classifier_activation=False, hidden_act="relu6"),
 }
 
 FAMILY = register_family(Family(

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from albert_keras.layers.activations import get_activation
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.no_norm import make_norm
 from albert_keras.models.mobilebert.trigram_embedding import TORCH_LAYER_NORM_EPS
@@ -18,18 +19,19 @@ def _config(config):
 class _Ffn(keras.layers.Layer):
     """``norm(x + W2 act(W1 x))``: one of a block's stacked FFNs."""
 
-    def __init__(self, config, output_eps, **kwargs):
+    def __init__(self, config, output_eps, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         config = _config(config)
         self.config, self.output_eps = config, output_eps
+        self.quantize_aware = bool(quantize_aware)
         init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         dtype = self.dtype_policy
         self.width = config.true_hidden_size
-        self.intermediate = keras.layers.Dense(
-            config.intermediate_size, activation=get_activation(config.hidden_act),
+        self.intermediate = make_dense(
+            config.intermediate_size, quantize_aware, activation=get_activation(config.hidden_act),
             kernel_initializer=init, dtype=dtype, name="intermediate")
-        self.output_dense = keras.layers.Dense(self.width, kernel_initializer=init,
-                                               dtype=dtype, name="output")
+        self.output_dense = make_dense(self.width, quantize_aware, kernel_initializer=init,
+                                       dtype=dtype, name="output")
         self.norm = make_norm(config.normalization_type, output_eps, dtype, "norm")
 
     def build(self, shape):
@@ -46,19 +48,20 @@ class _Ffn(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict(),
-                "output_eps": self.output_eps}
+                "output_eps": self.output_eps, "quantize_aware": self.quantize_aware}
 
 
 class _Bottleneck(keras.layers.Layer):
     """``norm(W x)``: the block input narrowed to the bottleneck width."""
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         config = self.config = _config(config)
+        self.quantize_aware = bool(quantize_aware)
         init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         self.hidden_size = config.hidden_size
-        self.dense = keras.layers.Dense(config.intra_bottleneck_size, kernel_initializer=init,
-                                        dtype=self.dtype_policy, name="dense")
+        self.dense = make_dense(config.intra_bottleneck_size, quantize_aware,
+                                kernel_initializer=init, dtype=self.dtype_policy, name="dense")
         self.norm = make_norm(config.normalization_type, config.layer_norm_eps,
                               self.dtype_policy, "norm")
 
@@ -71,7 +74,8 @@ class _Bottleneck(keras.layers.Layer):
         return self.norm(self.dense(x))
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "quantize_aware": self.quantize_aware}
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -86,6 +90,8 @@ class MobileBertBlock(keras.layers.Layer):
     Args:
         config: a ``MobileBertConfig`` (or its dict).
         mask_value: the additive attention bias at padded keys.
+        quantize_aware: every dense layer fake-quantizes its input, kernel
+            and output (``QuantizedDense``), for quantization-aware training.
 
     Example:
     >>> from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
@@ -96,24 +102,25 @@ class MobileBertBlock(keras.layers.Layer):
     (2, 5, 32)
     """
 
-    def __init__(self, config, mask_value=-10000.0, **kwargs):
+    def __init__(self, config, mask_value=-10000.0, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         config = _config(config)
         self.config, self.mask_value = config, float(mask_value)
+        self.quantize_aware = bool(quantize_aware)
         self._make_attention(config)
         # HF builds the output FFN's norm without its config's eps (torch's default)
-        self.ffns = [_Ffn(config, config.layer_norm_eps, dtype=self.dtype_policy,
+        self.ffns = [_Ffn(config, config.layer_norm_eps, quantize_aware, dtype=self.dtype_policy,
                           name=f"ffn_{k}") for k in range(config.num_feedforward_networks - 1)]
-        self.output_ffn = _Ffn(config, TORCH_LAYER_NORM_EPS, dtype=self.dtype_policy,
-                               name="output_ffn")
+        self.output_ffn = _Ffn(config, TORCH_LAYER_NORM_EPS, quantize_aware,
+                               dtype=self.dtype_policy, name="output_ffn")
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.attention_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob,
                                                       dtype=self.dtype_policy)
         self.output_bottleneck = None
         if config.use_bottleneck:
-            self.output_bottleneck = keras.layers.Dense(
-                config.hidden_size, kernel_initializer=self._init(), dtype=self.dtype_policy,
-                name="output_bottleneck")
+            self.output_bottleneck = make_dense(
+                config.hidden_size, quantize_aware, kernel_initializer=self._init(),
+                dtype=self.dtype_policy, name="output_bottleneck")
             self.output_norm = make_norm(config.normalization_type, config.layer_norm_eps,
                                          self.dtype_policy, "output_norm")
 
@@ -121,15 +128,16 @@ class MobileBertBlock(keras.layers.Layer):
         return keras.initializers.TruncatedNormal(stddev=self.config.initializer_range)
 
     def _make_attention(self, config):
-        dtype, width = self.dtype_policy, config.true_hidden_size
+        dtype, width, quantized = self.dtype_policy, config.true_hidden_size, self.quantize_aware
         self.input_bottleneck = self.shared_bottleneck = None
         if config.use_bottleneck:
-            self.input_bottleneck = _Bottleneck(config, dtype=dtype, name="input_bottleneck")
+            self.input_bottleneck = _Bottleneck(config, quantized, dtype=dtype,
+                                                name="input_bottleneck")
             if config.key_query_shared_bottleneck:  # built as HF builds it, used unless
-                self.shared_bottleneck = _Bottleneck(config, dtype=dtype,  # bottleneck attention
-                                                     name="shared_bottleneck")
+                self.shared_bottleneck = _Bottleneck(config, quantized, dtype=dtype,  # bottleneck
+                                                     name="shared_bottleneck")  # attention
         self.query, self.key, self.value, self.attention_output = (
-            keras.layers.Dense(width, kernel_initializer=self._init(), dtype=dtype, name=name)
+            make_dense(width, quantized, kernel_initializer=self._init(), dtype=dtype, name=name)
             for name in ("query", "key", "value", "attention_output"))
         self.attention_norm = make_norm(config.normalization_type, config.layer_norm_eps,
                                         dtype, "attention_norm")
@@ -208,4 +216,4 @@ class MobileBertBlock(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict(),
-                "mask_value": self.mask_value}
+                "mask_value": self.mask_value, "quantize_aware": self.quantize_aware}

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.albert.albert_encoder import StackHiddenStates
 from albert_keras.models.backbone import Backbone
 from albert_keras.models.mobilebert.mobilebert_block import MobileBertBlock
@@ -20,14 +21,16 @@ class MobileBertPooler(keras.layers.Layer):
     (2, 32)
     """
 
-    def __init__(self, hidden_size, activate=True, initializer_range=0.02, **kwargs):
+    def __init__(self, hidden_size, activate=True, initializer_range=0.02,  # noqa: PLR0913 (a layer constructor: its arguments mirror get_config)
+                 quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size, self.activate = int(hidden_size), bool(activate)
-        self.initializer_range = initializer_range
+        self.initializer_range, self.quantize_aware = initializer_range, bool(quantize_aware)
         self.dense = None
         if self.activate:
-            self.dense = keras.layers.Dense(
-                hidden_size, activation="tanh", dtype=self.dtype_policy, name="pooler_dense",
+            self.dense = make_dense(
+                hidden_size, self.quantize_aware, activation="tanh", dtype=self.dtype_policy,
+                name="pooler_dense",
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
 
     def build(self, shape):
@@ -44,7 +47,8 @@ class MobileBertPooler(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "hidden_size": self.hidden_size,
-                "activate": self.activate, "initializer_range": self.initializer_range}
+                "activate": self.activate, "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware}
 
 
 def _named(prefix, layer):
@@ -54,14 +58,15 @@ def _named(prefix, layer):
     return {f"{prefix}/gamma": layer.gamma, f"{prefix}/beta": layer.beta}
 
 
-def _make_layers(config, mask_value, dtype):
+def _make_layers(config, mask_value, quantize_aware, dtype):
     """``(embeddings, blocks, pooler)``: one block per layer, or per group
     when ``num_hidden_groups`` shares them."""
-    return (TrigramEmbedding(config, dtype=dtype, name="embeddings"),
-            [MobileBertBlock(config, mask_value, dtype=dtype, name=f"block_{k}")
+    return (TrigramEmbedding(config, quantize_aware, dtype=dtype, name="embeddings"),
+            [MobileBertBlock(config, mask_value, quantize_aware, dtype=dtype, name=f"block_{k}")
              for k in range(config.num_blocks)],
             MobileBertPooler(config.hidden_size, config.classifier_activation,
-                             config.initializer_range, dtype=dtype, name="pooler"))
+                             config.initializer_range, quantize_aware, dtype=dtype,
+                             name="pooler"))
 
 
 def _embed(embeddings, inputs, training=False, token_table=None):
@@ -108,7 +113,10 @@ class MobileBertEncoder(Backbone):
         output_hidden_states: also return the embedding output and every
             layer's output, ``[B, L + 1, S, H]``.
         mask_value: the additive attention bias at padded keys.
-        quantize_aware: not offered for MobileBERT yet (an error).
+        quantize_aware: every dense layer fake-quantizes (``QuantizedDense``),
+            for quantization-aware training before an int8 export. The
+            ``mobilebert_qat`` preset is the form made for it (relu6 and
+            NoNorm: bounded activations, no statistics).
         cls_only: ``sequence_output`` is the ``[CLS]`` row only.
         dtype: a dtype policy such as ``"mixed_bfloat16"``.
 
@@ -125,12 +133,9 @@ class MobileBertEncoder(Backbone):
                  quantize_aware=False, cls_only=False, dtype=None, **kwargs):
         if isinstance(config, dict):
             config = MobileBertConfig.from_dict(config)
-        if quantize_aware:
-            raise ValueError("quantization-aware training is not offered for MobileBERT; "
-                             "export it with dynamic or int8 post-training quantization")
         if cls_only and output_hidden_states:
             raise ValueError("cls_only and output_hidden_states cannot be combined")
-        made = _make_layers(config, mask_value, dtype)
+        made = _make_layers(config, mask_value, quantize_aware, dtype)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ("token_ids", "segment_ids", "padding_mask")}
         # the graph from the layers themselves: on torch a layer cannot be an
@@ -146,7 +151,7 @@ class MobileBertEncoder(Backbone):
         if dtype is not None:
             self.dtype_policy = dtype
         self.config, self.output_hidden_states = config, bool(output_hidden_states)
-        self.mask_value, self.quantize_aware = float(mask_value), False
+        self.mask_value, self.quantize_aware = float(mask_value), bool(quantize_aware)
         self.cls_only = bool(cls_only)
 
     def _set_layers(self, config, made):

@@ -49,8 +49,8 @@ def config_from_original(data, source="bert_config.json"):
     """A ``MobileBertConfig`` from the original code's ``bert_config.json``.
 
     Missing keys take the original code's defaults. Unknown keys and
-    activations the model does not build (``relu6``, for quantization-aware
-    training) are one-line errors naming the file.
+    activations the model does not build are one-line errors naming the
+    file (``relu6``, the quantization-aware configs', is built).
 
     Example:
     >>> config_from_original({"vocab_size": 100, "hidden_size": 64, "num_attention_heads": 2,

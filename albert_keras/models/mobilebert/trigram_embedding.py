@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.no_norm import make_norm
 
@@ -35,11 +36,11 @@ class TrigramEmbedding(keras.layers.Layer):
     (2, 5, 32)
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = MobileBertConfig.from_dict(config)
-        self.config = config
+        self.config, self.quantize_aware = config, bool(quantize_aware)
         init, dtype = _initializer(config), self.dtype_policy
         self.token_embedding = keras.layers.Embedding(
             config.vocab_size, config.embedding_size, embeddings_initializer=init,
@@ -52,8 +53,9 @@ class TrigramEmbedding(keras.layers.Layer):
             dtype=dtype, name="token_type_embeddings")
         self.projection = None
         if config.trigram_input or config.embedding_size != config.hidden_size:
-            self.projection = keras.layers.Dense(config.hidden_size, kernel_initializer=init,
-                                                 dtype=dtype, name="embedding_transformation")
+            self.projection = make_dense(config.hidden_size, self.quantize_aware,
+                                         kernel_initializer=init, dtype=dtype,
+                                         name="embedding_transformation")
         self.norm = make_norm(config.normalization_type, TORCH_LAYER_NORM_EPS, dtype, "norm")
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=dtype)
 
@@ -89,4 +91,5 @@ class TrigramEmbedding(keras.layers.Layer):
         return (*token_ids_shape, self.config.hidden_size)
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "quantize_aware": self.quantize_aware}

@@ -72,3 +72,25 @@ def test_bfloat16_and_a_keras_file_round_trip(tmp_path):
     first.set_weights(encoder.get_weights())
     np.testing.assert_allclose(np.asarray(first(inputs)["sequence_output"])[:, 0], want[:, 0],
                                atol=1e-6)
+
+
+def test_a_quantization_aware_encoder_fake_quantizes_every_dense_layer(tmp_path):
+    from albert_keras.layers.quantized_dense import QuantizedDense
+
+    config = MobileBertConfig(**{**SMALL, "hidden_act": "relu6", "classifier_activation": True})
+    plain = build_backbone(config)
+    encoder = build_backbone(config, quantize_aware=True)
+    dense = [layer for layer in plain._flatten_layers() if isinstance(layer, keras.layers.Dense)]
+    quantized = [layer for layer in encoder._flatten_layers()
+                 if isinstance(layer, QuantizedDense)]
+    # embedding projection, 3 blocks of 13 dense layers (2 bottlenecks, q, k, v,
+    # attention output, 2 FFNs of 2, output FFN's 2, output bottleneck: 13), pooler
+    assert len(quantized) == len(dense) == 1 + 3 * 13 + 1
+    inputs = sample_inputs()
+    encoder(inputs, training=True)  # the activation ranges from one batch
+    want = np.asarray(encoder(inputs)["sequence_output"])
+    path = str(tmp_path / "qat.keras")
+    save_model(encoder, path)
+    again = keras.saving.load_model(path)
+    assert again.quantize_aware
+    np.testing.assert_allclose(np.asarray(again(inputs)["sequence_output"]), want, atol=1e-6)
