@@ -198,11 +198,15 @@ def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder(caplog):
 
     with caplog.at_level("WARNING", logger="albert_keras.training.recipes"):
         t = resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig())
-    assert "collapses on the built-in corpus" in caplog.text  # measured: said when chosen
+    # measured: said when chosen
+    assert "fine-tuned below --recipe small_corpus" in caplog.text
+    # 1e-3: the rate its search found learning (1.6e-2, the small-corpus one, collapsed)
+    assert t.learning_rate == 1e-3
     caplog.clear()
     with caplog.at_level("WARNING", logger="albert_keras.training.recipes"):
-        resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig(learning_rate=1e-3))
-    assert "collapses" not in caplog.text
+        own = resolve_recipe(PipelineConfig(recipe="deberta_v3"),
+                             PretrainConfig(learning_rate=2e-3))
+    assert "fine-tuned below" not in caplog.text and own.learning_rate == 2e-3
     assert (t.objective, t.embedding_sharing, t.mask_rate) == ("rtd", "gdes", 0.4)
     assert t.model_overrides == DEBERTA_V3_ENCODER
     config = AlbertConfig(**t.model_overrides)  # a valid encoder
