@@ -30,6 +30,13 @@ hide. Tokens/s, then:
   and ``hf-deberta-eager`` / ``hf-deberta-compile`` (``DebertaV2ForMaskedLM``).
   Its rows are compared with each other only, and get no MFU (the FLOP count
   is ALBERT's).
+* The MobileBERT speed case, ``google/mobilebert-uncased``'s shape (24
+  bottleneck blocks, 512 between blocks, 128 inside, four FFNs, trigram
+  input, NoNorm, relu), masked LM on the same 20 positions:
+  ``ours-mobilebert-<backend>`` (``AlbertPretrainer`` on ``MobileBertEncoder``,
+  without SOP) and ``hf-mobilebert-eager`` / ``hf-mobilebert-compile``
+  (``MobileBertForMaskedLM``); keras-hub has no MobileBERT. Compared with
+  each other only, no MFU.
 
 MFU uses one FLOP count for everyone (the standard training count: 3x the
 forward matmuls of every layer at every position, plus the MLM head on the
@@ -68,6 +75,8 @@ CASES = ("ours-jax", "keras-hub-jax", "hf-eager", "hf-compile", "ours-torch",
          "ours-tensorflow", "ours-rtd-jax")
 DEBERTA_CASES = ("ours-deberta-jax", "keras-hub-deberta-jax", "hf-deberta-eager",
                  "hf-deberta-compile", "ours-deberta-torch", "ours-deberta-tensorflow")
+MOBILEBERT_CASES = ("ours-mobilebert-jax", "hf-mobilebert-eager", "hf-mobilebert-compile",
+                    "ours-mobilebert-torch", "ours-mobilebert-tensorflow")
 
 # -- the child: one case, one process -------------------------------------------------
 CHILD = r"""
@@ -103,6 +112,10 @@ if who.startswith("hf"):
             share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
             type_vocab_size=0, max_position_embeddings=512)
         model = transformers.DebertaV2ForMaskedLM(config).to(dev)
+    elif "mobilebert" in who:  # google/mobilebert-uncased's shape: the config's defaults
+        config = transformers.MobileBertConfig(vocab_size=V, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0)
+        model = transformers.MobileBertForMaskedLM(config).to(dev)
     else:
         config = transformers.AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
             num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
@@ -117,11 +130,13 @@ if who.startswith("hf"):
              labels=mlm, sentence_order_label=torch.zeros((B,), dtype=torch.long))
     if "deberta" in who:  # MLM only, no segments
         del x["sentence_order_label"], x["token_type_ids"]
+    if "mobilebert" in who:  # MLM only
+        del x["sentence_order_label"]
     x = {k: v.to(dev) for k, v in x.items()}
     def loss_fn(x):
         with torch.autocast(dev, dtype=torch.bfloat16):
             return model(**x).loss
-    if who == "hf-compile":
+    if who.startswith("hf") and who.endswith("compile"):
         loss_fn = torch.compile(loss_fn)
     def step():
         opt.zero_grad(set_to_none=True)
@@ -147,6 +162,13 @@ else:
                 relative_attention=True, position_buckets=256, pos_att_type="p2c|c2p",
                 share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
                 type_vocab_size=0, hidden_act="gelu", pooler_hidden_act="gelu")
+        encoder = AlbertEncoder(config)
+        if "-mobilebert-" in who:  # google/mobilebert-uncased's shape
+            import dataclasses
+            from albert_keras import MobileBertEncoder
+            from albert_keras.presets import get_preset
+            encoder = MobileBertEncoder(dataclasses.replace(get_preset("mobilebert"),
+                vocab_size=V, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
         y = {"masked_ids": labels, "masked_weights": np.ones((B, P), "float32"),
              "sop_label": np.zeros((B,), "int32")}
         x["masked_positions"] = positions
@@ -160,10 +182,12 @@ else:
                                             AlbertEncoder(generator_config(config, 0.25)))
             x.update(masked_ids=labels, masked_weights=y["masked_weights"])
         else:
-            model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0,
-                                     sentence_order="-deberta-" not in who)
+            model = AlbertPretrainer(encoder, sop_dropout=0.0,
+                                     sentence_order=not any(f in who for f in ("-deberta-", "-mobilebert-")))
+        # torch's Keras trainer takes one step per execution only
+        per_execution = 1 if keras.backend.backend() == "torch" else args["steps"]
         model.compile(optimizer=keras.optimizers.AdamW(1e-4),
-                      steps_per_execution=args["steps"])
+                      steps_per_execution=per_execution)
         sample_weight = None
     else:
         import keras_hub
@@ -261,10 +285,10 @@ def render(results):
         if "error" in r:
             lines.append(f"| {shape} | {r['who']} | - | - | - | - | {r['error'][:80]} |")
             continue
-        family = "deberta" in r["who"]  # DeBERTa rows are compared with each other
+        family = _family(r["who"])  # each family's rows are compared with each other
         peers = [p["tokens_per_s"] for p in rows if "tokens_per_s" in p
                  and not p["who"].startswith("ours") and (p["batch"], p["seq"]) ==
-                 (r["batch"], r["seq"]) and ("deberta" in p["who"]) == family]
+                 (r["batch"], r["seq"]) and _family(p["who"]) == family]
         vs = (f"{r['tokens_per_s'] / max(peers):.2f}x" if peers and "-rtd-" not in r["who"]
               else "-")
         # the FLOP count is MLM's; the rtd case's extra generator work is not
@@ -272,7 +296,7 @@ def render(results):
         # best peer" would mislead: it gets its step cost against ours
         # (mlm_sop) on the same backend and shape instead
         mfu = (f"{100 * model_flops_per_token(r['seq']) * r['tokens_per_s'] / peak:.1f}%"
-               if peak and "-rtd-" not in r["who"] and not family else "-")
+               if peak and "-rtd-" not in r["who"] and family == "albert" else "-")
         memory = f"{r['peak_bytes'] / 2 ** 30:.1f}" + (" (RSS)" if r["memory_kind"] == "rss"
                                                         else "")
         note = "; ".join(r.get("fallbacks") or [])
@@ -285,6 +309,12 @@ def render(results):
         lines.append(f"| {shape} | {r['who']} | {r['tokens_per_s']:,.0f} | {vs} | {mfu} | "
                      f"{memory} | {note[:80]} |")
     return "\n".join(lines) + "\n"
+
+
+def _family(who):
+    """``deberta``, ``mobilebert`` or ``albert``: whose speed case a row is."""
+    return next((f for f in ("deberta", "mobilebert") if f"-{f}-" in who or
+                 who.endswith(f"-{f}")), "albert")
 
 
 def _write(path, text):
@@ -302,9 +332,10 @@ def main(argv=None):
                                                         "128x512"],
                         help="batch x seq pairs (default: 32x128 128x128 32x512 128x512)")
     parser.add_argument("--cases", nargs="+", default=list(CASES),
-                        choices=CASES + DEBERTA_CASES,
+                        choices=CASES + DEBERTA_CASES + MOBILEBERT_CASES,
                         help="what to run (default: the ALBERT cases; the DeBERTa speed "
-                             "case is " + " ".join(DEBERTA_CASES) + ")")
+                             "case is " + " ".join(DEBERTA_CASES) + ", MobileBERT's "
+                             + " ".join(MOBILEBERT_CASES) + ")")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (default: 10)")
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed steps first, compilation included (default: 3)")
@@ -351,7 +382,23 @@ def _machine(device):
                                   capture_output=True, text=True).stdout.strip() or "gpu"
         except OSError:
             return "gpu"
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    return f"{_cpu_name()}, {os.cpu_count()} cores"
+
+
+def _cpu_name():
+    """The CPU's model name and the matmul features that decide its speed
+    (the machines we measure on change between runs)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            info = f.read()
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    name = fields.get("model name\t", platform.machine()).strip()
+    flags = set(fields.get("flags\t\t", "").split())
+    features = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+                if f in flags]
+    return f"{name} ({', '.join(features) or 'no AVX2'})"
 
 
 if __name__ == "__main__":

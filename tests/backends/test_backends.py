@@ -126,3 +126,22 @@ def test_render_gives_the_rtd_case_its_step_cost_not_peer_ratios():
     assert "| 2.00x |" in ours
     # 200 / 150: a step of rtd costs 1.33 of ours; no MFU, no peer ratio
     assert rtd.startswith("| 2x16 | ours-rtd-jax | 150 | - | - | 1.0 | step cost 1.33x ours")
+
+
+def test_render_compares_each_family_with_its_own_peers():
+    """A MobileBERT row's "vs best peer" is against HF's MobileBERT, not
+    against the faster ALBERT peers of the same shape, and gets no MFU
+    (the FLOP count is ALBERT-base's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("backends_bench", BENCHMARK)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = {"batch": 2, "seq": 16, "peak_bytes": 2 ** 30, "memory_kind": "device"}
+    results = {"machine": "test", "matmul_peak_flops": 1e12, "rows": [
+        {**row, "who": "hf-eager", "tokens_per_s": 1000.0},
+        {**row, "who": "hf-mobilebert-eager", "tokens_per_s": 100.0},
+        {**row, "who": "hf-mobilebert-compile", "tokens_per_s": 160.0},
+        {**row, "who": "ours-mobilebert-jax", "tokens_per_s": 240.0}]}
+    ours = next(x for x in bench.render(results).splitlines() if "| ours-mobilebert-jax |" in x)
+    assert ours.startswith("| 2x16 | ours-mobilebert-jax | 240 | 1.50x | - |")
