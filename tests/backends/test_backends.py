@@ -109,12 +109,18 @@ def test_backend_benchmark_runs_on_cpu(tmp_path):
     assert f"step cost {cost:.2f}x ours (mlm_sop)" in table
 
 
-def test_render_gives_the_rtd_case_its_step_cost_not_peer_ratios():
+def _bench_module():
+    """benchmarks/backends.py, imported by path (benchmarks/ is no package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("backends_bench", BENCHMARK)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_render_gives_the_rtd_case_its_step_cost_not_peer_ratios():
+    bench = _bench_module()
     row = {"batch": 2, "seq": 16, "peak_bytes": 2 ** 30, "memory_kind": "device"}
     results = {"machine": "test", "matmul_peak_flops": 1e12, "rows": [
         {**row, "who": "ours-jax", "tokens_per_s": 200.0},
@@ -132,11 +138,7 @@ def test_render_compares_each_family_with_its_own_peers():
     """A MobileBERT row's "vs best peer" is against HF's MobileBERT, not
     against the faster ALBERT peers of the same shape, and gets no MFU
     (the FLOP count is ALBERT-base's)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("backends_bench", BENCHMARK)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench_module()
     row = {"batch": 2, "seq": 16, "peak_bytes": 2 ** 30, "memory_kind": "device"}
     results = {"machine": "test", "matmul_peak_flops": 1e12, "rows": [
         {**row, "who": "hf-eager", "tokens_per_s": 1000.0},
