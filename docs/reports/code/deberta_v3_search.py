@@ -32,6 +32,8 @@ SETTINGS = {
     # the recipe as it was searched: the small-corpus learning rate (the recipe
     # itself now trains at 1e-3, which this search found learning)
     "recipe": ["--learning-rate", "1.6e-2"],
+    # the recipe as it is now (1e-3)
+    "recipe_now": [],
     "lr_1e-3": ["--learning-rate", "1e-3"],
     "lr_2e-3": ["--learning-rate", "2e-3"],
     "lr_4e-3": ["--learning-rate", "4e-3"],

@@ -50,6 +50,9 @@ def runs(args):
         "distilled": ["--objective", "distill", "--teacher", os.path.join(args.work, "teacher"),
                       "--layer-stage-steps", str(args.layer_stage_steps), *students],
         "direct": ["--objective", "mlm", *students],
+        # the direct student again, given the distilled one's wall time
+        **({"direct_same_time": ["--objective", "mlm", *students[:-1],
+                                 str(args.same_time_steps)]} if args.same_time_steps else {}),
     }
 
 
@@ -91,7 +94,8 @@ def table(path):
     lines = ["| model | parameters | steps | held-out MLM accuracy | wall s | "
              + "".join(f"{t} | " for t in tasks),
              "|---|---:|---:|---:|---:|" + "---:|" * len(tasks)]
-    names = [n for n in ("teacher", "distilled", "direct") if n in results["pretraining"]]
+    names = [n for n in ("teacher", "distilled", "direct", "direct_same_time")
+             if n in results["pretraining"]]
     if any("from_scratch" in results["summary"][t] for t in tasks):
         names.append("from_scratch")
     base = None
@@ -124,6 +128,9 @@ def main():
     parser.add_argument("--layer-stage-steps", type=int, default=100)
     parser.add_argument("--student-steps", type=int, default=800,
                         help="each student's steps (the distilled one's stages included)")
+    parser.add_argument("--same-time-steps", type=int, default=0,
+                        help="also pretrain the direct student for this many steps (the "
+                             "distilled one's wall time), as direct_same_time")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pretrain-args", default="", help="more `pretrain` flags for all three")
@@ -146,6 +153,7 @@ def main():
         # first one's architecture from scratch, with TF-IDF beside them
         subprocess.run([sys.executable, os.path.join(HERE, "objectives.py"), "--compare",
                         "--data", args.data, "--objectives", "distilled", "direct",
+                        *(["direct_same_time"] if args.same_time_steps else []),
                         "--work", args.work, "--tasks", *args.tasks,
                         "--seeds", *map(str, args.seeds), "--max-train", "1000",
                         "--max-eval", "1000", "--finetune-epochs", "3", "--out", args.out],
