@@ -494,3 +494,14 @@ def test_mobilebert_trains_quantization_aware_and_exports_in_int8(mobilebert_qat
     assert not {"FULLY_CONNECTED", "BATCH_MATMUL", "SOFTMAX"} & set(float_ops), float_ops
     assert sum(float_ops.values()) < sum(ptq["validation"]["float_ops"].values())
     assert qat["size_bytes"] < 1.1 * ptq["size_bytes"]
+
+
+def test_a_mobilebert_classifier_exports_string_in(mobilebert_qat_folder, tmp_path):
+    """Raw strings in, MobileBERT's scores out: the tokenizer runs inside the
+    file, and the export's validation (against Keras on the eval rows) passes."""
+    out = str(tmp_path / "text.tflite")
+    sidecar = export_tflite(mobilebert_qat_folder, out,
+                            ExportConfig(with_tokenizer=True, **QUIET))
+    assert sidecar["validation"]["passed"]
+    assert sidecar["validation"]["outputs"]["logits"]["top1_agreement"] == 1.0
+    assert TFLiteRunner(out).input_names == ["text"]
