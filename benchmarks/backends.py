@@ -83,6 +83,7 @@ CHILD = r"""
 import json, logging, os, resource, sys, time
 args = json.loads(sys.argv[1])
 who, B, S = args["who"], args["batch"], args["seq"]
+family = args["family"]  # albert, deberta or mobilebert
 H, E, L, A, I = args["base"]
 V, P = args["vocab"], args["predictions"]
 gpu = args["device"] == "gpu"
@@ -104,7 +105,7 @@ if who.startswith("hf"):
     import torch, transformers
     torch.manual_seed(0)
     dev = "cuda" if gpu else "cpu"
-    if "deberta" in who:
+    if family == "deberta":
         config = transformers.DebertaV2Config(vocab_size=V, hidden_size=H,
             num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
@@ -112,7 +113,7 @@ if who.startswith("hf"):
             share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
             type_vocab_size=0, max_position_embeddings=512)
         model = transformers.DebertaV2ForMaskedLM(config).to(dev)
-    elif "mobilebert" in who:  # google/mobilebert-uncased's shape: the config's defaults
+    elif family == "mobilebert":  # google/mobilebert-uncased's shape: the config's defaults
         config = transformers.MobileBertConfig(vocab_size=V, hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0)
         model = transformers.MobileBertForMaskedLM(config).to(dev)
@@ -128,10 +129,10 @@ if who.startswith("hf"):
              token_type_ids=torch.zeros((B, S), dtype=torch.long),
              attention_mask=torch.ones((B, S), dtype=torch.long),
              labels=mlm, sentence_order_label=torch.zeros((B,), dtype=torch.long))
-    if "deberta" in who:  # MLM only, no segments
-        del x["sentence_order_label"], x["token_type_ids"]
-    if "mobilebert" in who:  # MLM only
+    if family != "albert":  # MLM only
         del x["sentence_order_label"]
+    if family == "deberta":  # no segments
+        del x["token_type_ids"]
     x = {k: v.to(dev) for k, v in x.items()}
     def loss_fn(x):
         with torch.autocast(dev, dtype=torch.bfloat16):
@@ -157,18 +158,11 @@ else:
         config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
                               num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        if "-deberta-" in who:  # DeBERTa-v3-base's layout
+        if family == "deberta":  # DeBERTa-v3-base's layout
             config = config.replace(embedding_size=H, num_hidden_groups=L, sharing="none",
                 relative_attention=True, position_buckets=256, pos_att_type="p2c|c2p",
                 share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
                 type_vocab_size=0, hidden_act="gelu", pooler_hidden_act="gelu")
-        encoder = AlbertEncoder(config)
-        if "-mobilebert-" in who:  # google/mobilebert-uncased's shape
-            import dataclasses
-            from albert_keras import MobileBertEncoder
-            from albert_keras.presets import get_preset
-            encoder = MobileBertEncoder(dataclasses.replace(get_preset("mobilebert"),
-                vocab_size=V, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
         y = {"masked_ids": labels, "masked_weights": np.ones((B, P), "float32"),
              "sop_label": np.zeros((B,), "int32")}
         x["masked_positions"] = positions
@@ -181,9 +175,16 @@ else:
             model = AlbertElectraPretrainer(AlbertEncoder(config),
                                             AlbertEncoder(generator_config(config, 0.25)))
             x.update(masked_ids=labels, masked_weights=y["masked_weights"])
+        elif family == "mobilebert":  # google/mobilebert-uncased's shape
+            import dataclasses
+            from albert_keras import MobileBertEncoder
+            from albert_keras.presets import get_preset
+            model = AlbertPretrainer(MobileBertEncoder(dataclasses.replace(
+                get_preset("mobilebert"), vocab_size=V, hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0)), sentence_order=False)
         else:
-            model = AlbertPretrainer(encoder, sop_dropout=0.0,
-                                     sentence_order=not any(f in who for f in ("-deberta-", "-mobilebert-")))
+            model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0,
+                                     sentence_order=family == "albert")
         # torch's Keras trainer takes one step per execution only
         per_execution = 1 if keras.backend.backend() == "torch" else args["steps"]
         model.compile(optimizer=keras.optimizers.AdamW(1e-4),
@@ -191,7 +192,7 @@ else:
         sample_weight = None
     else:
         import keras_hub
-        if "deberta" in who:
+        if family == "deberta":
             backbone = keras_hub.models.DebertaV3Backbone(vocabulary_size=V, num_layers=L,
                 num_heads=A, hidden_dim=H, intermediate_dim=I, dropout=0.0,
                 max_sequence_length=512, bucket_size=256)
@@ -356,7 +357,8 @@ def main(argv=None):
     for shape in args.shapes:
         batch, seq = (int(v) for v in shape.lower().split("x"))
         for who in args.cases:
-            spec = {"who": who, "batch": batch, "seq": seq, "base": BASE, "vocab": VOCAB,
+            spec = {"who": who, "family": _family(who), "batch": batch, "seq": seq,
+                    "base": BASE, "vocab": VOCAB,
                     "predictions": PREDICTIONS, "steps": args.steps, "warmup": args.warmup,
                     "repeats": args.repeats, "device": args.device}
             out = run_child(CHILD, json.dumps(spec), timeout=args.timeout)
@@ -393,9 +395,10 @@ def _cpu_name():
             info = f.read()
     except OSError:
         return platform.processor() or platform.machine()
-    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
-    name = fields.get("model name\t", platform.machine()).strip()
-    flags = set(fields.get("flags\t\t", "").split())
+    fields = {key.strip(): value.strip() for key, value in
+              (line.split(":", 1) for line in info.splitlines() if ":" in line)}
+    name = fields.get("model name", platform.machine())
+    flags = set(fields.get("flags", "").split())
     features = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
                 if f in flags]
     return f"{name} ({', '.join(features) or 'no AVX2'})"

@@ -179,9 +179,8 @@ class Backbone(keras.Model):
         True
         """
         name, values = state
-        mine = self.embeddings.get_weights()
         if name != type(self.embeddings).__name__ or \
-                [v.shape for v in values] != [v.shape for v in mine]:
+                [v.shape for v in values] != [tuple(w.shape) for w in self.embeddings.weights]:
             return False
         self.embeddings.set_weights(values)
         return True

@@ -36,24 +36,31 @@ STUDENT = {"num_hidden_layers": 4, "hidden_size": 128, "intra_bottleneck_size": 
            "intermediate_size": 128, "num_attention_heads": 4, "embedding_size": 64}
 
 
+# every run runs() can make, in the table's order (the results file sorts its keys)
+NAMES = ("teacher", "distilled", "direct", "direct_same_time")
+
+
 def cli(*args):
     return [sys.executable, "-m", "albert_keras_cli", *args]
 
 
 def runs(args):
-    """``{name: pretrain flags}``: the teacher, then the two students."""
-    students = ["--preset", "mobilebert", "--model-overrides", json.dumps(STUDENT),
-                "--steps", str(args.student_steps)]
-    return {
+    """``{name: pretrain flags}``: the teacher, then the students."""
+    def student(steps):
+        return ["--preset", "mobilebert", "--model-overrides", json.dumps(STUDENT),
+                "--steps", str(steps)]
+
+    made = {
         "teacher": ["--objective", "mlm", "--preset", "ib_bert", "--model-overrides",
                     json.dumps(TEACHER), "--steps", str(args.teacher_steps)],
         "distilled": ["--objective", "distill", "--teacher", os.path.join(args.work, "teacher"),
-                      "--layer-stage-steps", str(args.layer_stage_steps), *students],
-        "direct": ["--objective", "mlm", *students],
-        # the direct student again, given the distilled one's wall time
-        **({"direct_same_time": ["--objective", "mlm", *students[:-1],
-                                 str(args.same_time_steps)]} if args.same_time_steps else {}),
+                      "--layer-stage-steps", str(args.layer_stage_steps),
+                      *student(args.student_steps)],
+        "direct": ["--objective", "mlm", *student(args.student_steps)],
     }
+    if args.same_time_steps:  # the direct student again, given the distilled one's wall time
+        made["direct_same_time"] = ["--objective", "mlm", *student(args.same_time_steps)]
+    return made
 
 
 def pretrain_all(args, results):
@@ -94,8 +101,7 @@ def table(path):
     lines = ["| model | parameters | steps | held-out MLM accuracy | wall s | "
              + "".join(f"{t} | " for t in tasks),
              "|---|---:|---:|---:|---:|" + "---:|" * len(tasks)]
-    names = [n for n in ("teacher", "distilled", "direct", "direct_same_time")
-             if n in results["pretraining"]]
+    names = [n for n in NAMES if n in results["pretraining"]]
     if any("from_scratch" in results["summary"][t] for t in tasks):
         names.append("from_scratch")
     base = None
@@ -152,8 +158,8 @@ def main():
         # objectives.py fine-tunes the folders the results file holds, and the
         # first one's architecture from scratch, with TF-IDF beside them
         subprocess.run([sys.executable, os.path.join(HERE, "objectives.py"), "--compare",
-                        "--data", args.data, "--objectives", "distilled", "direct",
-                        *(["direct_same_time"] if args.same_time_steps else []),
+                        "--data", args.data,
+                        "--objectives", *(name for name in runs(args) if name != "teacher"),
                         "--work", args.work, "--tasks", *args.tasks,
                         "--seeds", *map(str, args.seeds), "--max-train", "1000",
                         "--max-eval", "1000", "--finetune-epochs", "3", "--out", args.out],
