@@ -339,6 +339,26 @@ def hf_bert_tokenizer(vocab_path, lowercase):
     return BertTokenizerFast(vocab=load_vocab(vocab_path), do_lower_case=lowercase)
 
 
+def hf_albert_tokenizer(path, **options):
+    """transformers' AlbertTokenizer on the pieces, scores and charsmap of the
+    SentencePiece file ``path`` (built from the file's fields: HF's own
+    loader needs protobuf >= 7, and TensorFlow pins an older one), with the
+    keyword ``options`` a ``tokenizer_config.json`` would give it."""
+    import sentencepiece as spm
+    import transformers
+
+    from albert_keras.text.spm_model import _fields
+
+    processor = spm.SentencePieceProcessor(model_file=str(path))
+    vocab = [(processor.id_to_piece(i), processor.get_score(i))
+             for i in range(processor.get_piece_size())]
+    with open(path, "rb") as f:
+        normalizer_spec = dict(_fields(f.read())).get(3)
+    charsmap = dict(_fields(normalizer_spec)).get(2) if normalizer_spec else None
+    return transformers.AlbertTokenizer(vocab=vocab, _spm_precompiled_charsmap=charsmap,
+                                        **options)
+
+
 def assert_fill_mask_is_hfs(folder, hf_model, vocab_path, text="the quick brown [MASK] jumps"):
     """``fill-mask`` on ``folder`` gives the top 3 tokens that ``hf_model``
     (an HF ...ForPreTraining on the same weights) scores at the mask, with

@@ -56,7 +56,6 @@ def print_table(header, rows):
 def cmd_convert(args):
     from albert_keras.convert import load_checkpoint
     from albert_keras.convert import save_hf
-    from albert_keras.saving import load_model
     from albert_keras.saving import save_model
 
     if args.to == "keras-hub":
@@ -75,12 +74,12 @@ def cmd_convert(args):
         raise CliError("--tokenizer is for --to keras-hub (the other outputs hold no "
                        "tokenizer)")
     if args.to == "hf":
-        if not args.src.endswith(".keras"):
-            raise CliError(f"{args.src}: --to hf takes a .keras model file")
-        model = load_model(args.src)
-        save_hf(model, args.out, overwrite=args.overwrite,
+        save_hf(_model_for_hf(args.src), args.out, overwrite=args.overwrite,
                 model_type=None if args.model_type == "auto" else args.model_type)
-        print(f"wrote HF folder {args.out}")
+        tokenizer = [n for n in ("spiece.model", "spm.model", "vocab.txt")
+                     if os.path.isfile(os.path.join(args.out, n))]
+        print(f"wrote HF folder {args.out} " + (f"(tokenizer: {tokenizer[0]})" if tokenizer else
+              "(no tokenizer: the model carries none, so AutoTokenizer cannot load it)"))
         return 0
 
     if not args.out.endswith(".keras"):
@@ -99,6 +98,32 @@ def cmd_convert(args):
     return 0
 
 
+def _model_for_hf(src):
+    """The model ``--to hf`` writes: a ``.keras`` file, or a model folder's
+    pretrainer (the MLM head comes along), task model or encoder, given the
+    folder's tokenizer when the file carries none (older files)."""
+    from albert_keras.model_folder import ENCODER_FILE
+    from albert_keras.model_folder import PRETRAINER_FILE
+    from albert_keras.model_folder import TASK_MODEL_FILE
+    from albert_keras.model_folder import carry_tokenizer
+    from albert_keras.model_folder import model_file
+    from albert_keras.model_folder import read_tokenizer
+    from albert_keras.models.backbone import backbone_of
+    from albert_keras.saving import load_model
+
+    if not (os.path.isdir(src) or src.endswith(".keras")):
+        raise CliError(f"{src}: --to hf takes a .keras model file or a model folder")
+    path = model_file(src, (PRETRAINER_FILE, TASK_MODEL_FILE, ENCODER_FILE))
+    model = load_model(path)
+    encoder = backbone_of(model)
+    if encoder is not None and encoder.tokenizer_asset is None:
+        try:
+            carry_tokenizer(model, read_tokenizer(path))
+        except FileNotFoundError:
+            pass  # said when the folder is written
+    return model
+
+
 def add_parsers(sub):
     p = sub.add_parser("presets", help="print the preset architectures")
     p.add_argument("--vocab-size", type=number_in(int, "[1, inf)"), default=None,
@@ -109,7 +134,7 @@ def add_parsers(sub):
                        help="HF folder or TF1 checkpoint -> .keras, or .keras -> HF folder")
     p.add_argument("src", help="HF folder (ALBERT, BERT, ELECTRA, DeBERTa-v2/v3 or MobileBERT), TF1 checkpoint (prefix "
                    "or folder), keras-hub preset folder, or .keras (a model folder too with "
-                   "--to keras-hub)")
+                   "--to hf or --to keras-hub)")
     p.add_argument("--out", required=True,
                    help=".keras file, or folder with --to hf or --to keras-hub")
     p.add_argument("--from", dest="source_format", default="auto",

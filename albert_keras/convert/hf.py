@@ -317,17 +317,26 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     if _is_classifier(model):
         hf_config["num_labels"] = model.num_classes
     tensors = _hf_tensors(model, _NAMES[model_type](config), model_type, prefix)
-    return write_hf_folder(folder, tensors, hf_config, overwrite)
+    return write_hf_folder(folder, tensors, hf_config, overwrite, model)
 
 
-def write_hf_folder(folder, tensors, hf_config, overwrite=False):
-    """``model.safetensors`` and ``config.json`` in ``folder``, written under
-    a temporary name and renamed (every family's HF writer ends here)."""
+def write_hf_folder(folder, tensors, hf_config, overwrite=False, model=None):
+    """``model.safetensors`` and ``config.json`` in ``folder``, and the
+    tokenizer ``model`` carries in transformers' form (none when it carries
+    none), written under a temporary name and renamed (every family's HF
+    writer ends here)."""
     from safetensors.numpy import save_file
+
+    from albert_keras.convert.hf_tokenizer import write_hf_tokenizer
+    from albert_keras.models.backbone import backbone_of
 
     if os.path.exists(folder) and not overwrite:
         raise FileExistsError(f"{folder} exists; pass overwrite=True / --overwrite")
+    encoder = backbone_of(model)
+    asset = getattr(encoder, "tokenizer_asset", None)
     with writing_folder(folder) as tmp:
         save_file(tensors, os.path.join(tmp, "model.safetensors"), {"format": "pt"})
         write_json(os.path.join(tmp, "config.json"), hf_config)
+        if asset is not None:
+            write_hf_tokenizer(tmp, asset)
     return folder

@@ -13,9 +13,9 @@ from albert_keras.model_folder import read_tokenizer
 from albert_keras.text.normalizer_table import albert_normalizer
 from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
-from albert_keras.text.spm_model import _fields
 from albert_keras.text.spm_trainer import train_sentencepiece
 from tests.helpers import WORDPIECE_TEXTS
+from tests.helpers import hf_albert_tokenizer
 from tests.helpers import make_sentences
 
 CODEPOINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
@@ -34,18 +34,7 @@ def checkpoint(tmp_path_factory):
 
 
 def _hf_albert(path, lowercase=True, keep_accents=False):
-    """transformers' AlbertTokenizer on the same pieces, scores and charsmap
-    (built from the file's fields: HF's own loader needs protobuf >= 7)."""
-    import transformers
-
-    processor = spm.SentencePieceProcessor(model_file=str(path))
-    vocab = [(processor.id_to_piece(i), processor.get_score(i))
-             for i in range(processor.get_piece_size())]
-    data = open(path, "rb").read()
-    normalizer_spec = dict(_fields(data)).get(3)
-    charsmap = dict(_fields(normalizer_spec)).get(2) if normalizer_spec else None
-    return transformers.AlbertTokenizer(vocab=vocab, _spm_precompiled_charsmap=charsmap,
-                                        do_lower_case=lowercase, keep_accents=keep_accents)
+    return hf_albert_tokenizer(path, do_lower_case=lowercase, keep_accents=keep_accents)
 
 
 def test_ids_equal_hf_albert_tokenizer(checkpoint):

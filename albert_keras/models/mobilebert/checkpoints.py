@@ -208,4 +208,4 @@ def save_hf(model, folder, overwrite=False, model_type=None):
         tensors[key] = np.ascontiguousarray(array.T if transform == "T" else array)
     if hasattr(model, "mlm_head"):  # HF's tied decoder, written as transformers writes it
         tensors[_DECODER] = tensors[PREFIX + "embeddings.word_embeddings.weight"].copy()
-    return write_hf_folder(folder, tensors, hf_config, overwrite)
+    return write_hf_folder(folder, tensors, hf_config, overwrite, model)
