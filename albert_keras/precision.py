@@ -6,6 +6,14 @@ bf16 matmuls through conversions to float32: on a 2-core AVX2 EPYC an
 ``albert_tiny`` training step ran at 0.52x the float32 speed in
 ``mixed_bfloat16`` (``benchmarks/pretrain_throughput.py``). So ``auto``
 picks float32 there.
+
+The JAX backend on a CPU gets float32 even with native bf16: XLA's CPU
+compiler (jax 0.10) does not use those instructions. On a 2-core Xeon with
+AMX a 2048 x 2048 matmul ran at 0.31 TFLOP/s in bf16 and 0.35 in float32
+under ``jax.jit`` (TensorFlow 1.49 and 0.39, torch 2.78 and 0.44;
+``benchmarks/cpu_matmul.py``), and a MobileBERT training step at 8 x 128 ran
+1.2x faster in float32 than in ``mixed_bfloat16`` (docs/benchmarks.md,
+"MobileBERT training step"), while TensorFlow's and torch's were faster in bf16.
 """
 
 import contextlib
@@ -84,15 +92,17 @@ def _accelerator_precision():
     return None
 
 
-def resolve_precision(precision, cpuinfo="/proc/cpuinfo"):
+def resolve_precision(precision, cpuinfo="/proc/cpuinfo", backend=None):
     """The dtype policy name ``precision`` stands for on this machine.
 
     Args:
         precision: ``auto`` or one of ``PRECISIONS`` (returned as it is).
             ``auto``: ``mixed_bfloat16`` on TPUs, on GPUs of compute
-            capability 8 or more and on CPUs with native bf16;
-            ``mixed_float16`` on older GPUs; float32 on other CPUs.
+            capability 8 or more and on CPUs with native bf16 (TensorFlow
+            and torch); ``mixed_float16`` on older GPUs; float32 on other
+            CPUs and on any CPU under JAX.
         cpuinfo: where the CPU flags are read (for tests).
+        backend: the Keras backend on a CPU (default: Keras' own).
 
     Example:
     >>> resolve_precision("float32")
@@ -105,6 +115,12 @@ def resolve_precision(precision, cpuinfo="/proc/cpuinfo"):
     accelerator = _accelerator_precision()
     if accelerator:
         return accelerator
+    if backend is None:
+        import keras
+
+        backend = keras.backend.backend()
+    if backend == "jax":  # XLA's CPU compiler: bf16 is slower (the module's docstring)
+        return "float32"
     return "mixed_bfloat16" if cpu_has_native_bf16(cpuinfo) else "float32"
 
 

@@ -5,8 +5,9 @@
     python benchmarks/backends.py --device gpu --cases ours-deberta-jax keras-hub-deberta-jax \
         hf-deberta-eager hf-deberta-compile --out benchmarks/results/backends_gpu_deberta
 
-One optimizer step (AdamW, bf16 mixed precision) of ALBERT-base-shaped
-pretraining on random ids, each case in a fresh subprocess. Keras cases
+One optimizer step (AdamW, bf16 mixed precision unless ``--precision
+float32``) of ALBERT-base-shaped pretraining on random ids, each case in a
+fresh subprocess. Keras cases
 time ``fit`` over ``--steps`` batches in one compiled loop
 (``steps_per_execution``), as a user trains: median of ``--repeats`` fits
 after an untimed one. The torch cases time single steps (median over
@@ -135,7 +136,8 @@ if who.startswith("hf"):
         del x["token_type_ids"]
     x = {k: v.to(dev) for k, v in x.items()}
     def loss_fn(x):
-        with torch.autocast(dev, dtype=torch.bfloat16):
+        with torch.autocast(dev, dtype=torch.bfloat16,
+                            enabled=args["precision"] == "mixed_bfloat16"):
             return model(**x).loss
     if who.startswith("hf") and who.endswith("compile"):
         loss_fn = torch.compile(loss_fn)
@@ -150,7 +152,7 @@ if who.startswith("hf"):
     per_call = 1
 else:
     import keras
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    keras.mixed_precision.set_global_policy(args["precision"])
     x = {"token_ids": ids, "segment_ids": np.zeros((B, S), "int32"),
          "padding_mask": np.ones((B, S), "int32")}
     if who.startswith("ours"):
@@ -276,8 +278,10 @@ def model_flops_per_token(seq):
 
 def render(results):
     peak = results.get("matmul_peak_flops")
-    lines = [f"Device: {results['machine']}; measured matmul peak "
-             f"{peak / 1e12:.3g} TFLOP/s" if peak else f"Device: {results['machine']}", "",
+    precision = results.get("args", {}).get("precision", "mixed_bfloat16")
+    lines = [(f"Device: {results['machine']}; measured matmul peak "
+              f"{peak / 1e12:.3g} TFLOP/s" if peak else f"Device: {results['machine']}")
+             + f"; {precision}", "",
              "| batch x seq | case | tokens/s | vs best peer | MFU | peak memory GiB | note |",
              "|---|---|---:|---:|---:|---:|---|"]
     rows = results["rows"]
@@ -343,6 +347,11 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed fits of --steps batches for the Keras cases, after one "
                              "untimed fit (default: 3)")
+    parser.add_argument("--precision", choices=["mixed_bfloat16", "float32"],
+                        default="mixed_bfloat16",
+                        help="float32: every case without bf16 (Keras' float32 policy, no "
+                             "torch.autocast); on CPUs, where the backends' compilers differ "
+                             "most in bf16 (default: mixed_bfloat16)")
     parser.add_argument("--timeout", type=int, default=300,
                         help="seconds one case may take (default: 300)")
     parser.add_argument("--out", default=None,
@@ -360,7 +369,8 @@ def main(argv=None):
             spec = {"who": who, "family": _family(who), "batch": batch, "seq": seq,
                     "base": BASE, "vocab": VOCAB,
                     "predictions": PREDICTIONS, "steps": args.steps, "warmup": args.warmup,
-                    "repeats": args.repeats, "device": args.device}
+                    "repeats": args.repeats, "device": args.device,
+                    "precision": args.precision}
             out = run_child(CHILD, json.dumps(spec), timeout=args.timeout)
             row = {"who": who, "batch": batch, "seq": seq}
             if "error" in out:

@@ -29,6 +29,17 @@ def test_auto_picks_float32_on_a_cpu_without_native_bf16(tmp_path):
     assert resolve_precision("auto", _cpuinfo(tmp_path, BF16)) == "mixed_bfloat16"
 
 
+@pytest.mark.parametrize("backend, expected", [("tensorflow", "mixed_bfloat16"),
+                                               ("torch", "mixed_bfloat16"), ("jax", "float32")])
+def test_auto_on_a_bf16_cpu_depends_on_the_backends_compiler(tmp_path, backend, expected):
+    """XLA's CPU compiler runs bf16 slower than float32; oneDNN (TensorFlow,
+    torch) runs it faster."""
+    assert resolve_precision("auto", _cpuinfo(tmp_path, AMX), backend=backend) == expected
+    assert resolve_precision("auto", _cpuinfo(tmp_path, AVX2), backend=backend) == "float32"
+    assert resolve_precision("mixed_bfloat16", _cpuinfo(tmp_path, AVX2),
+                             backend=backend) == "mixed_bfloat16"
+
+
 def test_a_named_precision_is_kept_and_a_wrong_one_refused(tmp_path):
     cpuinfo = _cpuinfo(tmp_path, AVX2)
     for name in ("float32", "mixed_bfloat16", "mixed_float16"):

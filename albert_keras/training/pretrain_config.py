@@ -115,7 +115,8 @@ class PretrainConfig:
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)", valid="[0, inf)")
     clip_norm: float = option(1.0, "global gradient-norm clip", valid="[0, inf)")
     precision: str = option("auto", "Keras dtype policy (auto: mixed_bfloat16 on TPUs, recent "
-                                     "GPUs and CPUs with native bf16, else float32)",
+                                     "GPUs and CPUs with native bf16 except under JAX, else "
+                                     "float32)",
                              choices=PRECISION_CHOICES)
     strategy: str = option("auto", "how training spreads over devices: tpu, mirrored and "
                                    "multiworker are TensorFlow's tf.distribute; "
