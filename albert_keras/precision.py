@@ -9,8 +9,8 @@ picks float32 there.
 
 The JAX backend on a CPU gets float32 even with native bf16: XLA's CPU
 compiler (jax 0.10) does not use those instructions. On a 2-core Xeon with
-AMX a 2048 x 2048 matmul ran at 0.31 TFLOP/s in bf16 and 0.35 in float32
-under ``jax.jit`` (TensorFlow 1.49 and 0.39, torch 2.78 and 0.44;
+AMX a 2048 x 2048 matmul ran at 0.30 TFLOP/s in bf16 and 0.34 in float32
+under ``jax.jit`` (TensorFlow 1.52 and 0.39, torch 2.78 and 0.44;
 ``benchmarks/cpu_matmul.py``), and a MobileBERT training step at 8 x 128 ran
 1.2x faster in float32 than in ``mixed_bfloat16`` (docs/benchmarks.md,
 "MobileBERT training step"), while TensorFlow's and torch's were faster in bf16.

@@ -55,7 +55,6 @@ written as each case finishes.
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -64,6 +63,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import PREDICTIONS  # noqa: E402  (benchmarks/ is the script's folder)
 from common import VOCAB  # noqa: E402
+from common import cpu_with_features  # noqa: E402
 from common import run_child  # noqa: E402
 from common import training_flops_per_token  # noqa: E402
 
@@ -394,24 +394,7 @@ def _machine(device):
                                   capture_output=True, text=True).stdout.strip() or "gpu"
         except OSError:
             return "gpu"
-    return f"{_cpu_name()}, {os.cpu_count()} cores"
-
-
-def _cpu_name():
-    """The CPU's model name and the matmul features that decide its speed
-    (the machines we measure on change between runs)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            info = f.read()
-    except OSError:
-        return platform.processor() or platform.machine()
-    fields = {key.strip(): value.strip() for key, value in
-              (line.split(":", 1) for line in info.splitlines() if ":" in line)}
-    name = fields.get("model name", platform.machine())
-    flags = set(fields.get("flags", "").split())
-    features = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
-                if f in flags]
-    return f"{name} ({', '.join(features) or 'no AVX2'})"
+    return f"{cpu_with_features()}, {os.cpu_count()} cores"
 
 
 if __name__ == "__main__":

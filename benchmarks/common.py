@@ -63,3 +63,18 @@ def cpu_name():
             return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
     except (OSError, StopIteration):
         return platform.processor() or platform.machine()
+
+
+def cpu_with_features():
+    """The CPU's model name and the matmul features that decide its speed
+    (the machines we measure on change between runs)."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            line = next((x for x in f if x.startswith("flags")), "flags:")
+        flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    features = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+                if f in flags]
+    return f"{cpu_name()} ({', '.join(features) or 'no AVX2'})"

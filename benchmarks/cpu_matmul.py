@@ -13,7 +13,7 @@ import argparse
 import json
 import statistics
 
-from common import cpu_name  # benchmarks/ is the script's folder
+from common import cpu_with_features  # benchmarks/ is the script's folder
 from common import run_child
 
 CHILD = r"""
@@ -54,7 +54,7 @@ def main():
             out = run_child(CHILD, library, dtype, str(args.size), timeout=600)
             runs[f"{library} {dtype}"].append(out.get("tflops", float("nan")))
     rows = {case: statistics.median(values) for case, values in runs.items()}
-    result = {"cpu": cpu_name(), "size": args.size, "runs": runs, "median_tflops": rows}
+    result = {"cpu": cpu_with_features(), "size": args.size, "runs": runs, "median_tflops": rows}
     for case, tflops in rows.items():
         print(f"{case:22s} {tflops:.3f} TFLOP/s")
     if args.out:

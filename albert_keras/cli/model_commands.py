@@ -76,8 +76,9 @@ def cmd_convert(args):
     if args.to == "hf":
         save_hf(_model_for_hf(args.src), args.out, overwrite=args.overwrite,
                 model_type=None if args.model_type == "auto" else args.model_type)
-        tokenizer = [n for n in ("spiece.model", "spm.model", "vocab.txt")
-                     if os.path.isfile(os.path.join(args.out, n))]
+        from albert_keras.convert.hf_tokenizer import VOCABULARY_FILES
+
+        tokenizer = [n for n in VOCABULARY_FILES if os.path.isfile(os.path.join(args.out, n))]
         print(f"wrote HF folder {args.out} " + (f"(tokenizer: {tokenizer[0]})" if tokenizer else
               "(no tokenizer: the model carries none, so AutoTokenizer cannot load it)"))
         return 0

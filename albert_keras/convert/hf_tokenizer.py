@@ -28,6 +28,8 @@ from albert_keras.text.spm_model import read_model_proto
 from albert_keras.text.spm_model import special_ids_of
 
 CONFIG_FILE = "tokenizer_config.json"
+# the vocabulary file of each form written here, in the order a reader tries them
+VOCABULARY_FILES = ("spiece.model", "spm.model", "vocab.txt")
 
 
 def write_hf_tokenizer(folder, asset):
