@@ -331,6 +331,20 @@ def make_wordpiece_vocab(folder, lowercase, vocab_size=1500, texts=None):
     return os.path.join(str(folder), "vocab.txt")
 
 
+def write_small_vocab(folder, size=99):
+    """A WordPiece ``vocab.txt`` of ``size`` entries (BERT's special tokens
+    first) in ``folder``, for a test checkpoint whose word table has
+    ``size`` rows; returns its path."""
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(_WORDS))
+    words += [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
+    words += [f"w{i}" for i in range(size)]
+    os.makedirs(str(folder), exist_ok=True)
+    path = os.path.join(str(folder), "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(words[:size]) + "\n")
+    return path
+
+
 def hf_bert_tokenizer(vocab_path, lowercase):
     """transformers' BertTokenizerFast on ``vocab_path`` (the reference)."""
     from transformers import BertTokenizerFast

@@ -8,10 +8,12 @@ import transformers
 from albert_keras.cli import main
 from albert_keras.saving import load_model
 from tests.helpers import all_positions
+from tests.helpers import hf_bert_tokenizer
 from tests.helpers import make_hf_model
 from tests.helpers import max_diff
 from tests.helpers import run_hf
 from tests.helpers import sample_inputs
+from tests.helpers import write_small_vocab
 
 
 def test_presets_table(capsys):
@@ -48,10 +50,16 @@ def test_no_flag_states_its_default_twice():
 
 def test_convert_hf_to_keras_and_back(tmp_path, capsys):
     hf_model = make_hf_model("AlbertForPreTraining", tmp_path / "hf")
+    write_small_vocab(tmp_path / "hf")
     out = str(tmp_path / "model.keras")
     assert main(["convert", str(tmp_path / "hf"), "--out", out]) == 0
     assert "AlbertPretrainer" in capsys.readouterr().out
     model = load_model(out)
+    # the file carries the folder's tokenizer: export and fine-tuning read it alone
+    reference = hf_bert_tokenizer(str(tmp_path / "hf" / "vocab.txt"), lowercase=True)
+    text = "the quick brown fox"
+    assert list(model.encoder.tokenizer.encode([text])[0]) == reference(
+        text, add_special_tokens=False)["input_ids"]
     inputs = sample_inputs()
     logits = model({**inputs, "masked_positions": all_positions(inputs)})["mlm_logits"]
     assert max_diff(logits, run_hf(hf_model, inputs).prediction_logits,
@@ -71,6 +79,27 @@ def test_convert_hf_to_keras_and_back(tmp_path, capsys):
     )
 
 
+def test_convert_to_keras_needs_a_tokenizer(tmp_path, capsys):
+    """A folder without a tokenizer file is refused before any work, unless
+    --tokenizer gives one; a tokenizer larger than the model's vocabulary is
+    refused too."""
+    make_hf_model("BertModel", tmp_path / "hf")
+    capsys.readouterr()
+    out = tmp_path / "m.keras"
+    assert main(["convert", str(tmp_path / "hf"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--tokenizer" in err and "hf" in err
+    assert not out.exists()
+    vocab = write_small_vocab(tmp_path / "elsewhere")
+    assert main(["convert", str(tmp_path / "hf"), "--out", str(out), "--tokenizer",
+                 vocab]) == 0
+    assert load_model(str(out)).tokenizer.vocabulary_size == 99
+    big = write_small_vocab(tmp_path / "big", size=150)  # more pieces than the 99 rows
+    assert main(["convert", str(tmp_path / "hf"), "--out", str(tmp_path / "n.keras"),
+                 "--tokenizer", big]) != 0
+    assert not (tmp_path / "n.keras").exists()
+
+
 def test_convert_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     code = main(["convert", str(tmp_path / "empty"), "--out", str(tmp_path / "m.keras")])
@@ -81,6 +110,7 @@ def test_convert_errors_are_one_line(tmp_path, capsys):
 
     (tmp_path / "hf").mkdir()
     (tmp_path / "hf" / "config.json").write_text('{"model_type": "albert", "colour": 3}')
+    write_small_vocab(tmp_path / "hf")
     code = main(["convert", str(tmp_path / "hf"), "--out", str(tmp_path / "m.keras")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "config.json" in err and "'colour'" in err

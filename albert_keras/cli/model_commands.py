@@ -54,9 +54,7 @@ def print_table(header, rows):
 
 
 def cmd_convert(args):
-    from albert_keras.convert import load_checkpoint
     from albert_keras.convert import save_hf
-    from albert_keras.saving import save_model
 
     if args.to == "keras-hub":
         from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
@@ -70,10 +68,10 @@ def cmd_convert(args):
         print(f"wrote keras-hub preset {args.out} (keras_hub.models."
               f"{'Bert' if encoder.config.sharing == 'none' else 'Albert'}Backbone.from_preset)")
         return 0
-    if args.tokenizer:
-        raise CliError("--tokenizer is for --to keras-hub (the other outputs hold no "
-                       "tokenizer)")
     if args.to == "hf":
+        if args.tokenizer:
+            raise CliError("--tokenizer is for --to keras or keras-hub (--to hf writes the "
+                           "tokenizer the model carries)")
         save_hf(_model_for_hf(args.src), args.out, overwrite=args.overwrite,
                 model_type=None if args.model_type == "auto" else args.model_type)
         from albert_keras.convert.hf_tokenizer import VOCABULARY_FILES
@@ -82,15 +80,38 @@ def cmd_convert(args):
         print(f"wrote HF folder {args.out} " + (f"(tokenizer: {tokenizer[0]})" if tokenizer else
               "(no tokenizer: the model carries none, so AutoTokenizer cannot load it)"))
         return 0
+    return _convert_to_keras(args)
+
+
+def _convert_to_keras(args):
+    """A checkpoint -> one ``.keras`` file that carries the source's
+    tokenizer (or ``--tokenizer``): export and fine-tuning read it from the
+    file alone, so a source without one is refused before any work."""
+    from albert_keras.convert import load_checkpoint
+    from albert_keras.convert import source_format_of
+    from albert_keras.model_folder import carry_tokenizer
+    from albert_keras.model_folder import read_tokenizer
+    from albert_keras.saving import save_model
 
     if not args.out.endswith(".keras"):
         raise CliError(f"{args.out}: --out must end in .keras")
     if os.path.exists(args.out) and not args.overwrite:
         raise CliError(f"{args.out} exists; pass --overwrite to replace it")
-    model, report = load_checkpoint(args.src, source_format=args.source_format,
+    source_format = (source_format_of(args.src) if args.source_format == "auto"
+                     else args.source_format)
+    try:
+        tokenizer = read_tokenizer(args.src, args.tokenizer)
+    except FileNotFoundError as e:
+        if args.tokenizer:
+            raise CliError(str(e)) from None
+        raise CliError(f"{args.src}: no tokenizer file beside the checkpoint, and a .keras "
+                       "carries its tokenizer: pass --tokenizer FILE (a SentencePiece "
+                       ".model or a WordPiece vocab.txt)") from None
+    model, report = load_checkpoint(args.src, source_format=source_format,
                                     config_path=args.config, strict=not args.allow_unused)
+    carry_tokenizer(model, tokenizer)
     save_model(model, args.out, overwrite=args.overwrite)
-    print(f"wrote {type(model).__name__} to {args.out}")
+    print(f"wrote {type(model).__name__} to {args.out} (tokenizer: {tokenizer.kind})")
     print(f"loaded: {', '.join(report['loaded'])}")
     if report["skipped"]:
         print(f"not in the source, left at initial values: {', '.join(report['skipped'])}")
@@ -145,7 +166,8 @@ def add_parsers(sub):
                    help="the output's format (default: keras); keras-hub: a preset folder "
                         "that keras_hub's from_preset loads, tokenizer included")
     p.add_argument("--tokenizer", default=None,
-                   help="--to keras-hub: the tokenizer file (default: the source folder's)")
+                   help="--to keras or keras-hub: the tokenizer file the output carries "
+                        "(default: the source folder's)")
     p.add_argument("--model-type", default="auto",
                    choices=("auto", "albert", "bert", "electra", "deberta-v2", "mobilebert"),
                    help="--to hf: the HF model family (default: auto: mobilebert for a "

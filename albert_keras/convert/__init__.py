@@ -11,6 +11,19 @@ from albert_keras.convert.tf1 import is_tf1_checkpoint
 from albert_keras.convert.tf1 import load_tf1
 
 
+def source_format_of(src):
+    """``keras-hub``, ``hf`` or ``tf1``: the kind of checkpoint ``src`` is,
+    or a one-line ``ConversionError``."""
+    if is_keras_hub_preset(src):  # it has a config.json too: checked first
+        return "keras-hub"
+    if is_hf_folder(src):
+        return "hf"
+    if is_tf1_checkpoint(src):
+        return "tf1"
+    raise ConversionError(f"{src}: neither an HF folder (config.json) nor a TF1 checkpoint "
+                          "(*.index)")
+
+
 def load_checkpoint(src, source_format="auto", config_path=None, strict=True):
     """Loads an HF folder, a TF1 checkpoint or a keras-hub preset into our model.
 
@@ -28,17 +41,7 @@ def load_checkpoint(src, source_format="auto", config_path=None, strict=True):
     >>> model, report = load_checkpoint("albert-base-v2/")  # doctest: +SKIP
     """
     if source_format == "auto":
-        if is_keras_hub_preset(src):  # it has a config.json too: checked first
-            source_format = "keras-hub"
-        elif is_hf_folder(src):
-            source_format = "hf"
-        elif is_tf1_checkpoint(src):
-            source_format = "tf1"
-        else:
-            raise ConversionError(
-                f"{src}: neither an HF folder (config.json) nor a TF1 checkpoint "
-                "(*.index)"
-            )
+        source_format = source_format_of(src)
     if source_format == "hf":
         return load_hf(src, strict=strict)
     if source_format == "tf1":
@@ -56,4 +59,5 @@ __all__ = [
     "load_keras_hub_preset",
     "load_tf1",
     "save_hf",
+    "source_format_of",
 ]

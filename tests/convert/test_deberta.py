@@ -19,6 +19,7 @@ from tests.helpers import make_hf_model
 from tests.helpers import max_diff
 from tests.helpers import run_hf
 from tests.helpers import sample_inputs
+from tests.helpers import write_small_vocab
 
 TOL = 1e-5
 # Layouts HF can hold: v3 (shared keys), v2 (own position projections,
@@ -204,6 +205,7 @@ def test_convert_command_reads_and_writes_deberta_folders(tmp_path):
     from albert_keras.cli import main
 
     hf = make_hf_model("DebertaV2ForMaskedLM", str(tmp_path / "in"))
+    write_small_vocab(tmp_path / "in")  # a .keras carries its tokenizer
     assert main(["convert", str(tmp_path / "in"), "--out", str(tmp_path / "m.keras")]) == 0
     assert main(["convert", str(tmp_path / "m.keras"), "--to", "hf",
                  "--out", str(tmp_path / "out")]) == 0
