@@ -175,6 +175,54 @@ def writing_folder(folder):
 
 
 @contextlib.contextmanager
+def writing_into(folder, marks=(), overwrite=False):
+    """Yields a temporary folder whose files then go into ``folder``, where
+    nothing of the user's is ever removed.
+
+    A new or empty ``folder`` is replaced whole, as ``writing_folder`` does.
+    An existing one keeps every entry the block did not write: each written
+    file replaces its namesake alone. A non-empty folder that holds none of
+    ``marks`` (the file names that make it one of the package's folders) is
+    the user's, and refused unless ``overwrite``.
+
+    Args:
+        folder: the destination folder.
+        marks: names whose presence makes ``folder`` one of ours.
+        overwrite: write into a non-empty folder that is not one of ours.
+
+    Raises:
+        FileExistsError: one line naming ``folder``, before any work.
+
+    Example:
+    >>> with writing_into("runs/reviews", marks=("task.json",)) as tmp:  # doctest: +SKIP
+    ...     write_json(os.path.join(tmp, "task.json"), spec)
+    """
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise FileExistsError(f"{folder} is a file; the output is a folder, name another path")
+    entries = os.listdir(folder) if os.path.isdir(folder) else []
+    if not entries:
+        with writing_folder(folder) as tmp:
+            yield tmp
+        return
+    if not overwrite and not set(marks) & set(entries):
+        raise FileExistsError(f"{folder}: a folder with other files in it (e.g. "
+                              f"{sorted(entries)[0]}); name a new or empty folder, or pass "
+                              "overwrite=True to write beside them (none is removed)")
+    clean_stale(folder, "incoming")
+    tmp = os.path.join(folder, f".incoming.tmp{os.getpid()}-{os.urandom(4).hex()}")
+    os.mkdir(tmp, 0o777)
+    try:
+        yield tmp
+        for name in os.listdir(tmp):  # file by file: what the block did not write stays
+            target = os.path.join(folder, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                raise FileExistsError(f"{target}: a folder where a file goes; remove it")
+            os.replace(os.path.join(tmp, name), target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def removed_on_failure(folder, keep=lambda: False):
     """Removes ``folder`` if the block fails and the folder is new.
 

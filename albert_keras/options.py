@@ -163,7 +163,8 @@ def _choice_error(value, choices):
 
 def config_from_keywords(config_class, options, where):
     """A checked ``config_class`` from Python keyword ``options``; a keyword
-    that is not one of its fields is a ``ValueError`` naming it and ``where``.
+    that is not one of its fields, or a value out of its range, is a
+    ``ValueError`` naming it and ``where``.
 
     Example:
     >>> @dataclasses.dataclass
@@ -180,5 +181,8 @@ def config_from_keywords(config_class, options, where):
         raise ValueError(f"{where}: unknown setting {unknown[0]!r}; the settings are "
                          f"{config_class.__name__}'s fields")
     config = config_class(**options)
-    config.validate()
+    try:
+        config.validate()
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
     return config

@@ -53,7 +53,7 @@ class MaskedLM(keras.Model):
     def call(self, inputs, training=False):
         return self.pretrainer(inputs, training=training)
 
-    def predict(self, x, top_k=5, **kwargs):
+    def predict(self, x, top_k=5, verbose="auto"):
         """Per text, per ``[MASK]``, the ``top_k`` pieces, best first: a list
         (one per mask) of ``[{"token", "text", "id", "probability"}]``,
         where ``token`` is the piece as the vocabulary spells it and

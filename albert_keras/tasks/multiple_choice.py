@@ -36,7 +36,7 @@ class MultipleChoice(TextTask):
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout)
 
-    def predict(self, x, batch_size=64, **kwargs):
+    def predict(self, x, batch_size=64, verbose="auto"):
         """``[n, choices]`` probabilities of each choice."""
         outputs, _, _ = self._outputs(x, batch_size)
         return softmax(outputs["logits"])

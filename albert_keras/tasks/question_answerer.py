@@ -43,7 +43,7 @@ class QuestionAnswerer(TextTask):
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout)
 
-    def predict(self, x, batch_size=64, **kwargs):
+    def predict(self, x, batch_size=64, verbose="auto"):
         """One ``{"answer", "start", "end", "score", "null_score"}`` per question."""
         outputs, data, spec = self._outputs(x, batch_size)
         return [{k: v for k, v in record.items() if k != "id"}

@@ -127,7 +127,7 @@ class TextClassifier(TextTask):
             return
         _check_labels(self.labels, values)
 
-    def predict(self, x, batch_size=64, **kwargs):
+    def predict(self, x, batch_size=64, verbose="auto"):
         """``[n, classes]`` probabilities in ``labels`` order (a regression:
         ``[n]`` scores) for Python texts or pairs."""
         outputs, _, spec = self._outputs(x, batch_size)

@@ -69,7 +69,7 @@ class TextEmbedder(keras.Model):
     def call(self, inputs, training=False):
         return self.embedder(inputs, training=training)
 
-    def predict(self, x, batch_size=64, length_buckets=True, **kwargs):
+    def predict(self, x, batch_size=64, length_buckets=True, verbose="auto"):
         """``[n, width]`` float32 vectors of Python texts (or pairs), in
         their order; ``length_buckets`` batches them by length (the same
         vectors, less padding computed)."""

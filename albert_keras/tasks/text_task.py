@@ -18,7 +18,7 @@ import os
 
 import keras
 
-from albert_keras.files import writing_folder
+from albert_keras.files import writing_into
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
@@ -202,15 +202,22 @@ class TextTask(keras.Model):
         ``albert-keras finetune --validation`` does. Training runs the one
         path the command line runs (``fit_rows``).
         """
+        where = f"{type(self).__name__}.fit"
+        changes = {k: v for k, v in (("batch_size", batch_size), ("epochs", epochs))
+                   if v is not None}
+        run_settings = finetune_settings(self.task_name,
+                                         {**dataclasses.asdict(self.settings), **changes}, where)
         data, spec = self._data(x, y)
-        changes = {k: v for k, v in (("batch_size", batch_size), ("epochs", epochs)) if v}
-        self.settings = dataclasses.replace(self.settings, **changes)
         held_out = None
         if validation_data is not None:
             held_out, _ = self._data(*validation_data, name="validation_data", spec=spec)
         keras_fit = functools.partial(super().fit, **kwargs)
-        history, _, _ = self.fit_rows(TaskSets(data, validation=held_out), spec,
-                                      callbacks or (), fit=keras_fit, verbose=verbose)
+        kept, self.settings = self.settings, run_settings
+        try:  # this call's epochs and batch size are not the object's settings
+            history, _, _ = self.fit_rows(TaskSets(data, validation=held_out), spec,
+                                          callbacks or (), fit=keras_fit, verbose=verbose)
+        finally:
+            self.settings = kept
         return history
 
     def fit_rows(self, sets, spec, callbacks=(), folder=None, where="x", fit=None,  # noqa: PLR0913 (the rows, and how the run is shown and kept)
@@ -290,12 +297,16 @@ class TextTask(keras.Model):
         self.pending_encoder = None
         self.built = True
 
-    def evaluate(self, x=None, y=None, batch_size=64, return_dict=True, **kwargs):
+    def evaluate(self, x=None, y=None, batch_size=64, verbose="auto", return_dict=True):
         """The task's metrics on labelled Python texts (as ``albert-keras
-        evaluate`` scores a file)."""
+        evaluate`` scores a file): a dict, or its values in order when
+        ``return_dict`` is False. ``verbose`` is accepted for Keras' sake;
+        nothing is printed."""
+        del verbose
         self._need_model("evaluate")
         data, spec = self._data(x, y)
-        return self.task.score(spec, data, self._predicted(data, batch_size))
+        scores = self.task.score(spec, data, self._predicted(data, batch_size))
+        return scores if return_dict else list(scores.values())
 
     def evaluate_file(self, path, batch_size=64, length_buckets=None):
         """The task's metrics on a labelled task file (CSV/TSV/JSONL, CoNLL,
@@ -341,18 +352,24 @@ class TextTask(keras.Model):
 
     # -- saving ---------------------------------------------------------------------
 
-    def save_to_preset(self, folder):
+    def save_to_preset(self, folder, overwrite=False):
         """Writes the command line's model folder (``model.keras``, the
         tokenizer, ``task.json``, and a classifier's ``train_rows.csv``, up
         to 500 of the rows ``fit`` saw, which an export of the folder
         validates on): ``albert-keras evaluate``, ``predict`` and ``export``
         read it, and ``from_preset(folder)`` loads it back. Nothing is left
-        half-written."""
+        half-written, and no file the package did not write is removed.
+
+        Args:
+            folder: a new or empty folder, or a model folder of ours (its
+                files are replaced; the user's files beside them stay).
+            overwrite: write into a folder that holds other files.
+        """
         self._need_model("save_to_preset")
         if self.tokenizer is None:
             raise ValueError(f"{folder}: the model carries no tokenizer to save")
         settings = {**dataclasses.asdict(self.settings), "init": None}
-        with writing_folder(folder) as tmp:
+        with writing_into(os.fspath(folder), (TASK_FILE,), overwrite) as tmp:
             # a sample of the rows fit saw, which an export of the folder
             # validates and calibrates on, as on a command-line folder's files
             writer = getattr(self, "write_seen_rows", None)

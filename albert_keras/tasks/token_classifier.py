@@ -48,7 +48,7 @@ class TokenClassifier(TextTask):
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout)
 
-    def predict(self, x, batch_size=64, **kwargs):
+    def predict(self, x, batch_size=64, verbose="auto"):
         """Each sentence's tags, one per word."""
         return [record["tags"] for record in self._records(x, batch_size)]
 

@@ -12,7 +12,7 @@ from albert_keras.data.reader import read_manifest
 from albert_keras.families import build_backbone
 from albert_keras.families import preset_config
 from albert_keras.files import write_json
-from albert_keras.files import writing_folder
+from albert_keras.files import writing_into
 from albert_keras.model_folder import ENCODER_FILE
 from albert_keras.model_folder import PRETRAINER_FILE
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
@@ -183,13 +183,20 @@ class Pretrainer:
         metrics.update(self.objective.baselines(os.fspath(data_dir)))
         return metrics
 
-    def save_to_preset(self, folder):
+    def save_to_preset(self, folder, overwrite=False):
         """Writes the pretraining folder (``encoder.keras``,
         ``pretrainer.keras``, the tokenizer, ``config.json``,
-        ``train_config.json``); nothing is left half-written."""
+        ``train_config.json``); nothing is left half-written, and no file
+        the package did not write is removed.
+
+        Args:
+            folder: a new or empty folder, or a pretraining folder of ours
+                (its files are replaced; the user's files beside them stay).
+            overwrite: write into a folder that holds other files.
+        """
         if self.model is None:
             raise ValueError(f"{folder}: fit first (there is no trained model to save)")
-        with writing_folder(os.fspath(folder)) as tmp:
+        with writing_into(os.fspath(folder), (PRETRAINER_FILE,), overwrite) as tmp:
             write_pretraining_folder(tmp, self.model, self.tokenizer)
             write_json(os.path.join(tmp, TRAIN_CONFIG_FILE),
                        {**dataclasses.asdict(self.settings), "objective": self.objective.name})

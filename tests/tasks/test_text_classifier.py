@@ -140,6 +140,48 @@ def test_bad_python_input_is_one_value_error_naming_the_argument(bert_folder, tm
     assert not os.path.exists(tmp_path / "never")
 
 
+def test_fit_arguments_are_checked_and_kept_to_the_call(bert_folder):
+    """Bad epochs or batch sizes are named before any work; a misspelt
+    keyword is an error; one call's epochs and batch size are not saved."""
+    texts, labels = _rows(16, seed=4)
+    model = albert_keras.TextClassifier.from_preset(bert_folder, labels=["dog", "fox"],
+                                                    sequence_length=16, epochs=2, batch_size=8)
+    for argument, value in (("batch_size", 0), ("epochs", -1), ("epochs", 0)):
+        with pytest.raises(ValueError, match=f"^TextClassifier.fit: {argument} "):
+            model.fit(texts, labels, **{argument: value})
+    with pytest.raises(TypeError, match="retrun_dict"):
+        model.evaluate(texts, labels, retrun_dict=True)
+    with pytest.raises(TypeError, match="batchsize"):
+        model.predict(texts, batchsize=4)
+    history = model.fit(texts, labels, epochs=1, batch_size=4)
+    assert len(history.history["loss"]) == 1  # this call's epochs ran
+    assert (model.settings.epochs, model.settings.batch_size) == (2, 8)  # the object's stay
+    assert list(model.evaluate(texts, labels, return_dict=False)) == list(
+        model.evaluate(texts, labels).values())
+
+
+def test_save_to_preset_never_removes_the_users_files(bert_folder, tmp_path):
+    model = albert_keras.TextClassifier.from_preset(bert_folder, labels=["dog", "fox"],
+                                                    sequence_length=16)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes")
+    with pytest.raises(FileExistsError, match="mine: a folder with other files in it"):
+        model.save_to_preset(str(mine))
+    assert sorted(os.listdir(mine)) == ["notes.txt"]  # refused before any work
+    model.save_to_preset(str(mine), overwrite=True)  # beside the notes, not over them
+    assert (mine / "notes.txt").read_text() == "my notes"
+    assert {"model.keras", "task.json"} <= set(os.listdir(mine))
+    # one of ours: saved again in place, without overwrite, the notes kept
+    texts, _ = _rows(4, seed=5)
+    model.save_to_preset(str(mine))
+    assert (mine / "notes.txt").read_text() == "my notes"
+    np.testing.assert_allclose(albert_keras.TextClassifier.from_preset(str(mine)).predict(
+        texts), model.predict(texts), atol=1e-6)
+    assert not [n for n in os.listdir(tmp_path) if n != "mine"]  # no temporaries left
+    assert not [n for n in os.listdir(mine) if n.startswith(".")]
+
+
 @pytest.mark.parametrize("pooling", ["mean", "max"])
 def test_text_embedder_pooling_is_sentence_transformers(bert_folder, pooling):
     """Mean and max pooling as sentence-transformers' Pooling module does them
