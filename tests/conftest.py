@@ -13,7 +13,9 @@ import pytest  # noqa: E402
 
 from tests import sampling  # noqa: E402
 from tests import timing  # noqa: E402
+from tests.helpers import make_hf_model  # noqa: E402
 from tests.helpers import make_sentences  # noqa: E402
+from tests.helpers import make_wordpiece_vocab  # noqa: E402
 
 
 def pytest_configure(config):
@@ -159,3 +161,16 @@ def classifier_folder(tmp_path_factory, init_folder, task_files):
     metrics = finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out, cfg)
     assert metrics["accuracy"] > 0.6, metrics  # a model that learned, or the checks mean little
     return out
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    """(For the task and conversion tests.) A random ``BertForPreTraining`` folder with its lowercasing WordPiece
+    vocabulary (400 pieces, 64 positions), as transformers writes one."""
+    folder = tmp_path_factory.mktemp("bert-hf")
+    vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
+    size = sum(1 for _ in open(vocab, encoding="utf-8"))
+    make_hf_model("BertForPreTraining", folder, vocab_size=size, max_position_embeddings=64)
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
+    return str(folder)

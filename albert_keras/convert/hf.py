@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 
+from albert_keras.convert import hf_heads
 from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.config_files import read_config_file
@@ -257,28 +258,25 @@ def _architecture(model, model_type):
         return discriminator, prefix
     if hasattr(model, "mlm_head"):
         return with_mlm, prefix
-    if _is_classifier(model):
-        if model_type != _DEBERTA or model.pooling != "pooled":
-            raise ConversionError("a classifier exports to HF as DeBERTa "
-                                  "(DebertaV2ForSequenceClassification, pooling 'pooled') "
-                                  "only; export its encoder instead")
-        return "DebertaV2ForSequenceClassification", prefix
+    if getattr(model, "hf_task", None):
+        hf_heads.check_head(model)
+        return hf_heads.architecture(model_type, model.hf_task), prefix
     return plain, ""
 
 
-def _is_classifier(model):
-    return type(model).__name__ == "AlbertClassifier"
-
-
 def _hf_tensors(model, names, model_type, prefix):
-    heads = _DEBERTA_HEAD_PREFIXES if model_type == _DEBERTA else _HEAD_PREFIXES
+    heads = (_DEBERTA_HEAD_PREFIXES if model_type == _DEBERTA else _HEAD_PREFIXES) + (
+        hf_heads.HEAD_PREFIXES)
+    # HF's encoder has a pooler only where its head reads one (and DeBERTa's
+    # pooler is the head's own ContextPooler)
+    pooled = hf_heads.reads_pooler(model) if model_type == _DEBERTA else (
+        hf_heads.reads_pooler(model) or not getattr(model, "hf_task", None))
     tensors = {}
     for canonical, variable in model_variables(model).items():
         if canonical not in names:  # ELECTRA has no pooler and no SOP head
             continue
-        if model_type == _DEBERTA and canonical.startswith("pooler/") and not (
-                _is_classifier(model)):
-            continue  # DebertaV2Model has no pooler; only the classifier has one
+        if canonical.startswith("pooler/") and not pooled:
+            continue
         src, transform = names[canonical]
         array = np.asarray(variable.numpy(), dtype=np.float32)
         if transform == "T":
@@ -314,9 +312,10 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     model_type = hf_config["model_type"]
     arch, prefix = _architecture(model, model_type)
     hf_config["architectures"] = [arch]
-    if _is_classifier(model):
-        hf_config["num_labels"] = model.num_classes
-    tensors = _hf_tensors(model, _NAMES[model_type](config), model_type, prefix)
+    if getattr(model, "hf_task", None):
+        hf_config.update(hf_heads.label_fields(model))
+    names = {**_NAMES[model_type](config), **hf_heads.head_names()}
+    tensors = _hf_tensors(model, names, model_type, prefix)
     return write_hf_folder(folder, tensors, hf_config, overwrite, model)
 
 

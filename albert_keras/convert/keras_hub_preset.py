@@ -27,6 +27,7 @@ import tempfile
 import numpy as np
 
 from albert_keras.convert.assign import ConversionError
+from albert_keras.families import family_of
 
 # keras-hub backbone class -> (our model type, keras-hub's HF converter, its tokenizer)
 _BACKBONES = {
@@ -41,6 +42,17 @@ def _keras_hub():
     except ImportError:
         raise ConversionError("keras-hub preset folders need keras-hub: pip install "
                               "'albert-keras[keras-hub]'") from None
+
+
+def _from_preset(cls, folder):
+    """``cls.from_preset(folder)``; a preset keras-hub cannot read is the
+    user's folder, named in one line (``ConversionError``)."""
+    try:
+        return cls.from_preset(folder)
+    except (ValueError, TypeError, KeyError, OSError) as e:
+        first = " ".join(str(e).split(". ")[0].split())
+        raise ConversionError(f"{os.path.join(folder, 'config.json')}: keras-hub cannot read "
+                              f"this preset ({type(e).__name__}: {first[:200]})") from None
 
 
 def preset_backbone(folder):
@@ -119,7 +131,7 @@ def load_keras_hub_preset(folder):
         raise ConversionError(f"{folder}: a keras-hub {name} preset; only AlbertBackbone and "
                               "BertBackbone convert")
     model_type = _BACKBONES[name][0]
-    backbone = getattr(keras_hub.models, name).from_preset(folder)
+    backbone = _from_preset(getattr(keras_hub.models, name), folder)
     ours = _encoder_for(backbone, model_type)
     with tempfile.TemporaryDirectory() as work:
         template_folder = os.path.join(work, "template")
@@ -179,7 +191,7 @@ def preset_tokenizer(folder):
     if backbone_name not in _BACKBONES:
         raise ConversionError(f"{folder}: a keras-hub {backbone_name} preset; only "
                               "AlbertBackbone and BertBackbone convert")
-    tokenizer = getattr(keras_hub.tokenizers, _BACKBONES[backbone_name][2]).from_preset(folder)
+    tokenizer = _from_preset(getattr(keras_hub.tokenizers, _BACKBONES[backbone_name][2]), folder)
     with tempfile.TemporaryDirectory() as work:
         if backbone_name == "AlbertBackbone":
             path = os.path.join(work, "spm.model")
@@ -204,6 +216,11 @@ def save_keras_hub_preset(encoder, tokenizer, folder):
     """
     from albert_keras.convert.hf import save_hf
 
+    family = family_of(encoder.config).name
+    if family != "albert":
+        raise ConversionError(f"a {family} model has no keras-hub preset form here (only "
+                              "ALBERT and BERT layouts convert to keras-hub's AlbertBackbone "
+                              "and BertBackbone); write --to hf or keep it as .keras")
     keras_hub = _keras_hub()
     c = encoder.config
     if c.position_bias != "none":

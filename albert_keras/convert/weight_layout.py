@@ -13,7 +13,7 @@ REQUIRED_GROUP = "encoder"
 
 def group_of(name):
     head = name.split("/")[0]
-    if head in ("pooler", "mlm", "sop", "rtd", "classifier", "decoder_position"):
+    if head in ("pooler", "mlm", "sop", "rtd", "classifier", "qa_outputs", "decoder_position"):
         return head
     return REQUIRED_GROUP
 
@@ -75,8 +75,8 @@ def model_variables(model):
             out["mlm/extra_output"] = mlm.extra_output
         if getattr(model, "sop_head", None) is not None:  # none under RoBERTa's MLM-only
             out.update(_dense("sop", model.sop_head.classifier))
-    if type(model).__name__ == "AlbertClassifier":
-        out.update(_dense("classifier", model.get_layer("classifier")))
+    for canonical, layer in getattr(model, "head_layers", {}).items():  # a task model's head
+        out.update(_dense(canonical, model.get_layer(layer)))
     if hasattr(model, "rtd_head"):
         out.update(_dense("rtd/dense", model.rtd_head.dense))
         out.update(_dense("rtd/output", model.rtd_head.output_dense))

@@ -48,6 +48,8 @@ class AlbertClassifier(TaskModel):
     # TaskModel's export declaration
     export_kind = "classifier"
     export_outputs = ("logits",)
+    hf_task = "SequenceClassification"
+    head_layers = {"classifier": "classifier"}
 
     @property
     def reads_only_cls(self):

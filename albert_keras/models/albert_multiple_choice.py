@@ -57,6 +57,8 @@ class AlbertMultipleChoice(TaskModel):
     # TaskModel's export declaration
     export_kind = "choice"
     export_outputs = ("logits",)
+    hf_task = "MultipleChoice"
+    head_layers = {"classifier": "choice_score"}
 
     @property
     def reads_only_cls(self):

@@ -53,6 +53,8 @@ class AlbertQuestionAnswerer(TaskModel):
     # TaskModel's export declaration
     export_kind = "qa"
     export_outputs = ("start_logits", "end_logits")
+    hf_task = "QuestionAnswering"
+    head_layers = {"qa_outputs": "qa_outputs"}
 
     def __init__(self, encoder, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)

@@ -36,6 +36,8 @@ class AlbertTokenClassifier(TaskModel):
     # TaskModel's export declaration
     export_kind = "tagger"
     export_outputs = ("logits",)
+    hf_task = "TokenClassification"
+    head_layers = {"classifier": "tagger"}
 
     def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)

@@ -44,6 +44,11 @@ class TaskModel(keras.Model):
     # without a kind does not export.
     export_kind = None
     export_outputs = ()
+    # What an HF folder of the model is: the task of its ``...For<Task>``
+    # class, and the head's dense layers by canonical name (the name a
+    # checkpoint table maps) -> layer name. None: no HF class.
+    hf_task = None
+    head_layers = {}
 
     @property
     def reads_only_cls(self):

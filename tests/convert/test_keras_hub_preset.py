@@ -15,9 +15,11 @@ from albert_keras.convert import ConversionError
 from albert_keras.convert.keras_hub_preset import load_keras_hub_preset
 from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
 from albert_keras.text.registry import load_tokenizer
+from tests.helpers import make_hf_model
 from tests.helpers import make_sentences
 from tests.helpers import make_wordpiece_vocab
 from tests.helpers import sample_inputs
+from tests.helpers import write_small_vocab
 
 TEXTS = make_sentences(8, seed=3) + ["Hello, World! (really) 42 times.", "東京 data 😀"]
 # keras-hub's WordPiece lower-cases after stripping accents with NFKC case
@@ -131,3 +133,33 @@ def test_a_preset_with_a_broken_config_is_named_as_such(albert, tmp_path, capsys
     assert "\n" not in err and "None" not in err
     assert f"{folder / 'config.json'}: not valid JSON" in err
     assert not (tmp_path / "x.keras").exists()
+
+
+def test_a_preset_keras_hub_cannot_read_is_named_in_one_line(albert, tmp_path, capsys):
+    """Valid JSON that keras-hub's from_preset refuses: the user's folder,
+    so a one-line error naming the file (no traceback, not an internal error)."""
+    encoder, tokenizer = albert
+    folder = tmp_path / "preset"
+    save_keras_hub_preset(encoder, tokenizer, str(folder))
+    (folder / "config.json").write_text(
+        '{"module": "keras_hub.src.models.albert.albert_backbone", '
+        '"class_name": "AlbertBackbone", "config": {"vocabulary_size": "x"}}', encoding="utf-8")
+    assert main(["convert", str(folder), "--out", str(tmp_path / "x.keras")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "internal error" not in err
+    assert f"{folder / 'config.json'}: keras-hub cannot read this preset" in err
+    assert not (tmp_path / "x.keras").exists()
+
+
+@pytest.mark.parametrize("hf_class", ["MobileBertModel", "DebertaV2Model"])
+def test_other_families_are_refused_by_family(hf_class, tmp_path, capsys):
+    make_hf_model(hf_class, tmp_path / "hf")
+    write_small_vocab(tmp_path / "hf")
+    capsys.readouterr()
+    code = main(["convert", str(tmp_path / "hf"), "--to", "keras-hub", "--out",
+                 str(tmp_path / "preset")])
+    err = capsys.readouterr().err.strip()
+    family = "mobilebert" if hf_class.startswith("Mobile") else "deberta"
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"a {family} model has no keras-hub preset form" in err
+    assert not (tmp_path / "preset").exists()

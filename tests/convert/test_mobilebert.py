@@ -22,6 +22,8 @@ LAYOUTS = {
     "bottleneck_attention": dict(use_bottleneck_attention=True,
                                  key_query_shared_bottleneck=False),
     "no_trigram": dict(trigram_input=False, classifier_activation=True),
+    # transformers saves the projection it skips and a zero-wide decoder here
+    "no_trigram_embedding_is_hidden": dict(trigram_input=False, embedding_size=32),
     "layer_norm_gelu_one_ffn": dict(normalization_type="layer_norm", hidden_act="gelu",
                                     num_feedforward_networks=1, layer_norm_eps=1e-7),
 }
@@ -59,7 +61,10 @@ def test_pretraining_folder_matches_transformers(layout, tmp_path):
     import transformers
 
     save_hf(model, str(tmp_path / "ours"))
-    again = transformers.MobileBertForPreTraining.from_pretrained(str(tmp_path / "ours")).eval()
+    again, info = transformers.MobileBertForPreTraining.from_pretrained(
+        str(tmp_path / "ours"), output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    again = again.eval()
     reread = run_hf(again, inputs)
     assert _close(reread.prediction_logits, theirs.prediction_logits, mask) < 1e-6
     assert _close(reread.seq_relationship_logits, theirs.seq_relationship_logits) < 1e-6

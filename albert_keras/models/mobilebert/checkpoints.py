@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from albert_keras.config import ConfigError
+from albert_keras.convert import hf_heads
 from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.hf_config import HF_GENERIC_KEYS
@@ -130,6 +131,20 @@ def _build(config, tensors, dtype, architecture):
     return encoder
 
 
+def _unused_by_hf(config):
+    """Tensors transformers saves whether or not the model reads them:
+    without trigram input and with ``embedding_size == hidden_size`` the
+    embedding projection is built and skipped, and the decoder's extra
+    columns are zero-wide."""
+    if config.trigram_input or config.embedding_size != config.hidden_size:
+        return {}
+    width = config.hidden_size - config.embedding_size
+    return {"embeddings.embedding_transformation.weight":
+                np.zeros((config.hidden_size, config.embedding_size), np.float32),
+            "embeddings.embedding_transformation.bias": np.zeros(config.hidden_size, np.float32),
+            "cls.predictions.dense.weight": np.zeros((width, config.vocab_size), np.float32)}
+
+
 def _ignored(folder, tensors, architecture):
     """Tensors present and not loaded: buffers, the tied decoder (checked
     equal to the word table) and the head of HF's token, QA and multiple-
@@ -165,6 +180,7 @@ def load_hf(folder, strict=True, dtype=None):
     architectures = data.get("architectures") or [None]
     model = _build(config, tensors, dtype, architectures[0])
     ignored, heads = _ignored(folder, tensors, architectures[0])
+    ignored |= set(_unused_by_hf(config))
     report = assign_tensors(model, tensors, hf_names(config), folder, ignored=ignored | heads,
                             strict=strict)
     if heads:
@@ -176,11 +192,9 @@ def _architecture(model):
     if hasattr(model, "mlm_head"):
         return "MobileBertForPreTraining" if model.sop_head is not None else (
             "MobileBertForMaskedLM")
-    if type(model).__name__ == "AlbertClassifier":
-        if model.pooling != "pooled":
-            raise ConversionError("a MobileBERT classifier exports to HF with pooling "
-                                  "'pooled' only; export its encoder instead")
-        return "MobileBertForSequenceClassification"
+    if getattr(model, "hf_task", None):
+        hf_heads.check_head(model)
+        return hf_heads.architecture(MODEL_TYPE, model.hf_task)
     return "MobileBertModel"
 
 
@@ -195,17 +209,23 @@ def save_hf(model, folder, overwrite=False, model_type=None):
                               f"not {model_type}")
     config = model.config
     hf_config = config_to_hf(config)
-    arch = _architecture(model)
-    hf_config["architectures"] = [arch]
-    if arch == "MobileBertForSequenceClassification":
-        hf_config["num_labels"] = model.num_classes
-    names = hf_names(config)
+    hf_config["architectures"] = [_architecture(model)]
+    if getattr(model, "hf_task", None):
+        hf_config.update(hf_heads.label_fields(model))
+    names = {**hf_names(config), **hf_heads.head_names()}
+    # HF builds the token and span heads' encoders without a pooler
+    pooled = hf_heads.reads_pooler(model) or not getattr(model, "hf_task", None)
     tensors = {}
     for ours, variable in model_variables(model).items():
+        if ours.startswith("pooler/") and not pooled:
+            continue
         src, transform = names[ours]
         array = np.asarray(variable.numpy(), np.float32)
-        key = src if src.startswith(("cls.", "classifier.")) else PREFIX + src
+        key = src if src.startswith(("cls.",) + hf_heads.HEAD_PREFIXES) else PREFIX + src
         tensors[key] = np.ascontiguousarray(array.T if transform == "T" else array)
+    for name, placeholder in _unused_by_hf(config).items():  # as transformers writes them
+        if not name.startswith("cls.") or hasattr(model, "mlm_head"):
+            tensors[name if name.startswith("cls.") else PREFIX + name] = placeholder
     if hasattr(model, "mlm_head"):  # HF's tied decoder, written as transformers writes it
         tensors[_DECODER] = tensors[PREFIX + "embeddings.word_embeddings.weight"].copy()
     return write_hf_folder(folder, tensors, hf_config, overwrite, model)

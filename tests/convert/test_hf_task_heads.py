@@ -1,0 +1,135 @@
+"""Task models go out to HF as their ``...For<Task>`` classes: transformers
+loads each folder with its Auto class and gives our outputs on the same
+inputs, for every task kind and family HF has; ``pipeline`` gives a
+fine-tuned classifier's predictions with its label names."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from albert_keras.cli import main
+from albert_keras.convert import ConversionError
+from albert_keras.convert import load_hf
+from albert_keras.convert import save_hf
+from albert_keras.models.albert_classifier import AlbertClassifier
+from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
+from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
+from tests.helpers import make_hf_model
+from tests.helpers import sample_inputs
+
+# family -> (HF base class, model_type to write)
+FAMILIES = {"albert": ("AlbertModel", None), "bert": ("BertModel", None),
+            "electra": ("ElectraModel", "electra"), "deberta": ("DebertaV2Model", None),
+            "mobilebert": ("MobileBertModel", None)}
+LABELS = ["neg", "neutral", "pos"]
+TASKS = {
+    "SequenceClassification": lambda e: AlbertClassifier(e, 3, task_spec={"labels": LABELS}),
+    "TokenClassification": lambda e: AlbertTokenClassifier(e, 3, task_spec={"labels": LABELS}),
+    "QuestionAnswering": AlbertQuestionAnswerer,
+    "MultipleChoice": AlbertMultipleChoice,
+}
+# ELECTRA's sentence heads put a GELU where our pooler has tanh: refused
+REFUSED = {("electra", "SequenceClassification"), ("electra", "MultipleChoice")}
+
+
+def _encoder(family, folder):
+    make_hf_model(FAMILIES[family][0], folder)
+    model, _ = load_hf(str(folder))
+    return model
+
+
+def _randomized_head(model):
+    """The head's weights away from their initial values, so a head that
+    went nowhere (or to the wrong tensor) cannot pass."""
+    rng = np.random.default_rng(0)
+    for name in model.head_layers.values():
+        layer = model.get_layer(name)
+        layer.set_weights([w + rng.normal(0, 0.3, w.shape).astype(w.dtype)
+                           for w in layer.get_weights()])
+    return model
+
+
+def _theirs(hf_model, inputs):
+    with torch.no_grad():
+        return hf_model(**{name: torch.tensor(inputs[ours], dtype=torch.long)
+                           for ours, name in (("token_ids", "input_ids"),
+                                              ("padding_mask", "attention_mask"),
+                                              ("segment_ids", "token_type_ids"))})
+
+
+def _inputs(task):
+    inputs = sample_inputs()
+    if task != "MultipleChoice":
+        return inputs
+    # [batch, choices, length]: the three rows as one question's two choices
+    # and a second question
+    return {k: np.stack([v, v[::-1]], axis=1) for k, v in inputs.items()}
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_task_model_loads_in_transformers_with_our_outputs(family, task, tmp_path):
+    model = _randomized_head(TASKS[task](_encoder(family, tmp_path / "base")))
+    out = str(tmp_path / "hf")
+    if (family, task) in REFUSED:
+        with pytest.raises(ConversionError, match="GELU.*--model-type bert"):
+            save_hf(model, out, model_type=FAMILIES[family][1])
+        return
+    save_hf(model, out, model_type=FAMILIES[family][1])
+    config = json.load(open(f"{out}/config.json"))
+    assert config["architectures"][0].endswith(f"For{task}")
+    auto = getattr(transformers, f"AutoModelFor{task}")
+    # every tensor has its place: transformers would otherwise initialise it
+    hf_model, info = auto.from_pretrained(out, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    inputs = _inputs(task)
+    ours = model(inputs)
+    theirs = _theirs(hf_model.eval(), inputs)
+    mask = inputs["padding_mask"].astype(bool)
+    for name in ("start_logits", "end_logits") if task == "QuestionAnswering" else ("logits",):
+        a, b = np.asarray(ours[name]), getattr(theirs, name).numpy()
+        if task in ("TokenClassification", "QuestionAnswering"):
+            a, b = a[mask], b[mask]  # padded positions are nobody's output
+        np.testing.assert_allclose(a, b, atol=2e-4, rtol=0)
+    if task in ("SequenceClassification", "TokenClassification"):
+        assert hf_model.config.id2label == dict(enumerate(LABELS))
+
+
+def test_a_regressor_and_a_mean_pooled_classifier(tmp_path):
+    encoder = _encoder("bert", tmp_path / "base")
+    save_hf(_randomized_head(AlbertClassifier(encoder, 1)), str(tmp_path / "reg"))
+    config = transformers.AutoConfig.from_pretrained(str(tmp_path / "reg"))
+    assert config.problem_type == "regression" and config.num_labels == 1
+    with pytest.raises(ConversionError, match="pooling 'mean' has no HF class"):
+        save_hf(AlbertClassifier(encoder, 2, pooling="mean"), str(tmp_path / "mean"))
+    assert not (tmp_path / "mean").exists()
+
+
+def test_a_fine_tuned_classifier_goes_to_hfs_pipeline(bert_folder, tmp_path, capsys):
+    """Fine-tuned here (``TextClassifier``), written by ``convert --to hf``,
+    read by transformers' ``pipeline`` with the tokenizer we wrote: the same
+    label names and probabilities as ours."""
+    import albert_keras
+
+    texts = ["the quick brown fox", "a lazy dog sleeps", "weather markets congress"] * 4
+    labels = ["fox", "dog", "news"] * 4
+    model = albert_keras.TextClassifier.from_preset(bert_folder, sequence_length=16,
+                                                    epochs=1, batch_size=4)
+    model.fit(texts, labels)
+    model.save_to_preset(str(tmp_path / "ours"))
+    capsys.readouterr()
+    assert main(["convert", str(tmp_path / "ours"), "--to", "hf", "--out",
+                 str(tmp_path / "hf")]) == 0
+    assert "vocab.txt" in capsys.readouterr().out
+    classify = transformers.pipeline("text-classification", model=str(tmp_path / "hf"),
+                                     top_k=None)
+    theirs = classify(texts[:3])
+    ours = model.predict(texts[:3])
+    for row, scores in zip(ours, theirs):
+        by_name = {s["label"]: s["score"] for s in scores}
+        assert set(by_name) == set(model.labels)
+        np.testing.assert_allclose([by_name[n] for n in model.labels], row, atol=1e-5)
