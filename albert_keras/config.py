@@ -3,7 +3,7 @@
 Unknown keys are errors that name the key: a field we silently dropped could
 change the model. The HF ``config.json`` and Google's ``albert_config.json``
 dialects are read and written beside their converters
-(``albert_keras.convert.hf_config`` and ``albert_keras.convert.tf1_config``).
+(``albert_keras.models.albert.hf_config`` and ``albert_keras.models.albert.tf1_config``).
 """
 
 import dataclasses

@@ -55,6 +55,12 @@ class Family:
         claims: ``"module:function"``: given a config of a shared config
             class, whether it is this family's (DeBERTa's relative
             attention); None claims every config of ``config_class``.
+        tf1: ``"module"`` with ``reads_tf1_config(data)`` and
+            ``load_tf1(prefix, data, tensors, source, strict, dtype)`` for
+            original TF1 checkpoints, or None.
+        keras_hub: ``"module"`` with ``BACKBONES`` (the keras-hub backbone
+            class names it reads), ``load_keras_hub_preset(folder)`` and
+            ``save_keras_hub_preset(encoder, tokenizer, folder)``, or None.
 
     Example:
     >>> Family("toy", dict, "my_models:ToyEncoder").hf_model_types
@@ -68,17 +74,19 @@ class Family:
     hf_model_types: tuple = ()
     checkpoints: str = None
     claims: str = None
+    tf1: str = None
+    keras_hub: str = None
 
     @property
     def backbone_class(self):
         """The encoder class (imported on first use)."""
-        return _attribute(self.backbone)
+        return attribute(self.backbone)
 
     def claims_config(self, config):
         """Whether ``config`` belongs to this family."""
         if not isinstance(config, self.config_class):
             return False
-        return True if self.claims is None else bool(_attribute(self.claims)(config))
+        return True if self.claims is None else bool(attribute(self.claims)(config))
 
     def checkpoint_module(self):
         """The module that reads and writes this family's HF folders."""
@@ -87,7 +95,24 @@ class Family:
         return importlib.import_module(self.checkpoints)
 
 
-def _attribute(spec):
+    def tf1_module(self):
+        """The module that reads this family's original TF1 checkpoints."""
+        return importlib.import_module(self.tf1)
+
+    def keras_hub_module(self):
+        """The module that converts this family's keras-hub presets."""
+        return importlib.import_module(self.keras_hub)
+
+
+def attribute(spec):
+    """The object a ``"module:attribute"`` string names, its module
+    imported on first use (how the registry, and the classes whose
+    ``from_preset`` reads model folders, name what sits above them).
+
+    Example:
+    >>> attribute("os.path:join")("a", "b")
+    'a/b'
+    """
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name)
 

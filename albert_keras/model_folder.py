@@ -16,6 +16,14 @@ import json
 import logging
 import os
 
+from albert_keras.convert import is_hf_folder
+from albert_keras.convert import is_tf1_checkpoint
+from albert_keras.convert import load_checkpoint
+from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
+from albert_keras.convert.keras_hub_preset import preset_tokenizer
+from albert_keras.families import build_backbone
+from albert_keras.families import preset_config
+from albert_keras.families import preset_names
 from albert_keras.files import read_json
 from albert_keras.files import write_json
 from albert_keras.models.backbone import backbone_of
@@ -111,9 +119,6 @@ def _refuse_modelless(path):
 def read_tokenizer(init, tokenizer=None):
     """The host-side tokenizer of a folder (or the ``tokenizer`` file given)."""
     if tokenizer is None and os.path.isdir(init):
-        from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
-        from albert_keras.convert.keras_hub_preset import preset_tokenizer
-
         if is_keras_hub_preset(init):
             return preset_tokenizer(init)
     path = tokenizer_path(init, tokenizer)
@@ -121,6 +126,15 @@ def read_tokenizer(init, tokenizer=None):
     if record:
         return load_tokenizer(path, record["kind"], record.get("options"))
     return load_tokenizer(path)
+
+
+def tokenizer_from_preset(source):
+    """``Tokenizer.from_preset``: the tokenizer file ``source``, or the
+    tokenizer of a model folder, ``.keras`` file or checkpoint folder."""
+    source = os.fspath(source)
+    if os.path.isfile(source) and not source.endswith(".keras"):
+        return load_tokenizer(source)
+    return read_tokenizer(source)
 
 
 def write_tokenizer(folder, tokenizer):
@@ -133,26 +147,27 @@ def write_tokenizer(folder, tokenizer):
 
 def is_checkpoint_folder(path):
     """True for an HF folder or a TF1 checkpoint that is not one of our folders."""
-    from albert_keras.convert import is_hf_folder
-    from albert_keras.convert import is_tf1_checkpoint
-
     if os.path.isdir(path) and any(os.path.isfile(os.path.join(path, name))
                                    for name in (ENCODER_FILE, PRETRAINER_FILE, TASK_MODEL_FILE)):
         return False
     return is_hf_folder(path) or is_tf1_checkpoint(path)
 
 
+# Converted checkpoints, most recent last: a process that reads one folder
+# several times (a task object, then its preprocessor) converts it once. Two
+# at most (a teacher and a student), so no process keeps every model it has
+# read alive; model_folder._CHECKPOINTS.clear() frees them.
 _CHECKPOINTS = {}
+_CHECKPOINTS_KEPT = 2
 
 
 def load_checkpoint_folder(path):
     """Our model from a published checkpoint folder, converted on the fly.
 
     A fine-tuned checkpoint's task head is not ours to read: its tensors are
-    logged and left out. One conversion per folder and process.
+    logged and left out. The last two folders converted are kept (see
+    ``_CHECKPOINTS``).
     """
-    from albert_keras.convert import load_checkpoint
-
     key = os.path.abspath(path)
     if key not in _CHECKPOINTS:
         model, report = load_checkpoint(path, strict=False)
@@ -163,6 +178,9 @@ def load_checkpoint_folder(path):
                         f"ours, e.g. {report['unused'][0]}")
         _attach_tokenizer(model, path)
         _CHECKPOINTS[key] = model
+    _CHECKPOINTS[key] = _CHECKPOINTS.pop(key)  # the most recent last
+    while len(_CHECKPOINTS) > _CHECKPOINTS_KEPT:
+        _CHECKPOINTS.pop(next(iter(_CHECKPOINTS)))
     return _CHECKPOINTS[key]
 
 
@@ -243,6 +261,23 @@ def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=Fals
     rebuilt with the ``dtype`` policy (see ``rebuilt_encoder``)."""
     return rebuilt_encoder(_stored_model(init), init, dtype=dtype, from_scratch=from_scratch,
                            output_hidden_states=output_hidden_states, dropout=dropout)
+
+
+def encoder_from_preset(source, dtype=None, tokenizer=None):
+    """``Backbone.from_preset``: the encoder of anything ``--init`` takes (its
+    weights, and the tokenizer it carries; ``tokenizer`` replaces it), or of
+    a preset name (new weights; ``tokenizer`` gives it one)."""
+    source = os.fspath(source)
+    if not os.path.exists(source) and source in preset_names():
+        encoder = build_backbone(preset_config(source), dtype=dtype)
+        if tokenizer:
+            encoder.tokenizer = tokenizer_from_preset(tokenizer)
+        return encoder
+    origin = ModelSource(source, tokenizer)
+    encoder = origin.encoder(dtype=dtype)
+    if encoder.tokenizer is None or tokenizer:
+        encoder.tokenizer = origin.tokenizer
+    return encoder
 
 
 @dataclasses.dataclass

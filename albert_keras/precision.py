@@ -18,6 +18,9 @@ under ``jax.jit`` (TensorFlow 1.52 and 0.39, torch 2.78 and 0.44;
 
 import contextlib
 
+from albert_keras.cpu import CPUINFO
+from albert_keras.cpu import cpu_flags
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 PRECISION_CHOICES = ("auto",) + PRECISIONS
 
@@ -25,27 +28,7 @@ PRECISION_CHOICES = ("auto",) + PRECISIONS
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-def cpu_flags(cpuinfo="/proc/cpuinfo"):
-    """The instruction-set flags the CPU lists (Linux only; elsewhere empty).
-
-    Args:
-        cpuinfo: the file to read; on macOS and Windows it is missing.
-
-    Example:
-    >>> cpu_flags("/no/such/file")
-    set()
-    """
-    try:
-        with open(cpuinfo) as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def cpu_has_native_bf16(cpuinfo="/proc/cpuinfo"):
+def cpu_has_native_bf16(cpuinfo=CPUINFO):
     """Whether the CPU lists a native bf16 instruction set (Linux x86 only).
 
     Args:
@@ -92,7 +75,7 @@ def _accelerator_precision():
     return None
 
 
-def resolve_precision(precision, cpuinfo="/proc/cpuinfo", backend=None):
+def resolve_precision(precision, cpuinfo=CPUINFO, backend=None):
     """The dtype policy name ``precision`` stands for on this machine.
 
     Args:

@@ -1,16 +1,5 @@
-"""What a long command's progress lines say: the time left, and the machine."""
-
-import platform
-
-
-def cpu_name():
-    """The CPU's model name (from ``/proc/cpuinfo`` where there is one): timings
-    mean little without it."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine() or "CPU"
+"""What a long command's progress lines say: the time left (the machine's
+name is ``albert_keras.cpu``'s)."""
 
 
 def duration(seconds):

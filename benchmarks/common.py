@@ -7,10 +7,28 @@ imported for one case must not slow the next). Free of TensorFlow, so the
 GPU machines, which have none, can run it.
 """
 
+import importlib.util
 import json
-import platform
+import os
 import subprocess
 import sys
+
+
+def _package_module(name):
+    """A module of the package loaded from its file alone: importing
+    ``albert_keras`` would load Keras into the parent process, which runs
+    no model."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "albert_keras",
+                        f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_albert_keras_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the one reader of the CPU's name and features
+cpu_name = _package_module("cpu").cpu_name
+cpu_with_features = _package_module("cpu").cpu_with_features
 
 VOCAB = 30000
 PREDICTIONS = 20
@@ -56,25 +74,3 @@ def training_flops_per_token(hidden, embedding, layers, intermediate, seq,
     return 3 * forward
 
 
-def cpu_name():
-    """The CPU's model name (from /proc/cpuinfo where there is one)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
-def cpu_with_features():
-    """The CPU's model name and the matmul features that decide its speed
-    (the machines we measure on change between runs)."""
-    flags = set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            line = next((x for x in f if x.startswith("flags")), "flags:")
-        flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    features = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
-                if f in flags]
-    return f"{cpu_name()} ({', '.join(features) or 'no AVX2'})"

@@ -168,7 +168,7 @@ def _table_row(rows, head, mode):
 
 
 def _write(rows, args):
-    from albert_keras.precision import cpu_flags
+    from albert_keras.cpu import cpu_flags
 
     # int8 matmuls gain from AVX512 (VNNI) and lose their edge on AVX2 alone
     machine = {"cpu": cpu_name(), "cores": os.cpu_count(),

@@ -105,7 +105,7 @@ def _table(rows, args):
 
 
 def _write(rows, args, table):
-    from albert_keras.precision import cpu_flags
+    from albert_keras.cpu import cpu_flags
 
     machine = {"cpu": cpu_name(), "cores": os.cpu_count(),
                "simd": sorted(f for f in cpu_flags() if f.startswith(("avx512", "avx2", "amx")))}

@@ -7,7 +7,7 @@ alone, so it says nothing the sidecar does not, and names no path of the
 exporting machine.
 """
 
-from albert_keras.progress import cpu_name
+from albert_keras.cpu import cpu_name
 
 _TASKS = {"classifier": "text-classification", "embedder": "feature-extraction",
           "qa": "question-answering", "tagger": "token-classification",

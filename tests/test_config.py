@@ -5,12 +5,12 @@ import transformers
 
 from albert_keras import AlbertConfig
 from albert_keras import ConfigError
-from albert_keras.convert.config_files import read_config_file
-from albert_keras.convert.config_files import write_config_file
-from albert_keras.convert.hf_config import from_hf_dict
-from albert_keras.convert.hf_config import to_hf_dict
-from albert_keras.convert.tf1_config import from_original_dict
-from albert_keras.convert.tf1_config import to_original_dict
+from albert_keras.models.albert.config_files import read_config_file
+from albert_keras.models.albert.config_files import write_config_file
+from albert_keras.models.albert.hf_config import from_hf_dict
+from albert_keras.models.albert.hf_config import to_hf_dict
+from albert_keras.models.albert.tf1_config import from_original_dict
+from albert_keras.models.albert.tf1_config import to_original_dict
 from albert_keras.presets import get_preset
 
 READERS = {"from_dict": AlbertConfig.from_dict, "from_hf_dict": from_hf_dict,

@@ -217,3 +217,72 @@ def test_only_the_encoder_reaches_its_layers():
     assert _backbone_reads("x = encoder.transformer(encoder.embeddings(ids), mask)") == \
         [(1, "transformer"), (1, "embeddings")]
     assert _backbone_reads("t = encoder.token_embedding.embeddings") == []
+
+
+def _package_modules():
+    """Module name -> file of every module of the package (``export`` is
+    installed as ``albert_keras.export``)."""
+    modules = {}
+    for top, package in (("albert_keras", "albert_keras"), ("export", "albert_keras.export")):
+        for folder, _, names in os.walk(os.path.join(_ROOT, top)):
+            for name in (n for n in names if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                parts = os.path.relpath(path, os.path.join(_ROOT, top))[:-3].split(os.sep)
+                parts = parts[:-1] if parts[-1] == "__init__" else parts
+                modules[".".join([package, *parts])] = path
+    return modules
+
+
+def _import_graph(modules):
+    """Module -> the package's modules it imports, anywhere in the file
+    (inside functions too); ``from a import b`` counts ``a.b`` when it is a
+    module, else ``a``; a module's import of its own package is left out."""
+    import ast
+
+    def resolve(name):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        graph[module] = {r for r in map(resolve, targets)
+                         if r and r != module and not module.startswith(r + ".")}
+    return graph
+
+
+def _cycle(graph):
+    """One import cycle of ``graph`` (a list of modules), or None."""
+    import graphlib
+
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        return e.args[1]
+    return None
+
+
+def test_no_import_cycles_counting_imports_inside_functions(tmp_path):
+    """The package's modules form no cycle, counting every import anywhere
+    in a file, and the converters' generic layer imports no model (each
+    family owns its checkpoints)."""
+    modules = _package_modules()
+    graph = _import_graph(modules)
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+    upward = [f"{m} imports {t}" for m, targets in graph.items()
+              if m.startswith("albert_keras.convert") for t in targets
+              if t.startswith(("albert_keras.models", "albert_keras.model_folder"))]
+    assert not upward, "\n".join(upward)
+    # the check sees a cycle closed by an import inside a function
+    (tmp_path / "a.py").write_text("from p.b import f\n")
+    (tmp_path / "b.py").write_text("def f():\n    from p import a\n    return a\n")
+    small = _import_graph({"p.a": str(tmp_path / "a.py"), "p.b": str(tmp_path / "b.py")})
+    assert small == {"p.a": {"p.b"}, "p.b": {"p.a"}} and _cycle(small) is not None

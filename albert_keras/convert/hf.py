@@ -1,62 +1,62 @@
-"""HF transformers folders (``config.json`` + safetensors) in and out.
+"""HF transformers folders (``config.json`` + safetensors): the generic part.
 
-Reads ``AlbertModel``, ``AlbertForPreTraining``, ``AlbertForMaskedLM``,
-``BertModel``, ``BertForPreTraining``, ``ElectraModel``,
-``ElectraForPreTraining`` (the discriminator), ``ElectraForMaskedLM``
-(the generator), ``DebertaV2Model``, ``DebertaV2ForMaskedLM`` (both head
-layouts) and ``DebertaV2ForSequenceClassification`` folders (prefix
-``albert.`` / ``bert.`` / ``electra.`` / ``deberta.`` optional) and writes a
-folder that ``transformers`` loads.
+Reads an HF folder's tensors (single or sharded safetensors, or a
+``pytorch_model.bin`` read with ``weights_only``) and its ``model_type``,
+writes a folder transformers loads, and hands each folder or model to its
+family's checkpoint module (``Family.checkpoints``), which knows the
+family's tensor names and heads. This module imports no model.
 """
 
 import json
 import os
 
-import numpy as np
-
-from albert_keras.convert import hf_heads
 from albert_keras.convert.assign import ConversionError
-from albert_keras.convert.assign import assign_tensors
-from albert_keras.convert.config_files import read_config_file
-from albert_keras.convert.hf_config import to_hf_dict
-from albert_keras.convert.weight_layout import hf_albert_names
-from albert_keras.convert.weight_layout import hf_bert_names
-from albert_keras.convert.weight_layout import hf_deberta_names
-from albert_keras.convert.weight_layout import hf_electra_names
-from albert_keras.convert.weight_layout import model_variables
 from albert_keras.families import family_for_hf
 from albert_keras.families import family_of
 from albert_keras.files import write_json
 from albert_keras.files import writing_folder
 
-_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.", "generator_predictions.",
-                  "generator_lm_head.", "discriminator_predictions.", "lm_predictions.")
-# DeBERTa's sequence classifier keeps its ContextPooler and classifier
-# outside the ``deberta.`` prefix (BERT's pooler is inside ``bert.``).
-_DEBERTA_HEAD_PREFIXES = _HEAD_PREFIXES + ("pooler.", "classifier.")
-_DEBERTA = "deberta-v2"
-_NAMES = {"albert": hf_albert_names, "bert": hf_bert_names, "electra": hf_electra_names,
-          _DEBERTA: hf_deberta_names}
-_PREFIX = {"albert": "albert.", "bert": "bert.", "electra": "electra.", _DEBERTA: "deberta."}
-# Present in HF files, never loaded: position-id buffers and the decoder,
-# which is tied to the word embeddings (checked for equality below).
-_TIED = {
-    "albert": ("predictions.decoder.weight", "predictions.decoder.bias"),
-    "bert": ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
-    "electra": ("generator_lm_head.weight", None),
-    _DEBERTA: ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
-}
-_OUTPUT_BIAS = {"albert": "predictions.bias", "bert": "cls.predictions.bias",
-                "electra": "generator_lm_head.bias", _DEBERTA: "cls.predictions.bias"}
-_ARCHITECTURES = {  # (encoder, with the MLM head, discriminator)
-    "albert": ("AlbertModel", "AlbertForPreTraining", None),
-    "bert": ("BertModel", "BertForPreTraining", None),
-    "electra": ("ElectraModel", "ElectraForMaskedLM", "ElectraForPreTraining"),
-    _DEBERTA: ("DebertaV2Model", "DebertaV2ForMaskedLM", None),
-}
-# DeBERTa-v3 discriminator checkpoints carry the replaced-token head
-# (``mask_predictions``), which HF's DeBERTa skips too.
-_DEBERTA_SKIPPED_PREFIX = "mask_predictions."
+# Keys PretrainedConfig writes for every model (labels, generation,
+# bookkeeping); every family's config reader accepts them.
+HF_GENERIC_KEYS = frozenset({
+    "_name_or_path",
+    "architectures",
+    "model_type",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+    "pad_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "sep_token_id",
+    "decoder_start_token_id",
+    "id2label",
+    "label2id",
+    "num_labels",
+    "problem_type",
+    "finetuning_task",
+    "output_hidden_states",
+    "output_attentions",
+    "return_dict",
+    "tie_word_embeddings",
+    "is_encoder_decoder",
+    "chunk_size_feed_forward",
+    "gradient_checkpointing",
+    "tokenizer_class",
+    "prefix",
+    "task_specific_params",
+    "use_return_dict",
+    "pruned_heads",
+    "torchscript",
+    "tf_legacy_loss",
+    "use_bfloat16",
+    "cross_attention_hidden_size",
+    "add_cross_attention",
+    "is_decoder",
+    "_attn_implementation_autoset",
+    "_attn_implementation",
+    "use_cache",
+})
 
 
 def is_hf_folder(path):
@@ -130,7 +130,8 @@ def read_hf_tensors(folder):
     )
 
 
-def _strip_prefix(tensors, prefix):
+def strip_prefix(tensors, prefix):
+    """``tensors`` with ``prefix`` taken off the names that have it."""
     out = {}
     for key, value in tensors.items():
         if key.startswith(prefix):
@@ -139,101 +140,29 @@ def _strip_prefix(tensors, prefix):
     return out
 
 
-def _names(model_type, config, tensors):
-    """The name table for a folder, with DeBERTa's head layout read from its tensors."""
-    if model_type == _DEBERTA:
-        legacy = not any(k.startswith("lm_predictions.") for k in tensors)
-        return hf_deberta_names(config, legacy_head=legacy)
-    return _NAMES[model_type](config)
-
-
-def _build_model(config, tensors, dtype, model_type):
-    """Our model for the heads the folder has."""
-    from albert_keras.models.albert.albert_encoder import AlbertEncoder
-    from albert_keras.models.albert_classifier import AlbertClassifier
-    from albert_keras.models.albert_discriminator import AlbertDiscriminator
-    from albert_keras.models.albert_pretrainer import AlbertPretrainer
-
-    encoder = AlbertEncoder(config, dtype=dtype)
-    if any(k.startswith("discriminator_predictions.") for k in tensors):
-        return AlbertDiscriminator(encoder, dtype=dtype)
-    if any(k.startswith(_HEAD_PREFIXES) for k in tensors):
-        return AlbertPretrainer(encoder, dtype=dtype)
-    if model_type == _DEBERTA and "classifier.weight" in tensors:
-        # DebertaV2ForSequenceClassification: ContextPooler = our pooler
-        # (dense + gelu on the first token), then dropout and the classifier.
-        classes = int(np.shape(tensors["classifier.weight"])[0])
-        return AlbertClassifier(encoder, classes, dtype=dtype)
-    return encoder
-
-
-def _check_tied(folder, model_type, tensors):
-    """The decoder copies must equal the word table and the output bias."""
-    tied_weight, tied_bias = _TIED[model_type]
-    word = tensors.get("embeddings.word_embeddings.weight")
-    if tied_weight in tensors and word is not None:
-        if not np.array_equal(tensors[tied_weight], word):
-            raise ConversionError(
-                f"{folder}: {tied_weight} differs from the word embeddings; "
-                "an untied decoder cannot be represented"
-            )
-    bias = tensors.get(_OUTPUT_BIAS[model_type])
-    if tied_bias and tied_bias in tensors and bias is not None:
-        if not np.array_equal(tensors[tied_bias], bias):
-            raise ConversionError(f"{folder}: {tied_bias} differs from the output bias")
-    ignored = {"embeddings.position_ids", "embeddings.token_type_ids", tied_weight,
-               tied_bias} - {None}
-    return ignored
-
-
-def _skipped_by_hf(model_type, config, tensors):
-    """Tensors HF's own DeBERTa leaves unused: ``mask_predictions``, and the
-    relative table's LayerNorm when there is no relative attention."""
-    if model_type != _DEBERTA:
-        return set()
-    out = {k for k in tensors if k.startswith(_DEBERTA_SKIPPED_PREFIX)}
-    if not config.relative_attention:
-        out |= {"encoder.LayerNorm.weight", "encoder.LayerNorm.bias"}
-    return out
-
-
 def load_hf(folder, strict=True, dtype=None):
-    """Builds our model from an HF folder.
+    """Builds our model from an HF folder, through its family's reader.
 
     Args:
         folder: holds ``config.json`` and the weights.
-        strict: unexpected tensors (e.g. a fine-tuned classifier) are errors.
+        strict: unexpected tensors (e.g. a fine-tuned head) are errors.
         dtype: a dtype policy for the built model.
 
     Returns:
-        ``(model, report)``: an ``AlbertPretrainer`` when the folder has an
-        MLM or SOP head (an ELECTRA generator, a DeBERTa masked LM in either
-        head layout), an ``AlbertDiscriminator`` for an ELECTRA
-        discriminator, an ``AlbertClassifier`` for a DeBERTa sequence
-        classifier, else an ``AlbertEncoder``; the report says which tensor
-        groups were loaded and which were left at initial values.
+        ``(model, report)``: the family's model for the heads the folder
+        holds (a pretrainer with an MLM head, a classifier, an encoder...);
+        the report says which tensor groups were loaded and which were left
+        at initial values.
 
     Example:
     >>> model, report = load_hf("albert-base-v2/")  # doctest: +SKIP
     """
     config_path = os.path.join(folder, "config.json")
-    model_type = _model_type(config_path)
-    family = family_for_hf(model_type, config_path)
-    if family.checkpoints != __name__:  # another family's folder: its own reader
-        return family.checkpoint_module().load_hf(folder, strict=strict, dtype=dtype)
-    config = read_config_file(config_path, dialect="hf")
-    tensors = _strip_prefix(read_hf_tensors(folder), _PREFIX[model_type])
-    model = _build_model(config, tensors, dtype, model_type)
-    ignored = _check_tied(folder, model_type, tensors)
-    ignored |= _skipped_by_hf(model_type, config, tensors)
-    report = assign_tensors(
-        model, tensors, _names(model_type, config, tensors), folder, ignored=ignored,
-        strict=strict
-    )
-    return model, report
+    family = family_for_hf(hf_model_type(config_path), config_path)
+    return family.checkpoint_module().load_hf(folder, strict=strict, dtype=dtype)
 
 
-def _model_type(config_path):
+def hf_model_type(config_path):
     """The ``model_type`` of an HF ``config.json``, or a one-line error."""
     try:
         with open(config_path, encoding="utf-8") as f:
@@ -248,94 +177,35 @@ def _model_type(config_path):
 # -- writing -----------------------------------------------------------------------
 
 
-def _architecture(model, model_type):
-    """``(architecture, prefix for encoder tensors)`` of the HF folder."""
-    plain, with_mlm, discriminator = _ARCHITECTURES[model_type]
-    prefix = _PREFIX[model_type]
-    if hasattr(model, "rtd_head"):
-        if discriminator is None:
-            raise ConversionError(f"a discriminator exports to ELECTRA, not {model_type}")
-        return discriminator, prefix
-    if hasattr(model, "mlm_head"):
-        return with_mlm, prefix
-    if getattr(model, "hf_task", None):
-        hf_heads.check_head(model)
-        return hf_heads.architecture(model_type, model.hf_task), prefix
-    return plain, ""
-
-
-def _hf_tensors(model, names, model_type, prefix):
-    heads = (_DEBERTA_HEAD_PREFIXES if model_type == _DEBERTA else _HEAD_PREFIXES) + (
-        hf_heads.HEAD_PREFIXES)
-    # HF's encoder has a pooler only where its head reads one (and DeBERTa's
-    # pooler is the head's own ContextPooler)
-    pooled = hf_heads.reads_pooler(model) if model_type == _DEBERTA else (
-        hf_heads.reads_pooler(model) or not getattr(model, "hf_task", None))
-    tensors = {}
-    for canonical, variable in model_variables(model).items():
-        if canonical not in names:  # ELECTRA has no pooler and no SOP head
-            continue
-        if canonical.startswith("pooler/") and not pooled:
-            continue
-        src, transform = names[canonical]
-        array = np.asarray(variable.numpy(), dtype=np.float32)
-        if transform == "T":
-            array = array.T
-        key = src if src.startswith(heads) else prefix + src
-        tensors[key] = np.ascontiguousarray(array)
-    return tensors
-
-
 def save_hf(model, folder, overwrite=False, model_type=None):
-    """Writes ``model`` as an HF folder (``config.json`` + ``model.safetensors``).
-
-    ALBERT layouts become ``AlbertForPreTraining`` (or ``AlbertModel`` for an
-    encoder); a BERT layout (no sharing, E = H) becomes ``BertForPreTraining``
-    / ``BertModel``; ``model_type="electra"`` (the default for an
-    ``AlbertDiscriminator``) gives ``ElectraModel``, ``ElectraForMaskedLM``
-    (with the MLM head; the SOP head has no place there) or
-    ``ElectraForPreTraining``. A DeBERTa layout (relative attention, no
-    sharing, E = H) gives ``DebertaV2Model``, ``DebertaV2ForMaskedLM``
-    (HF's default head layout) or, for a classifier,
-    ``DebertaV2ForSequenceClassification``. ``attention``/``ffn`` sharing
-    has no HF equivalent and is refused. The folder is written under a
+    """Writes ``model`` as an HF folder that transformers loads, through its
+    family's writer: an encoder as ``...Model``, a pretrainer as
+    ``...ForPreTraining`` (or ``...ForMaskedLM``), a task model as its
+    ``...For<Task>`` class with its labels. ``model_type`` picks among the
+    HF types a family writes (ALBERT's: ``albert``, ``bert``, ``electra``,
+    ``deberta-v2``; default: the layout's). The folder is written under a
     temporary name and renamed.
+
+    Example:
+    >>> save_hf(model, "hf/")  # doctest: +SKIP
     """
-    config = model.config
-    family = family_of(config)
-    if family.checkpoints != __name__:  # another family's model: its own writer
-        return family.checkpoint_module().save_hf(model, folder, overwrite=overwrite,
-                                                  model_type=model_type)
-    if model_type is None and hasattr(model, "rtd_head"):
-        model_type = "electra"
-    hf_config = to_hf_dict(config, model_type)  # raises for layouts HF cannot hold
-    model_type = hf_config["model_type"]
-    arch, prefix = _architecture(model, model_type)
-    hf_config["architectures"] = [arch]
-    if getattr(model, "hf_task", None):
-        hf_config.update(hf_heads.label_fields(model))
-    names = {**_NAMES[model_type](config), **hf_heads.head_names()}
-    tensors = _hf_tensors(model, names, model_type, prefix)
-    return write_hf_folder(folder, tensors, hf_config, overwrite, model)
+    module = family_of(model.config).checkpoint_module()
+    return module.save_hf(model, folder, overwrite=overwrite, model_type=model_type)
 
 
-def write_hf_folder(folder, tensors, hf_config, overwrite=False, model=None):
+def write_hf_folder(folder, tensors, hf_config, overwrite=False, tokenizer_asset=None):
     """``model.safetensors`` and ``config.json`` in ``folder``, and the
-    tokenizer ``model`` carries in transformers' form (none when it carries
-    none), written under a temporary name and renamed (every family's HF
-    writer ends here)."""
+    tokenizer (a ``TokenizerAsset``, or None) in transformers' form, written
+    under a temporary name and renamed (every family's HF writer ends here)."""
     from safetensors.numpy import save_file
 
     from albert_keras.convert.hf_tokenizer import write_hf_tokenizer
-    from albert_keras.models.backbone import backbone_of
 
     if os.path.exists(folder) and not overwrite:
         raise FileExistsError(f"{folder} exists; pass overwrite=True / --overwrite")
-    encoder = backbone_of(model)
-    asset = getattr(encoder, "tokenizer_asset", None)
     with writing_folder(folder) as tmp:
         save_file(tensors, os.path.join(tmp, "model.safetensors"), {"format": "pt"})
         write_json(os.path.join(tmp, "config.json"), hf_config)
-        if asset is not None:
-            write_hf_tokenizer(tmp, asset)
+        if tokenizer_asset is not None:
+            write_hf_tokenizer(tmp, tokenizer_asset)
     return folder

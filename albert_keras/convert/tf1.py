@@ -1,10 +1,8 @@
 """Original TF1 checkpoints of google-research/albert, google-research/bert and
-google-research/mobilebert (a ``bert_config.json`` with MobileBERT's keys).
-
-Variable names are those of the original ``modeling.py`` (for instance
-``bert/encoder/transformer/group_1/inner_group_0/attention_1/self/query/kernel``).
-All groups are read, not only group 0. Optimizer slots and ``global_step``
-are ignored.
+google-research/mobilebert (a ``bert_config.json`` with MobileBERT's keys):
+finding the checkpoint and its config and reading its variables (optimizer
+slots and ``global_step`` left out); each family's TF1 module
+(``Family.tf1``) builds its model from them. This module imports no model.
 """
 
 import glob
@@ -15,12 +13,7 @@ import re
 import tensorflow as tf
 
 from albert_keras.convert.assign import ConversionError
-from albert_keras.convert.assign import assign_tensors
-from albert_keras.convert.config_files import read_config_file
-from albert_keras.convert.weight_layout import tf1_albert_names
-from albert_keras.convert.weight_layout import tf1_bert_names
-from albert_keras.models.mobilebert.tf1 import is_original_mobilebert_config
-from albert_keras.models.mobilebert.tf1 import load_original
+from albert_keras.families import families
 
 _CONFIG_NAMES = ("albert_config.json", "bert_config.json")
 _SLOT_SUFFIXES = (
@@ -127,19 +120,19 @@ def load_tf1(path, config_path=None, strict=True, dtype=None):
     Example:
     >>> model, report = load_tf1("albert_base/model.ckpt-best")  # doctest: +SKIP
     """
-    from albert_keras.models.albert.albert_encoder import AlbertEncoder
-    from albert_keras.models.albert_pretrainer import AlbertPretrainer
-
     prefix = find_checkpoint(path)
     config_file = find_config(prefix, config_path)
     data = _read_json(config_file)
     tensors = read_tf1_tensors(prefix)
-    if is_original_mobilebert_config(data):
-        return load_original(prefix, data, tensors, config_file, strict=strict, dtype=dtype)
-    config = read_config_file(config_file, "original")
-    names = (tf1_albert_names if config.sharing == "all" else tf1_bert_names)(config)
-    has_heads = any(k.startswith("cls/") for k in tensors)
-    encoder = AlbertEncoder(config, dtype=dtype)
-    model = AlbertPretrainer(encoder, dtype=dtype) if has_heads else encoder
-    report = assign_tensors(model, tensors, names, prefix, strict=strict)
-    return model, report
+    return _tf1_reader(data, config_file).load_tf1(prefix, data, tensors, config_file,
+                                                   strict=strict, dtype=dtype)
+
+
+def _tf1_reader(data, source):
+    """The TF1 module of the family whose config ``data`` is: one that
+    claims it (MobileBERT's keys) before one that reads any config."""
+    modules = {f.tf1: f.tf1_module() for f in families() if f.tf1}
+    readers = [m for m in modules.values() if m.reads_tf1_config(data)]
+    if not readers:
+        raise ConversionError(f"{source}: no model family reads this TF1 config")
+    return min(readers, key=lambda m: getattr(m, "READS_ANY_CONFIG", False))

@@ -9,6 +9,9 @@ encoder only through its entry, so they accept any family's encoder:
   return_attention=)``, ``embed(inputs, training, token_table=)``,
   ``pool(rows, training)``: the forward pass in its parts;
 - ``variables_by_depth()``: ``{variable path: depth}`` for layer decay;
+- ``token_embedding``: the word table's layer (the masked-LM head ties its
+  decoder to it; ELECTRA's generator shares it) and ``pooler``: the layer
+  over the first token (distillation freezes it);
 - ``num_hidden_states``: how many states ``encode`` returns;
 - the constructor keywords ``output_hidden_states``, ``mask_value`` (the
   additive bias at padded keys; the export bounds it), ``quantize_aware``,
@@ -28,7 +31,12 @@ import contextlib
 import keras
 from keras import ops
 
+from albert_keras.families import attribute
+from albert_keras.text.tokenizer_asset import TokenizerAsset
+
 BACKBONE_METHODS = ("encode", "embed", "pool", "variables_by_depth")
+# layers of the entry that pretrainers, ELECTRA and distillation reach
+BACKBONE_LAYERS = ("token_embedding", "pooler")
 
 
 def is_backbone(model):
@@ -41,7 +49,8 @@ def is_backbone(model):
     (True, False)
     """
     return (getattr(model, "config", None) is not None
-            and all(callable(getattr(model, name, None)) for name in BACKBONE_METHODS))
+            and all(callable(getattr(model, name, None)) for name in BACKBONE_METHODS)
+            and all(getattr(model, name, None) is not None for name in BACKBONE_LAYERS))
 
 
 def backbone_of(model):
@@ -98,26 +107,11 @@ class Backbone(keras.Model):
         >>> Backbone.from_preset("bert_tiny").config.hidden_size
         128
         """
-        import os
-
-        from albert_keras.families import build_backbone
-        from albert_keras.families import preset_names
-        from albert_keras.model_folder import ModelSource
-        from albert_keras.presets import get_preset
-
-        source = os.fspath(source)
-        if not os.path.exists(source) and source in preset_names():
-            encoder = build_backbone(get_preset(source), dtype=dtype)
-            if tokenizer:
-                from albert_keras.text.tokenizer import Tokenizer
-
-                encoder.tokenizer = Tokenizer.from_preset(tokenizer)
-            return encoder
-        origin = ModelSource(source, tokenizer)
-        encoder = origin.encoder(dtype=dtype)
-        if encoder.tokenizer is None or tokenizer:
-            encoder.tokenizer = origin.tokenizer
-        return encoder
+        # the model folder reads every source and converts checkpoints into
+        # encoders (this class's subclasses), so it sits above this module:
+        # named here, not imported, as the family registry names backbones
+        return attribute("albert_keras.model_folder:encoder_from_preset")(
+            source, dtype=dtype, tokenizer=tokenizer)
 
     # what export, validation, app metadata and the model card read (the
     # export's vocabulary; a subclass inherits it)
@@ -133,8 +127,6 @@ class Backbone(keras.Model):
 
     @tokenizer.setter
     def tokenizer(self, tokenizer):
-        from albert_keras.text.tokenizer_asset import TokenizerAsset
-
         if tokenizer is not None and tokenizer.vocabulary_size > self.config.vocab_size:
             raise ValueError(f"the tokenizer ({tokenizer.source}) has "
                              f"{tokenizer.vocabulary_size} pieces; the encoder's vocab_size "
@@ -233,7 +225,5 @@ class Backbone(keras.Model):
             self.tokenizer_asset.write(dir_path)
 
     def load_assets(self, dir_path):
-        from albert_keras.text.tokenizer_asset import TokenizerAsset
-
         # files saved before encoders carried a tokenizer have no folder here
         self.tokenizer_asset = TokenizerAsset.read(dir_path)

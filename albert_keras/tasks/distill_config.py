@@ -55,7 +55,8 @@ class DistillConfig(AdversarialFields):
     """
 
     student: str = option("albert_tiny", "the student's architecture preset")
-    student_overrides: dict = option(None, 'the student\'s AlbertConfig fields as JSON, e.g. '
+    student_overrides: dict = option(None, 'fields of the student preset family\'s config (AlbertConfig, '
+                                           'MobileBertConfig) as JSON, e.g. '
                                            '\'{"num_hidden_layers": 2}\'')
     student_init: str = option(None, "start the student from this pretrained model folder "
                                      "(same tokenizer as the teacher) instead of random weights")

@@ -9,6 +9,7 @@ import dataclasses
 from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.options import check_options
+from albert_keras.options import config_from_keywords
 from albert_keras.options import option
 from albert_keras.precision import PRECISIONS
 from albert_keras.tasks.task_fields import TaskFields
@@ -129,3 +130,23 @@ class FinetuneConfig(AdversarialFields, TaskFields):
         if self.pooling not in ("auto", "pooled") and self.task != "classify":
             raise ValueError(f"pooling {self.pooling!r} is for classify; {self.task} "
                              "has its own head")
+
+
+def finetune_settings(task_name, options, where):
+    """A checked ``FinetuneConfig`` of ``task_name`` from keyword ``options``."""
+    options = {k: v for k, v in options.items() if k != "task"}
+    return config_from_keywords(FinetuneConfig, {**options, "task": task_name}, where)
+
+
+def fit_length(settings, encoder, source):
+    """``settings`` with a sequence length the encoder reads: the default
+    (128) shortened to a shorter model's ``max_position_embeddings``; a
+    length asked for that is longer is an error."""
+    longest = encoder.config.max_position_embeddings
+    if settings.sequence_length <= longest:
+        return settings
+    default = FinetuneConfig().sequence_length
+    if settings.sequence_length != default:
+        raise ValueError(f"sequence_length {settings.sequence_length} exceeds {source}'s "
+                         f"max_position_embeddings {longest}")
+    return dataclasses.replace(settings, sequence_length=longest)

@@ -12,6 +12,8 @@ import os
 
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import backbone_of
+from albert_keras.tasks.finetune_config import finetune_settings
+from albert_keras.tasks.finetune_config import fit_length
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task_run import task_spec
@@ -63,9 +65,6 @@ class TaskPreprocessor:
         (``FinetuneConfig`` fields: ``sequence_length``, ``truncate``, the
         columns), its length cut to the model's ``max_position_embeddings``
         as the task class cuts it."""
-        from albert_keras.tasks.text_task import finetune_settings
-        from albert_keras.tasks.text_task import fit_length
-
         origin = ModelSource(os.fspath(source), tokenizer)
         carried = origin.task_spec if os.path.isdir(origin.path) else {}
         if carried:

@@ -2,8 +2,8 @@
 
 import keras
 
+from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.text_task import TextTask
-from albert_keras.tasks.text_task import finetune_settings
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

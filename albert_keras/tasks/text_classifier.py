@@ -6,9 +6,9 @@ import keras
 import numpy as np
 
 from albert_keras.tasks.classify import resolve_pooling
+from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.task import softmax
 from albert_keras.tasks.text_task import TextTask
-from albert_keras.tasks.text_task import finetune_settings
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

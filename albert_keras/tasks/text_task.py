@@ -22,8 +22,9 @@ from albert_keras.files import writing_into
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
-from albert_keras.options import config_from_keywords
-from albert_keras.tasks.finetune_config import FinetuneConfig
+from albert_keras.tasks.finetune_config import finetune_settings
+from albert_keras.tasks.finetune_config import fit_length
+from albert_keras.tasks.preprocessor import TaskPreprocessor
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task_run import TaskSets
@@ -45,12 +46,6 @@ logger = logging.getLogger(__name__)
 SEEN_ROWS_FILE = "train_rows.csv"
 
 
-def finetune_settings(task_name, options, where):
-    """A checked ``FinetuneConfig`` of ``task_name`` from keyword ``options``."""
-    options = {k: v for k, v in options.items() if k != "task"}
-    return config_from_keywords(FinetuneConfig, {**options, "task": task_name}, where)
-
-
 @dataclasses.dataclass
 class _CompileRequest:
     """What ``compile`` was asked for (a dataclass: Keras leaves it untracked)."""
@@ -59,20 +54,6 @@ class _CompileRequest:
     loss: object = "auto"
     metrics: object = "auto"
     kwargs: dict = dataclasses.field(default_factory=dict)
-
-
-def fit_length(settings, encoder, source):
-    """``settings`` with a sequence length the encoder reads: the default
-    (128) shortened to a shorter model's ``max_position_embeddings``; a
-    length asked for that is longer is an error."""
-    longest = encoder.config.max_position_embeddings
-    if settings.sequence_length <= longest:
-        return settings
-    default = FinetuneConfig().sequence_length
-    if settings.sequence_length != default:
-        raise ValueError(f"sequence_length {settings.sequence_length} exceeds {source}'s "
-                         f"max_position_embeddings {longest}")
-    return dataclasses.replace(settings, sequence_length=longest)
 
 
 class TextTask(keras.Model):
@@ -163,8 +144,6 @@ class TextTask(keras.Model):
     def preprocessor(self):
         """The ``TaskPreprocessor`` that reads this object's inputs: its
         tokenizer and spec (sequence length, labels, pair column)."""
-        from albert_keras.tasks.preprocessor import TaskPreprocessor
-
         return TaskPreprocessor.for_task(self.task_name)(self.tokenizer, self.spec)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):

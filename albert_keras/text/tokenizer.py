@@ -8,6 +8,8 @@ in-graph op does not give); ``keras_layer`` gives the in-graph layer that
 sides must produce the same ids for the same text.
 """
 
+from albert_keras.families import attribute
+
 
 class Tokenizer:
     """A tokenizer kind, built from its file.
@@ -35,14 +37,9 @@ class Tokenizer:
         >>> Tokenizer.from_preset("bert-base-uncased/").encode(["a text"])  # doctest: +SKIP
         [[1037, 3793]]
         """
-        import os
-
-        from albert_keras.model_folder import read_tokenizer
-        from albert_keras.text.registry import load_tokenizer
-
-        source = os.fspath(source)
-        return load_tokenizer(source) if os.path.isfile(source) and not source.endswith(
-            ".keras") else read_tokenizer(source)
+        # the model folder reads every source (and converts checkpoints), so
+        # it sits above the tokenizers: named here, not imported
+        return attribute("albert_keras.model_folder:tokenizer_from_preset")(source)
 
     @classmethod
     def can_read(cls, path):

@@ -10,8 +10,8 @@ import time
 
 import keras
 
+from albert_keras.cpu import cpu_name
 from albert_keras.files import write_json
-from albert_keras.progress import cpu_name
 from albert_keras.progress import duration
 from albert_keras.progress import time_left
 from albert_keras.saving import save_model

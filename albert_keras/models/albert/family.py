@@ -82,5 +82,7 @@ FAMILY = register_family(Family(
     backbone="albert_keras.models.albert.albert_encoder:AlbertEncoder",
     presets=PRESETS,
     hf_model_types=("albert", "bert", "electra"),
-    checkpoints="albert_keras.convert.hf",
+    checkpoints="albert_keras.models.albert.checkpoints",
+    tf1="albert_keras.models.albert.tf1",
+    keras_hub="albert_keras.models.albert.keras_hub_preset",
 ))

@@ -51,6 +51,6 @@ FAMILY = register_family(Family(
     backbone="albert_keras.models.albert.albert_encoder:AlbertEncoder",
     presets=PRESETS,
     hf_model_types=("deberta-v2",),
-    checkpoints="albert_keras.convert.hf",
+    checkpoints="albert_keras.models.albert.checkpoints",
     claims="albert_keras.models.deberta.family:has_relative_attention",
 ))

@@ -20,8 +20,15 @@ from albert_keras.config import ConfigError
 from albert_keras.convert import hf_heads
 from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
-from albert_keras.convert.hf_config import HF_GENERIC_KEYS
+from albert_keras.convert.hf import HF_GENERIC_KEYS
+from albert_keras.convert.hf import read_hf_tensors
+from albert_keras.convert.hf import write_hf_folder
+from albert_keras.convert.weight_layout import model_variables
+from albert_keras.models.albert_classifier import AlbertClassifier
+from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.backbone import backbone_of
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
+from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
 
 MODEL_TYPE = "mobilebert"
 PREFIX = "mobilebert."
@@ -117,10 +124,6 @@ def _norm(hf, ours):
 
 def _build(config, tensors, dtype, architecture):
     """Our model for the heads the folder holds."""
-    from albert_keras.models.albert_classifier import AlbertClassifier
-    from albert_keras.models.albert_pretrainer import AlbertPretrainer
-    from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
-
     encoder = MobileBertEncoder(config, dtype=dtype)
     if any(k.startswith("cls.predictions.") for k in tensors):
         return AlbertPretrainer(encoder, dtype=dtype,
@@ -166,8 +169,6 @@ def load_hf(folder, strict=True, dtype=None):
     with the MLM head (and NSP as its sentence head, when present), an
     ``AlbertClassifier`` for a sequence classifier, else a
     ``MobileBertEncoder``; on ``MobileBertEncoder``."""
-    from albert_keras.convert.hf import read_hf_tensors
-
     path = os.path.join(folder, "config.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -201,9 +202,6 @@ def _architecture(model):
 def save_hf(model, folder, overwrite=False, model_type=None):
     """Writes ``model`` as an HF MobileBERT folder (``config.json`` and
     ``model.safetensors``), under a temporary name then renamed."""
-    from albert_keras.convert.hf import write_hf_folder
-    from albert_keras.convert.weight_layout import model_variables
-
     if model_type not in (None, MODEL_TYPE):
         raise ConversionError(f"a MobileBERT model exports as model_type {MODEL_TYPE}, "
                               f"not {model_type}")
@@ -228,4 +226,5 @@ def save_hf(model, folder, overwrite=False, model_type=None):
             tensors[name if name.startswith("cls.") else PREFIX + name] = placeholder
     if hasattr(model, "mlm_head"):  # HF's tied decoder, written as transformers writes it
         tensors[_DECODER] = tensors[PREFIX + "embeddings.word_embeddings.weight"].copy()
-    return write_hf_folder(folder, tensors, hf_config, overwrite, model)
+    return write_hf_folder(folder, tensors, hf_config, overwrite,
+                           getattr(backbone_of(model), "tokenizer_asset", None))

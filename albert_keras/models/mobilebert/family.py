@@ -39,4 +39,5 @@ FAMILY = register_family(Family(
     presets=PRESETS,
     hf_model_types=("mobilebert",),
     checkpoints="albert_keras.models.mobilebert.checkpoints",
+    tf1="albert_keras.models.mobilebert.tf1",
 ))

@@ -16,8 +16,11 @@ where HF passes no epsilon use PyTorch's 1e-5, where the original uses 1e-12.
 import re
 
 from albert_keras.config import ConfigError
+from albert_keras.convert.assign import assign_tensors
+from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.models.mobilebert.checkpoints import hf_names
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
+from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
 
 # The original BertConfig's own fields and defaults (modeling.py): not HF's
 # MobileBertConfig defaults, which describe the published model instead.
@@ -40,7 +43,7 @@ MOBILEBERT_KEYS = frozenset(_ORIGINAL_DEFAULTS) - {
 _ACTIVATIONS = {"gelu": "gelu_new"}
 
 
-def is_original_mobilebert_config(data):
+def reads_tf1_config(data):
     """Whether a ``bert_config.json`` dict is the original MobileBERT's."""
     return isinstance(data, dict) and bool(MOBILEBERT_KEYS & set(data))
 
@@ -110,17 +113,13 @@ def _tf1_name(hf, norm):
     return f"{scope}.{leaf}".replace(".", "/"), None
 
 
-def load_original(prefix, data, tensors, source, strict=True, dtype=None):
+def load_tf1(prefix, data, tensors, source, strict=True, dtype=None):
     """``(model, report)`` of an original MobileBERT checkpoint (``tensors``,
     read from ``prefix``) with the config dict ``data`` read from ``source``:
     an ``AlbertPretrainer`` with the MLM head (and NSP as its sentence head)
     when the checkpoint has ``cls/predictions``, else a ``MobileBertEncoder``.
     A distillation checkpoint's ``teacher/`` variables are left out (named in
     the report)."""
-    from albert_keras.convert.assign import assign_tensors
-    from albert_keras.models.albert_pretrainer import AlbertPretrainer
-    from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
-
     config = config_from_original(data, source)
     teacher = {k for k in tensors if k.startswith("teacher/")}
     encoder = MobileBertEncoder(config, dtype=dtype)

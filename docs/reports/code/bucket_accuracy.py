@@ -47,8 +47,8 @@ def main():
               "train_rows": n_train, "eval_rows": n_eval, "epochs": args.epochs,
               "learning_rate": args.learning_rate, "majority_class": majority,
               "tfidf_logreg": tfidf, "runs": runs, "summary": _summary(runs)}
+    from albert_keras.cpu import cpu_name
     from albert_keras.files import write_json
-    from albert_keras.progress import cpu_name
 
     result["cpu"] = cpu_name()
     write_json(args.out, result)

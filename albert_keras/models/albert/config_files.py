@@ -4,9 +4,9 @@ import json
 
 from albert_keras.config import AlbertConfig
 from albert_keras.config import ConfigError
-from albert_keras.convert import hf_config
-from albert_keras.convert import tf1_config
 from albert_keras.files import write_json
+from albert_keras.models.albert import hf_config
+from albert_keras.models.albert import tf1_config
 
 DIALECTS = ("albert_keras", "original", "hf")
 

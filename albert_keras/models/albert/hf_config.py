@@ -11,7 +11,8 @@ from albert_keras.config import PAD_ID
 from albert_keras.config import SEP_ID
 from albert_keras.config import AlbertConfig
 from albert_keras.config import ConfigError
-from albert_keras.convert.tf1_config import INERT_FIELDS
+from albert_keras.convert.hf import HF_GENERIC_KEYS
+from albert_keras.models.albert.tf1_config import INERT_FIELDS
 from albert_keras.models.deberta import hf_config as hf_deberta_config
 
 _DEFAULTS = AlbertConfig()
@@ -29,47 +30,6 @@ _HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_att
 _HF_ELECTRA_KEYS = _HF_BERT_KEYS | {"summary_type", "summary_use_proj", "summary_activation",
                                     "summary_last_dropout", "embedding_size"}
 MODEL_TYPES = ("albert", "bert", "electra", hf_deberta_config.MODEL_TYPE)
-# Keys PretrainedConfig writes for every model (labels, generation, bookkeeping).
-_HF_GENERIC_KEYS = {
-    "_name_or_path",
-    "architectures",
-    "model_type",
-    "transformers_version",
-    "torch_dtype",
-    "dtype",
-    "pad_token_id",
-    "bos_token_id",
-    "eos_token_id",
-    "sep_token_id",
-    "decoder_start_token_id",
-    "id2label",
-    "label2id",
-    "num_labels",
-    "problem_type",
-    "finetuning_task",
-    "output_hidden_states",
-    "output_attentions",
-    "return_dict",
-    "tie_word_embeddings",
-    "is_encoder_decoder",
-    "chunk_size_feed_forward",
-    "gradient_checkpointing",
-    "tokenizer_class",
-    "prefix",
-    "task_specific_params",
-    "use_return_dict",
-    "pruned_heads",
-    "torchscript",
-    "tf_legacy_loss",
-    "use_bfloat16",
-    "cross_attention_hidden_size",
-    "add_cross_attention",
-    "is_decoder",
-    "_attn_implementation_autoset",
-    "_attn_implementation",
-    "use_cache",
-}
-HF_GENERIC_KEYS = frozenset(_HF_GENERIC_KEYS)  # what other families' readers accept too
 
 
 def from_hf_dict(data, source="config.json"):
@@ -82,7 +42,7 @@ def from_hf_dict(data, source="config.json"):
             f"{source}: model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type!r}"
         )
     if model_type == hf_deberta_config.MODEL_TYPE:
-        return hf_deberta_config.from_deberta_dict(data, source, _HF_GENERIC_KEYS)
+        return hf_deberta_config.from_deberta_dict(data, source, HF_GENERIC_KEYS)
     known = {"albert": _HF_ALBERT_KEYS, "bert": _HF_BERT_KEYS,
              "electra": _HF_ELECTRA_KEYS}[model_type]
     out = {}
@@ -101,7 +61,7 @@ def from_hf_dict(data, source="config.json"):
                     f"{source}: position_embedding_type={value!r} is not "
                     "supported (only 'absolute')"
                 )
-        elif key not in known and key not in _HF_GENERIC_KEYS:
+        elif key not in known and key not in HF_GENERIC_KEYS:
             raise ConfigError(f"{source}: unknown config key {key!r}")
     _fill_model_type(model_type, out, source)
     return AlbertConfig.from_dict(out, source)
