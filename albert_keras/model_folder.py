@@ -251,7 +251,6 @@ def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0
                    quantize_aware=False, cls_only=False)
     if not from_scratch:
         copy.set_weights(encoder.get_weights())
-    copy.tokenizer_asset = encoder.tokenizer_asset  # the same vocabulary
     return copy
 
 

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.models.backbone import rebuilt
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 
@@ -130,9 +131,7 @@ class AlbertEmbedder(TaskModel):
         if pooling == "pooled" and layers not in ([-1], [num_states - 1]):
             raise ValueError("pooling 'pooled' uses the last layer only")
         if pooling != "pooled" and not encoder.output_hidden_states:
-            with_states = type(encoder).from_config(
-                {**encoder.get_config(), "output_hidden_states": True}
-            )
+            with_states = rebuilt(encoder, output_hidden_states=True)  # its tokenizer too
             with_states.set_weights(encoder.get_weights())
             encoder = with_states
 

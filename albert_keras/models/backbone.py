@@ -68,7 +68,8 @@ def backbone_of(model):
 
 def rebuilt(encoder, config=None, **options):
     """A new encoder of ``encoder``'s class and settings, with ``config``
-    and the constructor ``options`` changed; weights are not copied.
+    and the constructor ``options`` changed; weights are not copied, the
+    tokenizer is (where the vocabulary size stays).
 
     Example:
     >>> from albert_keras import AlbertEncoder
@@ -79,7 +80,10 @@ def rebuilt(encoder, config=None, **options):
     settings = {**encoder.get_config(), **options}
     if config is not None:
         settings["config"] = config.to_dict()
-    return type(encoder).from_config(settings)
+    made = type(encoder).from_config(settings)
+    if made.config.vocab_size == encoder.config.vocab_size:
+        made.tokenizer_asset = getattr(encoder, "tokenizer_asset", None)
+    return made
 
 
 class Backbone(keras.Model):
