@@ -21,20 +21,20 @@ __version__ = "0.1.0"
 # every serializable class (the models import their layers, heads and
 # optimizers); tests/test_package.py checks that no registering module is missed.
 _PUBLIC = {
-    "AlbertAdamW": "albert_keras.optimizers.optimizer",
-    "AlbertClassifier": "albert_keras.models.albert_classifier",
+    "LayerwiseAdamW": "albert_keras.optimizers.optimizer",
+    "SequenceClassifier": "albert_keras.models.sequence_classifier",
     "AlbertConfig": "albert_keras.config",
-    "AlbertDiscriminator": "albert_keras.models.albert_discriminator",
-    "AlbertDistiller": "albert_keras.models.albert_distiller",
-    "AlbertElectraPretrainer": "albert_keras.models.albert_electra_pretrainer",
-    "AlbertEmbedder": "albert_keras.models.albert_embedder",
+    "TokenDiscriminator": "albert_keras.models.token_discriminator",
+    "Distiller": "albert_keras.models.distiller",
+    "ElectraPretrainer": "albert_keras.models.electra_pretrainer",
+    "SentenceEmbedder": "albert_keras.models.sentence_embedder",
     "AlbertEncoder": "albert_keras.models.albert.albert_encoder",
-    "AlbertLamb": "albert_keras.optimizers.optimizer",
-    "AlbertLayerDistiller": "albert_keras.models.albert_layer_distiller",
-    "AlbertMultipleChoice": "albert_keras.models.albert_multiple_choice",
-    "AlbertPretrainer": "albert_keras.models.albert_pretrainer",
-    "AlbertQuestionAnswerer": "albert_keras.models.albert_question_answerer",
-    "AlbertTokenClassifier": "albert_keras.models.albert_token_classifier",
+    "LayerwiseLamb": "albert_keras.optimizers.optimizer",
+    "LayerDistiller": "albert_keras.models.layer_distiller",
+    "ChoiceScorer": "albert_keras.models.choice_scorer",
+    "EncoderPretrainer": "albert_keras.models.encoder_pretrainer",
+    "SpanExtractor": "albert_keras.models.span_extractor",
+    "TokenTagger": "albert_keras.models.token_tagger",
     "Backbone": "albert_keras.models.backbone",
     "ConfigError": "albert_keras.config",
     "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
@@ -51,7 +51,7 @@ _PUBLIC = {
 # TensorFlow backend only, so that the model code runs on JAX and torch
 # machines that have no TensorFlow.
 _TENSORFLOW_ONLY = {
-    "AlbertPacker": "albert_keras.text.packer",
+    "SegmentPacker": "albert_keras.text.packer",
     "SentencePieceTokenizer": "albert_keras.text.sentencepiece_tokenizer",
     "WordPieceTokenizer": "albert_keras.text.wordpiece_tokenizer",
 }
@@ -76,6 +76,24 @@ _WITH_TF_DATA = {
     "pretraining_inputs": "albert_keras.training.pretraining_inputs",
 }
 __all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY, *_WITH_TF_DATA])
+# The names the generic parts had before (they took any family's encoder but
+# carried ALBERT's name): still importable, and .keras files that saved
+# them load (albert_keras.saving.keep_former_name).
+_FORMER_NAMES = {
+    "AlbertAdamW": "LayerwiseAdamW",
+    "AlbertClassifier": "SequenceClassifier",
+    "AlbertDiscriminator": "TokenDiscriminator",
+    "AlbertDistiller": "Distiller",
+    "AlbertElectraPretrainer": "ElectraPretrainer",
+    "AlbertEmbedder": "SentenceEmbedder",
+    "AlbertLamb": "LayerwiseLamb",
+    "AlbertLayerDistiller": "LayerDistiller",
+    "AlbertMultipleChoice": "ChoiceScorer",
+    "AlbertPacker": "SegmentPacker",
+    "AlbertPretrainer": "EncoderPretrainer",
+    "AlbertQuestionAnswerer": "SpanExtractor",
+    "AlbertTokenClassifier": "TokenTagger",
+}
 
 
 def load_all():
@@ -91,10 +109,15 @@ def load_all():
         names.update(_WITH_TF_DATA)
     for name, module in names.items():
         setattr(package, name, getattr(importlib.import_module(module), name))
+    for former, name in _FORMER_NAMES.items():
+        if name in names:
+            setattr(package, former, getattr(package, name))
 
 
 def __getattr__(name):
     # only reached for names load_all did not set
+    if name in _FORMER_NAMES:
+        return getattr(sys.modules[__name__], _FORMER_NAMES[name])
     if name in _WITH_TF_DATA:
         value = getattr(importlib.import_module(_WITH_TF_DATA[name]), name)
         setattr(sys.modules[__name__], name, value)

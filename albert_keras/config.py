@@ -40,7 +40,7 @@ TRUNCATE_MODES = ("longest_first", "waterfall", "head", "tail", "head+tail")
 DEFAULT_TRUNCATE = "longest_first"  # what BERT's and HF's tokenizers do
 SINGLE_TEXT_TRUNCATIONS = ("head", "tail", "head+tail")
 
-# What AlbertClassifier's head reads: the tanh pooler over [CLS] (ALBERT's),
+# What SequenceClassifier's head reads: the tanh pooler over [CLS] (ALBERT's),
 # the last layer's mean over real tokens, or the two concatenated. Here, free
 # of Keras, so that fine-tuning's flags can offer them.
 CLASSIFIER_POOLINGS = ("pooled", "mean", "both")

@@ -10,6 +10,23 @@ from albert_keras.files import atomic_path
 from albert_keras.files import check_output
 
 
+def keep_former_name(cls, former):
+    """Makes ``.keras`` files that saved ``cls`` under its ``former`` name
+    (``albert_keras>{former}``) load as ``cls``; new files name it by its
+    own registered name. Returns ``cls``.
+
+    Example:
+    >>> class Probe(keras.layers.Layer):
+    ...     pass
+    >>> keep_former_name(Probe, "OldProbe") is Probe
+    True
+    >>> keras.saving.get_registered_object("albert_keras>OldProbe") is Probe
+    True
+    """
+    keras.saving.get_custom_objects()[f"albert_keras>{former}"] = cls
+    return cls
+
+
 def save_model(model, path, overwrite=False, optimizer=False):
     """Saves ``model`` to ``path`` (``.keras``) atomically.
 

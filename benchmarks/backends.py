@@ -14,19 +14,19 @@ after an untimed one. The torch cases time single steps (median over
 ``--steps`` after ``--warmup``); torch has no per-step host round trip to
 hide. Tokens/s, then:
 
-* ``ours-jax`` / ``ours-torch`` / ``ours-tensorflow``: ``AlbertPretrainer``
+* ``ours-jax`` / ``ours-torch`` / ``ours-tensorflow``: ``EncoderPretrainer``
   (MLM on 20 positions + SOP) on that Keras backend. On JAX its attention is
   ``keras.ops.dot_product_attention``, which takes cuDNN's fused kernel on
   an NVIDIA GPU; the child reports whether Keras logged a fallback.
 * ``ours-rtd-jax``: ELECTRA's replaced-token detection on the same
-  discriminator (``AlbertElectraPretrainer``, a generator of 1/4 the width,
+  discriminator (``ElectraPretrainer``, a generator of 1/4 the width,
   tied embeddings); its note gives its step cost against ``ours-jax``.
 * ``keras-hub-jax``: keras-hub's ``AlbertMaskedLM`` (MLM only).
 * ``hf-eager`` / ``hf-compile``: transformers' ``AlbertForPreTraining`` under
   ``torch.autocast(bfloat16)``, eager and with ``torch.compile``.
 * The DeBERTa speed case, DeBERTa-v3-base's shape (E = H = 768, no sharing,
   relative attention over 256 buckets, shared position keys), masked LM on
-  the same 20 positions: ``ours-deberta-<backend>`` (``AlbertPretrainer``
+  the same 20 positions: ``ours-deberta-<backend>`` (``EncoderPretrainer``
   without SOP), ``keras-hub-deberta-jax`` (keras-hub's ``DebertaV3MaskedLM``)
   and ``hf-deberta-eager`` / ``hf-deberta-compile`` (``DebertaV2ForMaskedLM``).
   Its rows are compared with each other only, and get no MFU (the FLOP count
@@ -34,7 +34,7 @@ hide. Tokens/s, then:
 * The MobileBERT speed case, ``google/mobilebert-uncased``'s shape (24
   bottleneck blocks, 512 between blocks, 128 inside, four FFNs, trigram
   input, NoNorm, relu), masked LM on the same 20 positions:
-  ``ours-mobilebert-<backend>`` (``AlbertPretrainer`` on ``MobileBertEncoder``,
+  ``ours-mobilebert-<backend>`` (``EncoderPretrainer`` on ``MobileBertEncoder``,
   without SOP) and ``hf-mobilebert-eager`` / ``hf-mobilebert-compile``
   (``MobileBertForMaskedLM``); keras-hub has no MobileBERT. Compared with
   each other only, no MFU.
@@ -156,7 +156,7 @@ else:
     x = {"token_ids": ids, "segment_ids": np.zeros((B, S), "int32"),
          "padding_mask": np.ones((B, S), "int32")}
     if who.startswith("ours"):
-        from albert_keras import AlbertConfig, AlbertEncoder, AlbertPretrainer
+        from albert_keras import AlbertConfig, AlbertEncoder, EncoderPretrainer
         config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
                               num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -172,20 +172,20 @@ else:
             # ELECTRA on the same discriminator: a generator of 1/4 its width
             # fills the masked positions by sampling, the discriminator reads
             # every token; the generator's targets are inputs too
-            from albert_keras.models.albert_electra_pretrainer import (
-                AlbertElectraPretrainer, generator_config)
-            model = AlbertElectraPretrainer(AlbertEncoder(config),
+            from albert_keras.models.electra_pretrainer import (
+                ElectraPretrainer, generator_config)
+            model = ElectraPretrainer(AlbertEncoder(config),
                                             AlbertEncoder(generator_config(config, 0.25)))
             x.update(masked_ids=labels, masked_weights=y["masked_weights"])
         elif family == "mobilebert":  # google/mobilebert-uncased's shape
             import dataclasses
             from albert_keras import MobileBertEncoder
             from albert_keras.presets import get_preset
-            model = AlbertPretrainer(MobileBertEncoder(dataclasses.replace(
+            model = EncoderPretrainer(MobileBertEncoder(dataclasses.replace(
                 get_preset("mobilebert"), vocab_size=V, hidden_dropout_prob=0.0,
                 attention_probs_dropout_prob=0.0)), sentence_order=False)
         else:
-            model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0,
+            model = EncoderPretrainer(AlbertEncoder(config), sop_dropout=0.0,
                                      sentence_order=family == "albert")
         # torch's Keras trainer takes one step per execution only
         per_execution = 1 if keras.backend.backend() == "torch" else args["steps"]

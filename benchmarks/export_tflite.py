@@ -43,11 +43,11 @@ feeds = [{"ids": rng.integers(5, 30000, (1, S)).astype("int32"),
           "mask": np.ones((1, S), "int32"), "segment_ids": np.zeros((1, S), "int32")}
          for _ in range(args["calibration"])]
 if args["who"] == "ours":
-    from albert_keras import AlbertClassifier, AlbertEncoder, get_preset
+    from albert_keras import SequenceClassifier, AlbertEncoder, get_preset
     from albert_keras.export.converter import convert, prepare_for_export, serving_function
     model = AlbertEncoder(get_preset("albert_base"))
     if args["head"] == "classifier":
-        model = AlbertClassifier(model, 2)
+        model = SequenceClassifier(model, 2)
     model = prepare_for_export(model)
     blob = convert(model, serving_function(model, S), args["mode"],
                    representative=feeds if args["mode"] == "int8" else None,

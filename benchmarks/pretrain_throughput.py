@@ -1,4 +1,4 @@
-"""Training-step throughput of AlbertPretrainer, float32 vs mixed_bfloat16.
+"""Training-step throughput of EncoderPretrainer, float32 vs mixed_bfloat16.
 
 Runs each precision in its own subprocess (a dtype policy is process-wide),
 times ``model.fit`` calls of ``--per-call`` steps each (as the run compiles
@@ -25,10 +25,10 @@ import json, sys, time
 import numpy as np, keras, tensorflow as tf
 args = json.loads(sys.argv[1])
 keras.mixed_precision.set_global_policy(args["precision"])
-from albert_keras import AlbertEncoder, AlbertPretrainer, get_preset
+from albert_keras import AlbertEncoder, EncoderPretrainer, get_preset
 from albert_keras.optimizers.optimizer import make_optimizer
 config = get_preset(args["preset"], vocab_size=args["vocab"])
-model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+model = EncoderPretrainer(AlbertEncoder(config), sop_dropout=0.0)
 # as the pretraining run compiles it: several steps per compiled call
 model.compile(optimizer=make_optimizer("lamb", learning_rate=1e-3, total_steps=1000,
                                        warmup_steps=10),

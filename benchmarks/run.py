@@ -88,12 +88,12 @@ else:
     x = {"token_ids": ids, "segment_ids": np.zeros((B, S), "int32"),
          "padding_mask": np.ones((B, S), "int32")}
     if args["who"] == "ours":
-        from albert_keras import AlbertConfig, AlbertEncoder, AlbertPretrainer
+        from albert_keras import AlbertConfig, AlbertEncoder, EncoderPretrainer
         from albert_keras.optimizers.optimizer import make_optimizer
         config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
                               num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+        model = EncoderPretrainer(AlbertEncoder(config), sop_dropout=0.0)
         model.compile(optimizer=make_optimizer("lamb", learning_rate=1e-4, total_steps=1000,
                                                warmup_steps=10))
         x["masked_positions"] = positions

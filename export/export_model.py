@@ -48,7 +48,7 @@ from albert_keras.saving import save_model
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
-from albert_keras.text.packer import AlbertPacker
+from albert_keras.text.packer import SegmentPacker
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def _file_examples(path, job, count, rng):
         pairs=[found.pairs[i] for i in order] if found.pairs else None,
         labels=[found.labels[i] for i in order] if found.labels is not None else None)
     layer = job.tokenizer.keras_layer()
-    packer = AlbertPacker(job.sequence_length,
+    packer = SegmentPacker(job.sequence_length,
                           truncate=spec.truncate if spec else DEFAULT_TRUNCATE,
                           special_ids=job.tokenizer.special_ids)
     packed = packer(layer(tf.constant(found.texts)),

@@ -1,10 +1,10 @@
 """Packing one example inside a TFLite graph with builtin ops only.
 
-``AlbertPacker`` uses tf-text's trimmers and ``combine_segments``, which
+``SegmentPacker`` uses tf-text's trimmers and ``combine_segments``, which
 work on ragged tensors; TFLite has no builtin kernels for those, so a
 string-in model would need the Flex delegate. For one example (batch 1) the
 same packing is a few slices, concatenations and a pad, written here by
-hand; the tests check it equals ``AlbertPacker`` for every length pair.
+hand; the tests check it equals ``SegmentPacker`` for every length pair.
 """
 
 import tensorflow as tf
@@ -27,7 +27,7 @@ def _keep_lengths(len_a, len_b, budget, truncate):
 
 
 def _keep_ends_one(ids, budget, mode):
-    """One example's ``AlbertPacker`` head/tail/head+tail cut, as slices."""
+    """One example's ``SegmentPacker`` head/tail/head+tail cut, as slices."""
     length = tf.shape(ids)[0]
     head = {"head": budget, "tail": 0, "head+tail": budget // 4}[mode]
     tail = budget - head
@@ -46,7 +46,7 @@ def pack_one(first, second, sequence_length, truncate=DEFAULT_TRUNCATE, special_
         first: 1-D int32 piece ids.
         second: 1-D int32 piece ids, or None.
         sequence_length: S.
-        truncate: as ``AlbertPacker``.
+        truncate: as ``SegmentPacker``.
         special_ids: the tokenizer's ``{"cls", "sep"}`` ids (default: ALBERT's).
 
     Returns:

@@ -72,7 +72,7 @@ def init_folder(tmp_path_factory, spm_path):
 
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
-    from albert_keras import AlbertPretrainer
+    from albert_keras import EncoderPretrainer
 
     folder = tmp_path_factory.mktemp("init")
     keras.utils.set_random_seed(0)
@@ -82,7 +82,7 @@ def init_folder(tmp_path_factory, spm_path):
                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                           max_position_embeddings=64)
     encoder = AlbertEncoder(config, dtype="mixed_bfloat16")
-    pretrainer = AlbertPretrainer(encoder)
+    pretrainer = EncoderPretrainer(encoder)
     encoder.save(str(folder / "encoder.keras"))
     pretrainer.save(str(folder / "pretrainer.keras"))
     shutil.copyfile(spm_path, folder / "spm.model")

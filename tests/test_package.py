@@ -34,7 +34,7 @@ def _encoder(**kwargs):
 def _string_in(spm_path):
     """A string-in model: the tokenizer and packer layers in front of an encoder."""
     tokenizer = albert_keras.SentencePieceTokenizer(spm_path)
-    packer = albert_keras.AlbertPacker(16)
+    packer = albert_keras.SegmentPacker(16)
     text = keras.Input(shape=(), dtype="string")
     return keras.Model(text, packer(tokenizer(text)))
 
@@ -42,24 +42,24 @@ def _string_in(spm_path):
 def _wordpiece_in():
     tokenizer = albert_keras.WordPieceTokenizer(["[UNK]", "[CLS]", "[SEP]", "hello", "world"])
     text = keras.Input(shape=(), dtype="string")
-    return keras.Model(text, albert_keras.AlbertPacker(8)(tokenizer(text)))
+    return keras.Model(text, albert_keras.SegmentPacker(8)(tokenizer(text)))
 
 
 _KINDS = {
     "encoder": lambda spm: _encoder(),
     "quantize_aware_encoder": lambda spm: _encoder(quantize_aware=True),
-    "pretrainer": lambda spm: albert_keras.AlbertPretrainer(_encoder()),
-    "electra_pretrainer": lambda spm: albert_keras.AlbertElectraPretrainer(
+    "pretrainer": lambda spm: albert_keras.EncoderPretrainer(_encoder()),
+    "electra_pretrainer": lambda spm: albert_keras.ElectraPretrainer(
         _encoder(), albert_keras.AlbertEncoder(AlbertConfig(vocab_size=60, **{
             **SMALL, "hidden_size": 16, "intermediate_size": 32}))),
-    "discriminator": lambda spm: albert_keras.AlbertDiscriminator(_encoder()),
-    "classifier": lambda spm: albert_keras.AlbertClassifier(_encoder(), 3),
-    "tagger": lambda spm: albert_keras.AlbertTokenClassifier(_encoder(), 4),
-    "question_answerer": lambda spm: albert_keras.AlbertQuestionAnswerer(_encoder()),
-    "multiple_choice": lambda spm: albert_keras.AlbertMultipleChoice(_encoder()),
-    "embedder": lambda spm: albert_keras.AlbertEmbedder(_encoder()),
-    "distiller": lambda spm: albert_keras.AlbertDistiller(
-        albert_keras.AlbertClassifier(_encoder(), 3)),
+    "discriminator": lambda spm: albert_keras.TokenDiscriminator(_encoder()),
+    "classifier": lambda spm: albert_keras.SequenceClassifier(_encoder(), 3),
+    "tagger": lambda spm: albert_keras.TokenTagger(_encoder(), 4),
+    "question_answerer": lambda spm: albert_keras.SpanExtractor(_encoder()),
+    "multiple_choice": lambda spm: albert_keras.ChoiceScorer(_encoder()),
+    "embedder": lambda spm: albert_keras.SentenceEmbedder(_encoder()),
+    "distiller": lambda spm: albert_keras.Distiller(
+        albert_keras.SequenceClassifier(_encoder(), 3)),
     "sentencepiece_packer": _string_in,
     "wordpiece_packer": lambda spm: _wordpiece_in(),
 }

@@ -44,7 +44,8 @@ def test_a_damaged_keras_file_is_named(saved, tmp_path, how):
 
 
 _SAVED = os.path.join(os.path.dirname(__file__), "saved_models")
-# file -> the inputs its outputs were computed on (tests/saved_models/write_files.py)
+# file -> the inputs its outputs were computed on (written at commit a945a1c, before
+# the renaming: git show a945a1c:tests/saved_models/write_files.py)
 _SAVED_INPUTS = {"encoder": "inputs", "pretrainer": "pretraining", "classifier": "inputs",
                  "tagger": "inputs", "qa": "inputs", "choice": "choices",
                  "discriminator": "inputs", "embedder": "inputs",
@@ -54,7 +55,7 @@ _SAVED_INPUTS = {"encoder": "inputs", "pretrainer": "pretraining", "classifier":
 @pytest.mark.parametrize("name", sorted(_SAVED_INPUTS))
 def test_files_written_before_the_renaming_load_with_the_same_outputs(name):
     """.keras files written by the release before the generic parts got
-    generic names (their classes saved as AlbertClassifier, AlbertPretrainer,
+    generic names (their classes saved as SequenceClassifier, EncoderPretrainer,
     ...) load, tokenizer and training state included, and compute what they
     computed then."""
     import numpy as np

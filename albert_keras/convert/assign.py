@@ -19,7 +19,7 @@ def assign_tensors(model, tensors, names, source, ignored=(), strict=True):
     """Copies ``tensors`` into ``model``'s variables.
 
     Args:
-        model: an ``AlbertEncoder`` or ``AlbertPretrainer``.
+        model: an ``AlbertEncoder`` or ``EncoderPretrainer``.
         tensors: source tensor name -> numpy array.
         names: canonical name -> ``(source name, transform)`` (see
             ``weight_layout``).

@@ -61,7 +61,7 @@ def encoder_variables(encoder):
 
 
 def model_variables(model):
-    """Canonical name -> variable for an ``AlbertEncoder`` or ``AlbertPretrainer``."""
+    """Canonical name -> variable for an ``AlbertEncoder`` or ``EncoderPretrainer``."""
     encoder = getattr(model, "encoder", model)
     # a family with other layers names its own variables (MobileBERT)
     named = getattr(encoder, "checkpoint_variables", None)

@@ -88,7 +88,7 @@ class MaskedLMHead(keras.layers.Layer):
         """Logits ``[B, P, V]`` at ``masked_positions`` (``[B, P]``).
 
         With ``masked_positions=None``, ``sequence_output`` already holds
-        just the ``P`` masked rows (``AlbertPretrainer`` computes only those).
+        just the ``P`` masked rows (``EncoderPretrainer`` computes only those).
         ``token_table`` (``V x E``) replaces the tied table for this call: a
         model whose word table is a sum of two (DeBERTaV3's sharing) passes
         the sum.

@@ -1,6 +1,6 @@
 """The pretraining losses, written once for both pretrainers.
 
-``AlbertPretrainer`` and ``AlbertElectraPretrainer`` (generator and
+``EncoderPretrainer`` and ``ElectraPretrainer`` (generator and
 discriminator) train on these Keras losses; the held-out evaluation sums
 the same quantities in NumPy over a whole split (``masked_lm_sums``,
 ``sentence_order_sums``), from the models' outputs.

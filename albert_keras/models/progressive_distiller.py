@@ -104,7 +104,7 @@ def soft_masked_lm_loss(masked_ids, student_logits, teacher_logits, masked_weigh
 
 def stage_rate_scales(encoder, stage, lower_rate=0.1):
     """``{variable path: scale}`` for stage ``stage``'s optimizer
-    (``AlbertAdamW(lr_scales=...)``): the embeddings and layers below the
+    (``LayerwiseAdamW(lr_scales=...)``): the embeddings and layers below the
     stage's layer at ``lower_rate`` (MobileBERT's code: 0.1), the rest at 1;
     nothing slowed at the last stage.
 
@@ -129,7 +129,7 @@ def stage_rate_scales(encoder, stage, lower_rate=0.1):
 class ProgressiveDistiller(keras.Model):
     """One stage of progressive knowledge transfer from ``teacher`` to ``student``.
 
-    Both are ``AlbertPretrainer`` s (an encoder and its masked-LM head) of the
+    Both are ``EncoderPretrainer`` s (an encoder and its masked-LM head) of the
     same vocabulary; the teacher is frozen. For ``stage`` below the
     student's layer count the loss is the layer-wise transfer of student
     layer ``stage`` from teacher layer ``layer_map[stage]``: ``(100 x
@@ -141,8 +141,8 @@ class ProgressiveDistiller(keras.Model):
     the layers below it) and move on with ``with_stage``.
 
     Args:
-        teacher: the teacher's ``AlbertPretrainer``.
-        student: the student's ``AlbertPretrainer``.
+        teacher: the teacher's ``EncoderPretrainer``.
+        student: the student's ``EncoderPretrainer``.
         stage: ``0 .. L``: a layer, or ``L`` for pretraining distillation.
         layer_map: the teacher layer (from 1) of each student layer; None
             spreads the student's layers evenly over the teacher's.
@@ -153,10 +153,10 @@ class ProgressiveDistiller(keras.Model):
             stage's optimizer counts from 0; a run's step is this plus it).
 
     Example:
-    >>> from albert_keras import AlbertPretrainer, MobileBertEncoder
+    >>> from albert_keras import EncoderPretrainer, MobileBertEncoder
     >>> from albert_keras.presets import get_preset
     >>> def pretrainer(**shape):
-    ...     return AlbertPretrainer(MobileBertEncoder(get_preset("mobilebert_tiny", **shape)))
+    ...     return EncoderPretrainer(MobileBertEncoder(get_preset("mobilebert_tiny", **shape)))
     >>> teacher = pretrainer(vocab_size=100, num_hidden_layers=2)
     >>> student = pretrainer(vocab_size=100, num_hidden_layers=2, intermediate_size=64)
     >>> model = ProgressiveDistiller(teacher, student, stage=0)
@@ -173,7 +173,7 @@ class ProgressiveDistiller(keras.Model):
                             else m for m in (teacher, student))
         for name, model in (("teacher", teacher), ("student", student)):
             if not is_backbone(getattr(model, "encoder", None)):
-                raise TypeError(f"{name} must be an AlbertPretrainer (an encoder and its "
+                raise TypeError(f"{name} must be an EncoderPretrainer (an encoder and its "
                                 f"masked-LM head), got {type(model).__name__}")
         if teacher.encoder.config.vocab_size != student.encoder.config.vocab_size:
             raise ValueError(f"the student's vocabulary ({student.encoder.config.vocab_size}) "

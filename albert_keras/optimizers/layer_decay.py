@@ -6,7 +6,7 @@ the rate of the layer above: with L layers, the top layer takes
 ``decay ** (L + 1)``. The pretrained lower layers, which hold the most
 general features, move least. Keras optimizers take one learning rate for
 every variable, so the scales are computed here and applied per variable by
-``AlbertAdamW``.
+``LayerwiseAdamW``.
 
 ALBERT's shared layers run at several depths. A shared attention or FFN
 module takes the scale of the deepest layer that runs it (with every layer
@@ -30,7 +30,7 @@ def layer_rate_scales(encoder, decay):
         decay: the factor per layer, in (0, 1]; 1 scales nothing.
 
     Returns:
-        A dict for ``AlbertAdamW(lr_scales=...)``; empty when ``decay`` is 1.
+        A dict for ``LayerwiseAdamW(lr_scales=...)``; empty when ``decay`` is 1.
 
     Example:
     >>> from albert_keras import AlbertEncoder

@@ -7,6 +7,7 @@ from keras import ops
 
 from albert_keras.optimizers.schedule import WarmupPolynomialDecay
 from albert_keras.replicas import tf_replica_context
+from albert_keras.saving import keep_former_name
 
 # Variables the original excludes from weight decay: LayerNorm and biases.
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
@@ -114,7 +115,7 @@ def _dense(gradient):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertLamb(_RateScales, _SavedDecayExclusions, keras.optimizers.Lamb):
+class LayerwiseLamb(_RateScales, _SavedDecayExclusions, keras.optimizers.Lamb):
     """LAMB as google-research/albert's ``lamb_optimizer.py`` computes it.
 
     Two differences from ``keras.optimizers.Lamb``, both the original's:
@@ -150,7 +151,7 @@ class AlbertLamb(_RateScales, _SavedDecayExclusions, keras.optimizers.Lamb):
         **kwargs: ``keras.optimizers.Lamb`` arguments.
 
     Example:
-    >>> opt = AlbertLamb(learning_rate=1e-3, weight_decay=0.01)
+    >>> opt = LayerwiseLamb(learning_rate=1e-3, weight_decay=0.01)
     """
 
     def __init__(self, bias_correction=True, **kwargs):
@@ -199,12 +200,16 @@ class AlbertLamb(_RateScales, _SavedDecayExclusions, keras.optimizers.Lamb):
         self.assign_sub(variable, ratio * lr * update)
 
 
+# .keras files written before the generic name saved it as AlbertLamb
+keep_former_name(LayerwiseLamb, "AlbertLamb")
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW):
+class LayerwiseAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW):
     """``keras.optimizers.AdamW`` whose weight-decay exclusions are saved.
 
     Args:
-        no_decay_names: as ``AlbertLamb``.
+        no_decay_names: as ``LayerwiseLamb``.
         lr_scales: ``{variable path: factor}``: these variables step (and
             decay) at the learning rate times their factor, as a torch
             parameter group with its own ``lr`` does; layer-wise decay
@@ -222,7 +227,7 @@ class AlbertAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW):
     weights and batches.
 
     Example:
-    >>> opt = AlbertAdamW(learning_rate=2e-5, weight_decay=0.01)
+    >>> opt = LayerwiseAdamW(learning_rate=2e-5, weight_decay=0.01)
     """
 
     def _apply_weight_decay(self, variables):
@@ -253,6 +258,10 @@ class AlbertAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW):
         v_hat = ops.divide(v, 1 - ops.power(beta_2, step))
         self.assign_sub(variable, ops.divide(ops.multiply(m_hat, lr),
                                              ops.add(ops.sqrt(v_hat), self.epsilon)))
+
+
+# .keras files written before the generic name saved it as AlbertAdamW
+keep_former_name(LayerwiseAdamW, "AlbertAdamW")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,9 +329,9 @@ def make_optimizer(name="lamb", settings=None, **fields):
     if ema_momentum:
         kwargs.update(use_ema=True, ema_momentum=float(ema_momentum))
     if name == "lamb":
-        return AlbertLamb(**kwargs, lr_scales=lr_scales)
+        return LayerwiseLamb(**kwargs, lr_scales=lr_scales)
     if name == "adamw":
-        return AlbertAdamW(**{**kwargs, "weight_decay": float(weight_decay or 0.0)},
+        return LayerwiseAdamW(**{**kwargs, "weight_decay": float(weight_decay or 0.0)},
                            lr_scales=lr_scales)
     raise ValueError(f"optimizer must be 'lamb' or 'adamw', got {name!r}")
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_keras.models.choice_scorer import ChoiceScorer
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.python_inputs import python_choices
@@ -52,7 +52,7 @@ class MultipleChoice(Task):
         return TaskData(x, y, extra={"examples": examples}), spec
 
     def build_model(self, spec, encoder, dropout=0.1):
-        return AlbertMultipleChoice(encoder, dropout=dropout, name="multiple_choice")
+        return ChoiceScorer(encoder, dropout=dropout, name="multiple_choice")
 
     def subset(self, data, examples):
         kept = take_fields(data.extra["examples"], examples)

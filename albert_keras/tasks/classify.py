@@ -7,7 +7,7 @@ import numpy as np
 
 from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.model_folder import ModelSource
-from albert_keras.models.albert_classifier import AlbertClassifier
+from albert_keras.models.sequence_classifier import SequenceClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.python_inputs import python_examples
@@ -83,7 +83,7 @@ class Classify(Task):
 
     def build_model(self, spec, encoder, dropout=0.1, pooling="pooled"):
         classes = 1 if spec.regression else len(spec.labels)
-        return AlbertClassifier(encoder, classes, dropout=dropout, pooling=pooling,
+        return SequenceClassifier(encoder, classes, dropout=dropout, pooling=pooling,
                                 name="classifier")
 
     def compile_args(self, spec):

@@ -30,8 +30,8 @@ from albert_keras.files import writing_folder
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import write_task_folder
-from albert_keras.models.albert_distiller import AlbertDistiller
-from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
+from albert_keras.models.distiller import Distiller
+from albert_keras.models.layer_distiller import LayerDistiller
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
@@ -144,10 +144,10 @@ def _transfer_layers(teacher_encoder, encoder, x, cfg, folder):
     # multiple choice reads [B, C, S]: the encoders see C rows per example
     flat = {k: v.reshape(-1, v.shape[-1]) for k, v in x.items()}
     rows = len(flat["token_ids"])
-    model = AlbertLayerDistiller(
+    model = LayerDistiller(
         teacher_encoder, encoder,
-        layer_map=parse_layer_map(cfg.layer_map, AlbertLayerDistiller._blocks(encoder),
-                                  AlbertLayerDistiller._blocks(teacher_encoder)),
+        layer_map=parse_layer_map(cfg.layer_map, LayerDistiller._blocks(encoder),
+                                  LayerDistiller._blocks(teacher_encoder)),
         hidden_weight=cfg.hidden_weight, attention_weight=cfg.attention_weight)
     steps_per_epoch = max(1, rows // cfg.batch_size)
     total = steps_per_epoch * cfg.layer_epochs
@@ -336,7 +336,7 @@ def _student_encoder(taught, cfg):
     return encoder
 
 
-class AdversarialDistiller(AlbertDistiller):
+class AdversarialDistiller(Distiller):
     """The distiller with SiFT or R3F on the student (``adversarial``, set
     by ``_student``): the weighted term added to its loss in training. A
     driver's class (the models import nothing from training), never saved:
@@ -364,7 +364,7 @@ def _student(taught, cfg):
     # saved file carries it as a fine-tuned folder's does.
     student.compile(optimizer=optimizer, **taught.task.compile_args(taught.spec))
     setting = cfg.adversarial_setting()
-    kind = AlbertDistiller if setting is None else AdversarialDistiller
+    kind = Distiller if setting is None else AdversarialDistiller
     model = kind(student, temperature=cfg.temperature, alpha=cfg.alpha,
                  regression=bool(taught.spec.regression))
     if setting is not None:

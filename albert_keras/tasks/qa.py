@@ -4,7 +4,7 @@ import dataclasses
 
 import keras
 
-from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
+from albert_keras.models.span_extractor import SpanExtractor
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.python_inputs import python_questions
@@ -62,7 +62,7 @@ class QuestionAnswering(Task):
                                 "examples": take_items(data.extra["examples"], examples)})
 
     def build_model(self, spec, encoder, dropout=0.1):
-        return AlbertQuestionAnswerer(encoder, name="question_answerer")
+        return SpanExtractor(encoder, name="question_answerer")
 
     def compile_args(self, spec):
         def ce():

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
+from albert_keras.models.token_tagger import TokenTagger
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.metrics import bio_spans
@@ -70,7 +70,7 @@ class Tag(Task):
         return data, spec
 
     def build_model(self, spec, encoder, dropout=0.1):
-        return AlbertTokenClassifier(encoder, len(spec.labels), dropout=dropout, name="tagger")
+        return TokenTagger(encoder, len(spec.labels), dropout=dropout, name="tagger")
 
     def compile_args(self, spec):
         # Each position is weighed (1 on a word's first piece, else 0), so

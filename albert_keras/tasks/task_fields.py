@@ -21,7 +21,7 @@ class TaskFields:
     Args:
         task: the registry name (``classify``, ``tag``, ``qa``, ``choice``).
         sequence_length: S.
-        truncate: how inputs are cut to fit (``AlbertPacker``).
+        truncate: how inputs are cut to fit (``SegmentPacker``).
         regression: ``classify`` with one numeric output.
         text_column, text_pair_column, label_column, context_column,
             choices_column, question_column: where the fields are in

@@ -5,7 +5,7 @@ import numpy as np
 
 from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.model_folder import ModelSource
-from albert_keras.models.albert_embedder import AlbertEmbedder
+from albert_keras.models.sentence_embedder import SentenceEmbedder
 from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.text.packer import pack_texts
 
@@ -21,7 +21,7 @@ class TextEmbedder(keras.Model):
     other states (``-2``: the one below the last).
 
     Args:
-        embedder: the ``AlbertEmbedder`` (its encoder carries the tokenizer).
+        embedder: the ``SentenceEmbedder`` (its encoder carries the tokenizer).
         sequence_length: texts are cut to this many pieces.
 
     Example:
@@ -59,7 +59,7 @@ class TextEmbedder(keras.Model):
         if encoder.tokenizer is None or tokenizer:
             encoder.tokenizer = origin.tokenizer
         length = min(int(sequence_length), encoder.config.max_position_embeddings)
-        return cls(AlbertEmbedder(encoder, layers=layers, pooling=pooling, combine=combine,
+        return cls(SentenceEmbedder(encoder, layers=layers, pooling=pooling, combine=combine,
                                   normalize=normalize), sequence_length=length)
 
     @property

@@ -1,6 +1,6 @@
 """The base of the Python task classes: a task model that reads raw text.
 
-A ``TextTask`` holds one of the package's task models (``AlbertClassifier``
+A ``TextTask`` holds one of the package's task models (``SequenceClassifier``
 and the others) and the host-side tokenizer its encoder carries, and turns
 Python texts into the model's inputs the way ``albert-keras finetune`` turns
 a file's rows: the same task unit (``albert_keras.tasks.registry``), the

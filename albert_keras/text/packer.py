@@ -9,11 +9,12 @@ from albert_keras.config import ALBERT_SPECIAL_IDS
 from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
+from albert_keras.saving import keep_former_name
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertPacker(PreprocessingLayer):
+class SegmentPacker(PreprocessingLayer):
     """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, padded to a fixed length.
 
     Truncation when the pieces do not fit ``sequence_length``:
@@ -38,7 +39,7 @@ class AlbertPacker(PreprocessingLayer):
         ``segment_ids`` and ``padding_mask``, ``[B, S]`` (or ``[S]``).
 
     Example:
-    >>> packer = AlbertPacker(8)
+    >>> packer = SegmentPacker(8)
     >>> out = packer(tf.ragged.constant([[10, 11]]), tf.ragged.constant([[12]]))
     >>> out["token_ids"].numpy().tolist()
     [[2, 10, 11, 3, 12, 3, 0, 0]]
@@ -121,6 +122,10 @@ class AlbertPacker(PreprocessingLayer):
         return config
 
 
+# .keras files written before the generic name saved it as AlbertPacker
+keep_former_name(SegmentPacker, "AlbertPacker")
+
+
 def _keep_ends(ids, budget, mode):
     """Each row cut to ``budget`` ids: its start, its end, or a quarter of
     the room for the start and the rest for the end."""
@@ -152,7 +157,7 @@ def pack_texts(tokenizer, texts, pairs, sequence_length, truncate=DEFAULT_TRUNCA
         texts: the first texts.
         pairs: the second texts, or None.
         sequence_length: the packed length, specials included.
-        truncate: how inputs that do not fit are cut (``AlbertPacker``).
+        truncate: how inputs that do not fit are cut (``SegmentPacker``).
         batch: texts tokenized per call.
         lengths: an optional list; each input's whole length in pieces,
             specials included, is appended to it, so a caller can tell how
@@ -166,7 +171,7 @@ def pack_texts(tokenizer, texts, pairs, sequence_length, truncate=DEFAULT_TRUNCA
     >>> x = pack_texts(SentencePiece("spm.model"), ["a short text"], None, 128,
     ...                lengths=lengths)  # doctest: +SKIP
     """
-    packer = AlbertPacker(sequence_length, truncate=truncate,
+    packer = SegmentPacker(sequence_length, truncate=truncate,
                           special_ids=getattr(tokenizer, "special_ids", None))
     parts = {k: [] for k in ("token_ids", "segment_ids", "padding_mask")}
     for start in range(0, len(texts), batch):

@@ -16,7 +16,7 @@ writes holds the student alone.
 
 import logging
 
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.progressive_distiller import ProgressiveDistiller
 from albert_keras.models.progressive_distiller import stage_rate_scales
 from albert_keras.optimizers.optimizer import make_optimizer
@@ -47,7 +47,7 @@ class ProgressiveTransfer(Mlm):
         teacher = load_teacher(cfg.teacher, encoder.config.vocab_size)
         if not cfg.init:
             copy_embeddings(teacher.encoder, encoder)
-        student = AlbertPretrainer(encoder, sop_dropout=0.0, sentence_order=False)
+        student = EncoderPretrainer(encoder, sop_dropout=0.0, sentence_order=False)
         layer_map = _layer_map(cfg.distill_layer_map, teacher.encoder, encoder)
         model = ProgressiveDistiller(teacher, student, stage=0, layer_map=layer_map,
                                      ratio=cfg.distill_ratio)
@@ -123,7 +123,7 @@ def load_teacher(path, vocab_size):
     from albert_keras.training.pretrainer import init_source
 
     model, _ = init_source(path, vocab_size)
-    if not isinstance(model, AlbertPretrainer):
+    if not isinstance(model, EncoderPretrainer):
         raise ValueError(f"--teacher {path}: {type(model).__name__} has no masked-LM head to "
                          "distil from (give a pretraining folder, or an HF ...ForMaskedLM or "
                          "...ForPreTraining folder)")

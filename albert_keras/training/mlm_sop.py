@@ -12,7 +12,7 @@ import tensorflow as tf
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.heads.pretraining_losses import masked_lm_sums
 from albert_keras.heads.pretraining_losses import sentence_order_sums
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.training.objective import Objective
 
 X_KEYS = ("token_ids", "segment_ids", "padding_mask", "masked_positions")
@@ -41,7 +41,7 @@ class MlmSop(Objective):
         return "val_masked_lm_accuracy" if has_eval else "masked_lm_accuracy"
 
     def build_model(self, encoder, optimizer, steps_per_execution):
-        model = AlbertPretrainer(encoder, sop_dropout=0.0,  # the original has none
+        model = EncoderPretrainer(encoder, sop_dropout=0.0,  # the original has none
                                  sentence_order=self.sentence_task is not None,
                                  enhanced_mask_decoder=bool(getattr(
                                      self.train_config, "enhanced_mask_decoder", False)))
@@ -49,7 +49,7 @@ class MlmSop(Objective):
         return model
 
     def continue_from(self, source, model):
-        if isinstance(source, AlbertPretrainer):
+        if isinstance(source, EncoderPretrainer):
             model.mlm_head.set_weights(source.mlm_head.get_weights())
             if model.sop_head is not None and source.sop_head is not None:
                 model.sop_head.set_weights(source.sop_head.get_weights())

@@ -84,7 +84,7 @@ class PretrainConfig:
             grows with the square of the length, so short steps are cheaper,
             and each step still carries one SOP pair per example.
         generator_size, embedding_sharing, rtd_weight, rtd_sop, rtd_mlm_weight: the ``rtd``
-            objective's (see ``AlbertElectraPretrainer``).
+            objective's (see ``ElectraPretrainer``).
         teacher, layer_stage_steps, distill_layer_map, distill_ratio,
             distill_lower_rate: the ``distill`` objective's (MobileBERT's
             progressive knowledge transfer into the ``--preset`` student:

@@ -11,9 +11,9 @@ import numpy as np
 
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.heads.pretraining_losses import masked_lm_sums
-from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
-from albert_keras.models.albert_electra_pretrainer import generator_config
 from albert_keras.models.backbone import rebuilt
+from albert_keras.models.electra_pretrainer import ElectraPretrainer
+from albert_keras.models.electra_pretrainer import generator_config
 from albert_keras.training.mlm_sop import eval_forward
 from albert_keras.training.mlm_sop import most_frequent_token_baseline
 from albert_keras.training.objective import Objective
@@ -80,7 +80,7 @@ class Rtd(Objective):
             # ops.zeros, not ops.zeros_like(table): JAX's zeros_like cannot
             # read a Keras Variable's dtype and fails
             table.assign(keras.ops.zeros(table.shape, dtype=table.dtype))
-        model = AlbertElectraPretrainer(
+        model = ElectraPretrainer(
             encoder, generator, embedding_sharing=sharing,
             rtd_weight=self._option("rtd_weight"), sentence_order=self._option("rtd_sop"),
             seed=self._option("seed"), rtd_mlm_weight=self._option("rtd_mlm_weight"),
@@ -89,7 +89,7 @@ class Rtd(Objective):
         return model
 
     def continue_from(self, source, model):
-        if not isinstance(source, AlbertElectraPretrainer):
+        if not isinstance(source, ElectraPretrainer):
             return
         if source.embedding_sharing == model.embedding_sharing:
             try:  # the same generator and heads: keep them all

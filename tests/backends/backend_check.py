@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 from albert_keras import AlbertConfig  # noqa: E402
 from albert_keras import AlbertEncoder  # noqa: E402
-from albert_keras import AlbertPretrainer  # noqa: E402
+from albert_keras import EncoderPretrainer  # noqa: E402
 from albert_keras.families import build_backbone  # noqa: E402
 from albert_keras.layers.attention_block import AttentionBlock  # noqa: E402
 from tests.helpers import run_layer_test  # noqa: E402
@@ -43,7 +43,7 @@ def main(in_dir, out_dir):
     # -- the model code alone imports no TensorFlow ------------------------------------
     # (Keras' own file I/O imports it when it is installed, so this is
     # recorded before anything is saved.)
-    probe = AlbertPretrainer(AlbertEncoder(TINY))
+    probe = EncoderPretrainer(AlbertEncoder(TINY))
     probe({**_inputs(2, 9), "masked_positions": np.ones((2, 3), "int32")})
     report["tensorflow_imported"] = "tensorflow" in sys.modules
 
@@ -69,7 +69,7 @@ def main(in_dir, out_dir):
     # -- a short pretraining fit of the same architecture ------------------------------
     keras.utils.set_random_seed(0)
     config = encoder.config
-    pretrainer = AlbertPretrainer(build_backbone(config),  # any family's (MobileBERT too)
+    pretrainer = EncoderPretrainer(build_backbone(config),  # any family's (MobileBERT too)
                                   enhanced_mask_decoder=getattr(config, "relative_attention",
                                                                 False))
     pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-2))

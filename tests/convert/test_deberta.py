@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from albert_keras import AlbertClassifier
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertPretrainer
+from albert_keras import EncoderPretrainer
+from albert_keras import SequenceClassifier
 from albert_keras.config import AlbertConfig
 from albert_keras.config import ConfigError
 from albert_keras.convert import load_hf
@@ -70,7 +70,7 @@ def test_encoder_matches_transformers(tmp_path, variant):
 def test_masked_lm_matches_transformers_in_both_head_layouts(tmp_path, legacy):
     hf = make_hf_model("DebertaV2ForMaskedLM", str(tmp_path), legacy=legacy)
     ours, report = load_hf(str(tmp_path))
-    assert isinstance(ours, AlbertPretrainer) and report["loaded"] == ["encoder", "mlm"]
+    assert isinstance(ours, EncoderPretrainer) and report["loaded"] == ["encoder", "mlm"]
     inputs = _inputs({})
     theirs = _hf_run(hf, inputs, 0)
     sequence = ours.encoder(inputs)["sequence_output"]
@@ -84,7 +84,7 @@ def test_sequence_classifier_matches_transformers_and_round_trips(tmp_path):
     hf = make_hf_model("DebertaV2ForSequenceClassification", str(tmp_path / "in"),
                        num_labels=3)
     ours, report = load_hf(str(tmp_path / "in"))
-    assert isinstance(ours, AlbertClassifier) and "classifier" in report["loaded"]
+    assert isinstance(ours, SequenceClassifier) and "classifier" in report["loaded"]
     inputs = _inputs({})
     expected = _hf_run(hf, inputs, 0).logits
     assert max_diff(ours(inputs)["logits"], expected) < TOL
@@ -191,7 +191,7 @@ def test_an_albert_shared_deberta_shares_its_blocks_and_refuses_hf_export(tmp_pa
                           max_position_embeddings=64, relative_attention=True,
                           position_buckets=8, share_att_key=True, norm_rel_ebd="layer_norm",
                           position_biased_input=False, type_vocab_size=0)
-    model = AlbertPretrainer(AlbertEncoder(config))
+    model = EncoderPretrainer(AlbertEncoder(config))
     # one attention module for four layers, as ALBERT shares
     assert len(model.encoder.transformer.attention_blocks) == 1
     with pytest.raises(ConfigError, match="keep it as .keras"):

@@ -10,8 +10,8 @@ import transformers
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
-from albert_keras.models.albert_discriminator import AlbertDiscriminator
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.token_discriminator import TokenDiscriminator
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model
 from tests.helpers import all_positions
@@ -29,7 +29,7 @@ SHAPES = {"E != H (ELECTRA-small)": dict(embedding_size=16),
 def test_discriminator_parity_and_round_trip(tmp_path, shape):
     hf_model = make_hf_model("ElectraForPreTraining", tmp_path / "hf", **SHAPES[shape])
     ours, report = load_hf(str(tmp_path / "hf"))
-    assert isinstance(ours, AlbertDiscriminator)
+    assert isinstance(ours, TokenDiscriminator)
     assert report["loaded"] == ["encoder", "rtd"] and report["skipped"] == ["pooler"]
     assert (ours.encoder.embeddings.projection is not None) == (shape != "E == H")
     inputs = sample_inputs()
@@ -50,7 +50,7 @@ def test_discriminator_parity_and_round_trip(tmp_path, shape):
 def test_generator_parity_and_round_trip(tmp_path):
     hf_model = make_hf_model("ElectraForMaskedLM", tmp_path / "hf")
     ours, report = load_hf(str(tmp_path / "hf"))
-    assert isinstance(ours, AlbertPretrainer)
+    assert isinstance(ours, EncoderPretrainer)
     assert report["loaded"] == ["encoder", "mlm"] and report["skipped"] == ["pooler", "sop"]
     inputs = sample_inputs()
     mask = inputs["padding_mask"]
@@ -89,7 +89,7 @@ def test_rtd_pretrainer_halves_export_to_hf_electra(tmp_path, sharing):
     """An ELECTRA pair from HF folders, put into our RTD pretrainer, comes
     back out as ElectraForPreTraining and ElectraForMaskedLM that transformers
     loads and that give the original models' logits."""
-    from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
+    from albert_keras.models.electra_pretrainer import ElectraPretrainer
 
     hf_disc = make_hf_model("ElectraForPreTraining", tmp_path / "d", seed=1)
     hf_gen = make_hf_model("ElectraForMaskedLM", tmp_path / "g", seed=2,
@@ -98,7 +98,7 @@ def test_rtd_pretrainer_halves_export_to_hf_electra(tmp_path, sharing):
     gen, _ = load_hf(str(tmp_path / "g"))
     gen_table = gen.encoder.token_embedding.embeddings.numpy()
     disc_table = disc.encoder.token_embedding.embeddings.numpy()
-    model = AlbertElectraPretrainer(disc.encoder, gen.encoder, embedding_sharing=sharing)
+    model = ElectraPretrainer(disc.encoder, gen.encoder, embedding_sharing=sharing)
     model.mlm_head.dense.set_weights(gen.mlm_head.dense.get_weights())
     model.mlm_head.layer_norm.set_weights(gen.mlm_head.layer_norm.get_weights())
     model.mlm_head.output_bias.assign(gen.mlm_head.output_bias)
@@ -134,7 +134,7 @@ def test_discriminator_trains_step_for_step_like_hf(tmp_path):
     import tensorflow as tf
     import torch
 
-    from albert_keras.optimizers.optimizer import AlbertAdamW
+    from albert_keras.optimizers.optimizer import LayerwiseAdamW
 
     hf_model = make_hf_model("ElectraForPreTraining", tmp_path / "hf",
                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -142,7 +142,7 @@ def test_discriminator_trains_step_for_step_like_hf(tmp_path):
     hf_model.train()
     rng = np.random.default_rng(0)
     torch_opt = torch.optim.Adam(hf_model.parameters(), lr=1e-3, eps=1e-8)
-    keras_opt = AlbertAdamW(learning_rate=1e-3, weight_decay=0.0, epsilon=1e-8)
+    keras_opt = LayerwiseAdamW(learning_rate=1e-3, weight_decay=0.0, epsilon=1e-8)
     variables = [v for v in ours.trainable_variables if "pooler" not in v.path]
 
     @tf.function

@@ -9,7 +9,7 @@ import torch
 import transformers
 
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertPretrainer
+from albert_keras import EncoderPretrainer
 from albert_keras.convert import ConversionError
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
@@ -54,7 +54,7 @@ def _pooled(hf_model, hf_out):
 def test_albert_for_pretraining_parity(tmp_path, capsys):
     hf_model = make_hf_model("AlbertForPreTraining", tmp_path)
     ours, report = load_hf(str(tmp_path))
-    assert isinstance(ours, AlbertPretrainer)
+    assert isinstance(ours, EncoderPretrainer)
     assert report == {"loaded": ["encoder", "mlm", "pooler", "sop"], "skipped": [], "unused": []}
     config = ours.config
     assert config.embedding_size != config.hidden_size
@@ -136,7 +136,7 @@ def test_round_trip_ours_to_hf_to_transformers(cls_name, tmp_path):
 def test_our_none_sharing_with_projection_exports_as_albert(tmp_path):
     config = get_preset("albert_tiny", sharing="none", vocab_size=99,
                         num_hidden_layers=2, max_position_embeddings=64)
-    ours = AlbertPretrainer(AlbertEncoder(config))
+    ours = EncoderPretrainer(AlbertEncoder(config))
     save_hf(ours, str(tmp_path / "out"))
     hf_config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert hf_config["model_type"] == "albert" and hf_config["num_hidden_groups"] == 2
@@ -201,7 +201,7 @@ def test_failed_assignment_leaves_the_model_untouched(tmp_path):
 
     make_hf_model("AlbertForPreTraining", tmp_path)
     good, _ = load_hf(str(tmp_path))
-    target = AlbertPretrainer(AlbertEncoder(good.config))
+    target = EncoderPretrainer(AlbertEncoder(good.config))
     before = [w.numpy().copy() for w in target.weights]
     tensors = {k.removeprefix("albert."): v for k, v in read_hf_tensors(str(tmp_path)).items()}
     tensors["pooler.bias"] = np.zeros(5, np.float32)  # the last group, wrong shape

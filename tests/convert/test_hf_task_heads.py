@@ -14,10 +14,10 @@ from albert_keras.cli import main
 from albert_keras.convert import ConversionError
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
-from albert_keras.models.albert_classifier import AlbertClassifier
-from albert_keras.models.albert_multiple_choice import AlbertMultipleChoice
-from albert_keras.models.albert_question_answerer import AlbertQuestionAnswerer
-from albert_keras.models.albert_token_classifier import AlbertTokenClassifier
+from albert_keras.models.choice_scorer import ChoiceScorer
+from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.span_extractor import SpanExtractor
+from albert_keras.models.token_tagger import TokenTagger
 from tests.helpers import make_hf_model
 from tests.helpers import sample_inputs
 
@@ -27,10 +27,10 @@ FAMILIES = {"albert": ("AlbertModel", None), "bert": ("BertModel", None),
             "mobilebert": ("MobileBertModel", None)}
 LABELS = ["neg", "neutral", "pos"]
 TASKS = {
-    "SequenceClassification": lambda e: AlbertClassifier(e, 3, task_spec={"labels": LABELS}),
-    "TokenClassification": lambda e: AlbertTokenClassifier(e, 3, task_spec={"labels": LABELS}),
-    "QuestionAnswering": AlbertQuestionAnswerer,
-    "MultipleChoice": AlbertMultipleChoice,
+    "SequenceClassification": lambda e: SequenceClassifier(e, 3, task_spec={"labels": LABELS}),
+    "TokenClassification": lambda e: TokenTagger(e, 3, task_spec={"labels": LABELS}),
+    "QuestionAnswering": SpanExtractor,
+    "MultipleChoice": ChoiceScorer,
 }
 # ELECTRA's sentence heads put a GELU where our pooler has tanh: refused
 REFUSED = {("electra", "SequenceClassification"), ("electra", "MultipleChoice")}
@@ -101,11 +101,11 @@ def test_a_task_model_loads_in_transformers_with_our_outputs(family, task, tmp_p
 
 def test_a_regressor_and_a_mean_pooled_classifier(tmp_path):
     encoder = _encoder("bert", tmp_path / "base")
-    save_hf(_randomized_head(AlbertClassifier(encoder, 1)), str(tmp_path / "reg"))
+    save_hf(_randomized_head(SequenceClassifier(encoder, 1)), str(tmp_path / "reg"))
     config = transformers.AutoConfig.from_pretrained(str(tmp_path / "reg"))
     assert config.problem_type == "regression" and config.num_labels == 1
     with pytest.raises(ConversionError, match="pooling 'mean' has no HF class"):
-        save_hf(AlbertClassifier(encoder, 2, pooling="mean"), str(tmp_path / "mean"))
+        save_hf(SequenceClassifier(encoder, 2, pooling="mean"), str(tmp_path / "mean"))
     assert not (tmp_path / "mean").exists()
 
 

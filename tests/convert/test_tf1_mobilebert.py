@@ -17,7 +17,7 @@ import pytest
 from albert_keras.config import ConfigError
 from albert_keras.convert import load_checkpoint
 from albert_keras.convert import load_tf1
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.mobilebert.tf1 import config_from_original
 from tests.convert.test_mobilebert import _close
 from tests.convert.test_tf1 import write_tf1_checkpoint
@@ -94,7 +94,7 @@ def test_original_checkpoint_matches_transformers(tmp_path, layout, hidden_act):
     write_tf1_checkpoint(folder, tensors, original_config(hf.config, hidden_act),
                          "bert_config.json")
     model, report = load_tf1(str(folder))
-    assert isinstance(model, AlbertPretrainer) and report["teacher_left_out"] == 1
+    assert isinstance(model, EncoderPretrainer) and report["teacher_left_out"] == 1
     inputs = sample_inputs()
     theirs = run_hf(hf, inputs)
     mask = inputs["padding_mask"]

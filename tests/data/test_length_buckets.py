@@ -80,16 +80,16 @@ def _encoder(seed=0):
 
 
 def _models():
-    from albert_keras import AlbertClassifier
-    from albert_keras import AlbertEmbedder
-    from albert_keras import AlbertQuestionAnswerer
-    from albert_keras import AlbertTokenClassifier
+    from albert_keras import SentenceEmbedder
+    from albert_keras import SequenceClassifier
+    from albert_keras import SpanExtractor
+    from albert_keras import TokenTagger
 
-    return {"pooled classifier": AlbertClassifier(_encoder(), 16),  # 16 classes = a bucket
-            "mean classifier": AlbertClassifier(_encoder(), 3, pooling="mean"),
-            "tagger": AlbertTokenClassifier(_encoder(), 5),
-            "qa": AlbertQuestionAnswerer(_encoder()),
-            "embedder": AlbertEmbedder(_encoder())}
+    return {"pooled classifier": SequenceClassifier(_encoder(), 16),  # 16 classes = a bucket
+            "mean classifier": SequenceClassifier(_encoder(), 3, pooling="mean"),
+            "tagger": TokenTagger(_encoder(), 5),
+            "qa": SpanExtractor(_encoder()),
+            "embedder": SentenceEmbedder(_encoder())}
 
 
 @pytest.mark.parametrize("name", list(_models()))
@@ -115,13 +115,13 @@ def test_layer_transfer_losses_of_a_cut_batch_equal_the_padded_one():
     """Distillation's layer stage trains on bucketed batches: its losses
     average over real positions, so a batch cut to its longest row scores
     what the same rows padded to the full length score."""
-    from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
+    from albert_keras.models.layer_distiller import LayerDistiller
 
     x, lengths = _mixed_inputs(n=6)
     short = np.argsort(lengths)[:4]  # rows that fit a shorter bucket
     width = int(lengths[short].max())
     assert width < S
-    model = AlbertLayerDistiller(_encoder(0), _encoder(1))
+    model = LayerDistiller(_encoder(0), _encoder(1))
     padded = {k: v[short] for k, v in x.items()}
     cut = {k: v[short, :width] for k, v in x.items()}
 

@@ -55,15 +55,15 @@ def test_int4_stores_dense_weights_and_word_table_in_four_bits(tmp_path):
     """int4: every dense kernel and the word table are INT4 tensors in the
     file (the table read by an EMBEDDING_LOOKUP, one block per row), and the
     file is at most 60% of dynamic int8's."""
-    from albert_keras import AlbertClassifier
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
+    from albert_keras import SequenceClassifier
 
     keras.utils.set_random_seed(0)
     config = AlbertConfig(vocab_size=2000, embedding_size=64, hidden_size=128,
                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=512,
                           max_position_embeddings=32)
-    model = prepare_for_export(AlbertClassifier(AlbertEncoder(config), 3))
+    model = prepare_for_export(SequenceClassifier(AlbertEncoder(config), 3))
     dynamic = convert(model, serving_function(model, 16), "dynamic")
     feed = {"ids": np.arange(5, 21, dtype=np.int32)[None], "mask": np.ones((1, 16), np.int32),
             "segment_ids": np.zeros((1, 16), np.int32)}
@@ -96,14 +96,14 @@ def test_int4_keeps_a_tied_word_table_whole(tmp_path):
     export still matches Keras."""
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
-    from albert_keras import AlbertPretrainer
+    from albert_keras import EncoderPretrainer
     from albert_keras.export.converter import _word_tables_as_embedding_lookups
 
     keras.utils.set_random_seed(0)
     config = AlbertConfig(vocab_size=300, embedding_size=32, hidden_size=64,
                           num_hidden_layers=1, num_attention_heads=2, intermediate_size=128,
                           max_position_embeddings=32)
-    model = prepare_for_export(AlbertPretrainer(AlbertEncoder(config)))
+    model = prepare_for_export(EncoderPretrainer(AlbertEncoder(config)))
     serve = serving_function(model, 16, max_predictions=4)
     blob = convert(model, serve, "none")
     assert _word_tables_as_embedding_lookups(blob) == (blob, set())
@@ -119,15 +119,15 @@ def test_int4_keeps_a_tied_word_table_whole(tmp_path):
 def test_alibi_model_exports_and_matches_keras(quantize):
     """The ALiBi penalty is built from the input length in the graph, so
     the exported model follows Keras at every length up to its own."""
-    from albert_keras import AlbertClassifier
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
+    from albert_keras import SequenceClassifier
 
     keras.utils.set_random_seed(0)
     config = AlbertConfig(vocab_size=300, embedding_size=32, hidden_size=64,
                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                           max_position_embeddings=32, position_bias="alibi")
-    model = prepare_for_export(AlbertClassifier(AlbertEncoder(config), 3))
+    model = prepare_for_export(SequenceClassifier(AlbertEncoder(config), 3))
     assert model.encoder.config.position_bias == "alibi"
     serve = serving_function(model, 16)
     runner = TFLiteRunner(convert(model, serve, quantize))
@@ -308,9 +308,9 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
 
 def test_embedder_keras_file_string_in(init_folder, tmp_path):
     from albert_keras.model_folder import load_encoder
-    from albert_keras.models.albert_embedder import AlbertEmbedder
+    from albert_keras.models.sentence_embedder import SentenceEmbedder
 
-    model = AlbertEmbedder(load_encoder(init_folder, dtype="float32"), layers=(-2, -1),
+    model = SentenceEmbedder(load_encoder(init_folder, dtype="float32"), layers=(-2, -1),
                            normalize=True)
     path = str(tmp_path / "embedder.keras")
     model.save(path)
@@ -332,24 +332,24 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
     """Classifier, multiple-choice and pooled-embedding exports compute only
     the [CLS] row in the last block (a tagger or a mean-pooled embedder needs
     every row); the TFLite file still equals the full Keras model."""
-    from albert_keras import AlbertClassifier
     from albert_keras import AlbertConfig
-    from albert_keras import AlbertEmbedder
     from albert_keras import AlbertEncoder
-    from albert_keras import AlbertMultipleChoice
-    from albert_keras import AlbertTokenClassifier
+    from albert_keras import ChoiceScorer
+    from albert_keras import SentenceEmbedder
+    from albert_keras import SequenceClassifier
+    from albert_keras import TokenTagger
 
     keras.utils.set_random_seed(0)
     config = AlbertConfig(vocab_size=300, embedding_size=32, hidden_size=64,
                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
                           max_position_embeddings=32)
-    model = {"classifier": lambda e: AlbertClassifier(e, 3),
-             "mean_classifier": lambda e: AlbertClassifier(e, 3, pooling="mean"),
-             "both_classifier": lambda e: AlbertClassifier(e, 3, pooling="both"),
-             "choice": AlbertMultipleChoice,
-             "tagger": lambda e: AlbertTokenClassifier(e, 5),
-             "pooled": lambda e: AlbertEmbedder(e, pooling="pooled"),
-             "mean": AlbertEmbedder}[head](AlbertEncoder(config))
+    model = {"classifier": lambda e: SequenceClassifier(e, 3),
+             "mean_classifier": lambda e: SequenceClassifier(e, 3, pooling="mean"),
+             "both_classifier": lambda e: SequenceClassifier(e, 3, pooling="both"),
+             "choice": ChoiceScorer,
+             "tagger": lambda e: TokenTagger(e, 5),
+             "pooled": lambda e: SentenceEmbedder(e, pooling="pooled"),
+             "mean": SentenceEmbedder}[head](AlbertEncoder(config))
     output = "embeddings" if head in ("pooled", "mean") else "logits"
     exported = prepare_for_export(model)
     assert exported.encoder.cls_only is (head in ("classifier", "choice", "pooled"))
@@ -384,14 +384,14 @@ def test_deberta_models_export_and_match_keras(quantize, layout):
     to TFLite builtins and follows Keras at two lengths. ``albert_shared``:
     one shared block with a factorized embedding; ``deberta_v2``: own
     position projections, absolute positions and segments."""
-    from albert_keras import AlbertClassifier
     from albert_keras import AlbertEncoder
+    from albert_keras import SequenceClassifier
 
     keras.utils.set_random_seed(0)
     config = _deberta_v3_config() if layout == "albert_shared" else _deberta_v3_config(
         embedding_size=64, num_hidden_groups=3, sharing="none", share_att_key=False,
         position_biased_input=True, type_vocab_size=2, norm_rel_ebd="none")
-    model = prepare_for_export(AlbertClassifier(AlbertEncoder(config), 3))
+    model = prepare_for_export(SequenceClassifier(AlbertEncoder(config), 3))
     serve = serving_function(model, 24)
     runner = TFLiteRunner(convert(model, serve, quantize))
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""The builtin-only packer equals AlbertPacker for every length pair."""
+"""The builtin-only packer equals SegmentPacker for every length pair."""
 
 import itertools
 
@@ -7,13 +7,13 @@ import pytest
 import tensorflow as tf
 
 from albert_keras.export.string_input import pack_one
-from albert_keras.text.packer import AlbertPacker
+from albert_keras.text.packer import SegmentPacker
 
 
 @pytest.mark.parametrize("truncate", ["longest_first", "waterfall"])
 def test_pack_one_matches_albert_packer(truncate):
     S = 11
-    packer = AlbertPacker(S, truncate=truncate)
+    packer = SegmentPacker(S, truncate=truncate)
     for la, lb in itertools.product(range(0, 14), range(-1, 14)):
         a = np.arange(10, 10 + la, dtype=np.int32)
         b = None if lb < 0 else np.arange(100, 100 + lb, dtype=np.int32)
@@ -30,7 +30,7 @@ def test_pack_one_matches_albert_packer(truncate):
 def test_pack_one_matches_albert_packer_for_single_text_cuts_and_bert_ids(truncate):
     S = 11
     bert = {"pad": 7, "cls": 101, "sep": 102}
-    packer = AlbertPacker(S, truncate=truncate, special_ids=bert)
+    packer = SegmentPacker(S, truncate=truncate, special_ids=bert)
     for la in range(0, 20):
         a = np.arange(10, 10 + la, dtype=np.int32)
         expected = packer(tf.ragged.constant([a.tolist()], dtype=tf.int32))

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras import AlbertPretrainer
+from albert_keras import EncoderPretrainer
 from albert_keras import MobileBertConfig
 from albert_keras import MobileBertEncoder
 from albert_keras.models.progressive_distiller import ProgressiveDistiller
@@ -81,7 +81,7 @@ def _pretrainer(seed, **shape):
     keras.utils.set_random_seed(seed)
     fields = {k: v for k, v in MOBILEBERT.items() if k in MobileBertConfig.__dataclass_fields__}
     config = MobileBertConfig(**{**fields, "vocab_size": 50, **shape})
-    return AlbertPretrainer(MobileBertEncoder(config))
+    return EncoderPretrainer(MobileBertEncoder(config))
 
 
 def _inputs(batch=8, seq=10):
@@ -165,7 +165,7 @@ def test_config_round_trip_and_bad_arguments():
         ProgressiveDistiller(teacher, student, stage=4)
     with pytest.raises(ValueError, match="vocabulary"):
         ProgressiveDistiller(_pretrainer(0, vocab_size=60), student)
-    with pytest.raises(TypeError, match="AlbertPretrainer"):
+    with pytest.raises(TypeError, match="EncoderPretrainer"):
         ProgressiveDistiller(teacher.encoder, student)
     with pytest.raises(ValueError, match="layer_map names 2"):
         ProgressiveDistiller(teacher, student, layer_map=[1, 2])

@@ -5,13 +5,13 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras import AlbertClassifier
 from albert_keras import AlbertConfig
-from albert_keras import AlbertEmbedder
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertMultipleChoice
-from albert_keras import AlbertQuestionAnswerer
-from albert_keras import AlbertTokenClassifier
+from albert_keras import ChoiceScorer
+from albert_keras import SentenceEmbedder
+from albert_keras import SequenceClassifier
+from albert_keras import SpanExtractor
+from albert_keras import TokenTagger
 from tests.helpers import TINY
 from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
@@ -23,7 +23,7 @@ def _encoder(dtype=None, **overrides):
 
 def test_classifier():
     run_model_test(
-        lambda dtype: AlbertClassifier(_encoder(dtype), 3),
+        lambda dtype: SequenceClassifier(_encoder(dtype), 3),
         encoder_inputs,
         lambda b, s: {"logits": (b, 3)},
     )
@@ -32,11 +32,11 @@ def test_classifier():
 @pytest.mark.parametrize("pooling", ["mean", "both"])
 def test_classifier_reading_every_token(pooling):
     run_model_test(
-        lambda dtype: AlbertClassifier(_encoder(dtype), 3, pooling=pooling),
+        lambda dtype: SequenceClassifier(_encoder(dtype), 3, pooling=pooling),
         encoder_inputs,
         lambda b, s: {"logits": (b, 3)},
     )
-    model = AlbertClassifier(_encoder(), 2, pooling=pooling)
+    model = SequenceClassifier(_encoder(), 2, pooling=pooling)
     inputs = encoder_inputs(2, 9)
     # the head reads every token: changing a token other than [CLS] changes
     # the logits, and padded tokens do not
@@ -58,11 +58,11 @@ def test_classifier_reading_every_token(pooling):
     model.encoder.pooler.set_weights([w + 1.0 for w in model.encoder.pooler.get_weights()])
     assert np.array_equal(model(inputs)["logits"], before) == (pooling == "mean")
     with pytest.raises(ValueError, match="pooling must be one of"):
-        AlbertClassifier(_encoder(), 2, pooling="max")
+        SequenceClassifier(_encoder(), 2, pooling="max")
 
 
 def test_regressor_is_one_dense_unit_on_the_pooled_vector():
-    model = AlbertClassifier(_encoder(), 1)
+    model = SequenceClassifier(_encoder(), 1)
     inputs = encoder_inputs(2, 7)
     got = keras.ops.convert_to_numpy(model(inputs)["logits"])
     assert got.shape == (2, 1)
@@ -74,7 +74,7 @@ def test_regressor_is_one_dense_unit_on_the_pooled_vector():
 
 def test_token_classifier():
     run_model_test(
-        lambda dtype: AlbertTokenClassifier(_encoder(dtype), 5),
+        lambda dtype: TokenTagger(_encoder(dtype), 5),
         encoder_inputs,
         lambda b, s: {"logits": (b, s, 5)},
     )
@@ -82,7 +82,7 @@ def test_token_classifier():
 
 def test_question_answerer():
     run_model_test(
-        lambda dtype: AlbertQuestionAnswerer(_encoder(dtype)),
+        lambda dtype: SpanExtractor(_encoder(dtype)),
         encoder_inputs,
         lambda b, s: {"start_logits": (b, s), "end_logits": (b, s)},
     )
@@ -95,14 +95,14 @@ def _choice_inputs(batch, seq, choices=3):
 
 def test_multiple_choice():
     run_model_test(
-        lambda dtype: AlbertMultipleChoice(_encoder(dtype)),
+        lambda dtype: ChoiceScorer(_encoder(dtype)),
         _choice_inputs,
         lambda b, s: {"logits": (b, 3)},
     )
 
 
 def test_multiple_choice_scores_each_pair_alone():
-    model = AlbertMultipleChoice(_encoder())
+    model = ChoiceScorer(_encoder())
     x = _choice_inputs(2, 7, choices=4)
     scores = model.predict(x, verbose=0)["logits"]
     row = {k: v[1] for k, v in x.items()}  # one example's 4 pairs as a batch
@@ -123,7 +123,7 @@ def test_multiple_choice_scores_each_pair_alone():
 )
 def test_embedder(kwargs, width):
     model = run_model_test(
-        lambda dtype: AlbertEmbedder(_encoder(dtype), **kwargs),
+        lambda dtype: SentenceEmbedder(_encoder(dtype), **kwargs),
         encoder_inputs,
         lambda b, s: {"embeddings": (b, width)},
     )
@@ -133,7 +133,7 @@ def test_embedder(kwargs, width):
 
 
 def test_embedder_mean_ignores_padding():
-    model = AlbertEmbedder(_encoder(hidden_dropout_prob=0.0))
+    model = SentenceEmbedder(_encoder(hidden_dropout_prob=0.0))
     x = encoder_inputs(1, 10)
     x["padding_mask"][0, 6:] = 0
     longer = {k: np.concatenate([v, np.zeros((1, 4), "int32")], axis=1) for k, v in x.items()}
@@ -145,7 +145,7 @@ def test_embedder_mean_ignores_padding():
 
 def test_embedder_rejects_a_layer_out_of_range():
     with pytest.raises(ValueError, match="layer 9 is out of range"):
-        AlbertEmbedder(_encoder(), layers=(9,))
+        SentenceEmbedder(_encoder(), layers=(9,))
 
 
 # -- overfitting a tiny separable task ------------------------------------------
@@ -176,7 +176,7 @@ def _ce():
 @pytest.mark.sampled(keep=2, group="task_overfits")  # CI: 2 of the task-model overfit checks per commit
 def test_classifier_overfits():
     x, y = _separable()
-    model = AlbertClassifier(_encoder(), 2)
+    model = SequenceClassifier(_encoder(), 2)
     h = _fit(model, x, {"logits": y}, {"logits": _ce()}, metrics={"logits": ["accuracy"]})
     assert h["loss"][-1] < 0.2 * h["loss"][0]
     assert np.all(np.argmax(model.predict(x, verbose=0)["logits"], -1) == y)
@@ -186,7 +186,7 @@ def test_classifier_overfits():
 def test_token_classifier_overfits():
     x, _ = _separable()
     y = (x["token_ids"] % 3).astype("int32")  # tag = a function of the token
-    model = AlbertTokenClassifier(_encoder(), 3)
+    model = TokenTagger(_encoder(), 3)
     h = _fit(model, x, {"logits": y}, {"logits": _ce()}, epochs=80)
     assert h["loss"][-1] < 0.2 * h["loss"][0]
     assert np.all(np.argmax(model.predict(x, verbose=0)["logits"], -1) == y)
@@ -198,7 +198,7 @@ def test_question_answerer_overfits():
     # The answer span starts at the marker (position 3) and ends two later.
     start = np.full(len(x["token_ids"]), 3)
     end = np.full(len(x["token_ids"]), 5)
-    model = AlbertQuestionAnswerer(_encoder())
+    model = SpanExtractor(_encoder())
     h = _fit(model, x, {"start_logits": start, "end_logits": end},
              {"start_logits": _ce(), "end_logits": _ce()})
     assert h["loss"][-1] < 0.2 * h["loss"][0]
@@ -213,17 +213,17 @@ def test_multiple_choice_overfits():
     # Two choices per question; the right one is the choice holding token 5.
     pairs = {k: v.reshape(16, 2, -1) for k, v in x.items()}
     y = (labels.reshape(16, 2)[:, 1] == 1).astype("int32")
-    model = AlbertMultipleChoice(_encoder())
+    model = ChoiceScorer(_encoder())
     h = _fit(model, pairs, {"logits": y}, {"logits": _ce()})
     assert h["loss"][-1] < 0.2 * h["loss"][0]
     assert np.all(np.argmax(model.predict(pairs, verbose=0)["logits"], -1) == y)
 
 
 def test_discriminator():
-    from albert_keras.models.albert_discriminator import AlbertDiscriminator
+    from albert_keras.models.token_discriminator import TokenDiscriminator
 
     run_model_test(
-        lambda dtype: AlbertDiscriminator(_encoder(dtype)),
+        lambda dtype: TokenDiscriminator(_encoder(dtype)),
         encoder_inputs,
         lambda b, s: {"rtd_logits": (b, s)},
     )

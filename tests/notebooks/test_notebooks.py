@@ -42,7 +42,7 @@ def test_notebook_01_builds_under_the_strategy_and_calls_fit():
     scoped = code.split("with strategy.scope():")[1].split("\n\n")[0]
     assert "albert_keras.Pretrainer.from_preset(" in scoped
     assert "pretrainer.fit(" in code and "pretraining_data(" in code
-    for stage in ("train_sentencepiece(", "create_pretraining_data(", "AlbertPretrainer("):
+    for stage in ("train_sentencepiece(", "create_pretraining_data(", "EncoderPretrainer("):
         assert stage not in code, stage
 
 

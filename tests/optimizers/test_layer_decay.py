@@ -8,8 +8,8 @@ import pytest
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras.optimizers.layer_decay import layer_rate_scales
-from albert_keras.optimizers.optimizer import AlbertAdamW
-from albert_keras.optimizers.optimizer import AlbertLamb
+from albert_keras.optimizers.optimizer import LayerwiseAdamW
+from albert_keras.optimizers.optimizer import LayerwiseLamb
 from albert_keras.optimizers.optimizer import make_optimizer
 from tests.helpers import TINY
 
@@ -94,7 +94,7 @@ def test_scaled_adamw_steps_equal_torch_adamw_parameter_groups():
                                    theirs[k].detach().numpy(), rtol=0, atol=moved[k] * 1e-3)
     assert moved["low/kernel"] < 0.5 * moved["head/kernel"]  # the scale did something
 
-    clone = AlbertAdamW.from_config(opt.get_config())
+    clone = LayerwiseAdamW.from_config(opt.get_config())
     assert clone.lr_scales == {"low/kernel": scale, "low/bias": scale}
 
 
@@ -126,7 +126,7 @@ def test_lamb_scales_a_variables_rate_as_a_slower_optimizer_would():
     np.testing.assert_allclose(scaled["high"], full["high"], rtol=0, atol=1e-7)
     assert np.abs(slow["low"] - start["low"]).max() < 0.5 * np.abs(
         full["low"] - start["low"]).max()  # the scale did something
-    assert AlbertLamb.from_config(opt.get_config()).lr_scales == {"low/kernel": 0.1}
+    assert LayerwiseLamb.from_config(opt.get_config()).lr_scales == {"low/kernel": 0.1}
 
 
 @pytest.mark.parametrize("changes", [

@@ -4,8 +4,8 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertPretrainer
-from albert_keras.optimizers.optimizer import AlbertLamb
+from albert_keras import EncoderPretrainer
+from albert_keras.optimizers.optimizer import LayerwiseLamb
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.optimizers.schedule import WarmupPolynomialDecay
 from tests.helpers import TINY
@@ -24,7 +24,7 @@ def test_schedule_values():
 
 
 def test_lamb_skips_layer_norm_and_bias():
-    model = AlbertPretrainer(AlbertEncoder(AlbertConfig(**TINY)))
+    model = EncoderPretrainer(AlbertEncoder(AlbertConfig(**TINY)))
     optimizer = make_optimizer("lamb", total_steps=10, warmup_steps=1)
     optimizer.build(model.trainable_variables)
     skipped = {v.path for v in model.trainable_variables if not optimizer._use_weight_decay(v)}
@@ -70,7 +70,7 @@ def test_lamb_steps_match_the_original(name, bias_correction):
     w0 = rng.normal(size=(4, 3)).astype("float32")
     grads = [rng.normal(size=(4, 3)).astype("float32") for _ in range(4)]
     var = keras.Variable(w0, name=name)
-    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.1, bias_correction=bias_correction)
+    opt = LayerwiseLamb(learning_rate=0.01, weight_decay=0.1, bias_correction=bias_correction)
     for g in grads:
         opt.apply_gradients([(g, var)])
     expected = reference_lamb(w0.astype("float64"), grads, 0.01, 0.1, excluded=name == "bias",
@@ -83,7 +83,7 @@ def test_lamb_moves_a_zero_bias_like_adam():
     """A bias that starts at zero takes full steps: with a trust ratio it
     would stay within lr * ||w|| of zero."""
     var = keras.Variable(np.zeros(8, "float32"), name="bias")
-    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.01)
+    opt = LayerwiseLamb(learning_rate=0.01, weight_decay=0.01)
     for _ in range(20):
         opt.apply_gradients([(np.ones(8, "float32"), var)])
     # 20 steps of lr * 1 (bias-corrected Adam on a constant gradient); with
@@ -93,7 +93,7 @@ def test_lamb_moves_a_zero_bias_like_adam():
 
 def test_lamb_without_bias_correction_takes_the_originals_larger_early_steps():
     var = keras.Variable(np.zeros(8, "float32"), name="bias")
-    opt = AlbertLamb(learning_rate=0.01, weight_decay=0.01, bias_correction=False)
+    opt = LayerwiseLamb(learning_rate=0.01, weight_decay=0.01, bias_correction=False)
     for _ in range(20):
         opt.apply_gradients([(np.ones(8, "float32"), var)])
     # each step is lr * (1 - 0.9**t) / sqrt(1 - 0.999**t), 3.2 to 6.5 times lr
@@ -103,10 +103,10 @@ def test_lamb_without_bias_correction_takes_the_originals_larger_early_steps():
 
 def test_optimizer_config_round_trip():
     opt = make_optimizer("lamb", learning_rate=1e-3, total_steps=100, warmup_steps=10)
-    clone = AlbertLamb.from_config(opt.get_config())
+    clone = LayerwiseLamb.from_config(opt.get_config())
     assert clone.no_decay_names == ["gamma", "beta", "bias"]
     assert clone.bias_correction is True
-    assert AlbertLamb.from_config(AlbertLamb(bias_correction=False).get_config()).bias_correction is False
+    assert LayerwiseLamb.from_config(LayerwiseLamb(bias_correction=False).get_config()).bias_correction is False
     assert clone.get_config()["global_clipnorm"] == 1.0
     with pytest.raises(ValueError, match="optimizer"):
         make_optimizer("sgd")
@@ -157,7 +157,7 @@ def test_a_table_row_read_many_times_steps_as_with_a_dense_gradient(optimizer):
     import tensorflow as tf
     import torch
 
-    from albert_keras.optimizers.optimizer import AlbertAdamW
+    from albert_keras.optimizers.optimizer import LayerwiseAdamW
 
     rng = np.random.default_rng(0)
     start = rng.normal(size=(3, 4)).astype("float32")
@@ -166,8 +166,8 @@ def test_a_table_row_read_many_times_steps_as_with_a_dense_gradient(optimizer):
 
     def make(name):
         if optimizer == "adamw":
-            return AlbertAdamW(learning_rate=1e-2, weight_decay=0.0, name=name)
-        return AlbertLamb(learning_rate=1e-2, weight_decay=0.0, name=name)
+            return LayerwiseAdamW(learning_rate=1e-2, weight_decay=0.0, name=name)
+        return LayerwiseLamb(learning_rate=1e-2, weight_decay=0.0, name=name)
 
     sparse, dense = keras.Variable(start, name="sparse"), keras.Variable(start, name="dense")
     opt_sparse, opt_dense = make("a"), make("b")
@@ -201,7 +201,7 @@ def test_built_optimizer_means_one_trace_of_the_training_step(monkeypatch):
     import tensorflow as tf
     from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
 
-    from albert_keras.models.albert_classifier import AlbertClassifier
+    from albert_keras.models.sequence_classifier import SequenceClassifier
     from albert_keras.optimizers.optimizer import build_optimizer
 
     traces = []
@@ -222,7 +222,7 @@ def test_built_optimizer_means_one_trace_of_the_training_step(monkeypatch):
 
     def traced(build_first):
         traces.clear()
-        model = AlbertClassifier(AlbertEncoder(AlbertConfig(**TINY)), 2)
+        model = SequenceClassifier(AlbertEncoder(AlbertConfig(**TINY)), 2)
         model.compile(optimizer=make_optimizer("adamw", total_steps=3, warmup_steps=1),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         if build_first:

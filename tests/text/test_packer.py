@@ -3,14 +3,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_keras.text.packer import AlbertPacker
+from albert_keras.text.packer import SegmentPacker
 from albert_keras.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from tests.helpers import run_layer_test
 
 
 def test_layer_contract():
     run_layer_test(
-        AlbertPacker,
+        SegmentPacker,
         dict(sequence_length=10),
         lambda b, s: (tf.ragged.constant([[7] * s] * b), tf.ragged.constant([[8] * 3] * b)),
         lambda b, s: {k: (b, 10) for k in ("token_ids", "segment_ids", "padding_mask")},
@@ -19,7 +19,7 @@ def test_layer_contract():
 
 
 def test_single_and_pair_layout():
-    packer = AlbertPacker(9)
+    packer = SegmentPacker(9)
     single = packer(tf.ragged.constant([[10, 11, 12]]))
     assert single["token_ids"].numpy().tolist() == [[2, 10, 11, 12, 3, 0, 0, 0, 0]]
     assert single["padding_mask"].numpy().tolist() == [[1, 1, 1, 1, 1, 0, 0, 0, 0]]
@@ -33,9 +33,9 @@ def test_truncation_modes():
     a = tf.ragged.constant([[10, 11, 12, 13, 14, 15]])
     b = tf.ragged.constant([[20, 21]])
     # 8 - 3 specials = 5 tokens: longest_first trims the long side only.
-    out = AlbertPacker(8)(a, b)["token_ids"].numpy().tolist()
+    out = SegmentPacker(8)(a, b)["token_ids"].numpy().tolist()
     assert out == [[2, 10, 11, 12, 3, 20, 21, 3]]
-    out = AlbertPacker(8, truncate="waterfall")(a, b)["token_ids"].numpy().tolist()
+    out = SegmentPacker(8, truncate="waterfall")(a, b)["token_ids"].numpy().tolist()
     assert out == [[2, 10, 11, 12, 13, 14, 3, 3]]
 
 
@@ -47,15 +47,15 @@ def test_single_text_truncation_keeps_the_start_the_end_or_both():
                 "tail": [14, 15, 16, 17, 18, 19, 20, 21],
                 "head+tail": [10, 11, 16, 17, 18, 19, 20, 21]}  # 8 // 4 from the start
     for mode, kept in expected.items():
-        out = AlbertPacker(10, truncate=mode)(text)["token_ids"].numpy().tolist()
+        out = SegmentPacker(10, truncate=mode)(text)["token_ids"].numpy().tolist()
         assert out == [[2, *kept, 3], [2, 10, 11, 12, 3, 0, 0, 0, 0, 0]], mode
     with pytest.raises(ValueError, match="for single texts"):
-        AlbertPacker(10, truncate="tail")(text, text)
+        SegmentPacker(10, truncate="tail")(text, text)
 
 
 def test_in_tf_data_and_in_a_model(spm_path):
     tokenizer = SentencePieceTokenizer(spm_path)
-    packer = AlbertPacker(16)
+    packer = SegmentPacker(16)
     ds = tf.data.Dataset.from_tensor_slices((["the fox", "a dog"], ["jumps", "runs far"]))
     ds = ds.map(lambda x, y: packer(tokenizer(x), tokenizer(y)))
     items = list(ds)
@@ -73,9 +73,9 @@ def test_in_tf_data_and_in_a_model(spm_path):
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="truncate"):
-        AlbertPacker(8, truncate="middle")
+        SegmentPacker(8, truncate="middle")
     with pytest.raises(ValueError, match="sequence_length"):
-        AlbertPacker(2)
+        SegmentPacker(2)
 
 
 def test_pack_texts_reports_each_inputs_whole_length(spm_path):

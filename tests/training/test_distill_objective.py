@@ -12,7 +12,7 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertPretrainer
+from albert_keras import EncoderPretrainer
 from albert_keras.cli import main
 from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
@@ -34,7 +34,7 @@ def teacher(tmp_path_factory, spm_path):
     config = AlbertConfig(**{**SMALL, "num_hidden_layers": 4},
                           vocab_size=tokenizer.vocabulary_size)
     folder = str(tmp_path_factory.mktemp("teacher"))
-    write_pretraining_folder(folder, AlbertPretrainer(AlbertEncoder(config)), tokenizer)
+    write_pretraining_folder(folder, EncoderPretrainer(AlbertEncoder(config)), tokenizer)
     return folder
 
 
@@ -92,7 +92,7 @@ def test_stages_train_their_layers_and_a_stopped_run_resumes_to_the_same_student
     for name in ("encoder.keras", "pretrainer.keras"):
         a, b = (keras.saving.load_model(str(f / name)) for f in (tmp_path / "whole", out))
         assert a.config.hidden_size == STUDENT["hidden_size"] if name == "encoder.keras" \
-            else isinstance(a, AlbertPretrainer)
+            else isinstance(a, EncoderPretrainer)
         for va, vb in zip(a.weights, b.weights):
             np.testing.assert_allclose(keras.ops.convert_to_numpy(va),
                                        keras.ops.convert_to_numpy(vb), atol=1e-6,
@@ -115,7 +115,7 @@ def test_the_layer_stage_moves_the_student_toward_the_teacher(data_dir, teacher,
     cfg = _config(teacher, total_steps=22, layer_stage_steps=10, learning_rate=3e-3)
     pretrain(data_dir, tmp_path / "run", cfg)
     _, trained = _checkpoint(tmp_path / "run")
-    fresh = AlbertPretrainer(AlbertEncoder(trained.student.encoder.config), sentence_order=False)
+    fresh = EncoderPretrainer(AlbertEncoder(trained.student.encoder.config), sentence_order=False)
     untrained = ProgressiveDistiller(trained.teacher, fresh, layer_map=trained.layer_map)
     with open(os.path.join(data_dir, "manifest.json"), encoding="utf-8") as f:
         objective = get_objective("distill", json.load(f), cfg)
@@ -193,7 +193,7 @@ def test_a_mobilebert_pretraining_folder_is_written(tmp_path, spm_path):
     config = MobileBertConfig(vocab_size=tokenizer.vocabulary_size, hidden_size=16,
                               embedding_size=8, intra_bottleneck_size=8, num_hidden_layers=1,
                               num_attention_heads=2, intermediate_size=16)
-    write_pretraining_folder(str(tmp_path), AlbertPretrainer(MobileBertEncoder(config)),
+    write_pretraining_folder(str(tmp_path), EncoderPretrainer(MobileBertEncoder(config)),
                              tokenizer)
     with open(tmp_path / "config.json", encoding="utf-8") as f:
         assert json.load(f) == json.loads(json.dumps(config.to_dict()))

@@ -71,8 +71,8 @@ def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_pat
     for name in ("rtd_accuracy", "rtd_loss", "masked_lm_accuracy", "sop_accuracy"):
         assert name in header
     pretrainer = load_model(str(out / "pretrainer.keras"))
-    assert type(pretrainer).__name__ == "AlbertElectraPretrainer"
-    assert type(load_model(str(out / "discriminator.keras"))).__name__ == "AlbertDiscriminator"
+    assert type(pretrainer).__name__ == "ElectraPretrainer"
+    assert type(load_model(str(out / "discriminator.keras"))).__name__ == "TokenDiscriminator"
     generator = load_model(str(out / "generator.keras"))
     assert generator.sop_head is None and generator.config.hidden_size == SMALL["hidden_size"] // 4
     assert pretrainer.generator.config.hidden_size == SMALL["hidden_size"] // 4
@@ -197,7 +197,7 @@ def _distinct(source):
 def test_continued_rtd_keeps_the_generator_when_the_heads_change():
     """``--init`` an rtd folder with ``--rtd-mlm-weight``: a new head, and
     the generator, the discriminator and the shared heads carried over."""
-    from tests.models.test_albert_electra_pretrainer import make
+    from tests.models.test_electra_pretrainer import make
 
     source = _distinct(make("gdes", seed=1))
     model = _continued(source, embedding_sharing="gdes", rtd_mlm_weight=1.0)
@@ -212,7 +212,7 @@ def test_continued_rtd_under_another_sharing_keeps_the_discriminators_table(shar
     """A tied run continued as gdes or none: the discriminator starts from
     the tied table (not from the source's unused generator table added to
     it), and the generator decodes with that table too under gdes."""
-    from tests.models.test_albert_electra_pretrainer import make
+    from tests.models.test_electra_pretrainer import make
 
     source = _distinct(make("tied", seed=1))
     model = _continued(source, embedding_sharing=sharing)
@@ -230,7 +230,7 @@ def test_continued_gdes_rtd_with_another_generator_size_keeps_the_folded_table()
     """A new generator size under gdes: the generator starts afresh on the
     discriminator's folded table, and the source's residual (which belongs
     with its old generator's table) is not added on top."""
-    from tests.models.test_albert_electra_pretrainer import make
+    from tests.models.test_electra_pretrainer import make
 
     source = _distinct(make("gdes", seed=1))
     folded = keras.ops.convert_to_numpy(source._discriminator_table())

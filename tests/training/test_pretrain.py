@@ -12,7 +12,7 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertPretrainer
+from albert_keras import EncoderPretrainer
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.saving import load_model
@@ -58,7 +58,7 @@ def test_fit_steps_default_strategy_and_model_folder(data_dir, tmp_path):
     loaded = keras.saving.load_model(str(out / "pretrainer.keras"))
     assert getattr(loaded, "optimizer", None) is None
     resumable = keras.saving.load_model(str(out / "checkpoints" / "ckpt-000002.keras"))
-    assert type(resumable.optimizer).__name__ == "AlbertLamb"
+    assert type(resumable.optimizer).__name__ == "LayerwiseLamb"
     assert AlbertConfig.from_json_file(str(out / "config.json")).hidden_size == 32
 
 
@@ -90,7 +90,7 @@ def test_overfitting_one_batch(data_dir):
     x, y = split_features(batch)
     vocab = json.load(open(os.path.join(data_dir, "manifest.json")))["vocab_size"]
     config = AlbertConfig(vocab_size=vocab, **SMALL)
-    model = AlbertPretrainer(AlbertEncoder(config), sop_dropout=0.0)
+    model = EncoderPretrainer(AlbertEncoder(config), sop_dropout=0.0)
     model.compile(optimizer=make_optimizer("adamw", learning_rate=3e-3, total_steps=2000,
                                            warmup_steps=10, weight_decay=0.0))
     first = model.evaluate(x, y, verbose=0, return_dict=True)

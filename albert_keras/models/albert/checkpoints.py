@@ -31,10 +31,10 @@ from albert_keras.convert.weight_layout import model_variables
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
 from albert_keras.models.albert.config_files import read_config_file
 from albert_keras.models.albert.hf_config import to_hf_dict
-from albert_keras.models.albert_classifier import AlbertClassifier
-from albert_keras.models.albert_discriminator import AlbertDiscriminator
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.models.backbone import backbone_of
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.token_discriminator import TokenDiscriminator
 
 _HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.", "generator_predictions.",
                   "generator_lm_head.", "discriminator_predictions.", "lm_predictions.")
@@ -77,14 +77,14 @@ def _build_model(config, tensors, dtype, model_type):
     """Our model for the heads the folder has."""
     encoder = AlbertEncoder(config, dtype=dtype)
     if any(k.startswith("discriminator_predictions.") for k in tensors):
-        return AlbertDiscriminator(encoder, dtype=dtype)
+        return TokenDiscriminator(encoder, dtype=dtype)
     if any(k.startswith(_HEAD_PREFIXES) for k in tensors):
-        return AlbertPretrainer(encoder, dtype=dtype)
+        return EncoderPretrainer(encoder, dtype=dtype)
     if model_type == _DEBERTA and "classifier.weight" in tensors:
         # DebertaV2ForSequenceClassification: ContextPooler = our pooler
         # (dense + gelu on the first token), then dropout and the classifier.
         classes = int(np.shape(tensors["classifier.weight"])[0])
-        return AlbertClassifier(encoder, classes, dtype=dtype)
+        return SequenceClassifier(encoder, classes, dtype=dtype)
     return encoder
 
 
@@ -127,10 +127,10 @@ def load_hf(folder, strict=True, dtype=None):
         dtype: a dtype policy for the built model.
 
     Returns:
-        ``(model, report)``: an ``AlbertPretrainer`` when the folder has an
+        ``(model, report)``: an ``EncoderPretrainer`` when the folder has an
         MLM or SOP head (an ELECTRA generator, a DeBERTa masked LM in either
-        head layout), an ``AlbertDiscriminator`` for an ELECTRA
-        discriminator, an ``AlbertClassifier`` for a DeBERTa sequence
+        head layout), an ``TokenDiscriminator`` for an ELECTRA
+        discriminator, an ``SequenceClassifier`` for a DeBERTa sequence
         classifier, else an ``AlbertEncoder``; the report says which tensor
         groups were loaded and which were left at initial values.
 
@@ -195,7 +195,7 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     ALBERT layouts become ``AlbertForPreTraining`` (or ``AlbertModel`` for an
     encoder); a BERT layout (no sharing, E = H) becomes ``BertForPreTraining``
     / ``BertModel``; ``model_type="electra"`` (the default for an
-    ``AlbertDiscriminator``) gives ``ElectraModel``, ``ElectraForMaskedLM``
+    ``TokenDiscriminator``) gives ``ElectraModel``, ``ElectraForMaskedLM``
     (with the MLM head; the SOP head has no place there) or
     ``ElectraForPreTraining``. A DeBERTa layout (relative attention, no
     sharing, E = H) gives ``DebertaV2Model``, ``DebertaV2ForMaskedLM``

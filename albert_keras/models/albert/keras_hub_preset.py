@@ -37,7 +37,7 @@ from albert_keras.convert.keras_hub_preset import keras_hub
 from albert_keras.convert.keras_hub_preset import preset_backbone
 from albert_keras.convert.keras_hub_preset import preset_tokenizer
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 
 # keras-hub backbone class -> (our HF model type, keras-hub's HF converter)
 BACKBONES = {
@@ -162,7 +162,7 @@ def save_keras_hub_preset(encoder, tokenizer, folder):
         if bert:
             save_hf(encoder, hf_folder, model_type="bert")
         else:
-            save_hf(AlbertPretrainer(encoder), hf_folder, model_type="albert")
+            save_hf(EncoderPretrainer(encoder), hf_folder, model_type="albert")
         backbone = getattr(keras_hub().models, name).from_preset(hf_folder)
         backbone.save_to_preset(folder)
     _save_tokenizer(tokenizer, name, folder)

@@ -12,7 +12,7 @@ from albert_keras.convert.weight_layout import tf1_albert_names
 from albert_keras.convert.weight_layout import tf1_bert_names
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
 from albert_keras.models.albert.config_files import read_config_file
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 
 
 def reads_tf1_config(data):
@@ -27,13 +27,13 @@ READS_ANY_CONFIG = True
 def load_tf1(prefix, data, tensors, source, strict=True, dtype=None):  # noqa: PLR0913 (the checkpoint as read, and the loading options)
     """``(model, report)`` of an original ALBERT or BERT checkpoint
     (``tensors``, read from ``prefix``) with its config read from
-    ``source`` (``data`` is its dict): an ``AlbertPretrainer`` when the
+    ``source`` (``data`` is its dict): an ``EncoderPretrainer`` when the
     checkpoint has the ``cls/`` heads, else an ``AlbertEncoder``."""
     del data  # read again in the original dialect, with its checks
     config = read_config_file(source, "original")
     names = (tf1_albert_names if config.sharing == "all" else tf1_bert_names)(config)
     encoder = AlbertEncoder(config, dtype=dtype)
     has_heads = any(k.startswith("cls/") for k in tensors)
-    model = AlbertPretrainer(encoder, dtype=dtype) if has_heads else encoder
+    model = EncoderPretrainer(encoder, dtype=dtype) if has_heads else encoder
     report = assign_tensors(model, tensors, names, prefix, strict=strict)
     return model, report

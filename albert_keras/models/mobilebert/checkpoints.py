@@ -24,11 +24,11 @@ from albert_keras.convert.hf import HF_GENERIC_KEYS
 from albert_keras.convert.hf import read_hf_tensors
 from albert_keras.convert.hf import write_hf_folder
 from albert_keras.convert.weight_layout import model_variables
-from albert_keras.models.albert_classifier import AlbertClassifier
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
 from albert_keras.models.backbone import backbone_of
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
+from albert_keras.models.sequence_classifier import SequenceClassifier
 
 MODEL_TYPE = "mobilebert"
 PREFIX = "mobilebert."
@@ -126,10 +126,10 @@ def _build(config, tensors, dtype, architecture):
     """Our model for the heads the folder holds."""
     encoder = MobileBertEncoder(config, dtype=dtype)
     if any(k.startswith("cls.predictions.") for k in tensors):
-        return AlbertPretrainer(encoder, dtype=dtype,
+        return EncoderPretrainer(encoder, dtype=dtype,
                                 sentence_order="cls.seq_relationship.weight" in tensors)
     if "classifier.weight" in tensors and architecture not in _ENCODER_ONLY:
-        return AlbertClassifier(encoder, int(np.shape(tensors["classifier.weight"])[0]),
+        return SequenceClassifier(encoder, int(np.shape(tensors["classifier.weight"])[0]),
                                 dtype=dtype)
     return encoder
 
@@ -165,9 +165,9 @@ def _ignored(folder, tensors, architecture):
 
 
 def load_hf(folder, strict=True, dtype=None):
-    """``(model, report)`` of an HF MobileBERT folder: an ``AlbertPretrainer``
+    """``(model, report)`` of an HF MobileBERT folder: an ``EncoderPretrainer``
     with the MLM head (and NSP as its sentence head, when present), an
-    ``AlbertClassifier`` for a sequence classifier, else a
+    ``SequenceClassifier`` for a sequence classifier, else a
     ``MobileBertEncoder``; on ``MobileBertEncoder``."""
     path = os.path.join(folder, "config.json")
     try:

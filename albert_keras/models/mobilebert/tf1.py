@@ -17,7 +17,7 @@ import re
 
 from albert_keras.config import ConfigError
 from albert_keras.convert.assign import assign_tensors
-from albert_keras.models.albert_pretrainer import AlbertPretrainer
+from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.mobilebert.checkpoints import hf_names
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
@@ -116,7 +116,7 @@ def _tf1_name(hf, norm):
 def load_tf1(prefix, data, tensors, source, strict=True, dtype=None):
     """``(model, report)`` of an original MobileBERT checkpoint (``tensors``,
     read from ``prefix``) with the config dict ``data`` read from ``source``:
-    an ``AlbertPretrainer`` with the MLM head (and NSP as its sentence head)
+    an ``EncoderPretrainer`` with the MLM head (and NSP as its sentence head)
     when the checkpoint has ``cls/predictions``, else a ``MobileBertEncoder``.
     A distillation checkpoint's ``teacher/`` variables are left out (named in
     the report)."""
@@ -125,7 +125,7 @@ def load_tf1(prefix, data, tensors, source, strict=True, dtype=None):
     encoder = MobileBertEncoder(config, dtype=dtype)
     model = encoder
     if any(k.startswith("cls/predictions/") for k in tensors):
-        model = AlbertPretrainer(encoder, dtype=dtype,
+        model = EncoderPretrainer(encoder, dtype=dtype,
                                  sentence_order="cls/seq_relationship/output_weights" in tensors)
     report = assign_tensors(model, tensors, tf1_names(config), prefix, ignored=teacher,
                             strict=strict)

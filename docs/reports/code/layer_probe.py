@@ -30,7 +30,7 @@ from objectives import sample_task  # the same rows as the fine-tuning compariso
 from albert_keras.files import write_json
 from albert_keras.model_folder import load_encoder
 from albert_keras.model_folder import read_tokenizer
-from albert_keras.models.albert_embedder import AlbertEmbedder
+from albert_keras.models.sentence_embedder import SentenceEmbedder
 from albert_keras.tasks.readers import read_text_table
 from albert_keras.text.packer import pack_texts
 
@@ -67,7 +67,7 @@ def layer_features(folder, text_lists, sequence_length, from_scratch=False):
     states = encoder.config.num_hidden_layers + 1
     # one encoder pass per text: every state's mean, concatenated in order
     # (the reshape below relies on concat)
-    embedder = AlbertEmbedder(encoder, layers=tuple(range(states)), pooling="mean",
+    embedder = SentenceEmbedder(encoder, layers=tuple(range(states)), pooling="mean",
                               combine="concat")
     features = []
     for texts in text_lists:

@@ -10,8 +10,8 @@ sit on that plateau for hundreds of steps before they find the context, and
 how long they sit depends on the initializer range.
 
 ``--arm ours`` trains our ``AlbertEncoder`` + ``ReplacedTokenHead`` with
-``model.fit`` and our ``AlbertAdamW`` (no decay); ``--arm keras_adam`` the
-same with ``keras.optimizers.Adam``; ``--arm lamb`` with our ``AlbertLamb``
+``model.fit`` and our ``LayerwiseAdamW`` (no decay); ``--arm keras_adam`` the
+same with ``keras.optimizers.Adam``; ``--arm lamb`` with our ``LayerwiseLamb``
 at ``--lamb-lr`` (decay 0.01, clipped at 1.0, as the small-corpus run); ``--arm hf``
 trains ``transformers.AlbertModel`` with a head of
 the same layout in torch. Each (arm, initializer range, seed) gets its held-out
@@ -65,8 +65,8 @@ def run_ours(init, seed, epochs, data, optimizer="adamw", lamb_lr=8e-3):
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
     from albert_keras.heads.replaced_token_head import ReplacedTokenHead
-    from albert_keras.optimizers.optimizer import AlbertAdamW
-    from albert_keras.optimizers.optimizer import AlbertLamb
+    from albert_keras.optimizers.optimizer import LayerwiseAdamW
+    from albert_keras.optimizers.optimizer import LayerwiseLamb
 
     keras.utils.set_random_seed(seed)
     config = AlbertConfig(vocab_size=VOCAB, embedding_size=32, hidden_size=HIDDEN,
@@ -84,10 +84,10 @@ def run_ours(init, seed, epochs, data, optimizer="adamw", lamb_lr=8e-3):
     if optimizer == "keras_adam":
         optimizer = keras.optimizers.Adam(1e-3)
     elif optimizer == "lamb":  # the small-corpus recipe's optimizer: decay 0.01, clipped at 1.0
-        optimizer = AlbertLamb(learning_rate=lamb_lr, weight_decay=0.01, epsilon=1e-6,
+        optimizer = LayerwiseLamb(learning_rate=lamb_lr, weight_decay=0.01, epsilon=1e-6,
                                global_clipnorm=1.0)
     else:
-        optimizer = AlbertAdamW(learning_rate=1e-3, weight_decay=0.0, epsilon=1e-7)
+        optimizer = LayerwiseAdamW(learning_rate=1e-3, weight_decay=0.0, epsilon=1e-7)
     model.compile(optimizer=optimizer,
                   loss=keras.losses.BinaryCrossentropy(from_logits=True))
     (ids, labels), (eval_ids, eval_labels) = data
@@ -150,7 +150,7 @@ def main(argv=None):
     results = {"settings": {
         "task": "two 20-id topics, 3 of 16 positions replaced by ids of either topic",
         "model": f"hidden {HIDDEN}, 2 layers, 4 heads, FFN 128, embedding 32, no dropout",
-        "optimizer": ("Adam 1e-3 (lamb arm: AlbertLamb at the rate in its name, decay 0.01, "
+        "optimizer": ("Adam 1e-3 (lamb arm: LayerwiseLamb at the rate in its name, decay 0.01, "
                       "clipped at 1.0), batch 64, 64 steps per epoch, the same data for every arm"),
         "escape": "first step at which the held-out AUC passed 0.7",
     }, "runs": {}}

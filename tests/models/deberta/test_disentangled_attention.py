@@ -125,13 +125,13 @@ def test_a_one_head_model_trains():
     """One head (an ELECTRA generator of a 4-head model has one): the
     relative scores are made without a broadcast batch matmul, which
     crashed TensorFlow's CPU kernel on these shapes."""
-    from albert_keras import AlbertPretrainer
+    from albert_keras import EncoderPretrainer
 
     config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=8,
                           num_hidden_layers=2, num_attention_heads=1, intermediate_size=16,
                           max_position_embeddings=32, relative_attention=True,
                           position_buckets=4, share_att_key=True)
-    model = AlbertPretrainer(AlbertEncoder(config), sentence_order=False)
+    model = EncoderPretrainer(AlbertEncoder(config), sentence_order=False)
     model.compile(optimizer=keras.optimizers.AdamW(1e-2))
     rng = np.random.default_rng(0)
     ids = rng.integers(5, 60, (8, 16)).astype("int32")

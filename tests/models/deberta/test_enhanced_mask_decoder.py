@@ -6,7 +6,7 @@ import pytest
 from scipy.special import erf
 
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertPretrainer
+from albert_keras import EncoderPretrainer
 from albert_keras.config import AlbertConfig
 from tests.helpers import sample_inputs
 
@@ -80,7 +80,7 @@ def test_decoder_matches_numpy(sharing):
                           num_hidden_layers=3, num_attention_heads=4, intermediate_size=37,
                           max_position_embeddings=64, hidden_act="gelu", sharing=sharing,
                           num_hidden_groups=1 if sharing == "all" else 3)
-    model = AlbertPretrainer(AlbertEncoder(config), enhanced_mask_decoder=True)
+    model = EncoderPretrainer(AlbertEncoder(config), enhanced_mask_decoder=True)
     rng = np.random.default_rng(0)
     for variable in model.weights:
         variable.assign(rng.normal(0, 0.3, variable.shape).astype("float32"))
@@ -90,14 +90,14 @@ def test_decoder_matches_numpy(sharing):
     fast = model({**inputs, "masked_positions": positions})["mlm_logits"]
     # an encoder with every hidden state makes the pretrainer run its
     # functional graph instead of the shortcut in call()
-    as_graph = AlbertPretrainer(AlbertEncoder(config, output_hidden_states=True),
+    as_graph = EncoderPretrainer(AlbertEncoder(config, output_hidden_states=True),
                                 enhanced_mask_decoder=True)
     as_graph.set_weights(model.get_weights())
     graph = as_graph({**inputs, "masked_positions": positions})["mlm_logits"]
     assert np.abs(np.asarray(fast) - expected).max() < 1e-4
     assert np.abs(np.asarray(graph) - expected).max() < 1e-4
     # not a no-op: without the decoder the logits differ
-    plain = AlbertPretrainer(AlbertEncoder(config))
+    plain = EncoderPretrainer(AlbertEncoder(config))
     plain.set_weights(model.get_weights())
     assert np.abs(np.asarray(plain({**inputs, "masked_positions": positions})["mlm_logits"])
                   - expected).max() > 1e-2
@@ -109,11 +109,11 @@ def test_a_deberta_v3_pretrainer_with_the_decoder_saves_and_loads(tmp_path):
                           max_position_embeddings=64, relative_attention=True,
                           position_buckets=8, share_att_key=True, norm_rel_ebd="layer_norm",
                           position_biased_input=False, type_vocab_size=0)
-    model = AlbertPretrainer(AlbertEncoder(config), enhanced_mask_decoder=True)
+    model = EncoderPretrainer(AlbertEncoder(config), enhanced_mask_decoder=True)
     inputs = {**sample_inputs(), "masked_positions": np.array([[1, 2]] * 3, "int32")}
     inputs["segment_ids"] *= 0
     before = np.asarray(model(inputs)["mlm_logits"])
-    as_graph = AlbertPretrainer(AlbertEncoder(config, output_hidden_states=True),
+    as_graph = EncoderPretrainer(AlbertEncoder(config, output_hidden_states=True),
                                 enhanced_mask_decoder=True)
     as_graph.set_weights(model.get_weights())
     np.testing.assert_allclose(np.asarray(as_graph(inputs)["mlm_logits"]), before, atol=1e-5)

@@ -1,16 +1,16 @@
-"""AlbertDistiller: the soft-target loss against numpy, the alpha mix of
+"""Distiller: the soft-target loss against numpy, the alpha mix of
 soft and hard losses, and the shared model checks."""
 
 import keras
 import numpy as np
 import pytest
 
-from albert_keras import AlbertClassifier
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertTokenClassifier
-from albert_keras.models.albert_distiller import AlbertDistiller
-from albert_keras.models.albert_distiller import soft_target_loss
+from albert_keras import SequenceClassifier
+from albert_keras import TokenTagger
+from albert_keras.models.distiller import Distiller
+from albert_keras.models.distiller import soft_target_loss
 from tests.helpers import TINY
 from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
@@ -44,13 +44,13 @@ def test_soft_target_loss_equals_numpy(temperature):
 
 
 def _classifier(dtype=None, classes=3):
-    return AlbertClassifier(AlbertEncoder(AlbertConfig(**TINY), dtype=dtype), classes,
+    return SequenceClassifier(AlbertEncoder(AlbertConfig(**TINY), dtype=dtype), classes,
                             dtype=dtype)
 
 
 def test_distiller_model_checks():
     run_model_test(
-        lambda dtype: AlbertDistiller(_classifier(dtype), temperature=3.0, alpha=0.7),
+        lambda dtype: Distiller(_classifier(dtype), temperature=3.0, alpha=0.7),
         encoder_inputs,
         lambda b, s: {"logits": (b, 3)},
     )
@@ -68,7 +68,7 @@ def test_loss_mixes_soft_and_hard_by_alpha(alpha):
     student = _classifier()
     student.compile(loss={"logits": keras.losses.SparseCategoricalCrossentropy(
         from_logits=True)})
-    model = AlbertDistiller(student, temperature=2.0, alpha=alpha)
+    model = Distiller(student, temperature=2.0, alpha=alpha)
     x = encoder_inputs(4, 9)
     logits = np.asarray(model(x)["logits"], np.float32)
     teacher = np.random.default_rng(1).normal(size=(4, 3)).astype(np.float32)
@@ -84,8 +84,8 @@ def test_loss_mixes_soft_and_hard_by_alpha(alpha):
 
 def test_tagger_soft_loss_counts_real_positions_only():
     keras.utils.set_random_seed(0)
-    student = AlbertTokenClassifier(AlbertEncoder(AlbertConfig(**TINY)), 4)
-    model = AlbertDistiller(student, temperature=1.0, alpha=1.0)
+    student = TokenTagger(AlbertEncoder(AlbertConfig(**TINY)), 4)
+    model = Distiller(student, temperature=1.0, alpha=1.0)
     x = encoder_inputs(2, 6)
     x["padding_mask"] = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], np.int32)
     logits = np.asarray(model(x)["logits"], np.float32)
@@ -95,7 +95,7 @@ def test_tagger_soft_loss_counts_real_positions_only():
 
 
 def test_regression_uses_squared_error():
-    model = AlbertDistiller(_classifier(classes=1), alpha=1.0, regression=True)
+    model = Distiller(_classifier(classes=1), alpha=1.0, regression=True)
     x = encoder_inputs(3, 5)
     student = np.array([[0.5], [1.0], [-2.0]], np.float32)
     teacher = np.array([[1.5], [1.0], [0.0]], np.float32)

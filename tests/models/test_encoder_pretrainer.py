@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras import AlbertPretrainer
+from albert_keras import EncoderPretrainer
 from tests.helpers import TINY
 from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
@@ -21,14 +21,14 @@ def pretrainer_inputs(batch, seq):
 def test_pretrainer():
     config = AlbertConfig(**TINY)
     run_model_test(
-        lambda dtype: AlbertPretrainer(AlbertEncoder(config, dtype=dtype)),
+        lambda dtype: EncoderPretrainer(AlbertEncoder(config, dtype=dtype)),
         pretrainer_inputs,
         lambda b, s: {"mlm_logits": (b, 4, 60), "sop_logits": (b, 2)},
     )
 
 
 def test_decoder_is_tied_to_word_embeddings():
-    pretrainer = AlbertPretrainer(AlbertEncoder(AlbertConfig(**TINY)))
+    pretrainer = EncoderPretrainer(AlbertEncoder(AlbertConfig(**TINY)))
     table = pretrainer.encoder.token_embedding.embeddings
     assert pretrainer.mlm_head.token_embedding.embeddings is table
     # Counted once: no separate V x E decoder matrix.
@@ -42,14 +42,14 @@ def test_decoder_is_tied_to_word_embeddings():
 
 def test_logits_are_float32_under_mixed_precision():
     encoder = AlbertEncoder(AlbertConfig(**TINY), dtype="mixed_bfloat16")
-    out = AlbertPretrainer(encoder)(pretrainer_inputs(2, 8))
+    out = EncoderPretrainer(encoder)(pretrainer_inputs(2, 8))
     assert out["mlm_logits"].dtype == "float32"
     assert out["sop_logits"].dtype == "float32"
 
 
 def _graph_outputs(pretrainer, inputs, training=False):
     # The functional graph, every row of every block (what ``call`` shortcuts).
-    return super(AlbertPretrainer, pretrainer).call(inputs, training=training)
+    return super(EncoderPretrainer, pretrainer).call(inputs, training=training)
 
 
 @pytest.mark.parametrize("overrides", [
@@ -58,7 +58,7 @@ def _graph_outputs(pretrainer, inputs, training=False):
     {"num_hidden_groups": 1, "inner_group_num": 1},
 ])
 def test_call_computing_only_the_read_rows_equals_the_full_graph(overrides):
-    pretrainer = AlbertPretrainer(AlbertEncoder(AlbertConfig(**{**TINY, **overrides})))
+    pretrainer = EncoderPretrainer(AlbertEncoder(AlbertConfig(**{**TINY, **overrides})))
     inputs = pretrainer_inputs(3, 12)  # one padded example, two segments
     last_ffn = pretrainer.encoder.transformer.ffn_blocks[-1]
     seen, ffn_call = [], last_ffn.call
@@ -72,7 +72,7 @@ def test_call_computing_only_the_read_rows_equals_the_full_graph(overrides):
 
 
 def test_training_gradients_equal_the_full_graph():
-    pretrainer = AlbertPretrainer(AlbertEncoder(AlbertConfig(**TINY)))
+    pretrainer = EncoderPretrainer(AlbertEncoder(AlbertConfig(**TINY)))
     inputs = pretrainer_inputs(2, 10)
     labels = {"masked_ids": np.full((2, 4), 7, "int32"),
               "masked_weights": np.ones((2, 4), "float32"),

@@ -5,6 +5,8 @@ their task-specific stage) and, where rows are labelled, on the labels."""
 import keras
 from keras import ops
 
+from albert_keras.saving import keep_former_name
+
 
 def soft_target_loss(student_logits, teacher_logits, temperature, mask=None):
     """``T^2 KL(softmax(teacher / T) || softmax(student / T))`` over the last
@@ -38,7 +40,7 @@ def soft_target_loss(student_logits, teacher_logits, temperature, mask=None):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertDistiller(keras.Model):
+class Distiller(keras.Model):
     """Trains ``student`` (a compiled task model) on a teacher's outputs.
 
     ``fit`` takes ``(x, y)`` with ``y = {"teacher": outputs, "labels":
@@ -58,7 +60,7 @@ class AlbertDistiller(keras.Model):
             teacher's instead of the soft-target KL.
 
     Example:
-    >>> distiller = AlbertDistiller(student, temperature=2.0, alpha=0.5)  # doctest: +SKIP
+    >>> distiller = Distiller(student, temperature=2.0, alpha=0.5)  # doctest: +SKIP
     >>> distiller.compile(optimizer="adam")  # doctest: +SKIP
     >>> distiller.fit(x, {"teacher": t, "labels": y, "label_weight": w})  # doctest: +SKIP
     """
@@ -117,3 +119,7 @@ class AlbertDistiller(keras.Model):
             "alpha": self.alpha,
             "regression": self.regression,
         }
+
+
+# .keras files written before the generic name saved it as AlbertDistiller
+keep_former_name(Distiller, "AlbertDistiller")

@@ -1,14 +1,15 @@
-"""AlbertDiscriminator: the encoder with a replaced-token-detection head."""
+"""TokenDiscriminator: the encoder with a replaced-token-detection head."""
 
 import keras
 
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import TaskModel
+from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertDiscriminator(TaskModel):
+class TokenDiscriminator(TaskModel):
     """ELECTRA's discriminator on our encoder: for every token, was it replaced?
 
     Inputs: the encoder's three. Output (dict): ``rtd_logits`` ``[B, S]``
@@ -21,7 +22,7 @@ class AlbertDiscriminator(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
-    >>> model = AlbertDiscriminator(AlbertEncoder(get_preset("albert_tiny")))
+    >>> model = TokenDiscriminator(AlbertEncoder(get_preset("albert_tiny")))
     >>> ids = keras.ops.ones((1, 16), "int32")
     >>> tuple(model({"token_ids": ids, "segment_ids": 0 * ids,
     ...              "padding_mask": ids})["rtd_logits"].shape)
@@ -48,3 +49,7 @@ class AlbertDiscriminator(TaskModel):
 
     def get_config(self):
         return self._base_config()
+
+
+# .keras files written before the generic name saved it as AlbertDiscriminator
+keep_former_name(TokenDiscriminator, "AlbertDiscriminator")

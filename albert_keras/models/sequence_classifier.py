@@ -1,4 +1,4 @@
-"""AlbertClassifier: sentence(-pair) classification or regression."""
+"""SequenceClassifier: sentence(-pair) classification or regression."""
 
 import keras
 
@@ -7,10 +7,11 @@ from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F40
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
+from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertClassifier(TaskModel):
+class SequenceClassifier(TaskModel):
     """The pooled ``[CLS]`` vector -> dropout -> dense, as the original.
 
     With ``pooling="mean"`` the head reads the mean of the last layer over
@@ -38,7 +39,7 @@ class AlbertClassifier(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
-    >>> model = AlbertClassifier(AlbertEncoder(get_preset("bert_tiny")), 3)
+    >>> model = SequenceClassifier(AlbertEncoder(get_preset("bert_tiny")), 3)
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
     >>> tuple(out["logits"].shape)
@@ -91,3 +92,7 @@ class AlbertClassifier(TaskModel):
             "dropout": self.dropout,
             "pooling": self.pooling,
         }
+
+
+# .keras files written before the generic name saved it as AlbertClassifier
+keep_former_name(SequenceClassifier, "AlbertClassifier")

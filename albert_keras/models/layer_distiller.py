@@ -13,6 +13,7 @@ from keras import ops
 from albert_keras.models.backbone import is_backbone
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.models.layer_map import uniform_layer_map
+from albert_keras.saving import keep_former_name
 
 # -- the losses ----------------------------------------------------------------------
 
@@ -46,7 +47,7 @@ def attention_transfer_loss(student, teacher, mask):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertLayerDistiller(keras.Model):
+class LayerDistiller(keras.Model):
     """Trains ``student`` to reproduce ``teacher``'s layers (the teacher is frozen).
 
     For each ``(m, g)`` of ``layer_map`` the student's state after block
@@ -78,7 +79,7 @@ class AlbertLayerDistiller(keras.Model):
     >>> teacher = AlbertEncoder(get_preset("albert_tiny", vocab_size=100))
     >>> student = AlbertEncoder(get_preset("albert_tiny", vocab_size=100, hidden_size=64,
     ...                                    num_hidden_layers=2))
-    >>> model = AlbertLayerDistiller(teacher, student)
+    >>> model = LayerDistiller(teacher, student)
     >>> ids = keras.ops.ones((1, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
     >>> tuple(out["student_hidden"].shape)
@@ -190,3 +191,7 @@ class AlbertLayerDistiller(keras.Model):
             "hidden_weight": self.hidden_weight,
             "attention_weight": self.attention_weight,
         }
+
+
+# .keras files written before the generic name saved it as AlbertLayerDistiller
+keep_former_name(LayerDistiller, "AlbertLayerDistiller")

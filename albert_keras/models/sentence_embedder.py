@@ -1,4 +1,4 @@
-"""AlbertEmbedder: one vector per text, from any layer(s) of the encoder."""
+"""SentenceEmbedder: one vector per text, from any layer(s) of the encoder."""
 
 import keras
 from keras import ops
@@ -6,6 +6,7 @@ from keras import ops
 from albert_keras.models.backbone import rebuilt
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
+from albert_keras.saving import keep_former_name
 
 POOLINGS = ("mean", "max", "cls", "pooled")
 TOKEN_POOLINGS = ("mean", "max", "cls")
@@ -79,7 +80,7 @@ class LayerPooling(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertEmbedder(TaskModel):
+class SentenceEmbedder(TaskModel):
     """Text embeddings: ``mean``/``max``/``cls`` pooling of chosen layers, or the
     ``pooled`` (tanh pooler) output.
 
@@ -99,7 +100,7 @@ class AlbertEmbedder(TaskModel):
     Example:
     >>> from albert_keras.presets import get_preset
     >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
-    >>> model = AlbertEmbedder(AlbertEncoder(get_preset("bert_tiny")), layers=(-2, -1))
+    >>> model = SentenceEmbedder(AlbertEncoder(get_preset("bert_tiny")), layers=(-2, -1))
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
     >>> tuple(out["embeddings"].shape)
@@ -164,3 +165,7 @@ class AlbertEmbedder(TaskModel):
             "combine": self.combine,
             "normalize": self.normalize,
         }
+
+
+# .keras files written before the generic name saved it as AlbertEmbedder
+keep_former_name(SentenceEmbedder, "AlbertEmbedder")

@@ -1,4 +1,4 @@
-"""AlbertMultipleChoice: one score per candidate (RACE, SWAG)."""
+"""ChoiceScorer: one score per candidate (RACE, SWAG)."""
 
 import keras
 from keras import ops
@@ -6,6 +6,7 @@ from keras import ops
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
+from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -32,7 +33,7 @@ class UnfoldChoices(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertMultipleChoice(TaskModel):
+class ChoiceScorer(TaskModel):
     """Each (context, choice) pair -> pooled output -> dropout -> one score.
 
     Inputs: the encoder's three, each ``[B, C, S]`` (C choices, any number).
@@ -47,7 +48,7 @@ class AlbertMultipleChoice(TaskModel):
     Example:
     >>> from albert_keras.presets import get_preset
     >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
-    >>> model = AlbertMultipleChoice(AlbertEncoder(get_preset("bert_tiny")))
+    >>> model = ChoiceScorer(AlbertEncoder(get_preset("bert_tiny")))
     >>> ids = keras.ops.ones((2, 4, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
     >>> tuple(out["logits"].shape)
@@ -80,3 +81,7 @@ class AlbertMultipleChoice(TaskModel):
 
     def get_config(self):
         return {**self._base_config(), "dropout": self.dropout}
+
+
+# .keras files written before the generic name saved it as AlbertMultipleChoice
+keep_former_name(ChoiceScorer, "AlbertMultipleChoice")

@@ -1,4 +1,4 @@
-"""AlbertLayerDistiller: the hidden-state and attention losses against numpy,
+"""LayerDistiller: the hidden-state and attention losses against numpy,
 the layer map, the shared model checks, and a teacher that stays frozen."""
 
 import keras
@@ -7,9 +7,9 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras.models.albert_layer_distiller import AlbertLayerDistiller
-from albert_keras.models.albert_layer_distiller import attention_transfer_loss
-from albert_keras.models.albert_layer_distiller import hidden_transfer_loss
+from albert_keras.models.layer_distiller import LayerDistiller
+from albert_keras.models.layer_distiller import attention_transfer_loss
+from albert_keras.models.layer_distiller import hidden_transfer_loss
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.models.layer_map import uniform_layer_map
 from tests.helpers import TINY
@@ -76,7 +76,7 @@ def test_layer_maps():
 
 def _model(dtype=None, student=STUDENT, **kwargs):
     keras.utils.set_random_seed(0)
-    return AlbertLayerDistiller(AlbertEncoder(AlbertConfig(**TINY), dtype=dtype),
+    return LayerDistiller(AlbertEncoder(AlbertConfig(**TINY), dtype=dtype),
                                 AlbertEncoder(AlbertConfig(**student), dtype=dtype), **kwargs)
 
 

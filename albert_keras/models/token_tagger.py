@@ -1,14 +1,15 @@
-"""AlbertTokenClassifier: one label per token (NER, POS, chunking)."""
+"""TokenTagger: one label per token (NER, POS, chunking)."""
 
 import keras
 
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
+from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertTokenClassifier(TaskModel):
+class TokenTagger(TaskModel):
     """Every position of ``sequence_output`` -> dropout -> dense.
 
     Words are labelled on their first piece; ``albert_keras.tasks.tag``
@@ -26,7 +27,7 @@ class AlbertTokenClassifier(TaskModel):
     Example:
     >>> from albert_keras.presets import get_preset
     >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
-    >>> model = AlbertTokenClassifier(AlbertEncoder(get_preset("bert_tiny")), 5)
+    >>> model = TokenTagger(AlbertEncoder(get_preset("bert_tiny")), 5)
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
     >>> tuple(out["logits"].shape)
@@ -58,3 +59,7 @@ class AlbertTokenClassifier(TaskModel):
             "num_classes": self.num_classes,
             "dropout": self.dropout,
         }
+
+
+# .keras files written before the generic name saved it as AlbertTokenClassifier
+keep_former_name(TokenTagger, "AlbertTokenClassifier")

@@ -1,4 +1,4 @@
-"""AlbertPretrainer: the encoder with its MLM and SOP heads."""
+"""EncoderPretrainer: the encoder with its MLM and SOP heads."""
 
 import keras
 from keras import ops
@@ -13,10 +13,11 @@ from albert_keras.models.deberta.enhanced_mask_decoder import enhanced_mask_deco
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.replicas import scale_for_replicas
+from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertPretrainer(TaskModel):
+class EncoderPretrainer(TaskModel):
     """ALBERT with the masked-LM and sentence-order heads.
 
     Inputs: the encoder's three plus ``masked_positions`` ``[B, P]`` (int32).
@@ -45,7 +46,7 @@ class AlbertPretrainer(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
-    >>> pretrainer = AlbertPretrainer(AlbertEncoder(get_preset("albert_tiny")))
+    >>> pretrainer = EncoderPretrainer(AlbertEncoder(get_preset("albert_tiny")))
     >>> ids = keras.ops.ones((1, 16), "int32")
     >>> out = pretrainer({"token_ids": ids, "segment_ids": 0 * ids,
     ...                   "padding_mask": ids,
@@ -192,6 +193,10 @@ class AlbertPretrainer(TaskModel):
         return {**self._base_config(), "sop_dropout": self.sop_dropout,
                 "sentence_order": self.sentence_order,
                 "enhanced_mask_decoder": self.enhanced_mask_decoder}
+
+
+# .keras files written before the generic name saved it as AlbertPretrainer
+keep_former_name(EncoderPretrainer, "AlbertPretrainer")
 
 
 def metrics_by_name(metrics):

@@ -1,4 +1,4 @@
-"""AlbertElectraPretrainer: ELECTRA's generator and discriminator on our encoder."""
+"""ElectraPretrainer: ELECTRA's generator and discriminator on our encoder."""
 
 import keras
 from keras import ops
@@ -10,12 +10,13 @@ from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
-from albert_keras.models.albert_pretrainer import metrics_by_name
 from albert_keras.models.backbone import rebuilt
 from albert_keras.models.deberta.enhanced_mask_decoder import enhanced_mask_decode
+from albert_keras.models.encoder_pretrainer import metrics_by_name
 from albert_keras.replicas import scale_for_replicas
 from albert_keras.replicas import tf_replica_context
 from albert_keras.replicas import weighted_mean
+from albert_keras.saving import keep_former_name
 
 SHARING = ("tied", "gdes", "none")
 
@@ -54,7 +55,7 @@ def _check_pair(encoder, generator, embedding_sharing):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertElectraPretrainer(keras.Model):
+class ElectraPretrainer(keras.Model):
     """Replaced-token detection (ELECTRA) with a small MLM generator.
 
     The generator fills the masked positions of the input with tokens
@@ -103,7 +104,7 @@ class AlbertElectraPretrainer(keras.Model):
         rtd_mlm_weight: weight of the discriminator's own masked-LM loss
             (0: none, ELECTRA).
         sentence_order: add sentence-order prediction on the discriminator
-            (``AlbertPretrainer``'s switch of the same name).
+            (``EncoderPretrainer``'s switch of the same name).
         temperature: of the generator's sampling distribution.
         seed: the sampling seed.
         enhanced_mask_decoder: the generator decodes its masked tokens with
@@ -113,7 +114,7 @@ class AlbertElectraPretrainer(keras.Model):
     Example:
     >>> from albert_keras.presets import get_preset
     >>> config = get_preset("albert_tiny", vocab_size=100)
-    >>> model = AlbertElectraPretrainer(
+    >>> model = ElectraPretrainer(
     ...     AlbertEncoder(config), AlbertEncoder(generator_config(config)))
     >>> ids = keras.ops.ones((1, 16), "int32")
     >>> pos = keras.ops.convert_to_tensor([[1, 2]], "int32")  # distinct positions
@@ -238,25 +239,25 @@ class AlbertElectraPretrainer(keras.Model):
         return encoder
 
     def standalone_discriminator(self):
-        """An ``AlbertDiscriminator`` (encoder with the table folded in, and
+        """An ``TokenDiscriminator`` (encoder with the table folded in, and
         the RTD head): what exports to HF ``ElectraForPreTraining``."""
-        from albert_keras.models.albert_discriminator import AlbertDiscriminator
+        from albert_keras.models.token_discriminator import TokenDiscriminator
 
-        model = AlbertDiscriminator(self.standalone_encoder())
+        model = TokenDiscriminator(self.standalone_encoder())
         model.rtd_head.set_weights(self.rtd_head.get_weights())
         return model
 
     def standalone_generator(self):
-        """The generator as an MLM-only ``AlbertPretrainer`` with its own word
+        """The generator as an MLM-only ``EncoderPretrainer`` with its own word
         table: what exports to HF ``ElectraForMaskedLM``."""
-        from albert_keras.models.albert_pretrainer import AlbertPretrainer
+        from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 
         source = self.generator
         encoder = rebuilt(source)
         encoder.set_weights(source.get_weights())
         encoder.token_embedding.embeddings.assign(
             ops.convert_to_numpy(self._generator_table()))
-        model = AlbertPretrainer(encoder, sentence_order=False,
+        model = EncoderPretrainer(encoder, sentence_order=False,
                                  enhanced_mask_decoder=self.enhanced_mask_decoder)
         model.mlm_head.copy_own_weights(self.mlm_head)
         return model
@@ -406,6 +407,10 @@ class AlbertElectraPretrainer(keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        if "sop" in config:  # files written before the switch took AlbertPretrainer's name
+        if "sop" in config:  # files written before the switch took EncoderPretrainer's name
             config["sentence_order"] = config.pop("sop")
         return cls(**config)
+
+
+# .keras files written before the generic name saved it as AlbertElectraPretrainer
+keep_former_name(ElectraPretrainer, "AlbertElectraPretrainer")

@@ -6,9 +6,9 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras.models.albert_electra_pretrainer import AlbertElectraPretrainer
-from albert_keras.models.albert_electra_pretrainer import generator_config
-from albert_keras.optimizers.optimizer import AlbertAdamW
+from albert_keras.models.electra_pretrainer import ElectraPretrainer
+from albert_keras.models.electra_pretrainer import generator_config
+from albert_keras.optimizers.optimizer import LayerwiseAdamW
 from tests.helpers import TINY
 from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test
@@ -37,7 +37,7 @@ def electra_inputs(batch, seq):
 
 
 def make(sharing="tied", dtype=None, sop=False, seed=0, rtd_mlm_weight=0.0):
-    return AlbertElectraPretrainer(
+    return ElectraPretrainer(
         AlbertEncoder(CONFIG, dtype=dtype),
         AlbertEncoder(generator_config(CONFIG, 0.25), dtype=dtype),
         embedding_sharing=sharing, sentence_order=sop, seed=seed, rtd_mlm_weight=rtd_mlm_weight)
@@ -256,7 +256,7 @@ def test_gdes_standalone_encoder_folds_in_the_table():
 def test_mismatched_generator_is_refused():
     other = AlbertConfig(**{**TINY, "embedding_size": 12})
     with pytest.raises(ValueError, match="embedding width"):
-        AlbertElectraPretrainer(AlbertEncoder(CONFIG), AlbertEncoder(other))
+        ElectraPretrainer(AlbertEncoder(CONFIG), AlbertEncoder(other))
 
 
 def _toy_batches(rng, n, seq=16):
@@ -286,10 +286,10 @@ def test_discriminator_learns_through_fit(sharing):
                              "num_hidden_layers": 2, "num_hidden_groups": 1,
                              "inner_group_num": 1, "num_attention_heads": 4,
                              "intermediate_size": 128})
-    model = AlbertElectraPretrainer(AlbertEncoder(config),
+    model = ElectraPretrainer(AlbertEncoder(config),
                                     AlbertEncoder(generator_config(config, 0.25)),
                                     embedding_sharing=sharing, temperature=1000.0)
-    model.compile(optimizer=AlbertAdamW(learning_rate=1e-3, weight_decay=0.0))
+    model.compile(optimizer=LayerwiseAdamW(learning_rate=1e-3, weight_decay=0.0))
     rng = np.random.default_rng(0)
     x, y = _toy_batches(rng, 1536)
     held_out, _ = _toy_batches(rng, 256)

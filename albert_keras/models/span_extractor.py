@@ -1,4 +1,4 @@
-"""AlbertQuestionAnswerer: extractive QA (SQuAD v1 and v2)."""
+"""SpanExtractor: extractive QA (SQuAD v1 and v2)."""
 
 import keras
 from keras import ops
@@ -6,6 +6,7 @@ from keras import ops
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
+from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -25,7 +26,7 @@ class SpanLogits(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
-class AlbertQuestionAnswerer(TaskModel):
+class SpanExtractor(TaskModel):
     """Start and end scores for every token, from ``dense(sequence_output)``.
 
     The question goes in segment 0 and a window of the context in segment 1
@@ -43,7 +44,7 @@ class AlbertQuestionAnswerer(TaskModel):
     Example:
     >>> from albert_keras.presets import get_preset
     >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
-    >>> model = AlbertQuestionAnswerer(AlbertEncoder(get_preset("bert_tiny")))
+    >>> model = SpanExtractor(AlbertEncoder(get_preset("bert_tiny")))
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
     >>> tuple(out["start_logits"].shape)
@@ -68,3 +69,7 @@ class AlbertQuestionAnswerer(TaskModel):
 
     def get_config(self):
         return self._base_config()
+
+
+# .keras files written before the generic name saved it as AlbertQuestionAnswerer
+keep_former_name(SpanExtractor, "AlbertQuestionAnswerer")
