@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import os
+import zipfile
 
 from albert_keras.convert import is_hf_folder
 from albert_keras.convert import is_tf1_checkpoint
@@ -344,6 +345,26 @@ class ModelSource:
         path = os.path.join(folder_of(self.path), value)  # an absolute value stays as it is
         return path if os.path.isfile(path) else None
 
+    @functools.cached_property
+    def max_position_embeddings(self):
+        """The longest input the model reads, from its config alone (a
+        ``.keras`` file's, a checkpoint's ``config.json``); the model is
+        loaded only when no config says it."""
+        found = _configured_positions(self.path)
+        if found is None:
+            found = backbone_of(self.model).config.max_position_embeddings
+        return int(found)
+
+    def fine_tuned_spec(self, task_name):
+        """The ``task.json`` of a fine-tuned folder of ``task_name`` as a
+        dict; {} for any other source; a folder fine-tuned for another task
+        is an error naming both."""
+        spec = self.task_spec if os.path.isdir(self.path) else {}
+        if spec and spec.get("task") != task_name:
+            raise ValueError(f"{self.path}: a fine-tuned {spec.get('task')} folder, "
+                             f"not {task_name}")
+        return spec
+
     def task_model(self):
         """``(model, task_spec_dict)`` of a fine-tuned folder."""
         model, spec = load_task_model(self.path)
@@ -362,6 +383,42 @@ class ModelSource:
         """The source's encoder, rebuilt (see ``rebuilt_encoder``)."""
         return rebuilt_encoder(self.model, self.path, dtype=dtype, from_scratch=from_scratch,
                                output_hidden_states=output_hidden_states, dropout=dropout)
+
+
+def _configured_positions(path):
+    """``max_position_embeddings`` as the source's config files say it, or
+    None: a ``.keras`` archive's ``config.json`` (the encoder's config inside
+    the model's), an HF or TF1 ``config.json``, a keras-hub preset's
+    ``max_sequence_length``."""
+    try:
+        file = model_file(path, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE))
+    except FileNotFoundError:
+        file = None
+    if file and file.endswith(".keras") and zipfile.is_zipfile(file):
+        with zipfile.ZipFile(file) as archive:
+            return _first_value(json.loads(archive.read("config.json")),
+                                "max_position_embeddings")
+    folder = folder_of(path)
+    for name in ("config.json", "albert_config.json", "bert_config.json"):
+        if os.path.isfile(os.path.join(folder, name)):
+            data = read_json(os.path.join(folder, name))
+            return (_first_value(data, "max_position_embeddings")
+                    or _first_value(data, "max_sequence_length"))
+    return None
+
+
+def _first_value(tree, key):
+    """The first value of ``key`` in nested dicts and lists, or None."""
+    if isinstance(tree, dict):
+        if key in tree and isinstance(tree[key], int):
+            return tree[key]
+        tree = list(tree.values())
+    if isinstance(tree, list):
+        for item in tree:
+            found = _first_value(item, key)
+            if found is not None:
+                return found
+    return None
 
 
 def load_pretrainer(init):

@@ -304,7 +304,7 @@ def _load(origin, c):
                           f"{model.config.max_position_embeddings}")
     pair = c.pair
     if pair is None:
-        pair = bool(spec and (spec.text_pair_column or spec.task == "qa"))
+        pair = bool(spec and (spec.text_pair_column or get_task(spec.task).always_pairs))
     num_choices = c.num_choices
     if kind == "choice":
         num_choices = num_choices or (spec.num_choices if spec else None)

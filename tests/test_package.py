@@ -14,6 +14,7 @@ import pytest
 
 import albert_keras
 from albert_keras.config import AlbertConfig
+from tests.helpers import MOBILEBERT
 from tests.helpers import SMALL
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +30,10 @@ print(type(model).__name__)
 
 def _encoder(**kwargs):
     return albert_keras.AlbertEncoder(AlbertConfig(vocab_size=60, **SMALL), **kwargs)
+
+
+def _mobilebert(**kwargs):
+    return albert_keras.MobileBertEncoder(albert_keras.MobileBertConfig(**MOBILEBERT), **kwargs)
 
 
 def _string_in(spm_path):
@@ -60,6 +65,10 @@ _KINDS = {
     "embedder": lambda spm: albert_keras.SentenceEmbedder(_encoder()),
     "distiller": lambda spm: albert_keras.Distiller(
         albert_keras.SequenceClassifier(_encoder(), 3)),
+    "mobilebert_encoder": lambda spm: _mobilebert(),
+    "mobilebert_quantize_aware_encoder": lambda spm: _mobilebert(quantize_aware=True),
+    "mobilebert_pretrainer": lambda spm: albert_keras.EncoderPretrainer(_mobilebert()),
+    "mobilebert_classifier": lambda spm: albert_keras.SequenceClassifier(_mobilebert(), 3),
     "sentencepiece_packer": _string_in,
     "wordpiece_packer": lambda spm: _wordpiece_in(),
 }

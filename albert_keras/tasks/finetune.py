@@ -66,11 +66,13 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     keras.utils.set_random_seed(cfg.seed)
     source = ModelSource(init, tokenizer)  # the one reader of init
     task = get_task(cfg.task)
-    sets, spec = read_task_sets(task, task_spec(cfg), source.tokenizer, paths,
-                                cfg.validation_split, cfg.seed)
-    _log_rows(cfg.task, sets, spec)
     with make_strategy(cfg.strategy).scope(), writing_folder(out_dir) as tmp:
-        model = TextTask.for_task(cfg.task).new_head(source, cfg)
+        # the object's settings (a sequence length the model reads) and
+        # tokenizer read the rows, as its Python fit would
+        model, _ = TextTask.for_task(cfg.task).on_source(source, cfg, keep_head=False)
+        sets, spec = read_task_sets(task, task_spec(model.settings), model.tokenizer, paths,
+                                    cfg.validation_split, cfg.seed)
+        _log_rows(cfg.task, sets, spec)
         history, best, cut = model.fit_rows(sets, spec, callbacks, folder=tmp, where=train_path)
         cfg = model.settings  # with the width's defaults and the head's choices
         result = {"train_loss": float(history.history["loss"][-1]), **cut}
@@ -81,7 +83,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         result.update(eval_scores(task, spec, model.task_model, sets, best,
                                   length_buckets=cfg.length_buckets))
         write_task_folder(
-            tmp, model.task_model, source.tokenizer, spec.to_json(), result,
+            tmp, model.task_model, model.tokenizer, spec.to_json(), result,
             {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
              **{name: os.path.abspath(path) if path else None
                 for name, path in zip(("train", "eval", "validation"), paths)}})

@@ -11,8 +11,8 @@ from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.options import check_options
 from albert_keras.options import config_from_keywords
 from albert_keras.options import option
-from albert_keras.precision import PRECISIONS
 from albert_keras.tasks.task_fields import TaskFields
+from albert_keras.tasks.training_fields import TrainingFields
 from albert_keras.training.adversarial_config import AdversarialFields
 from albert_keras.training.pretrain_config import STRATEGIES
 
@@ -34,7 +34,7 @@ def size_defaults(hidden_size):
 
 
 @dataclasses.dataclass
-class FinetuneConfig(AdversarialFields, TaskFields):
+class FinetuneConfig(TrainingFields, AdversarialFields, TaskFields):
     """Every knob of a fine-tuning run (saved as ``train_config.json``).
 
     The task's own fields (``task``, ``sequence_length``, ``truncate``, the
@@ -80,17 +80,6 @@ class FinetuneConfig(AdversarialFields, TaskFields):
         (``AdversarialFields``'s): adversarial fine-tuning (SiFT, R3F).
     """
 
-    epochs: int = option(None, "passes over the training file",
-                         auto="by model width: 10 below hidden size 512, else 3", valid="[1, inf)")
-    batch_size: int = option(32, "examples per step", valid="[1, inf)")
-    learning_rate: float = option(None, "peak AdamW learning rate",
-                                  auto="by model width: 3e-4 below hidden size 512, else 3e-5", valid="[0, inf)")
-    warmup_fraction: float = option(0.1, "share of the steps with linear warmup", valid="[0, 1)")
-    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm/bias)", valid="[0, inf)")
-    layer_decay: float = option(1.0, "layer-wise learning-rate decay (ELECTRA): the head at "
-                                     "the full rate, each layer below at this factor of the "
-                                     "one above, the embeddings lowest; 1 turns it off", valid="(0, 1]")
-    dropout: float = option(0.1, "dropout on the head's input", valid="[0, 1)")
     pooling: str = option("auto", "classify: what the head reads: pooled (the [CLS] "
                                   "pooler, as ALBERT), mean (the mean over tokens), both "
                                   "(the two concatenated) or auto "
@@ -99,22 +88,7 @@ class FinetuneConfig(AdversarialFields, TaskFields):
                           choices=("auto", *CLASSIFIER_POOLINGS))
     encoder_dropout: float = option(None, "hidden and attention dropout inside the encoder "
                                           "(default: the model's own; 0 for ALBERT v2)", valid="[0, 1)")
-    precision: str = option("float32", "Keras dtype policy",
-                            choices=PRECISIONS)
     strategy: str = option("auto", "how training spreads over devices", choices=STRATEGIES)
-    validation_split: float = option(None, "hold out this share of the training file's "
-                                           "examples (stratified by label, drawn by --seed) "
-                                           "and choose the best epoch on it", valid="(0, 1)")
-    select_metric: str = option(None, "with --eval: score every epoch and keep the best by "
-                                      "this metric (default: the task's main one: accuracy, "
-                                      "entity_f1, f1 or pearson)")
-    patience: int = option(0, "with --eval: stop after this many epochs without a better "
-                              "score (0: train every epoch)", valid="[0, inf)")
-    seed: int = option(0, "weights and shuffling")
-    length_buckets: bool = option(True, "batch rows by their length, cut to a few fixed "
-                                        "lengths up to --seq-length (16, 32, 48, 64, 96, "
-                                        "128, ...), not all padded to it; the same "
-                                        "outputs, less padding computed")
     ema: float = option(0.0, "keep a moving average of the weights with this momentum "
                              "(e.g. 0.99), score and keep it instead of the last "
                              "weights; 0 turns it off", valid="[0, 1)")
@@ -138,11 +112,10 @@ def finetune_settings(task_name, options, where):
     return config_from_keywords(FinetuneConfig, {**options, "task": task_name}, where)
 
 
-def fit_length(settings, encoder, source):
-    """``settings`` with a sequence length the encoder reads: the default
-    (128) shortened to a shorter model's ``max_position_embeddings``; a
-    length asked for that is longer is an error."""
-    longest = encoder.config.max_position_embeddings
+def fit_length(settings, longest, source):
+    """``settings`` with a sequence length a model of ``longest`` positions
+    (its ``max_position_embeddings``) reads: the default (128) shortened to
+    it; a length asked for that is longer is an error naming ``source``."""
     if settings.sequence_length <= longest:
         return settings
     default = FinetuneConfig().sequence_length

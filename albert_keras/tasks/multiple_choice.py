@@ -27,11 +27,8 @@ class MultipleChoice(TextTask):
         ``choice`` folder keeps its head); ``settings`` are
         ``FinetuneConfig``'s fields."""
         cfg = finetune_settings(cls.task_name, settings, "MultipleChoice.from_preset")
-        model, encoder, cfg = cls._source_model(source, tokenizer, cfg)
-        if model is not None:
-            return cls(task_model=model, settings=dict(
-                vars(cfg), sequence_length=model.task_spec["sequence_length"]))
-        return cls(encoder=encoder, settings=vars(cfg))
+        made, _ = cls._from_source(source, tokenizer, cfg)
+        return made
 
     def _build_task_model(self, spec, encoder):
         return self.task.build_model(spec, encoder, self.settings.dropout)

@@ -11,7 +11,6 @@ folder, its ``task.json`` (sequence length, labels, pair column).
 import os
 
 from albert_keras.model_folder import ModelSource
-from albert_keras.model_folder import backbone_of
 from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.finetune_config import fit_length
 from albert_keras.tasks.registry import get_task
@@ -66,17 +65,15 @@ class TaskPreprocessor:
         columns), its length cut to the model's ``max_position_embeddings``
         as the task class cuts it."""
         origin = ModelSource(os.fspath(source), tokenizer)
-        carried = origin.task_spec if os.path.isdir(origin.path) else {}
+        carried = origin.fine_tuned_spec(cls.task_name)
         if carried:
-            if carried.get("task") != cls.task_name:
-                raise ValueError(f"{origin.path}: a fine-tuned {carried.get('task')} folder, "
-                                 f"not {cls.task_name}")
             if settings:
                 raise ValueError(f"{origin.path}: a fine-tuned folder keeps its own "
                                  f"settings; {sorted(settings)[0]} does not apply")
             return cls(origin.tokenizer, TaskSpec.from_json(carried))
         cfg = finetune_settings(cls.task_name, settings, f"{cls.__name__}.from_preset")
-        cfg = fit_length(cfg, backbone_of(origin.model), origin.path)
+        # the config alone says how long an input may be: no model is loaded
+        cfg = fit_length(cfg, origin.max_position_embeddings, origin.path)
         return cls(origin.tokenizer, task_spec(cfg))
 
     @property

@@ -22,6 +22,7 @@ class QuestionAnswering(Task):
 
     name = "qa"
     python_class = "albert_keras.tasks.question_answerer:QuestionAnswerer"
+    always_pairs = True  # a question and its context
 
     def read(self, path, spec, tokenizer, require_labels=True):
         examples = readers.read_squad(path, require_answers=require_labels)

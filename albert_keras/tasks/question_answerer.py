@@ -32,12 +32,9 @@ class QuestionAnswerer(TextTask):
         folder keeps its head); ``settings`` are ``FinetuneConfig``'s fields
         (``stride``, ``max_answer_length``, ``version_2``, ...)."""
         cfg = finetune_settings(cls.task_name, settings, "QuestionAnswerer.from_preset")
-        model, encoder, cfg = cls._source_model(source, tokenizer, cfg)
-        if model is not None:
-            return cls(task_model=model, settings=dict(vars(cfg), **{
-                k: v for k, v in model.task_spec.items() if k in vars(cfg)}))
-        made = cls(encoder=encoder, settings=vars(cfg))
-        made._build(made.spec.replace(labels=()))  # the head needs no labels
+        made, kept = cls._from_source(source, tokenizer, cfg)
+        if kept is None:
+            made._build(made.spec.replace(labels=()))  # the head needs no labels
         return made
 
     def _build_task_model(self, spec, encoder):

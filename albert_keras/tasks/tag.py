@@ -1,8 +1,13 @@
 """``tag``: one BIO tag per word (CoNLL files)."""
 
+import os
+import random
+
 import keras
 import numpy as np
 
+from albert_keras.data.corpus import sotu_files
+from albert_keras.data.sentence_split import split_sentences
 from albert_keras.models.token_tagger import TokenTagger
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
@@ -68,6 +73,21 @@ class Tag(Task):
         data = TaskData(features.inputs, y, weights,
                         extra={"features": features, "words": words, "tags": tags})
         return data, spec
+
+    def corpus_file(self, spec, folder, limit, seed):
+        """The corpus's sentences as a CoNLL file of words (no tags)."""
+        sentences = []
+        for path in sotu_files():
+            with open(path, encoding="utf-8") as f:
+                for paragraph in f.read().split("\n\n"):
+                    sentences += [s.split() for s in split_sentences(" ".join(paragraph.split()))]
+        random.Random(seed).shuffle(sentences)
+        path = os.path.join(folder, "corpus.conll")
+        with open(path, "w", encoding="utf-8") as f:
+            for words in sentences[:limit]:
+                if words:
+                    f.write("\n".join(words) + "\n\n")
+        return path
 
     def build_model(self, spec, encoder, dropout=0.1):
         return TokenTagger(encoder, len(spec.labels), dropout=dropout, name="tagger")

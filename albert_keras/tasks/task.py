@@ -133,6 +133,18 @@ class Task:
     def build_model(self, spec, encoder, dropout=0.1):
         raise NotImplementedError
 
+    # Whether every input is a pair (a question and its context), with or
+    # without a pair column.
+    always_pairs = False
+
+    def corpus_file(self, spec, folder, limit, seed):
+        """The built-in corpus as an unlabelled file of this task's format in
+        ``folder`` (at most ``limit`` rows, shuffled by ``seed``), for
+        distillation's ``--unlabeled corpus``; its path."""
+        raise ValueError(f"--unlabeled corpus makes single texts and sentences: it works for "
+                         f"classify without text pairs and for tag, not for {self.name}; give "
+                         "a file in the task's format")
+
     def compile_args(self, spec):
         """``model.compile`` arguments: loss, loss weights and metrics."""
         ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -1,11 +1,9 @@
 """``TextClassifier``: classification (or regression) of raw texts and pairs."""
 
-import dataclasses
 
 import keras
 import numpy as np
 
-from albert_keras.tasks.classify import resolve_pooling
 from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.task import softmax
 from albert_keras.tasks.text_task import TextTask
@@ -49,11 +47,9 @@ class TextClassifier(TextTask):
                 ``batch_size``, ``layer_decay``, ``seed``, ...).
         """
         cfg = finetune_settings(cls.task_name, settings, "TextClassifier.from_preset")
-        model, encoder, cfg = cls._source_model(source, tokenizer, cfg)
-        if model is not None:
-            return cls(task_model=model, settings=_kept(cfg, model))
-        cfg.pooling = resolve_pooling(cfg.pooling, str(source))
-        made = cls(encoder=encoder, settings=dataclasses.asdict(cfg))
+        made, kept = cls._from_source(source, tokenizer, cfg)
+        if kept is not None:
+            return made
         labels = _labels(num_classes, labels, cfg.regression)
         if labels is not None:
             made._build(made.spec.replace(labels=labels))
@@ -164,13 +160,3 @@ def _check_labels(known, y):
         if label is not None and canonical_label(label) not in names:
             raise ValueError(f"y[{row}]: unknown label {canonical_label(label)!r}; the model "
                              f"knows {', '.join(known)}")
-
-
-def _kept(cfg, model):
-    """The settings of a loaded classifier: its pooling and sequence length."""
-    spec = model.task_spec or {}
-    kept = dataclasses.asdict(cfg)
-    kept.update(pooling=model.pooling, dropout=model.dropout,
-                **{k: spec[k] for k in ("sequence_length", "truncate", "regression",
-                                        "text_pair_column") if k in spec})
-    return kept

@@ -388,38 +388,59 @@ class TextTask(keras.Model):
         return getattr(importlib.import_module(module), attr)
 
     @classmethod
-    def new_head(cls, origin, settings):
-        """An object whose new head ``fit_rows`` builds on ``origin``'s
-        encoder (a ``ModelSource``; a fine-tuned folder gives its encoder):
-        what ``albert-keras finetune`` trains."""
+    def on_source(cls, origin, settings, keep_head=True):
+        """The one constructor of a task object from a model source, which
+        ``from_preset`` and ``albert-keras finetune`` share.
+
+        A fine-tuned folder of this task keeps its head when ``keep_head``
+        (``from_preset``); anything else gives its encoder (rebuilt with the
+        settings' precision and dropout), the tokenizer given (or else the
+        one it carries, or else the folder's), a sequence length it can read
+        (the default cut to a shorter model's; one asked for that is longer
+        is an error) and the head's choices for this source (``auto``
+        pooling resolved); ``fit_rows`` builds the new head.
+
+        Args:
+            origin: a ``ModelSource`` (the path and the tokenizer file given).
+            settings: a checked ``FinetuneConfig``.
+            keep_head: keep a fine-tuned folder's own head (the command line
+                fine-tunes a new head on its encoder).
+
+        Returns:
+            ``(object, model)``: the task object, and the fine-tuned task
+            model it holds (None when its head is new). A kept head keeps
+            its folder's settings (sequence length, truncation, pooling,
+            dropout, ...) over ``settings``.
+        """
+        spec = origin.fine_tuned_spec(cls.task_name) if keep_head else {}
+        if spec:
+            model, _ = origin.task_model()
+            if model.encoder.tokenizer is None or origin.tokenizer_file:
+                model.encoder.tokenizer = origin.tokenizer
+            return cls(task_model=model, settings=_kept_settings(settings, model)), model
         encoder = origin.encoder(dtype=settings.precision, from_scratch=settings.from_scratch,
                                  dropout=settings.encoder_dropout)
-        encoder.tokenizer = origin.tokenizer  # the one the rows were read with
+        if encoder.tokenizer is None or origin.tokenizer_file:
+            encoder.tokenizer = origin.tokenizer
+        settings = fit_length(settings, encoder.config.max_position_embeddings, origin.path)
         options = get_task(cls.task_name).head_options(settings, origin)
         if options:
             settings = dataclasses.replace(settings, **options)
             logger.info("head: " + ", ".join(f"{k} {v}" for k, v in options.items()))
-        return cls(encoder=encoder, settings=dataclasses.asdict(settings))
+        return cls(encoder=encoder, settings=dataclasses.asdict(settings)), None
 
     @classmethod
-    def _source_model(cls, source, tokenizer, settings):
-        """``(task model or None, encoder, settings)`` from ``source``: a
-        fine-tuned folder of this task keeps its head, anything else gives
-        its encoder."""
+    def _from_source(cls, source, tokenizer, settings):
+        """``on_source`` for ``from_preset``'s ``source`` (a path)."""
         if isinstance(source, TextTask):
             raise ValueError("source: already a task object; use it directly")
-        origin = ModelSource(os.fspath(source), tokenizer)
-        spec = origin.task_spec if os.path.isdir(origin.path) else {}
-        if spec:
-            if spec.get("task") != cls.task_name:
-                raise ValueError(f"{origin.path}: a fine-tuned {spec.get('task')} folder, "
-                                 f"not {cls.task_name}")
-            model, _ = origin.task_model()
-            if model.encoder.tokenizer is None or tokenizer:  # the folder's file, or the one given
-                model.encoder.tokenizer = origin.tokenizer
-            return model, None, settings
-        encoder = origin.encoder(dtype=settings.precision, from_scratch=settings.from_scratch,
-                                 dropout=settings.encoder_dropout)
-        if encoder.tokenizer is None or tokenizer:
-            encoder.tokenizer = origin.tokenizer
-        return None, encoder, fit_length(settings, encoder, origin.path)
+        return cls.on_source(ModelSource(os.fspath(source), tokenizer), settings)
+
+
+def _kept_settings(settings, model):
+    """The settings of a fine-tuned task model: its ``task.json``'s values
+    and its head's own choices over ``settings``, as a dict."""
+    kept = dataclasses.asdict(settings)
+    kept.update({k: v for k, v in (model.task_spec or {}).items() if k in kept and k != "task"})
+    kept.update({k: getattr(model, k) for k in ("pooling", "dropout") if hasattr(model, k)})
+    return kept

@@ -30,13 +30,8 @@ class TokenClassifier(TextTask):
         otherwise takes the tags it sees. ``settings`` are
         ``FinetuneConfig``'s fields."""
         cfg = finetune_settings(cls.task_name, settings, "TokenClassifier.from_preset")
-        model, encoder, cfg = cls._source_model(source, tokenizer, cfg)
-        if model is not None:
-            return cls(task_model=model, settings=dict(
-                vars(cfg), sequence_length=model.task_spec["sequence_length"],
-                dropout=model.dropout))
-        made = cls(encoder=encoder, settings=vars(cfg))
-        if labels is not None:
+        made, kept = cls._from_source(source, tokenizer, cfg)
+        if kept is None and labels is not None:
             made._build(made.spec.replace(labels=tuple(str(t) for t in labels)))
         return made
 

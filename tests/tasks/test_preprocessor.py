@@ -77,3 +77,19 @@ def test_each_tasks_preprocessor_reads_its_inputs(bert_folder):
     assert x["token_ids"].shape == (1, 3, 16) and y["logits"].tolist() == [0]
     with pytest.raises(ValueError, match="unknown task 'nope'"):
         albert_keras.TaskPreprocessor.for_task("nope")
+
+
+def test_a_preprocessor_reads_the_config_alone(bert_folder, init_folder, tmp_path, monkeypatch):
+    """The default length is cut to the model's 64 positions from its config
+    files: no model is loaded or converted (a weightless step), and a longer
+    length asked for is named."""
+    from albert_keras import model_folder
+
+    def no_model(self):
+        raise AssertionError("the preprocessor loaded the model")
+
+    monkeypatch.setattr(model_folder.ModelSource, "model", property(no_model))
+    for source in (bert_folder, init_folder):  # an HF folder, our pretraining folder
+        assert albert_keras.TextClassifierPreprocessor.from_preset(source).sequence_length == 64
+        with pytest.raises(ValueError, match="sequence_length 100 exceeds .*64"):
+            albert_keras.TextClassifierPreprocessor.from_preset(source, sequence_length=100)

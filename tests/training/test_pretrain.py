@@ -389,8 +389,15 @@ metrics = pretrain(sys.argv[1], sys.argv[2], PretrainConfig(
     model_overrides=json.loads(sys.argv[4]), batch_size=8, total_steps=4, steps_per_epoch=2,
     warmup_steps=1, eval_steps=1, steps_per_execution=2, strategy=sys.argv[3],
     precision="float32", objective=sys.argv[5]))
+# the weights the strategy's layout splits, on an encoder made under it
+from albert_keras import AlbertConfig, AlbertEncoder
+from albert_keras.training.strategy import KerasDistribution
+with KerasDistribution.for_name(sys.argv[3]).scope():
+    made = AlbertEncoder(AlbertConfig(vocab_size=100, **json.loads(sys.argv[4])))
+sharded = sorted(v.path for v in made.weights if not v.value.sharding.is_fully_replicated)
 print("RESULT " + json.dumps({"backend": keras.backend.backend(), "steps": metrics["steps"],
-                              "devices": len(keras.distribution.list_devices())}))
+                              "devices": len(keras.distribution.list_devices()),
+                              "sharded": sharded}))
 """
 
 
@@ -411,7 +418,12 @@ def test_pretrain_on_jax_single_data_and_model_parallel_agree(data_dir, tmp_path
                               text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-        assert json.loads(line[7:]) == {"backend": "jax", "steps": 4, "devices": 2}
+        result = json.loads(line[7:])
+        sharded = result.pop("sharded")
+        assert result == {"backend": "jax", "steps": 4, "devices": 2}
+        # model parallel splits the attention and FFN kernels (one shared
+        # module of each: 6 kernels); the others split nothing
+        assert len(sharded) == (6 if strategy == "model_parallel" else 0), sharded
         encoder = keras.saving.load_model(str(out / "encoder.keras"))  # here: TensorFlow
         weights[strategy] = {v.path: keras.ops.convert_to_numpy(v) for v in encoder.weights}
     for strategy in ("data_parallel", "model_parallel"):
