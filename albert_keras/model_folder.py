@@ -22,9 +22,6 @@ from albert_keras.convert import is_tf1_checkpoint
 from albert_keras.convert import load_checkpoint
 from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
 from albert_keras.convert.keras_hub_preset import preset_tokenizer
-from albert_keras.families import build_backbone
-from albert_keras.families import preset_config
-from albert_keras.families import preset_names
 from albert_keras.files import read_json
 from albert_keras.files import write_json
 from albert_keras.models.backbone import backbone_of
@@ -230,7 +227,7 @@ def _stored_model(init):
     return load_model(model_file(init, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)))
 
 
-def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0913 (load_encoder's options, passed on)
+def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0913 (ModelSource.encoder's options, passed on)
                     output_hidden_states=False, dropout=None):
     """The encoder of ``model``, rebuilt with the ``dtype`` policy.
 
@@ -253,31 +250,6 @@ def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0
     if not from_scratch:
         copy.set_weights(encoder.get_weights())
     return copy
-
-
-def load_encoder(init, dtype=None, from_scratch=False, output_hidden_states=False,
-                 dropout=None):
-    """The encoder of any of our models or of a published checkpoint folder,
-    rebuilt with the ``dtype`` policy (see ``rebuilt_encoder``)."""
-    return rebuilt_encoder(_stored_model(init), init, dtype=dtype, from_scratch=from_scratch,
-                           output_hidden_states=output_hidden_states, dropout=dropout)
-
-
-def encoder_from_preset(source, dtype=None, tokenizer=None):
-    """``Backbone.from_preset``: the encoder of anything ``--init`` takes (its
-    weights, and the tokenizer it carries; ``tokenizer`` replaces it), or of
-    a preset name (new weights; ``tokenizer`` gives it one)."""
-    source = os.fspath(source)
-    if not os.path.exists(source) and source in preset_names():
-        encoder = build_backbone(preset_config(source), dtype=dtype)
-        if tokenizer:
-            encoder.tokenizer = tokenizer_from_preset(tokenizer)
-        return encoder
-    origin = ModelSource(source, tokenizer)
-    encoder = origin.encoder(dtype=dtype)
-    if encoder.tokenizer is None or tokenizer:
-        encoder.tokenizer = origin.tokenizer
-    return encoder
 
 
 @dataclasses.dataclass

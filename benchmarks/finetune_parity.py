@@ -285,7 +285,7 @@ def _summarize(results):
 def main():
     args = _parse_args()
     from albert_keras.convert import save_hf
-    from albert_keras.model_folder import load_encoder
+    from albert_keras.model_folder import ModelSource
 
     work = tempfile.mkdtemp()
     files = _task_files(args, work)
@@ -297,7 +297,7 @@ def main():
     if args.kind == "classify":
         results.update(_baselines(files, train_data, eval_data))
     hf_folder = os.path.join(work, "hf")
-    save_hf(load_encoder(args.init, dtype="float32"), hf_folder)
+    save_hf(ModelSource(args.init).encoder(dtype="float32"), hf_folder)
     for seed in args.seeds:  # interleaved: each seed runs both stacks
         score, per_epoch, total = run_ours(args.init, files[0], files[1], args, seed)
         results["ours"].append({"seed": seed, "score": score, "s_per_epoch": per_epoch,

@@ -36,10 +36,9 @@ def load_source(origin, part="auto"):
     folder = folder_of(source)
     if part == "embedder":
         # what `albert-keras embed` computes by default: the last layer, mean-pooled
-        from albert_keras.model_folder import load_encoder
         from albert_keras.models.sentence_embedder import SentenceEmbedder
 
-        model = SentenceEmbedder(load_encoder(source, dtype="float32", output_hidden_states=True))
+        model = SentenceEmbedder(origin.encoder(dtype="float32", output_hidden_states=True))
         return model, None, _tokenizer_of(model, source, tokenizer), folder
     if is_checkpoint_folder(source):
         # A published checkpoint: its encoder, or with --part mlm its MLM model.

@@ -78,7 +78,7 @@ def test_python_examples_run(classifier_folder, init_folder, tmp_path, monkeypat
     from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite
-    from albert_keras.model_folder import load_encoder
+    from albert_keras.model_folder import ModelSource
     from albert_keras.model_folder import read_tokenizer
 
     monkeypatch.chdir(tmp_path)
@@ -87,7 +87,7 @@ def test_python_examples_run(classifier_folder, init_folder, tmp_path, monkeypat
     os.symlink(init_folder, os.path.join("runs", "pretrain"))
     export_tflite("runs/reviews", "reviews_text.tflite",
                   ExportConfig(with_tokenizer=True, examples=8))
-    save_keras_hub_preset(load_encoder(classifier_folder, dtype="float32"),
+    save_keras_hub_preset(ModelSource(classifier_folder).encoder(dtype="float32"),
                           read_tokenizer(classifier_folder), "albert_preset")
     blocks = [(path, block) for path in PAGES for block in _blocks(path, ("python",))]
     assert len(blocks) >= 3

@@ -59,11 +59,11 @@ def cmd_convert(args):
     if args.to == "keras-hub":
         from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
         from albert_keras.files import check_output
-        from albert_keras.model_folder import load_encoder
+        from albert_keras.model_folder import ModelSource
         from albert_keras.model_folder import read_tokenizer
 
         check_output(args.out, [args.src], args.overwrite, folder=True)
-        encoder = load_encoder(args.src, dtype="float32")
+        encoder = ModelSource(args.src).encoder(dtype="float32")
         save_keras_hub_preset(encoder, read_tokenizer(args.src, args.tokenizer), args.out)
         print(f"wrote keras-hub preset {args.out} (keras_hub.models."
               f"{'Bert' if encoder.config.sharing == 'none' else 'Albert'}Backbone.from_preset)")

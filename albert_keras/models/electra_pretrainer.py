@@ -9,9 +9,9 @@ from albert_keras.heads.pretraining_losses import masked_lm_loss
 from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
+from albert_keras.layers.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.backbone import rebuilt
-from albert_keras.models.deberta.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.encoder_pretrainer import metrics_by_name
 from albert_keras.replicas import scale_for_replicas
 from albert_keras.replicas import tf_replica_context
@@ -109,7 +109,7 @@ class ElectraPretrainer(keras.Model):
         seed: the sampling seed.
         enhanced_mask_decoder: the generator decodes its masked tokens with
             DeBERTa's enhanced mask decoder
-            (``albert_keras.models.deberta.enhanced_mask_decoder``).
+            (``albert_keras.layers.enhanced_mask_decoder``).
 
     Example:
     >>> from albert_keras.presets import get_preset
@@ -239,7 +239,7 @@ class ElectraPretrainer(keras.Model):
         return encoder
 
     def standalone_discriminator(self):
-        """An ``TokenDiscriminator`` (encoder with the table folded in, and
+        """A ``TokenDiscriminator`` (encoder with the table folded in, and
         the RTD head): what exports to HF ``ElectraForPreTraining``."""
         from albert_keras.models.token_discriminator import TokenDiscriminator
 

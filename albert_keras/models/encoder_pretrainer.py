@@ -8,8 +8,8 @@ from albert_keras.heads.masked_lm_head import MaskedLMHead
 from albert_keras.heads.pretraining_losses import masked_lm_loss
 from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
+from albert_keras.layers.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
-from albert_keras.models.deberta.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.replicas import scale_for_replicas
@@ -41,7 +41,7 @@ class EncoderPretrainer(TaskModel):
         enhanced_mask_decoder: decode the masked tokens with DeBERTa's
             enhanced mask decoder (absolute positions added before the last
             block, which runs twice; see
-            ``albert_keras.models.deberta.enhanced_mask_decoder``). The SOP head and
+            ``albert_keras.layers.enhanced_mask_decoder``). The SOP head and
             the encoder's own outputs are unchanged.
 
     Example:

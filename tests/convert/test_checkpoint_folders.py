@@ -203,7 +203,7 @@ def test_a_classifier_built_in_python_on_a_checkpoint_exports_with_its_own_ids(
     from albert_keras.export.converter import ExportError
     from albert_keras.export.export_config import ExportConfig
     from albert_keras.export.export_model import export_tflite
-    from albert_keras.model_folder import load_encoder
+    from albert_keras.model_folder import ModelSource
 
     reference = BertTokenizerFast.from_pretrained(bert_ids_folder)
     expected = {"pad": reference.pad_token_id, "unk": reference.unk_token_id,
@@ -212,7 +212,7 @@ def test_a_classifier_built_in_python_on_a_checkpoint_exports_with_its_own_ids(
     assert expected["cls"] == 101  # the fixture is what it says
     alone = tmp_path / "alone"
     alone.mkdir()
-    model = SequenceClassifier(load_encoder(bert_ids_folder), 2)
+    model = SequenceClassifier(ModelSource(bert_ids_folder).encoder(), 2)
     model.save(str(alone / "cls.keras"))
     texts = ["the quick fox", "a lazy dog sleeps", "the fox", "dogs and foxes"] * 4
     data = tmp_path / "val.csv"
@@ -229,7 +229,7 @@ def test_a_classifier_built_in_python_on_a_checkpoint_exports_with_its_own_ids(
     # a model that knows no tokenizer: no file, one line naming the model
     bare = tmp_path / "bare"
     bare.mkdir()
-    plain = SequenceClassifier(load_encoder(bert_ids_folder), 2)
+    plain = SequenceClassifier(ModelSource(bert_ids_folder).encoder(), 2)
     plain.encoder.tokenizer = None
     plain.save(str(bare / "cls.keras"))
     with pytest.raises(ExportError, match=r"cls\.keras: the model carries no tokenizer .*"

@@ -307,10 +307,10 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
 
 
 def test_embedder_keras_file_string_in(init_folder, tmp_path):
-    from albert_keras.model_folder import load_encoder
+    from albert_keras.model_folder import ModelSource
     from albert_keras.models.sentence_embedder import SentenceEmbedder
 
-    model = SentenceEmbedder(load_encoder(init_folder, dtype="float32"), layers=(-2, -1),
+    model = SentenceEmbedder(ModelSource(init_folder).encoder(dtype="float32"), layers=(-2, -1),
                            normalize=True)
     path = str(tmp_path / "embedder.keras")
     model.save(path)

@@ -160,7 +160,7 @@ def test_student_from_a_pretrained_folder(teachers, task_files, init_folder, spm
 
 def test_layer_decay_slows_the_students_lower_layers(teachers, task_files, init_folder,
                                                      tmp_path):
-    from albert_keras.model_folder import load_encoder
+    from albert_keras.model_folder import ModelSource
 
     tuned = {}
     for decay in (1.0, 0.01):
@@ -168,9 +168,9 @@ def test_layer_decay_slows_the_students_lower_layers(teachers, task_files, init_
         cfg = DistillConfig(student_init=init_folder, layer_decay=decay, epochs=1, batch_size=8,
                             learning_rate=1e-3)
         distill(teachers["classify"], task_files["cls_train"], None, out, cfg)
-        tuned[decay] = load_encoder(out, dtype="float32")
+        tuned[decay] = ModelSource(out).encoder(dtype="float32")
         assert json.load(open(os.path.join(out, "train_config.json")))["layer_decay"] == decay
-    assert_layer_decay_slows(load_encoder(init_folder, dtype="float32"), tuned)
+    assert_layer_decay_slows(ModelSource(init_folder).encoder(dtype="float32"), tuned)
     with pytest.raises(ValueError, match=r"layer_decay must be in \(0, 1\]"):
         DistillConfig(layer_decay=0).validate()
 

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras.model_folder import load_encoder
+from albert_keras.model_folder import ModelSource
 from albert_keras.tasks import inference
 from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
@@ -27,19 +27,19 @@ def test_load_encoder_copies_weights_under_the_asked_policy(init_folder):
 
     saved = load_model(os.path.join(init_folder, "encoder.keras"))
     assert saved.dtype_policy.name == "mixed_bfloat16"
-    encoder = load_encoder(init_folder, dtype="float32")
+    encoder = ModelSource(init_folder).encoder(dtype="float32")
     assert encoder.dtype_policy.name == "float32"
     for a, b in zip(encoder.get_weights(), saved.get_weights()):
         np.testing.assert_array_equal(a, b)
-    scratch = load_encoder(init_folder, dtype="float32", from_scratch=True)
+    scratch = ModelSource(init_folder).encoder(dtype="float32", from_scratch=True)
     assert not np.array_equal(scratch.get_weights()[0], saved.get_weights()[0])
 
 
 def test_encoder_dropout_changes_the_config_and_no_weight(init_folder):
     import keras
 
-    plain = load_encoder(init_folder, dtype="float32")
-    dropped = load_encoder(init_folder, dtype="float32", dropout=0.3)
+    plain = ModelSource(init_folder).encoder(dtype="float32")
+    dropped = ModelSource(init_folder).encoder(dtype="float32", dropout=0.3)
     assert plain.config.hidden_dropout_prob == 0.0
     assert dropped.config.hidden_dropout_prob == 0.3
     assert dropped.config.attention_probs_dropout_prob == 0.3
@@ -184,9 +184,9 @@ def test_layer_decay_slows_the_lower_layers(init_folder, task_files, tmp_path):
         out = str(tmp_path / f"decay{decay}")
         cfg = FinetuneConfig(layer_decay=decay, **{**QUICK, "epochs": 1})
         finetune(init_folder, task_files["cls_train"], None, out, cfg)
-        tuned[decay] = load_encoder(out, dtype="float32")
+        tuned[decay] = ModelSource(out).encoder(dtype="float32")
         assert json.load(open(os.path.join(out, "train_config.json")))["layer_decay"] == decay
-    assert_layer_decay_slows(load_encoder(init_folder, dtype="float32"), tuned)
+    assert_layer_decay_slows(ModelSource(init_folder).encoder(dtype="float32"), tuned)
     with pytest.raises(ValueError, match=r"layer_decay must be in \(0, 1\]"):
         FinetuneConfig(layer_decay=1.5).validate()
 

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras.model_folder import load_encoder
+from albert_keras.model_folder import ModelSource
 from albert_keras.saving import load_model
 from albert_keras.training.pretrain import PretrainConfig
 from albert_keras.training.pretrain import pretrain
@@ -76,7 +76,7 @@ def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_pat
     generator = load_model(str(out / "generator.keras"))
     assert generator.sop_head is None and generator.config.hidden_size == SMALL["hidden_size"] // 4
     assert pretrainer.generator.config.hidden_size == SMALL["hidden_size"] // 4
-    encoder = load_encoder(str(out))
+    encoder = ModelSource(str(out)).encoder()
     assert encoder.config.hidden_size == SMALL["hidden_size"]
     table = keras.ops.convert_to_numpy(encoder.token_embedding.embeddings)
     expected = keras.ops.convert_to_numpy(pretrainer._discriminator_table())
@@ -111,7 +111,7 @@ def test_rtd_with_a_discriminator_mlm_loss_end_to_end(data_dir, tmp_path):
     pretrainer = load_model(str(out / "pretrainer.keras"))
     assert pretrainer.rtd_mlm_weight == 0.5
     assert pretrainer.discriminator_mlm_head is not None
-    assert load_encoder(str(out)).config.hidden_size == SMALL["hidden_size"]
+    assert ModelSource(str(out)).encoder().config.hidden_size == SMALL["hidden_size"]
 
 
 def test_span_masked_data_trains_with_dynamic_masking(corpus_file, spm_path, tmp_path):

@@ -6,6 +6,7 @@ from keras import ops
 from albert_keras.config import AlbertConfig
 from albert_keras.layers.activations import get_activation
 from albert_keras.layers.quantized_dense import make_dense
+from albert_keras.layers.stack_hidden_states import StackHiddenStates
 from albert_keras.models.albert.factorized_embedding import FactorizedEmbedding
 from albert_keras.models.albert.shared_encoder import SharedEncoder
 from albert_keras.models.backbone import Backbone
@@ -66,18 +67,6 @@ class TokenPooler(keras.layers.Layer):
             }
         )
         return config
-
-
-@keras.saving.register_keras_serializable(package="albert_keras")
-class StackHiddenStates(keras.layers.Layer):
-    """Stacks the hidden states into ``[B, num_states, S, H]``."""
-
-    def call(self, states):
-        return ops.stack(states, axis=1)
-
-    def compute_output_shape(self, shapes):
-        first = shapes[0]
-        return (first[0], len(shapes)) + tuple(first[1:])
 
 
 def _relative_options(config):

@@ -119,24 +119,12 @@ def _skipped_by_hf(model_type, config, tensors):
 
 
 def load_hf(folder, strict=True, dtype=None):
-    """Builds our model from an HF folder.
-
-    Args:
-        folder: holds ``config.json`` and the weights.
-        strict: unexpected tensors (e.g. a fine-tuned classifier) are errors.
-        dtype: a dtype policy for the built model.
-
-    Returns:
-        ``(model, report)``: an ``EncoderPretrainer`` when the folder has an
-        MLM or SOP head (an ELECTRA generator, a DeBERTa masked LM in either
-        head layout), an ``TokenDiscriminator`` for an ELECTRA
-        discriminator, an ``SequenceClassifier`` for a DeBERTa sequence
-        classifier, else an ``AlbertEncoder``; the report says which tensor
-        groups were loaded and which were left at initial values.
-
-    Example:
-    >>> model, report = load_hf("albert-base-v2/")  # doctest: +SKIP
-    """
+    """``albert_keras.convert.load_hf`` for ALBERT's family: an
+    ``EncoderPretrainer`` when the folder has an MLM or SOP head (an ELECTRA
+    generator, a DeBERTa masked LM in either head layout), a
+    ``TokenDiscriminator`` for an ELECTRA discriminator, a
+    ``SequenceClassifier`` for a DeBERTa sequence classifier, else an
+    ``AlbertEncoder``; with the report of what was loaded."""
     config_path = os.path.join(folder, "config.json")
     model_type = hf_model_type(config_path)
     config = read_config_file(config_path, dialect="hf")

@@ -4,9 +4,9 @@ import keras
 
 from albert_keras.config import block_plan
 from albert_keras.layers.attention_block import AttentionBlock
+from albert_keras.layers.disentangled_attention import DisentangledAttentionBlock
 from albert_keras.layers.feed_forward_block import FeedForwardBlock
-from albert_keras.models.deberta.disentangled_attention import DisentangledAttentionBlock
-from albert_keras.models.deberta.relative_position import RelativeEmbedding
+from albert_keras.layers.relative_position import RelativeEmbedding
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -184,7 +184,7 @@ class SharedEncoder(keras.layers.Layer):
         """Runs the last block from ``query_states`` over keys ``x``.
 
         DeBERTa's enhanced mask decoder re-applies the last layer this way
-        (``albert_keras.models.deberta.enhanced_mask_decoder``).
+        (``albert_keras.layers.enhanced_mask_decoder``).
 
         Args:
             x: ``[B, S, H]``, the keys and values (a hidden state).

@@ -1,7 +1,14 @@
-"""The DeBERTa family: disentangled attention and the enhanced mask decoder.
+"""The DeBERTa family: ALBERT's encoder with disentangled attention.
 
-DeBERTa's encoder is ``AlbertEncoder`` with ``relative_attention`` on (so
-ALBERT's sharing variants apply to it too); what is DeBERTa's own lives
-here: the attention, the relative-position buckets, the decoder head, the
-HF ``deberta-v2`` config dialect, presets and registration (``family.py``).
+DeBERTa's encoder is ``AlbertEncoder`` with ``relative_attention`` on, so
+ALBERT's sharing variants (all, attention, FFN, none) apply to it too, which
+no other implementation offers: ``AlbertConfig(relative_attention=True,
+sharing="all", ...)`` shares one disentangled-attention block across the
+layers as ALBERT shares its own. Its layers (``DisentangledAttentionBlock``,
+the relative-position buckets, the enhanced mask decoder) are in
+``albert_keras.layers``, since ALBERT's shared stack and every pretrainer
+use them; what is DeBERTa's own lives here: the HF ``deberta-v2`` config
+dialect (``hf_config.py``), presets and registration (``family.py``). Its
+HF folders go through ALBERT's checkpoint module, which writes the
+``deberta-v2`` layout.
 """

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from albert_keras.layers.quantized_dense import make_dense
-from albert_keras.models.albert.albert_encoder import StackHiddenStates
+from albert_keras.layers.stack_hidden_states import StackHiddenStates
 from albert_keras.models.backbone import Backbone
 from albert_keras.models.mobilebert.mobilebert_block import MobileBertBlock
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig

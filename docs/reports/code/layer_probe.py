@@ -28,7 +28,7 @@ import numpy as np
 from objectives import sample_task  # the same rows as the fine-tuning comparison
 
 from albert_keras.files import write_json
-from albert_keras.model_folder import load_encoder
+from albert_keras.model_folder import ModelSource
 from albert_keras.model_folder import read_tokenizer
 from albert_keras.models.sentence_embedder import SentenceEmbedder
 from albert_keras.tasks.readers import read_text_table
@@ -60,8 +60,8 @@ def layer_features(folder, text_lists, sequence_length, from_scratch=False):
     One encoder serves every list: with ``from_scratch`` each load draws new
     weights, and the training and eval rows must see the same ones.
     """
-    encoder = load_encoder(folder, dtype="float32", from_scratch=from_scratch,
-                           output_hidden_states=True)
+    encoder = ModelSource(folder).encoder(dtype="float32", from_scratch=from_scratch,
+                                       output_hidden_states=True)
     pieces = read_tokenizer(folder)
     length = min(sequence_length, encoder.config.max_position_embeddings)
     states = encoder.config.num_hidden_layers + 1

@@ -6,7 +6,7 @@ from keras import ops
 from albert_keras.config import POSITION_ATTENTION_TERMS
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.quantized_dense import make_dense
-from albert_keras.models.deberta.relative_position import relative_index
+from albert_keras.layers.relative_position import relative_index
 
 
 def _gather_rows(scores, index):
@@ -61,7 +61,7 @@ class DisentangledAttentionBlock(AttentionBlock):
             ``dropout`` also drops the relative table, as in DeBERTa.
 
     Example:
-    >>> from albert_keras.models.deberta.relative_position import RelativeEmbedding
+    >>> from albert_keras.layers.relative_position import RelativeEmbedding
     >>> block = DisentangledAttentionBlock(32, 4, span=8, position_buckets=8,
     ...                                    max_relative_positions=64)
     >>> table = RelativeEmbedding(8, 32).table()
