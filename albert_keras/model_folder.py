@@ -22,6 +22,9 @@ from albert_keras.convert import is_tf1_checkpoint
 from albert_keras.convert import load_checkpoint
 from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
 from albert_keras.convert.keras_hub_preset import preset_tokenizer
+from albert_keras.families import build_backbone
+from albert_keras.families import preset_config
+from albert_keras.families import preset_names
 from albert_keras.files import read_json
 from albert_keras.files import write_json
 from albert_keras.models.backbone import backbone_of
@@ -250,6 +253,23 @@ def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0
     if not from_scratch:
         copy.set_weights(encoder.get_weights())
     return copy
+
+
+def encoder_from_preset(source, dtype=None, tokenizer=None):
+    """``Backbone.from_preset``: the encoder of anything ``--init`` takes (its
+    weights, and the tokenizer it carries; ``tokenizer`` replaces it), or of
+    a preset name (new weights; ``tokenizer`` gives it one)."""
+    source = os.fspath(source)
+    if not os.path.exists(source) and source in preset_names():
+        encoder = build_backbone(preset_config(source), dtype=dtype)
+        if tokenizer:
+            encoder.tokenizer = tokenizer_from_preset(tokenizer)
+        return encoder
+    origin = ModelSource(source, tokenizer)
+    encoder = origin.encoder(dtype=dtype)
+    if encoder.tokenizer is None or tokenizer:
+        encoder.tokenizer = origin.tokenizer
+    return encoder
 
 
 @dataclasses.dataclass
