@@ -15,7 +15,6 @@ import functools
 import json
 import logging
 import os
-import zipfile
 
 from albert_keras.convert import is_hf_folder
 from albert_keras.convert import is_tf1_checkpoint
@@ -27,6 +26,7 @@ from albert_keras.families import preset_config
 from albert_keras.families import preset_names
 from albert_keras.files import read_json
 from albert_keras.files import write_json
+from albert_keras.model_config_files import configured_positions
 from albert_keras.models.backbone import backbone_of
 from albert_keras.models.backbone import rebuilt
 from albert_keras.saving import load_model
@@ -154,21 +154,15 @@ def is_checkpoint_folder(path):
     return is_hf_folder(path) or is_tf1_checkpoint(path)
 
 
-# Converted checkpoints, most recent last: a process that reads one folder
-# several times (a task object, then its preprocessor) converts it once. Two
-# at most (a teacher and a student), so no process keeps every model it has
-# read alive; model_folder._CHECKPOINTS.clear() frees them.
+# Converted checkpoints, most recent last, two at most (a teacher and a
+# student): a folder read twice is converted once, and no more is kept alive.
 _CHECKPOINTS = {}
 _CHECKPOINTS_KEPT = 2
 
 
 def load_checkpoint_folder(path):
-    """Our model from a published checkpoint folder, converted on the fly.
-
-    A fine-tuned checkpoint's task head is not ours to read: its tensors are
-    logged and left out. The last two folders converted are kept (see
-    ``_CHECKPOINTS``).
-    """
+    """Our model from a published checkpoint folder, converted on the fly
+    (kept: ``_CHECKPOINTS``); a fine-tuned head's tensors are logged and left out."""
     key = os.path.abspath(path)
     if key not in _CHECKPOINTS:
         model, report = load_checkpoint(path, strict=False)
@@ -342,7 +336,10 @@ class ModelSource:
         """The longest input the model reads, from its config alone (a
         ``.keras`` file's, a checkpoint's ``config.json``); the model is
         loaded only when no config says it."""
-        found = _configured_positions(self.path)
+        names = (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)
+        files = [model_file(self.path, names)] if not os.path.isdir(self.path) else [
+            os.path.join(self.path, n) for n in names if os.path.isfile(os.path.join(self.path, n))]
+        found = configured_positions(files[0] if files else None, folder_of(self.path))
         if found is None:
             found = backbone_of(self.model).config.max_position_embeddings
         return int(found)
@@ -375,42 +372,6 @@ class ModelSource:
         """The source's encoder, rebuilt (see ``rebuilt_encoder``)."""
         return rebuilt_encoder(self.model, self.path, dtype=dtype, from_scratch=from_scratch,
                                output_hidden_states=output_hidden_states, dropout=dropout)
-
-
-def _configured_positions(path):
-    """``max_position_embeddings`` as the source's config files say it, or
-    None: a ``.keras`` archive's ``config.json`` (the encoder's config inside
-    the model's), an HF or TF1 ``config.json``, a keras-hub preset's
-    ``max_sequence_length``."""
-    try:
-        file = model_file(path, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE))
-    except FileNotFoundError:
-        file = None
-    if file and file.endswith(".keras") and zipfile.is_zipfile(file):
-        with zipfile.ZipFile(file) as archive:
-            return _first_value(json.loads(archive.read("config.json")),
-                                "max_position_embeddings")
-    folder = folder_of(path)
-    for name in ("config.json", "albert_config.json", "bert_config.json"):
-        if os.path.isfile(os.path.join(folder, name)):
-            data = read_json(os.path.join(folder, name))
-            return (_first_value(data, "max_position_embeddings")
-                    or _first_value(data, "max_sequence_length"))
-    return None
-
-
-def _first_value(tree, key):
-    """The first value of ``key`` in nested dicts and lists, or None."""
-    if isinstance(tree, dict):
-        if key in tree and isinstance(tree[key], int):
-            return tree[key]
-        tree = list(tree.values())
-    if isinstance(tree, list):
-        for item in tree:
-            found = _first_value(item, key)
-            if found is not None:
-                return found
-    return None
 
 
 def load_pretrainer(init):
