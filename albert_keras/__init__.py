@@ -77,8 +77,8 @@ _WITH_TF_DATA = {
 }
 __all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY, *_WITH_TF_DATA])
 # The names the generic parts had before (they took any family's encoder but
-# carried ALBERT's name): still importable, and .keras files that saved
-# them load (albert_keras.saving.keep_former_name).
+# carried ALBERT's name): still importable, and registered with Keras under
+# them too, so .keras files that saved them load.
 _FORMER_NAMES = {
     "AlbertAdamW": "LayerwiseAdamW",
     "AlbertClassifier": "SequenceClassifier",
@@ -109,9 +109,10 @@ def load_all():
         names.update(_WITH_TF_DATA)
     for name, module in names.items():
         setattr(package, name, getattr(importlib.import_module(module), name))
+    keep_former_name = importlib.import_module("albert_keras.saving").keep_former_name
     for former, name in _FORMER_NAMES.items():
         if name in names:
-            setattr(package, former, getattr(package, name))
+            setattr(package, former, keep_former_name(getattr(package, name), former))
 
 
 def __getattr__(name):

@@ -156,8 +156,7 @@ def is_checkpoint_folder(path):
 
 # Converted checkpoints, most recent last, two at most (a teacher and a
 # student): a folder read twice is converted once, and no more is kept alive.
-_CHECKPOINTS = {}
-_CHECKPOINTS_KEPT = 2
+_CHECKPOINTS, _CHECKPOINTS_KEPT = {}, 2
 
 
 def load_checkpoint_folder(path):
@@ -250,9 +249,8 @@ def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0
 
 
 def encoder_from_preset(source, dtype=None, tokenizer=None):
-    """``Backbone.from_preset``: the encoder of anything ``--init`` takes (its
-    weights, and the tokenizer it carries; ``tokenizer`` replaces it), or of
-    a preset name (new weights; ``tokenizer`` gives it one)."""
+    """``Backbone.from_preset``: the encoder of anything ``--init`` takes, or
+    of a preset name (new weights); ``tokenizer`` gives it that file."""
     source = os.fspath(source)
     if not os.path.exists(source) and source in preset_names():
         encoder = build_backbone(preset_config(source), dtype=dtype)
@@ -260,10 +258,7 @@ def encoder_from_preset(source, dtype=None, tokenizer=None):
             encoder.tokenizer = tokenizer_from_preset(tokenizer)
         return encoder
     origin = ModelSource(source, tokenizer)
-    encoder = origin.encoder(dtype=dtype)
-    if encoder.tokenizer is None or tokenizer:
-        encoder.tokenizer = origin.tokenizer
-    return encoder
+    return origin.give_tokenizer(origin.encoder(dtype=dtype))
 
 
 @dataclasses.dataclass
@@ -336,13 +331,20 @@ class ModelSource:
         """The longest input the model reads, from its config alone (a
         ``.keras`` file's, a checkpoint's ``config.json``); the model is
         loaded only when no config says it."""
-        names = (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)
-        files = [model_file(self.path, names)] if not os.path.isdir(self.path) else [
-            os.path.join(self.path, n) for n in names if os.path.isfile(os.path.join(self.path, n))]
-        found = configured_positions(files[0] if files else None, folder_of(self.path))
+        try:
+            file = model_file(self.path, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE))
+        except FileNotFoundError:
+            file = None  # a checkpoint folder: its config files say it
+        found = configured_positions(file, folder_of(self.path))
         if found is None:
             found = backbone_of(self.model).config.max_position_embeddings
         return int(found)
+
+    def give_tokenizer(self, encoder):
+        """``encoder``, given the file named, else keeping its own, else the folder's."""
+        if encoder.tokenizer is None or self.tokenizer_file:
+            encoder.tokenizer = self.tokenizer
+        return encoder
 
     def fine_tuned_spec(self, task_name):
         """The ``task.json`` of a fine-tuned folder of ``task_name`` as a

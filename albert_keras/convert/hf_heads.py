@@ -8,7 +8,8 @@ HF's class name, HF's tensor names and the config fields transformers'
 writer goes through it, so the heads are written down once.
 
 Example:
->>> architecture("bert", "SequenceClassification")
+>>> from types import SimpleNamespace
+>>> architecture("bert", SimpleNamespace(hf_task="SequenceClassification", pooling="pooled"))
 'BertForSequenceClassification'
 """
 
@@ -30,10 +31,17 @@ _UNLIKE = {
 HEAD_PREFIXES = tuple(f"{name}." for name in _HEAD_TENSORS.values())
 
 
-def architecture(model_type, task):
-    """HF's class name of ``task`` (``SequenceClassification``,
-    ``TokenClassification``, ``QuestionAnswering``, ``MultipleChoice``) for
-    ``model_type``; a pair HF computes otherwise is a one-line error."""
+def architecture(model_type, model):
+    """HF's class name of the task ``model`` (its ``hf_task``:
+    ``SequenceClassification``, ``TokenClassification``,
+    ``QuestionAnswering``, ``MultipleChoice``) for ``model_type``; a head HF
+    has no class for, or computes otherwise, is a one-line error."""
+    task = model.hf_task
+    pooling = getattr(model, "pooling", "pooled")
+    if pooling != "pooled":
+        raise ConversionError(f"a classifier with pooling {pooling!r} has no HF class (HF's "
+                              "classifiers read the pooled [CLS] vector); export its encoder "
+                              "instead, or fine-tune with pooling 'pooled'")
     if (model_type, task) in _UNLIKE:
         raise ConversionError(
             f"{_UNLIKE[model_type, task]} has a GELU dense where this model's pooler has "
@@ -60,21 +68,19 @@ def reads_pooler(model):
     return getattr(model, "hf_task", None) in ("SequenceClassification", "MultipleChoice")
 
 
-def check_head(model):
-    """A task model whose head HF has no class for is refused in one line."""
-    pooling = getattr(model, "pooling", "pooled")
-    if pooling != "pooled":
-        raise ConversionError(f"a classifier with pooling {pooling!r} has no HF class (HF's "
-                              "classifiers read the pooled [CLS] vector); export its encoder "
-                              "instead, or fine-tune with pooling 'pooled'")
+def keeps_pooler(model):
+    """Whether the written encoder has its pooler: every model but a task
+    model whose head reads none."""
+    return reads_pooler(model) or not getattr(model, "hf_task", None)
 
 
 def label_fields(model):
     """The ``config.json`` fields of a task model's outputs: ``num_labels``,
     ``id2label``/``label2id`` (a classifier or tagger with named labels)
-    and ``problem_type`` (a classifier: regression with one output)."""
-    task = model.hf_task
-    if task in ("QuestionAnswering", "MultipleChoice"):
+    and ``problem_type`` (a classifier: regression with one output); none
+    for a model without labels (an encoder, a pretrainer, QA, choices)."""
+    task = getattr(model, "hf_task", None)
+    if task in (None, "QuestionAnswering", "MultipleChoice"):
         return {}
     count = int(model.num_classes)
     labels = list(model.labels) if len(model.labels) == count else [

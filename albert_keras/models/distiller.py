@@ -5,8 +5,6 @@ their task-specific stage) and, where rows are labelled, on the labels."""
 import keras
 from keras import ops
 
-from albert_keras.saving import keep_former_name
-
 
 def soft_target_loss(student_logits, teacher_logits, temperature, mask=None):
     """``T^2 KL(softmax(teacher / T) || softmax(student / T))`` over the last
@@ -119,7 +117,3 @@ class Distiller(keras.Model):
             "alpha": self.alpha,
             "regression": self.regression,
         }
-
-
-# .keras files written before the generic name saved it as AlbertDistiller
-keep_former_name(Distiller, "AlbertDistiller")

@@ -16,7 +16,6 @@ from albert_keras.models.encoder_pretrainer import metrics_by_name
 from albert_keras.replicas import scale_for_replicas
 from albert_keras.replicas import tf_replica_context
 from albert_keras.replicas import weighted_mean
-from albert_keras.saving import keep_former_name
 
 SHARING = ("tied", "gdes", "none")
 
@@ -410,7 +409,3 @@ class ElectraPretrainer(keras.Model):
         if "sop" in config:  # files written before the switch took EncoderPretrainer's name
             config["sentence_order"] = config.pop("sop")
         return cls(**config)
-
-
-# .keras files written before the generic name saved it as AlbertElectraPretrainer
-keep_former_name(ElectraPretrainer, "AlbertElectraPretrainer")

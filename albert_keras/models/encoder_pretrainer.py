@@ -13,7 +13,6 @@ from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F40
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.replicas import scale_for_replicas
-from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -194,9 +193,6 @@ class EncoderPretrainer(TaskModel):
                 "sentence_order": self.sentence_order,
                 "enhanced_mask_decoder": self.enhanced_mask_decoder}
 
-
-# .keras files written before the generic name saved it as AlbertPretrainer
-keep_former_name(EncoderPretrainer, "AlbertPretrainer")
 
 
 def metrics_by_name(metrics):

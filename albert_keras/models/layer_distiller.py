@@ -13,7 +13,6 @@ from keras import ops
 from albert_keras.models.backbone import is_backbone
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.models.layer_map import uniform_layer_map
-from albert_keras.saving import keep_former_name
 
 # -- the losses ----------------------------------------------------------------------
 
@@ -191,7 +190,3 @@ class LayerDistiller(keras.Model):
             "hidden_weight": self.hidden_weight,
             "attention_weight": self.attention_weight,
         }
-
-
-# .keras files written before the generic name saved it as AlbertLayerDistiller
-keep_former_name(LayerDistiller, "AlbertLayerDistiller")

@@ -6,7 +6,6 @@ from keras import ops
 from albert_keras.models.backbone import rebuilt
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
-from albert_keras.saving import keep_former_name
 
 POOLINGS = ("mean", "max", "cls", "pooled")
 TOKEN_POOLINGS = ("mean", "max", "cls")
@@ -165,7 +164,3 @@ class SentenceEmbedder(TaskModel):
             "combine": self.combine,
             "normalize": self.normalize,
         }
-
-
-# .keras files written before the generic name saved it as AlbertEmbedder
-keep_former_name(SentenceEmbedder, "AlbertEmbedder")

@@ -7,7 +7,6 @@ from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F40
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
-from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -92,7 +91,3 @@ class SequenceClassifier(TaskModel):
             "dropout": self.dropout,
             "pooling": self.pooling,
         }
-
-
-# .keras files written before the generic name saved it as AlbertClassifier
-keep_former_name(SequenceClassifier, "AlbertClassifier")

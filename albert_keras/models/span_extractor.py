@@ -6,7 +6,6 @@ from keras import ops
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
-from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -69,7 +68,3 @@ class SpanExtractor(TaskModel):
 
     def get_config(self):
         return self._base_config()
-
-
-# .keras files written before the generic name saved it as AlbertQuestionAnswerer
-keep_former_name(SpanExtractor, "AlbertQuestionAnswerer")

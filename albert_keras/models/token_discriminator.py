@@ -5,7 +5,6 @@ import keras
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.task_model import TaskModel
-from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -49,7 +48,3 @@ class TokenDiscriminator(TaskModel):
 
     def get_config(self):
         return self._base_config()
-
-
-# .keras files written before the generic name saved it as AlbertDiscriminator
-keep_former_name(TokenDiscriminator, "AlbertDiscriminator")

@@ -5,7 +5,6 @@ import keras
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
-from albert_keras.saving import keep_former_name
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -59,7 +58,3 @@ class TokenTagger(TaskModel):
             "num_classes": self.num_classes,
             "dropout": self.dropout,
         }
-
-
-# .keras files written before the generic name saved it as AlbertTokenClassifier
-keep_former_name(TokenTagger, "AlbertTokenClassifier")

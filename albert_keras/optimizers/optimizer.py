@@ -7,7 +7,6 @@ from keras import ops
 
 from albert_keras.optimizers.schedule import WarmupPolynomialDecay
 from albert_keras.replicas import tf_replica_context
-from albert_keras.saving import keep_former_name
 
 # Variables the original excludes from weight decay: LayerNorm and biases.
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
@@ -200,9 +199,6 @@ class LayerwiseLamb(_RateScales, _SavedDecayExclusions, keras.optimizers.Lamb):
         self.assign_sub(variable, ratio * lr * update)
 
 
-# .keras files written before the generic name saved it as AlbertLamb
-keep_former_name(LayerwiseLamb, "AlbertLamb")
-
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class LayerwiseAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW):
@@ -259,9 +255,6 @@ class LayerwiseAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW)
         self.assign_sub(variable, ops.divide(ops.multiply(m_hat, lr),
                                              ops.add(ops.sqrt(v_hat), self.epsilon)))
 
-
-# .keras files written before the generic name saved it as AlbertAdamW
-keep_former_name(LayerwiseAdamW, "AlbertAdamW")
 
 
 @dataclasses.dataclass(frozen=True)

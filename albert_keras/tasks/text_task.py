@@ -415,13 +415,11 @@ class TextTask(keras.Model):
         spec = origin.fine_tuned_spec(cls.task_name) if keep_head else {}
         if spec:
             model, _ = origin.task_model()
-            if model.encoder.tokenizer is None or origin.tokenizer_file:
-                model.encoder.tokenizer = origin.tokenizer
+            origin.give_tokenizer(model.encoder)
             return cls(task_model=model, settings=_kept_settings(settings, model)), model
-        encoder = origin.encoder(dtype=settings.precision, from_scratch=settings.from_scratch,
-                                 dropout=settings.encoder_dropout)
-        if encoder.tokenizer is None or origin.tokenizer_file:
-            encoder.tokenizer = origin.tokenizer
+        encoder = origin.give_tokenizer(origin.encoder(
+            dtype=settings.precision, from_scratch=settings.from_scratch,
+            dropout=settings.encoder_dropout))
         settings = fit_length(settings, encoder.config.max_position_embeddings, origin.path)
         options = get_task(cls.task_name).head_options(settings, origin)
         if options:

@@ -9,7 +9,6 @@ from albert_keras.config import ALBERT_SPECIAL_IDS
 from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.config import TRUNCATE_MODES
-from albert_keras.saving import keep_former_name
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 
 
@@ -121,9 +120,6 @@ class SegmentPacker(PreprocessingLayer):
         )
         return config
 
-
-# .keras files written before the generic name saved it as AlbertPacker
-keep_former_name(SegmentPacker, "AlbertPacker")
 
 
 def _keep_ends(ids, budget, mode):

@@ -150,8 +150,7 @@ def _architecture(model, model_type):
     if hasattr(model, "mlm_head"):
         return with_mlm, prefix
     if getattr(model, "hf_task", None):
-        hf_heads.check_head(model)
-        return hf_heads.architecture(model_type, model.hf_task), prefix
+        return hf_heads.architecture(model_type, model), prefix
     return plain, ""
 
 
@@ -160,8 +159,7 @@ def _hf_tensors(model, names, model_type, prefix):
         hf_heads.HEAD_PREFIXES)
     # HF's encoder has a pooler only where its head reads one (and DeBERTa's
     # pooler is the head's own ContextPooler)
-    pooled = hf_heads.reads_pooler(model) if model_type == _DEBERTA else (
-        hf_heads.reads_pooler(model) or not getattr(model, "hf_task", None))
+    pooled = (hf_heads.reads_pooler if model_type == _DEBERTA else hf_heads.keeps_pooler)(model)
     tensors = {}
     for canonical, variable in model_variables(model).items():
         if canonical not in names:  # ELECTRA has no pooler and no SOP head
@@ -199,8 +197,7 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     model_type = hf_config["model_type"]
     arch, prefix = _architecture(model, model_type)
     hf_config["architectures"] = [arch]
-    if getattr(model, "hf_task", None):
-        hf_config.update(hf_heads.label_fields(model))
+    hf_config.update(hf_heads.label_fields(model))
     names = {**_NAMES[model_type](config), **hf_heads.head_names()}
     tensors = _hf_tensors(model, names, model_type, prefix)
     return write_hf_folder(folder, tensors, hf_config, overwrite,

@@ -194,8 +194,7 @@ def _architecture(model):
         return "MobileBertForPreTraining" if model.sop_head is not None else (
             "MobileBertForMaskedLM")
     if getattr(model, "hf_task", None):
-        hf_heads.check_head(model)
-        return hf_heads.architecture(MODEL_TYPE, model.hf_task)
+        return hf_heads.architecture(MODEL_TYPE, model)
     return "MobileBertModel"
 
 
@@ -208,11 +207,9 @@ def save_hf(model, folder, overwrite=False, model_type=None):
     config = model.config
     hf_config = config_to_hf(config)
     hf_config["architectures"] = [_architecture(model)]
-    if getattr(model, "hf_task", None):
-        hf_config.update(hf_heads.label_fields(model))
+    hf_config.update(hf_heads.label_fields(model))
     names = {**hf_names(config), **hf_heads.head_names()}
-    # HF builds the token and span heads' encoders without a pooler
-    pooled = hf_heads.reads_pooler(model) or not getattr(model, "hf_task", None)
+    pooled = hf_heads.keeps_pooler(model)  # HF's token and span heads have none
     tensors = {}
     for ours, variable in model_variables(model).items():
         if ours.startswith("pooler/") and not pooled:
