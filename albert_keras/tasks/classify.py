@@ -81,6 +81,8 @@ class Classify(Task):
                                                                 "lengths": np.asarray(lengths)})
         return data, spec
 
+    head_fields = ("pooling",)
+
     def head_options(self, cfg, init):
         """The classifier reads ``cfg.pooling``, ``auto`` resolved for ``init``."""
         return {"pooling": resolve_pooling(cfg.pooling, init)}

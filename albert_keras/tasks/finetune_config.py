@@ -11,6 +11,7 @@ from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.options import check_options
 from albert_keras.options import config_from_keywords
 from albert_keras.options import option
+from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task_fields import TaskFields
 from albert_keras.tasks.training_fields import TrainingFields
 from albert_keras.training.adversarial_config import AdversarialFields
@@ -101,8 +102,9 @@ class FinetuneConfig(TrainingFields, AdversarialFields, TaskFields):
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
             raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
                              "--text-pair-column use longest_first or waterfall")
-        if self.pooling not in ("auto", "pooled") and self.task != "classify":
-            raise ValueError(f"pooling {self.pooling!r} is for classify; {self.task} "
+        if self.pooling not in ("auto", "pooled") and "pooling" not in get_task(
+                self.task).head_fields:
+            raise ValueError(f"pooling {self.pooling!r} is for sentence heads; {self.task} "
                              "has its own head")
 
 

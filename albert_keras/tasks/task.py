@@ -107,6 +107,10 @@ class Task:
     # The targets (and weights) that run along the sequence, cut with the
     # inputs when batches are bucketed by length (a tagger's labels).
     per_token_targets = ()
+    # The fine-tuning config fields this task's head reads (through
+    # ``head_options``); a field of another task's head set away from its
+    # default is an error, not silently dropped.
+    head_fields = ()
 
     def new_spec(self, **fields):
         """The spec of a new run; labels are left to the training file."""

@@ -316,7 +316,7 @@ def test_mean_pooling_for_an_mlm_folder_is_saved_and_read_back(init_folder, task
     # the saved folder scores as the run did
     again = inference.evaluate(out_dir, task_files["cls_eval"])
     assert again["accuracy"] == pytest.approx(metrics["accuracy"])
-    with pytest.raises(ValueError, match="pooling 'mean' is for classify"):
+    with pytest.raises(ValueError, match="pooling 'mean' is for sentence heads; tag"):
         FinetuneConfig(task="tag", pooling="mean").validate()
 
 
