@@ -33,10 +33,17 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import cpu_name  # noqa: E402  (benchmarks/ is the script's folder)
+from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
 
-MINILM_L6 = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                 intermediate_size=1536, max_position_embeddings=512)
+# The shapes users fine-tune (HF config fields), and BERT's vocabulary size
+# (30,522 pieces: bert-base-uncased and MiniLM).
+SHAPES = {
+    "minilm_l6": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                      intermediate_size=1536, max_position_embeddings=512),
+    "bert_base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                      intermediate_size=3072, max_position_embeddings=512),
+}
+BERT_VOCAB = 30522
 BATCH, PREDICT_BATCH, SEQ = 32, 64, 128
 
 # HF's side, as its users write it: tokenize, pad per batch, Trainer, save;
@@ -96,9 +103,11 @@ def main():
     args = _parser().parse_args()
     work = tempfile.mkdtemp(prefix="real_text_")
     corpus = _corpus(work)
-    folder = _bert_folder(work, corpus["texts"])
-    results = {"cpu": cpu_name(), "cores": os.cpu_count(), "batch_size": BATCH,
-               "sequence_length": SEQ, "model": "BERT, MiniLM-L6's shape (random weights)",
+    folder = _bert_folder(work, corpus["texts"], args.shape, args.vocab_size)
+    results = {"cpu": cpu_with_features(), "cores": os.cpu_count(),
+               "batch_size": BATCH, "sequence_length": SEQ, "shape": args.shape,
+               "vocab_size": args.vocab_size,
+               "model": f"BERT, {args.shape}'s shape, {args.vocab_size} pieces (random weights)",
                "cases": {}}
     for case in args.cases:
         files = _task_files(work, corpus, case, args.rows, args.predict_rows)
@@ -113,6 +122,9 @@ def _parser():
     p.add_argument("--rows", type=int, default=1500, help="training rows")
     p.add_argument("--predict-rows", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--shape", default="minilm_l6", choices=sorted(SHAPES))
+    p.add_argument("--vocab-size", type=int, default=BERT_VOCAB,
+                   help="pieces in the vocabulary (the corpus's, padded)")
     p.add_argument("--out", default=None, help="results JSON")
     return p
 
@@ -133,9 +145,10 @@ def _corpus(work):
     return {"long": paragraphs, "short": sentences, "texts": [t for t, _ in paragraphs]}
 
 
-def _bert_folder(work, texts):
-    """An HF BERT folder of MiniLM-L6's shape with a WordPiece vocabulary of
-    the corpus (random weights: the speed is the question here)."""
+def _bert_folder(work, texts, shape, vocab_size):
+    """An HF BERT folder of ``shape`` with a WordPiece vocabulary of the
+    corpus padded to ``vocab_size`` pieces (random weights: the speed is the
+    question here)."""
     import transformers
     from tokenizers import BertWordPieceTokenizer
 
@@ -145,12 +158,25 @@ def _bert_folder(work, texts):
     trainer.train_from_iterator(texts, vocab_size=30522,
                                 special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     trainer.save_model(folder)
-    size = sum(1 for _ in open(os.path.join(folder, "vocab.txt"), encoding="utf-8"))
-    config = transformers.BertConfig(vocab_size=size, **MINILM_L6)
+    size = _pad_vocabulary(os.path.join(folder, "vocab.txt"), vocab_size)
+    config = transformers.BertConfig(vocab_size=size, **SHAPES[shape])
     transformers.BertForPreTraining(config).save_pretrained(folder)
     transformers.BertTokenizerFast(os.path.join(folder, "vocab.txt"),
                                    do_lower_case=True).save_pretrained(folder)
     return folder
+
+
+def _pad_vocabulary(path, size):
+    """Pads a vocab.txt to ``size`` lines with pieces no text produces
+    (``[unused0]``..., as BERT's own vocabulary has), so the word table, its
+    gradient and its optimizer slots have a real checkpoint's size; a corpus
+    this small yields only a few thousand pieces. Returns the new size."""
+    with open(path, encoding="utf-8") as f:
+        pieces = f.read().splitlines()
+    pieces += [f"[unused{i}]" for i in range(size - len(pieces))]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(pieces) + "\n")
+    return len(pieces)
 
 
 def _task_files(work, corpus, case, rows, predict_rows):

@@ -5,6 +5,7 @@ import dataclasses
 import keras
 from keras import ops
 
+from albert_keras.optimizers.fused_adam import fused_adam
 from albert_keras.optimizers.schedule import WarmupPolynomialDecay
 from albert_keras.replicas import tf_replica_context
 
@@ -234,7 +235,9 @@ class LayerwiseAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW)
             if self._use_weight_decay(variable):
                 lr = self._scaled(self.learning_rate, variable)
                 wd = ops.cast(self.weight_decay, variable.dtype)
-                variable.assign(variable - variable * wd * lr)
+                # one scalar factor: a single pass over the weights (torch's
+                # ``param.mul_(1 - lr * weight_decay)``)
+                variable.assign(ops.multiply(variable, 1 - wd * lr))
 
     def update_step(self, gradient, variable, learning_rate):
         gradient = _dense(gradient)
@@ -248,6 +251,8 @@ class LayerwiseAdamW(_RateScales, _SavedDecayExclusions, keras.optimizers.AdamW)
         beta_2 = ops.cast(self.beta_2, dtype)
         m = self._momentums[self._get_variable_index(variable)]
         v = self._velocities[self._get_variable_index(variable)]
+        if fused_adam(variable, m, v, gradient, (lr, beta_1, beta_2, self.epsilon, step)):
+            return
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - beta_1))
         self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - beta_2))
         m_hat = ops.divide(m, 1 - ops.power(beta_1, step))
