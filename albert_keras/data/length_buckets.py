@@ -16,7 +16,9 @@ run's seed and the epoch) and batched; the rows left over from a bucket go
 on to the next longer one (padding them further changes nothing), so only
 the last bucket's remainder is dropped, as an unbucketed epoch drops its
 last partial batch. The batches are then shuffled. Prediction keeps the
-input order of its outputs.
+input order of its outputs; on TensorFlow, whose prediction graph takes any
+shape, each batch is cut to its longest row rather than to its bucket's
+length (a single text runs at its own length, as in HF's pipeline).
 """
 
 import weakref
@@ -196,14 +198,17 @@ _RUNNERS = weakref.WeakKeyDictionary()
 
 
 def _batch_runner(model, x):
-    """``model`` on one batch, as numpy. On TensorFlow, one graph traced for
-    any number of rows and any length (Keras' ``predict_on_batch`` traces a
+    """``(run, any_length)``: ``model`` on one batch, as numpy, and whether
+    a batch may have any length. On TensorFlow, one graph traced for any
+    number of rows and any length (Keras' ``predict_on_batch`` traces a
     graph for the first shapes it sees, then relaxes and traces again:
-    seconds each for a base-sized model); elsewhere ``predict_on_batch``."""
+    seconds each for a base-sized model), so a batch is cut to its longest
+    row, as HF's pipeline pads it; elsewhere ``predict_on_batch``, which
+    compiles per shape, at the bucket lengths."""
     import keras
 
     if keras.backend.backend() != "tensorflow":
-        return model.predict_on_batch
+        return model.predict_on_batch, False
     import tensorflow as tf
 
     runner = _RUNNERS.get(model)
@@ -215,7 +220,7 @@ def _batch_runner(model, x):
                             input_signature=[signature])
         runner = _RUNNERS[model] = lambda batch: {
             k: v.numpy() for k, v in graph(batch).items()}
-    return runner
+    return runner, True
 
 
 def predict_in_buckets(model, x, batch_size=64):
@@ -242,10 +247,13 @@ def predict_in_buckets(model, x, batch_size=64):
     S = np.asarray(x["padding_mask"]).shape[-1]
     # [rows, choices, S] inputs (multiple choice) have no per-token outputs
     along = along_the_sequence(model) if np.ndim(x["padding_mask"]) == 2 else set()
-    plan = plan_batches(row_lengths(x), batch_size, bucket_lengths(S))
-    n, results = len(row_lengths(x)), {}
-    run = _batch_runner(model, x)
+    lengths = row_lengths(x)
+    plan = plan_batches(lengths, batch_size, bucket_lengths(S))
+    n, results = len(lengths), {}
+    run, any_length = _batch_runner(model, x)
     for rows, length in plan:
+        if any_length:  # one graph for every shape: no padding to the bucket's length
+            length = int(lengths[rows].max())
         outputs = run(cut(x, rows, length, S, ENCODER_INPUTS))
         for name, value in outputs.items():
             value = np.asarray(value)
