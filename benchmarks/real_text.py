@@ -1,9 +1,11 @@
 """Fine-tuning and prediction on real text, whole processes: ours against HF.
 
-What a user waits for, start to finish, with a BERT-shaped HF folder (the
-shape of MiniLM-L6: 6 layers, hidden 384, 12 heads, FFN 1536; random
-weights and a WordPiece vocabulary trained on the corpus, since no hub is
-reachable) and labelled text whose lengths come from a real distribution:
+What a user waits for, start to finish, with a BERT-shaped HF folder at a
+real checkpoint's size (``--shape``: MiniLM-L6's, 6 layers, hidden 384, or
+BERT-base's; random weights, since no hub is reachable, and a WordPiece
+vocabulary trained on the corpus and padded to 30,522 pieces, BERT's, so
+the word table, its gradient and its optimizer slots are a real model's)
+and labelled text whose lengths come from a real distribution:
 
 * ``short``: State of the Union sentences (labelled with their paragraph's
   century), lengths like review snippets';
@@ -14,9 +16,13 @@ repeat: ``albert-keras finetune`` (one epoch) against HF's ``Trainer`` with
 ``DataCollatorWithPadding`` (each batch padded to its longest row, what HF
 users get by default), then ``albert-keras predict`` against HF's
 ``pipeline("text-classification")``; ours also with ``--no-length-buckets``
-(every row padded to ``--seq-length``, as before). Medians of the repeats;
-the CPU is named in the results. Needs the ``bench`` extra (transformers,
-torch, accelerate, datasets-free: the rows are fed as lists).
+(every row padded to ``--seq-length``, as before). Then where our process's
+seconds go (import, loading, tokenizing, the first step with its tracing,
+the other steps, writing), and one text at a time, as a service answers
+requests (``TextClassifier.predict([text])`` against ``pipeline([text])``,
+median latency). Medians of the repeats; the CPU and its matrix features
+are named in the results. Needs the ``bench`` extra (transformers, torch,
+accelerate; the rows are fed as lists).
 
     python benchmarks/real_text.py --out benchmarks/results/real_text.json
     python benchmarks/real_text.py --cases short --repeats 1 --rows 64 --predict-rows 64  # smoke
@@ -45,6 +51,7 @@ SHAPES = {
 }
 BERT_VOCAB = 30522
 BATCH, PREDICT_BATCH, SEQ = 32, 64, 128
+LATENCY_TEXTS = 200
 
 # HF's side, as its users write it: tokenize, pad per batch, Trainer, save;
 # then pipeline() on the saved folder.
@@ -96,6 +103,64 @@ texts = [r["text"] for r in csv.DictReader(open(path, encoding="utf-8"))]
 classify = pipeline("text-classification", model=folder, device=-1)
 out = classify(texts, batch_size=int(batch), truncation=True, max_length=int(seq))
 print("RESULT " + json.dumps({"seconds": time.time() - started, "rows": len(out)}))
+"""
+
+
+# Our process, step by step through the Python API (the same path as
+# ``albert-keras finetune``): where the seconds go.
+OURS_SPLIT = r"""
+import csv, json, sys, time
+started = time.time()
+import numpy as np, keras
+from albert_keras.tasks.text_classifier import TextClassifier
+folder, train_csv, out, batch = sys.argv[1:5]
+split = {"import": time.time() - started}
+def lap(name, since):
+    split[name] = time.time() - since
+    return time.time()
+t = time.time()
+rows = list(csv.DictReader(open(train_csv, encoding="utf-8")))
+model = TextClassifier.from_preset(folder)
+t = lap("load", t)
+texts, labels = [r["text"] for r in rows], [r["label"] for r in rows]
+model._data(texts, labels)  # tokenizing and packing alone, timed once
+t = lap("tokenize", t)
+steps = []
+class Steps(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        self.began = time.perf_counter()
+    def on_train_batch_end(self, batch, logs=None):
+        steps.append(time.perf_counter() - self.began)
+model.fit(texts, labels, epochs=1, batch_size=int(batch), callbacks=[Steps()], verbose=0)
+t = lap("fit", t)
+model.save_to_preset(out)
+lap("write", t)
+median = float(np.median(steps[1:]))
+split.update(steps=len(steps), step_median=median, first_step=steps[0],
+             steps_after_first=sum(steps[1:]))
+print("RESULT " + json.dumps(split))
+"""
+
+# One text at a time, as a service answers requests: the median latency.
+LATENCY = r"""
+import csv, json, sys, time
+import numpy as np
+side, folder, path, count = sys.argv[1:5]
+texts = [r["text"] for r in csv.DictReader(open(path, encoding="utf-8"))][:int(count)]
+if side == "ours":
+    from albert_keras.tasks.text_classifier import TextClassifier
+    model = TextClassifier.load(folder)
+    answer = lambda text: model.predict([text])
+else:
+    from transformers import pipeline
+    classify = pipeline("text-classification", model=folder, device=-1)
+    answer = lambda text: classify([text], truncation=True, max_length=128)
+seconds = []
+for text in texts:
+    began = time.perf_counter()
+    answer(text)
+    seconds.append(time.perf_counter() - began)
+print("RESULT " + json.dumps({"first": seconds[0], "median": float(np.median(seconds[5:]))}))
 """
 
 
@@ -235,8 +300,15 @@ def _measure(folder, files, work, repeats, case):
         if repeat == 0:
             runs["ours_predict_fixed"].append(
                 _ours_predict(out, files["predict"], "--no-length-buckets"))
+    split = _child(OURS_SPLIT, folder, files["train"], os.path.join(work, f"{case}_split"),
+                   BATCH)
+    latency = {side: _child(LATENCY, side, out if side == "ours" else hf_out,
+                            files["predict"], LATENCY_TEXTS)
+               for side in ("ours", "hf")}
     medians = {k: statistics.median(v) for k, v in runs.items() if v}
     return {"pieces": files["pieces"], "runs": runs, "median_s": medians,
+            "ours_split_s": split, "one_text_latency_s": latency,
+            "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
             "accuracy": accuracy,
             "finetune_speedup_vs_hf": medians["hf_trainer"] / medians["ours_finetune"],
             "predict_speedup_vs_hf": medians["hf_pipeline"] / medians["ours_predict"],
@@ -299,6 +371,16 @@ def _print(results):
               f"{r['finetune_speedup_vs_hf']:.2f}x | {m['ours_predict']:.0f} / "
               f"{m['ours_predict_fixed']:.0f} / {m['hf_pipeline']:.0f} | "
               f"{r['predict_speedup_vs_hf']:.2f}x |")
+    print("\n| case | our process: import / load / tokenize / first step / other steps "
+          "(median) / write (s) | one text: ours / HF (ms) | HF/ours |")
+    print("|---|---|---|---:|")
+    for case, r in results["cases"].items():
+        s, lat = r["ours_split_s"], r["one_text_latency_s"]
+        print(f"| {case} | {s['import']:.1f} / {s['load']:.1f} / {s['tokenize']:.1f} / "
+              f"{s['first_step']:.1f} / {s['steps_after_first']:.1f} "
+              f"({1000 * s['step_median']:.0f} ms) / {s['write']:.1f} | "
+              f"{1000 * lat['ours']['median']:.1f} / {1000 * lat['hf']['median']:.1f} | "
+              f"{r['latency_speedup_vs_hf']:.2f}x |")
 
 
 if __name__ == "__main__":
