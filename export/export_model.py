@@ -33,6 +33,7 @@ from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.export_config import arg
 from albert_keras.export.metadata import ModelInfo
 from albert_keras.export.metadata import metadata_schema
+from albert_keras.export.metadata import signature_order
 from albert_keras.export.metadata import with_metadata
 from albert_keras.export.model_card import model_card
 from albert_keras.export.source import classifier_spec
@@ -394,6 +395,7 @@ def _add_metadata(job, c, blob, checks):
 
 def _sidecar(job, c, exported, blob, report):
     spec, tokenizer = job.spec, job.tokenizer
+    tensor_order = signature_order(blob)
     return {
         "format": SIDECAR_FORMAT,
         "kind": job.kind,
@@ -403,10 +405,11 @@ def _sidecar(job, c, exported, blob, report):
         "quantize": c.quantize,
         "string_in": bool(c.with_tokenizer),
         "metadata": bool(c.metadata),
-        "inputs": (["text"] + (["text_pair"] if job.pair else [])) if c.with_tokenizer else
-                  (["ids", "mask", "segment_ids"]
-                   + (["masked_positions"] if job.kind == "mlm" else [])),
-        "outputs": list(job.output_names),
+        # in the order of the file's input and output tensors, which is what
+        # a runtime that binds by position (LiteRT.js, a C API) lists: ids,
+        # segment_ids, mask, not the order the signature was written in
+        "inputs": list(tensor_order[0]),
+        "outputs": list(tensor_order[1]),
         "special_ids": tokenizer.special_ids,
         "tokenizer": tokenizer.kind,
         "truncate": job.spec.truncate if job.spec else DEFAULT_TRUNCATE,

@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
 
 from albert_keras.export import ExportConfig
 from albert_keras.export import ExportError
@@ -34,7 +35,11 @@ def test_each_mode_validates(classifier_folder, tmp_path, quantize):
     on_disk = json.load(open(out[:-len(".tflite")] + ".json"))
     assert on_disk == sidecar
     assert sidecar["labels"] == ["dog", "fox"] and sidecar["sequence_length"] == 32
-    assert sidecar["inputs"] == ["ids", "mask", "segment_ids"]
+    # in the file's tensor order, as LiteRT lists them (an app binding by
+    # position feeds the wrong tensors otherwise)
+    listed = [d["name"] for d in Interpreter(model_path=out).get_input_details()]
+    assert listed == [f"serving_default_{name}:0" for name in sidecar["inputs"]]
+    assert sorted(sidecar["inputs"]) == ["ids", "mask", "segment_ids"]
     assert sidecar["special_ids"] == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
     assert sidecar["cls_only"] is True  # a classifier reads the [CLS] row alone
     report = sidecar["validation"]
