@@ -96,6 +96,45 @@ def make_strategy(name="auto"):
     return tf.distribute.OneDeviceStrategy("/cpu:0")
 
 
+def describe_devices(strategy):
+    """What a run trains on: ``{"backend", "hardware", "devices", "replicas"}``.
+
+    ``hardware`` is ``TPU``, ``GPU`` or ``CPU``; ``devices`` how many of them
+    hold a copy (or a shard) of the model; ``replicas`` how many ways each
+    global batch is split. Under ``keras.distribution`` (JAX) the devices are
+    JAX's, so a Colab or Kaggle TPU runtime, whose TensorFlow sees no TPU,
+    reports its chips.
+
+    Args:
+        strategy: what ``make_strategy`` returned.
+
+    Example:
+    >>> describe_devices(make_strategy("cpu"))["hardware"]
+    'CPU'
+    """
+    backend = keras.backend.backend()
+    if isinstance(strategy, KerasDistribution):
+        if strategy.distribution is None:
+            devices = keras.distribution.list_devices()[:1] if backend == "jax" else ["cpu:0"]
+            replicas = 1
+        else:  # the batch axis of the mesh splits each batch
+            mesh = strategy.distribution.device_mesh
+            devices = list(mesh.devices.flat)
+            replicas = dict(zip(mesh.axis_names, mesh.shape)).get("batch", len(devices))
+        hardware = str(devices[0]).split(":")[0].upper()
+        return {"backend": backend, "hardware": hardware, "devices": len(devices),
+                "replicas": int(replicas)}
+    replicas = strategy.num_replicas_in_sync
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        hardware = "TPU"
+    elif (isinstance(strategy, tf.distribute.OneDeviceStrategy)
+          or not tf.config.list_logical_devices("GPU")):
+        hardware = "CPU"
+    else:
+        hardware = "GPU"
+    return {"backend": backend, "hardware": hardware, "devices": replicas, "replicas": replicas}
+
+
 def is_chief(strategy):
     """Whether this process writes the model folder.
 

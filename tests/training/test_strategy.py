@@ -1,6 +1,12 @@
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from albert_keras.training.strategy import StrategyError
+from albert_keras.training.strategy import describe_devices
 from albert_keras.training.strategy import make_strategy
 
 
@@ -15,3 +21,32 @@ def test_auto_and_cpu_fall_back_to_one_device():
     assert make_strategy("cpu").num_replicas_in_sync == 1
     with pytest.raises(StrategyError, match="strategy must be one of"):
         make_strategy("gpu-cluster")
+
+
+def test_describe_devices_counts_what_tensorflow_sees():
+    assert describe_devices(make_strategy("cpu")) == {
+        "backend": "tensorflow", "hardware": "CPU", "devices": 1, "replicas": 1}
+
+
+JAX_DEVICES = r"""
+import json
+from albert_keras.training.strategy import describe_devices, make_strategy
+print("RESULT " + json.dumps({name: describe_devices(make_strategy(name))
+                              for name in ("auto", "cpu", "data_parallel", "model_parallel")}))
+"""
+
+
+def test_describe_devices_counts_jax_devices_and_the_batch_axis():
+    """On JAX the devices are JAX's (a Colab TPU runtime's chips, whose
+    TensorFlow sees none); model_parallel splits each batch over half of them."""
+    env = {**os.environ, "KERAS_BACKEND": "jax",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    done = subprocess.run([sys.executable, "-c", JAX_DEVICES], capture_output=True, text=True,
+                          env=env, timeout=300)
+    line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    assert line, done.stderr[-2000:]
+    found = json.loads(line[0][len("RESULT "):])
+    cpu4 = {"backend": "jax", "hardware": "CPU", "devices": 4}
+    assert found["auto"] == found["data_parallel"] == {**cpu4, "replicas": 4}
+    assert found["model_parallel"] == {**cpu4, "replicas": 2}
+    assert found["cpu"] == {**cpu4, "devices": 1, "replicas": 1}
