@@ -61,6 +61,10 @@ class Family:
         keras_hub: ``"module"`` with ``BACKBONES`` (the keras-hub backbone
             class names it reads), ``load_keras_hub_preset(folder)`` and
             ``save_keras_hub_preset(encoder, tokenizer, folder)``, or None.
+        layout: ``"module:RULES"``: ``{weight path pattern: "out" | "in"}``,
+            which kernels split their columns or rows over a device mesh's
+            model axis under ``--strategy model_parallel``; None: the family
+            cannot be split (that strategy refuses it).
 
     Example:
     >>> Family("toy", dict, "my_models:ToyEncoder").hf_model_types
@@ -76,6 +80,7 @@ class Family:
     claims: str = None
     tf1: str = None
     keras_hub: str = None
+    layout: str = None
 
     @property
     def backbone_class(self):

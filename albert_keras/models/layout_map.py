@@ -1,18 +1,30 @@
-"""Sharding of ALBERT's weights over a device mesh (``keras.distribution``)."""
+"""Sharding of every family's weights over a device mesh (``keras.distribution``).
+
+Each family declares its rules (``Family.layout``: path patterns and which
+axis of the kernel goes to the model axis); the map holds all of them, so a
+``ModelParallel`` distribution made before the model is known splits
+whichever family is built under it. Families' paths do not overlap
+(``transformer/...`` for ALBERT and DeBERTa, ``block_<i>/...`` for
+MobileBERT). ``check_sharded`` makes a layout that splits nothing an error.
+"""
 
 import keras
 
+from albert_keras.families import attribute
+from albert_keras.families import families
 
-def albert_layout_map(device_mesh, model_axis="model"):
-    """A ``LayoutMap`` that splits the large kernels over ``model_axis``.
 
-    Megatron-style: query/key/value and the FFN's first kernel split their
-    output columns, the attention output and the FFN's second kernel their
-    input rows, so each pair needs one reduction. The embedding tables,
-    biases, LayerNorms and the small heads stay replicated (ALBERT's
-    factorized tables are small: V x 128).
-    Used with ``keras.distribution.ModelParallel`` on JAX for the presets
-    too large for one device (xlarge, xxlarge).
+def layout_rules():
+    """``{path pattern: "in" | "out"}`` of every registered family."""
+    rules = {}
+    for family in families():
+        if family.layout is not None:
+            rules.update(attribute(family.layout))
+    return rules
+
+
+def family_layout_map(device_mesh, model_axis="model"):
+    """A ``LayoutMap`` that splits every family's large kernels over ``model_axis``.
 
     Args:
         device_mesh: a ``keras.distribution.DeviceMesh`` with a
@@ -23,12 +35,36 @@ def albert_layout_map(device_mesh, model_axis="model"):
     >>> import keras
     >>> mesh = keras.distribution.DeviceMesh(
     ...     (1, 1), ["batch", "model"], keras.distribution.list_devices()[:1])
-    >>> layout_map = albert_layout_map(mesh)
+    >>> layout_map = family_layout_map(mesh)
     """
     layout_map = keras.distribution.LayoutMap(device_mesh)
-    for name in ("query", "key", "value"):
-        layout_map[f"transformer/attention_\\d+/{name}/kernel"] = (None, model_axis)
-    layout_map["transformer/attention_\\d+/output_dense/kernel"] = (model_axis, None)
-    layout_map["transformer/ffn_\\d+/ffn/kernel"] = (None, model_axis)
-    layout_map["transformer/ffn_\\d+/ffn_output/kernel"] = (model_axis, None)
+    for pattern, side in layout_rules().items():
+        layout_map[pattern] = (None, model_axis) if side == "out" else (model_axis, None)
     return layout_map
+
+
+# The name of rounds 1-4 (ALBERT's rules alone then).
+albert_layout_map = family_layout_map
+
+
+def check_sharded(model, where="--strategy model_parallel"):
+    """The paths of ``model``'s weights split over devices; a ``ValueError``
+    when there are none.
+
+    Under ``ModelParallel`` a weight that matches no rule of the layout is
+    silently replicated; a model whose family declares no rules (or whose
+    paths changed) would train with every weight on every device, which is
+    what the strategy was chosen to avoid. Read from the weights' own
+    placement (JAX's shardings), so it holds for any layout map.
+
+    Args:
+        model: a model built under a ``ModelParallel`` distribution's scope.
+        where: what the message names.
+    """
+    sharded = [w.path for w in model.weights
+               if not getattr(getattr(w.value, "sharding", None), "is_fully_replicated", True)]
+    if not sharded:
+        raise ValueError(f"{where}: the layout splits no weight of {type(model).__name__}, so "
+                         "every weight would be replicated on every device; declare its "
+                         "family's layout (Family.layout), or use data_parallel")
+    return sharded

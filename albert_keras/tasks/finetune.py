@@ -27,6 +27,7 @@ from albert_keras.tasks.task_run import eval_scores
 from albert_keras.tasks.task_run import read_task_sets
 from albert_keras.tasks.task_run import task_spec
 from albert_keras.tasks.text_task import TextTask
+from albert_keras.training.strategy import check_layout
 from albert_keras.training.strategy import make_strategy
 
 logger = logging.getLogger(__name__)
@@ -66,10 +67,12 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     keras.utils.set_random_seed(cfg.seed)
     source = ModelSource(init, tokenizer)  # the one reader of init
     task = get_task(cfg.task)
-    with make_strategy(cfg.strategy).scope(), writing_folder(out_dir) as tmp:
+    strategy = make_strategy(cfg.strategy)
+    with strategy.scope(), writing_folder(out_dir) as tmp:
         # the object's settings (a sequence length the model reads) and
         # tokenizer read the rows, as its Python fit would
         model, _ = TextTask.for_task(cfg.task).on_source(source, cfg, keep_head=False)
+        check_layout(strategy, model.encoder)
         sets, spec = read_task_sets(task, task_spec(model.settings), model.tokenizer, paths,
                                     cfg.validation_split, cfg.seed)
         _log_rows(cfg.task, sets, spec)

@@ -56,6 +56,7 @@ from albert_keras.training.pretrain_config import resume_conflicts
 from albert_keras.training.pretrainer import Pretrainer
 from albert_keras.training.pretrainer import build_objective_model
 from albert_keras.training.pretrainer import init_source
+from albert_keras.training.strategy import check_layout
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
@@ -241,6 +242,7 @@ def _model(run, strategy):
             logger.info(f"starting from {run.config.init}")
         else:
             model = build_objective_model(run.objective, build_backbone(config), run.config)
+    check_layout(strategy, model)
     return model, initial_epoch
 
 

@@ -33,6 +33,7 @@ from albert_keras.training.datasets import train_dataset
 from albert_keras.training.objectives import get_objective
 from albert_keras.training.pretrain_config import PretrainConfig
 from albert_keras.training.pretraining_inputs import pretraining_data
+from albert_keras.training.strategy import check_layout
 from albert_keras.training.unused_weights import unused_pooler_quiet
 
 
@@ -219,6 +220,7 @@ class Pretrainer:
             self.model = build_objective_model(self.objective, self.encoder, cfg)
             if self.source is not None:
                 self.objective.continue_from(self.source, self.model)
+        check_layout(self.strategy, self.model)
 
     def _data_folder(self, x):
         """The data folder of ``fit``'s ``x``."""

@@ -52,7 +52,8 @@ def make_strategy(name="auto"):
       more devices.
     * ``model_parallel`` (JAX): a ``batch`` x ``model`` mesh over the local
       devices (two model shards per pair of devices) with the large kernels
-      split by ``albert_layout_map``: for models too large for one device.
+      split by each family's layout (``Family.layout``): for models too
+      large for one device.
 
     Example:
     >>> strategy = make_strategy("cpu")
@@ -135,6 +136,23 @@ def describe_devices(strategy):
     return {"backend": backend, "hardware": hardware, "devices": replicas, "replicas": replicas}
 
 
+def check_layout(strategy, model):
+    """Under ``--strategy model_parallel``, a ``ValueError`` when the layout
+    splits none of ``model``'s weights; nothing under other strategies.
+
+    Example:
+    >>> import keras
+    >>> check_layout(make_strategy("cpu"), keras.Sequential())
+    """
+    distribution = getattr(strategy, "distribution", None)
+    if distribution is None and keras.backend.backend() == "jax":
+        distribution = keras.distribution.distribution()  # one set by the caller
+    if isinstance(distribution, keras.distribution.ModelParallel):
+        from albert_keras.models.layout_map import check_sharded
+
+        check_sharded(model)
+
+
 def is_chief(strategy):
     """Whether this process writes the model folder.
 
@@ -213,12 +231,12 @@ class KerasDistribution:
             raise StrategyError(
                 f"--strategy model_parallel needs an even number of devices, found "
                 f"{len(devices)}")
-        from albert_keras.models.layout_map import albert_layout_map
+        from albert_keras.models.layout_map import family_layout_map
 
         mesh = keras.distribution.DeviceMesh(
             (len(devices) // 2, 2), ["batch", "model"], devices)
         return cls(keras.distribution.ModelParallel(
-            layout_map=albert_layout_map(mesh), batch_dim_name="batch"))
+            layout_map=family_layout_map(mesh), batch_dim_name="batch"))
 
     def scope(self):
         if self.distribution is None:

@@ -85,4 +85,5 @@ FAMILY = register_family(Family(
     checkpoints="albert_keras.models.albert.checkpoints",
     tf1="albert_keras.models.albert.tf1",
     keras_hub="albert_keras.models.albert.keras_hub_preset",
+    layout="albert_keras.models.albert.layout:LAYOUT_RULES",
 ))

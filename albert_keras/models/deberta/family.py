@@ -53,4 +53,5 @@ FAMILY = register_family(Family(
     hf_model_types=("deberta-v2",),
     checkpoints="albert_keras.models.albert.checkpoints",
     claims="albert_keras.models.deberta.family:has_relative_attention",
+    layout="albert_keras.models.albert.layout:LAYOUT_RULES",
 ))

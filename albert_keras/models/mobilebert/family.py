@@ -40,4 +40,5 @@ FAMILY = register_family(Family(
     hf_model_types=("mobilebert",),
     checkpoints="albert_keras.models.mobilebert.checkpoints",
     tf1="albert_keras.models.mobilebert.tf1",
+    layout="albert_keras.models.mobilebert.layout:LAYOUT_RULES",
 ))
