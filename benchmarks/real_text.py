@@ -254,13 +254,18 @@ def _task_files(work, corpus, case, rows, predict_rows):
              "predict": pool[rows + 500:rows + 500 + predict_rows]}
     files = {}
     for name, part in parts.items():
-        path = files[name] = os.path.join(work, f"{case}_{name}.csv")
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "label"])
-            writer.writerows(part)
+        files[name] = os.path.join(work, f"{case}_{name}.csv")
+        _write_rows(files[name], part)
     files["pieces"] = _lengths(work, files["train"])
     return files
+
+
+def _write_rows(path, rows):
+    """A ``text,label`` CSV of ``(text, label)`` rows."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
 
 
 def _lengths(work, path):
