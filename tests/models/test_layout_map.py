@@ -62,8 +62,9 @@ def on_eight_devices():
     return json.loads(line[0][len("RESULT "):])
 
 
-def test_every_family_declares_a_layout():
-    assert {f.name: f.layout is not None for f in families()} == {
+def test_every_built_in_family_declares_a_layout():
+    built_in = {"albert", "deberta", "mobilebert"}  # others are tests' own (the toy family)
+    assert {f.name: f.layout is not None for f in families() if f.name in built_in} == {
         "albert": True, "deberta": True, "mobilebert": True}
 
 
