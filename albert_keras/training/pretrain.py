@@ -57,6 +57,7 @@ from albert_keras.training.pretrainer import Pretrainer
 from albert_keras.training.pretrainer import build_objective_model
 from albert_keras.training.pretrainer import init_source
 from albert_keras.training.strategy import check_layout
+from albert_keras.training.strategy import describe_devices
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
@@ -204,6 +205,10 @@ def _runtime(run):
     # After the strategy: a TPU's devices are listed only once it is connected.
     precision = resolve_precision(run.config.precision)
     keras.mixed_precision.set_global_policy(precision)
+    found = describe_devices(strategy)
+    logger.info(f"{found['devices']} {found['hardware']} device(s) on {found['backend']}, "
+                f"{found['replicas']} replica(s): global batch {run.config.batch_size}, "
+                f"precision {precision}")
     return strategy, precision
 
 

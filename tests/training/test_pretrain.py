@@ -73,6 +73,9 @@ def test_steps_that_are_not_whole_epochs_stop_on_the_step(data_dir, tmp_path, ca
         metrics = pretrain(data_dir, out, config)
     assert metrics["steps"] == 7
     assert "steps_per_execution set to 1" in caplog.text
+    # what it found, said before training (a Colab TPU runtime's chips on JAX)
+    assert "1 CPU device(s) on tensorflow, 1 replica(s): global batch 8, precision " \
+        in caplog.text
     assert os.path.isfile(os.path.join(out, "checkpoints", "ckpt-000003.keras"))
     model = load_model(os.path.join(out, "checkpoints", "ckpt-000003.keras"))
     assert int(model.optimizer.iterations.numpy()) == 7
