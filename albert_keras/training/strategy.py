@@ -7,6 +7,7 @@ drivers use, so one driver serves both.
 """
 
 import contextlib
+import glob
 
 import keras
 import tensorflow as tf
@@ -34,6 +35,25 @@ def _connect_tpu():
     except (ValueError, RuntimeError, tf.errors.OpError):
         return None
     return tf.distribute.TPUStrategy(resolver)
+
+
+def tpu_device_files():
+    """The TPU chips' device files of this machine (``/dev/accel*`` on v4 and
+    v5e VMs, ``/dev/vfio/<n>`` on v5p and v6e), whichever library holds them."""
+    return sorted(glob.glob("/dev/accel[0-9]*") + glob.glob("/dev/vfio/[0-9]*"))
+
+
+def _no_tpu_message():
+    """Why ``--strategy tpu`` found none from TensorFlow, and what to do."""
+    chips = tpu_device_files()
+    if chips:
+        # Colab's and Kaggle's TPU runtimes give the chips to JAX; their
+        # TensorFlow (none that reaches a TPU ships there) sees no TPU.
+        return (f"TensorFlow reaches no TPU, but this machine has TPU chips ({chips[0]}): "
+                "on Colab's and Kaggle's TPU runtimes they belong to JAX; run with "
+                "KERAS_BACKEND=jax (--backend jax) and --strategy auto")
+    return ("no TPU is reachable (on Colab or Kaggle choose a TPU runtime; on a Cloud TPU "
+            "VM run on the VM itself); use --strategy auto")
 
 
 def make_strategy(name="auto"):
@@ -67,6 +87,9 @@ def make_strategy(name="auto"):
     usable = [s for s in STRATEGIES if (backend == "jax" or s not in JAX_ONLY)
               and (backend == "tensorflow" or s not in TF_ONLY)]
     usable = f"{', '.join(usable[:-1])} or {usable[-1]}"
+    if name == "tpu" and backend == "jax":
+        raise StrategyError("--strategy tpu is TensorFlow's TPUStrategy; on the jax backend "
+                            "--strategy auto trains data-parallel over every TPU chip")
     if name in JAX_ONLY and backend != "jax":
         raise StrategyError(
             f"--strategy {name} needs the JAX backend (KERAS_BACKEND=jax or --backend jax); "
@@ -81,10 +104,7 @@ def make_strategy(name="auto"):
         if strategy is not None:
             return strategy
         if name == "tpu":
-            raise StrategyError(
-                "no TPU is reachable (on Colab choose Runtime > Change runtime type "
-                "> TPU; on a Cloud TPU VM run on the VM itself); use --strategy auto"
-            )
+            raise StrategyError(_no_tpu_message())
         if len(tf.config.list_logical_devices("GPU")) > 1:
             return tf.distribute.MirroredStrategy()
         return tf.distribute.get_strategy()

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+import albert_keras.training.strategy as strategy_module
 from albert_keras.training.strategy import StrategyError
 from albert_keras.training.strategy import describe_devices
 from albert_keras.training.strategy import make_strategy
@@ -12,6 +13,15 @@ from albert_keras.training.strategy import make_strategy
 
 def test_no_tpu_is_a_clear_one_line_error():
     with pytest.raises(StrategyError, match="no TPU is reachable") as info:
+        make_strategy("tpu")
+    assert "\n" not in str(info.value)
+
+
+def test_no_tpu_for_tensorflow_on_a_machine_with_chips_says_to_use_jax(monkeypatch):
+    """Colab's and Kaggle's TPU runtimes: the chips are there, JAX holds them."""
+    monkeypatch.setattr(strategy_module, "tpu_device_files", lambda: ["/dev/vfio/0"])
+    with pytest.raises(StrategyError, match="this machine has TPU chips .*/dev/vfio/0.*"
+                                            "KERAS_BACKEND=jax") as info:
         make_strategy("tpu")
     assert "\n" not in str(info.value)
 
@@ -30,9 +40,14 @@ def test_describe_devices_counts_what_tensorflow_sees():
 
 JAX_DEVICES = r"""
 import json
-from albert_keras.training.strategy import describe_devices, make_strategy
-print("RESULT " + json.dumps({name: describe_devices(make_strategy(name))
-                              for name in ("auto", "cpu", "data_parallel", "model_parallel")}))
+from albert_keras.training.strategy import StrategyError, describe_devices, make_strategy
+found = {name: describe_devices(make_strategy(name))
+         for name in ("auto", "cpu", "data_parallel", "model_parallel")}
+try:
+    make_strategy("tpu")
+except StrategyError as e:
+    found["tpu"] = str(e)
+print("RESULT " + json.dumps(found))
 """
 
 
@@ -50,3 +65,4 @@ def test_describe_devices_counts_jax_devices_and_the_batch_axis():
     assert found["auto"] == found["data_parallel"] == {**cpu4, "replicas": 4}
     assert found["model_parallel"] == {**cpu4, "replicas": 2}
     assert found["cpu"] == {**cpu4, "devices": 1, "replicas": 1}
+    assert "--strategy auto trains data-parallel over every TPU chip" in found["tpu"]
