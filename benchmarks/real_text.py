@@ -366,26 +366,39 @@ def _write(path, results):
 def _print(results):
     print(f"{results['cpu']}, {results['cores']} cores; {results['model']}; batch "
           f"{BATCH}, sequence length {SEQ}")
-    print("| case | pieces mean/p95/max | fine-tune: ours / fixed / HF Trainer (s) | HF/ours "
-          "| predict: ours / fixed / HF pipeline (s) | HF/ours |")
-    print("|---|---|---|---:|---|---:|")
+    _table(results, "pieces mean/p95/max | fine-tune: ours / fixed / HF Trainer (s) | HF/ours "
+           "| predict: ours / fixed / HF pipeline (s) | HF/ours", "---|---|---:|---|---:",
+           _speed_cells)
+    print()
+    _table(results, "our process: import / load / tokenize / first step / other steps "
+           "(median) / write (s) | one text: ours / HF (ms) | HF/ours", "---|---|---:",
+           _split_cells)
+
+
+def _table(results, header, rule, cells):
+    """A Markdown table with one row per case: ``cells(result)`` after its name."""
+    print(f"| case | {header} |")
+    print(f"|---|{rule}|")
     for case, r in results["cases"].items():
-        m, p = r["median_s"], r["pieces"]
-        print(f"| {case} | {p['mean']}/{p['p95']}/{p['max']} | {m['ours_finetune']:.0f} / "
-              f"{m['ours_finetune_fixed']:.0f} / {m['hf_trainer']:.0f} | "
-              f"{r['finetune_speedup_vs_hf']:.2f}x | {m['ours_predict']:.0f} / "
-              f"{m['ours_predict_fixed']:.0f} / {m['hf_pipeline']:.0f} | "
-              f"{r['predict_speedup_vs_hf']:.2f}x |")
-    print("\n| case | our process: import / load / tokenize / first step / other steps "
-          "(median) / write (s) | one text: ours / HF (ms) | HF/ours |")
-    print("|---|---|---|---:|")
-    for case, r in results["cases"].items():
-        s, lat = r["ours_split_s"], r["one_text_latency_s"]
-        print(f"| {case} | {s['import']:.1f} / {s['load']:.1f} / {s['tokenize']:.1f} / "
-              f"{s['first_step']:.1f} / {s['steps_after_first']:.1f} "
-              f"({1000 * s['step_median']:.0f} ms) / {s['write']:.1f} | "
-              f"{1000 * lat['ours']['median']:.1f} / {1000 * lat['hf']['median']:.1f} | "
-              f"{r['latency_speedup_vs_hf']:.2f}x |")
+        print(f"| {case} | {cells(r)} |")
+
+
+def _speed_cells(r):
+    m, p = r["median_s"], r["pieces"]
+    return (f"{p['mean']}/{p['p95']}/{p['max']} | {m['ours_finetune']:.0f} / "
+            f"{m['ours_finetune_fixed']:.0f} / {m['hf_trainer']:.0f} | "
+            f"{r['finetune_speedup_vs_hf']:.2f}x | {m['ours_predict']:.0f} / "
+            f"{m['ours_predict_fixed']:.0f} / {m['hf_pipeline']:.0f} | "
+            f"{r['predict_speedup_vs_hf']:.2f}x")
+
+
+def _split_cells(r):
+    s, lat = r["ours_split_s"], r["one_text_latency_s"]
+    return (f"{s['import']:.1f} / {s['load']:.1f} / {s['tokenize']:.1f} / "
+            f"{s['first_step']:.1f} / {s['steps_after_first']:.1f} "
+            f"({1000 * s['step_median']:.0f} ms) / {s['write']:.1f} | "
+            f"{1000 * lat['ours']['median']:.1f} / {1000 * lat['hf']['median']:.1f} | "
+            f"{r['latency_speedup_vs_hf']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -43,9 +43,6 @@ def family_layout_map(device_mesh, model_axis="model"):
     return layout_map
 
 
-# The name of rounds 1-4 (ALBERT's rules alone then).
-albert_layout_map = family_layout_map
-
 
 def check_sharded(model, where="--strategy model_parallel"):
     """The paths of ``model``'s weights split over devices; a ``ValueError``

@@ -11,6 +11,14 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 NOTEBOOKS = os.path.join(HERE, "..", "..", "notebooks")
 NAMES = ["01_pretrain_tpu.ipynb", "02_finetune.ipynb", "03_export_tflite.ipynb"]
+# Notebook 01's parameters for a tiny model on the test corpus.
+PRETRAIN_SMALL = {
+    "model_overrides": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2,
+                        "intermediate_size": 128, "embedding_size": 32,
+                        "max_position_embeddings": 64},
+    "vocab_size": 120, "dupe_factor": 2, "max_seq_length": 32, "eval_fraction": 0.1,
+    "steps": 4, "steps_per_epoch": 2, "batch_size_per_replica": 8, "warmup_steps": 1,
+}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -57,12 +65,7 @@ def test_notebooks_run_in_order(tmp_path, corpus_file, task_files):
     export_dir = os.path.join(out, "export")
     _run("01_pretrain_tpu.ipynb", out, {
         "corpus": corpus_file, "corpus_layout": "lines", "out_dir": pretrain_dir,
-        "model_overrides": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2,
-                            "intermediate_size": 128, "embedding_size": 32,
-                            "max_position_embeddings": 64},
-        "vocab_size": 120, "dupe_factor": 2, "max_seq_length": 32, "eval_fraction": 0.1,
-        "steps": 4, "steps_per_epoch": 2, "batch_size_per_replica": 8, "warmup_steps": 1,
-        "precision": "float32",
+        **PRETRAIN_SMALL, "precision": "float32",
     })
     metrics = json.load(open(os.path.join(pretrain_dir, "metrics.json")))
     assert 0.0 <= metrics["sop_accuracy"] <= 1.0
@@ -115,11 +118,7 @@ def test_notebook_01_trains_on_jax_devices_as_on_a_tpu_runtime(tmp_path, corpus_
     pretrain_dir = os.path.join(out, "pretrain")
     _run("01_pretrain_tpu.ipynb", out, {
         "corpus": corpus_file, "corpus_layout": "lines", "out_dir": pretrain_dir,
-        "model_overrides": {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
-                            "intermediate_size": 64, "embedding_size": 16,
-                            "max_position_embeddings": 64},
-        "vocab_size": 120, "dupe_factor": 1, "max_seq_length": 32, "eval_fraction": 0.1,
-        "steps": 2, "steps_per_epoch": 2, "batch_size_per_replica": 4, "warmup_steps": 1,
+        **PRETRAIN_SMALL, "batch_size_per_replica": 4,  # precision left at auto
     })
     ran = nbformat.read(os.path.join(out, "01_pretrain_tpu.ipynb"), as_version=4)
     printed = "".join(o.get("text", "") for c in ran.cells if c.cell_type == "code"
