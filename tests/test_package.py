@@ -295,3 +295,25 @@ def test_no_import_cycles_counting_imports_inside_functions(tmp_path):
     (tmp_path / "b.py").write_text("def f():\n    from p import a\n    return a\n")
     small = _import_graph({"p.a": str(tmp_path / "a.py"), "p.b": str(tmp_path / "b.py")})
     assert small == {"p.a": {"p.b"}, "p.b": {"p.a"}} and _cycle(small) is not None
+
+
+def test_the_distribution_lists_every_package_folder_and_its_files():
+    """A wheel holds the packages ``setup.cfg`` names and their data files:
+    a folder with an ``__init__.py`` left out of that list (the model
+    families were) imports in an editable install and is missing from the
+    wheel, where ``import albert_keras`` then fails."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(os.path.join(_ROOT, "setup.cfg"))
+    listed = set(config["options"]["packages"].split())
+    mapped = dict(line.split(" = ") for line in
+                  config["options"]["package_dir"].strip().splitlines())
+    found = set()
+    for package, folder in (("albert_keras", "albert_keras"), *mapped.items()):
+        for here, _, files in os.walk(os.path.join(_ROOT, folder)):
+            if "__init__.py" in files and "__pycache__" not in here:
+                relative = os.path.relpath(here, os.path.join(_ROOT, folder))
+                found.add(package if relative == "." else
+                          package + "." + relative.replace(os.sep, "."))
+    assert found == listed, (sorted(found - listed), sorted(listed - found))
