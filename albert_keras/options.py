@@ -144,7 +144,9 @@ def check_options(config):
         error = _choice_error(value, field.metadata.get("choices"))
         valid = field.metadata.get("valid")
         if error is None and valid is not None:
-            error = range_error(value, valid)
+            items = value if isinstance(value, (list, tuple)) else [value]
+            error = next((range_error(v, valid) for v in items
+                          if range_error(v, valid)), None)
         if error:
             raise ValueError(f"{name_of(type(config), field.name)} {error}")
 

@@ -329,7 +329,9 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None,
 
     Args:
         model: the Keras model ``serve`` calls (its variables are tracked).
-        serve: the serving ``tf.function``.
+        serve: the serving ``tf.function``, or ``{signature name: function}``
+            (``serving_default`` first): one file whose signatures share the
+            weights.
         quantize: ``none``, ``float16``, ``dynamic``, ``int8``, ``int4``
             (the dense layers' weights and the word table in 4 bits by the
             LiteRT quantizer) or ``qat`` (a model with fake-quant
@@ -342,14 +344,17 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None,
             (every op the converter has an int8 kernel for).
     """
     _check_modes(quantize, int8_scope, representative)
+    endpoints = serve if isinstance(serve, dict) else {"serving_default": serve}
     with tempfile.TemporaryDirectory() as folder:
         archive = keras.export.ExportArchive()
         archive.track(model)
         if tokenizer is not None:
             archive.track(tokenizer)
-        archive.add_endpoint("serving_default", serve)
+        for name, function in endpoints.items():
+            archive.add_endpoint(name, function)
         archive.write_out(folder, verbose=False)
-        converter = _configured_converter(folder, quantize, representative, tokenizer)
+        converter = _configured_converter(folder, quantize, representative, tokenizer,
+                                          list(endpoints))
         blob = _converted(converter, quantize, int8_scope)
     if quantize == "int4":
         try:
@@ -371,9 +376,10 @@ def _check_modes(quantize, int8_scope, representative):
         raise ExportError(f"int8 needs representative examples ({arg('representative')})")
 
 
-def _configured_converter(folder, quantize, representative, tokenizer):
-    """A converter on the saved model, builtins only, set for ``quantize``."""
-    converter = tf.lite.TFLiteConverter.from_saved_model(folder)
+def _configured_converter(folder, quantize, representative, tokenizer, signature_keys):
+    """A converter on the saved model's ``signature_keys``, builtins only,
+    set for ``quantize``."""
+    converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=signature_keys)
     # Builtins only: no Python runtime here ships the Flex delegate.
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     converter.allow_custom_ops = tokenizer is not None

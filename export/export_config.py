@@ -22,6 +22,11 @@ class ExportConfig:
         int8_scope: ``int8``: ``dense`` (the dense layers' matmuls in int8,
             the rest in float) or ``all`` (every op with an int8 kernel).
         sequence_length: S (default: the task's, else 128).
+        lengths: shorter input lengths the file also carries as signatures
+            ``length_N`` (default: none; with ``web``: 16, 32, 64, ... below
+            ``sequence_length``).
+        web: also write a static web page folder there
+            (``albert_keras.export.web_folder``).
         with_tokenizer: string in (tokenizer and packer inside the graph).
         pair: a string-in model that takes ``text`` and ``text_pair``
             (default: when the task has pairs).
@@ -65,6 +70,15 @@ class ExportConfig:
                              choices=("dense", "all"))
     sequence_length: int = option(None, "sequence length (default: the task's, else 128)",
                                   flag="--seq-len", valid="[8, inf)")
+    lengths: list[int] = option(
+        None, "shorter input lengths the file also carries, one signature each (length_N, "
+              "sharing the weights) and each validated; an app runs the shortest that holds "
+              "a text (default: none; with --web: 16, 32, 64, ... below the sequence length)",
+        nargs="+", valid="[8, inf)")
+    web: str = option(None, "also write this folder: a static web page that runs the model "
+                            "in the browser (LiteRT.js, its tokenizer in JavaScript, a "
+                            "module with classify/embed), the runtime copied in; needs npm "
+                            "the first time (albert_keras.export.web_folder)")
     with_tokenizer: bool = option(False, "string in: tokenizer and packer inside the model")
     pair: bool = option(None, "string-in takes text and text_pair (default: when the "
                               "task has pairs)")

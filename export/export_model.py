@@ -16,7 +16,6 @@ import tempfile
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from albert_keras import __version__
 from albert_keras.config import DEFAULT_TRUNCATE
@@ -24,13 +23,18 @@ from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
 from albert_keras.export.app_runtime import check_app_model
 from albert_keras.export.app_runtime import run_in_mediapipe
 from albert_keras.export.converter import ExportError
-from albert_keras.export.converter import Signature
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
+from albert_keras.export.examples import build_examples
 from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.export_config import arg
+from albert_keras.export.lengths import check_lengths_request
+from albert_keras.export.lengths import endpoints
+from albert_keras.export.lengths import extra_lengths
+from albert_keras.export.lengths import signature_name
+from albert_keras.export.lengths import signatures
 from albert_keras.export.metadata import ModelInfo
 from albert_keras.export.metadata import metadata_schema
 from albert_keras.export.metadata import signature_order
@@ -47,9 +51,7 @@ from albert_keras.model_folder import ModelSource
 from albert_keras.options import check_options
 from albert_keras.saving import save_model
 from albert_keras.tasks.registry import get_task
-from albert_keras.tasks.task import ValidationTexts
 from albert_keras.tasks.task import softmax
-from albert_keras.text.packer import SegmentPacker
 
 logger = logging.getLogger(__name__)
 
@@ -57,107 +59,6 @@ SIDECAR_FORMAT = "albert-keras-tflite/1"
 
 
 # -- what the source is ------------------------------------------------------------------
-
-
-# -- examples -------------------------------------------------------------------------------
-
-
-def _texts_from_file(path, spec, tokenizer, pair):
-    """``ValidationTexts`` from a task file (through its task) or plain text."""
-    if spec is not None:
-        return get_task(spec.task).validation_texts(path, spec, tokenizer)
-    with open(path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f if line.strip()]
-    if pair:
-        split = [line.split("\t", 1) for line in lines]
-        if any(len(s) != 2 for s in split):
-            raise ExportError(f"{path}: with {arg('pair')} each line must be 'text<TAB>pair'")
-        return ValidationTexts([s[0] for s in split], [s[1] for s in split])
-    return ValidationTexts(lines)
-
-
-class Examples:
-    """Feeds for the ``.tflite`` and the matching Keras inputs (and the texts
-    they were made from, when they were)."""
-
-    def __init__(self, keras_inputs, feeds, labels=None, source="", texts=None):
-        self.keras_inputs, self.feeds, self.labels, self.source = \
-            keras_inputs, feeds, labels, source
-        self.texts = texts
-
-    def __len__(self):
-        return len(self.feeds)
-
-
-def build_examples(path, job, count, seed, string_in=False):
-    """Up to ``count`` examples from ``path`` (random ids when it is None).
-
-    Args:
-        path: a task or text file, or None.
-        job: the export's ``_Job`` (kind, spec, tokenizer, sequence length,
-            pair, choices, model).
-        count: the most examples.
-        seed: the sample's (and the random ids') seed.
-        string_in: feeds of texts (``text``, ``text_pair``) instead of ids.
-    """
-    rng = np.random.default_rng(seed)
-    if path is None and string_in:
-        raise ExportError(f"string-in validation needs texts: pass {arg('validation_data')}")
-    x, found, row_texts = ((_random_ids(job, count, rng), None, None) if path is None
-                           else _file_examples(path, job, count, rng))
-    source = path or "random ids (no data given)"
-    n = min(count, len(x["token_ids"]))
-    x = {k: v[:n] for k, v in x.items()}
-    if job.kind == "mlm":
-        x["masked_positions"] = np.tile(np.minimum(np.arange(1, Signature.max_predictions + 1),
-                                                   job.sequence_length - 1), (n, 1)).astype(np.int32)
-    if string_in:
-        feeds = [{"text": found.texts[i],
-                  **({"text_pair": found.pairs[i]} if found.pairs else {})} for i in range(n)]
-    else:
-        names = {"token_ids": "ids", "padding_mask": "mask", "segment_ids": "segment_ids",
-                 "masked_positions": "masked_positions"}
-        feeds = [{names[k]: v[i:i + 1] for k, v in x.items()} for i in range(n)]
-    labels = found.labels if found is not None else None
-    return Examples(x, feeds, labels[:n] if labels is not None else None, source,
-                    row_texts[:n] if row_texts is not None else None)
-
-
-def _random_ids(job, count, rng):
-    """Random packed ids of random lengths, ``[CLS]`` first (no data given)."""
-    S = job.sequence_length
-    shape = (count, job.num_choices, S) if job.kind == "choice" else (count, S)
-    ids = rng.integers(5, job.model.config.vocab_size, shape).astype(np.int32)
-    lengths = rng.integers(3, S + 1, shape[:-1])
-    mask = (np.arange(S) < lengths[..., None]).astype(np.int32)
-    special = job.tokenizer.special_ids
-    ids = np.where(mask == 1, ids, special["pad"]).astype(np.int32)
-    ids[..., 0] = special["cls"]
-    return {"token_ids": ids, "padding_mask": mask, "segment_ids": np.zeros_like(ids)}
-
-
-def _file_examples(path, job, count, rng):
-    """``(x, found, row_texts)``: a sample of the file's rows, packed as the
-    model reads them (``found`` keeps the sampled texts, pairs and labels)."""
-    if job.tokenizer is None:
-        raise ExportError(f"no tokenizer found for the validation texts: pass {arg('tokenizer')}")
-    spec = job.spec.replace(sequence_length=job.sequence_length) if job.spec else None
-    found = _texts_from_file(path, spec, job.tokenizer, job.pair)
-    if found.x is not None:
-        return found.x, found, None
-    order = rng.permutation(len(found.texts))[:count]
-    found = dataclasses.replace(
-        found, texts=[found.texts[i] for i in order],
-        pairs=[found.pairs[i] for i in order] if found.pairs else None,
-        labels=[found.labels[i] for i in order] if found.labels is not None else None)
-    layer = job.tokenizer.keras_layer()
-    packer = SegmentPacker(job.sequence_length,
-                          truncate=spec.truncate if spec else DEFAULT_TRUNCATE,
-                          special_ids=job.tokenizer.special_ids)
-    packed = packer(layer(tf.constant(found.texts)),
-                    layer(tf.constant(found.pairs)) if found.pairs else None)
-    return ({k: v.numpy() for k, v in packed.items()}, found,
-            None if found.pairs else found.texts)
 
 
 # -- the export ---------------------------------------------------------------------------------
@@ -259,6 +160,7 @@ def _check_request(origin, out, c):
     if c.quantize == "qat" and not origin.task_spec:
         raise ExportError(f"{source}: {arg('quantize')} qat fine-tunes with fake quantization, so it "
                           "needs a fine-tuned task folder (task.json and its training file)")
+    check_lengths_request(c)
     if c.metadata:
         metadata_schema()  # the mediapipe extra: said now, not after converting
     if c.metadata and c.with_tokenizer:
@@ -281,6 +183,7 @@ class _Job:
     sequence_length: int
     pair: bool
     num_choices: int
+    lengths: list = dataclasses.field(default_factory=list)
 
     @property
     def source(self):
@@ -311,15 +214,19 @@ def _load(origin, c):
         num_choices = num_choices or (spec.num_choices if spec else None)
     if c.metadata:
         output_names = check_app_model(kind, output_names, pair, tokenizer)
-    return _Job(origin, model, spec, tokenizer, folder, kind, output_names, S, pair, num_choices)
+    return _Job(origin, model, spec, tokenizer, folder, kind, output_names, S, pair, num_choices,
+                extra_lengths(c, S, kind))
+
+
+def _validation_path(job, c):
+    return (c.validation_data or job.origin.data_file("eval")
+            or job.origin.data_file("train") or c.representative)
 
 
 def _examples(job, c):
     """The validation examples, and the calibration examples of int8 modes."""
-    validation_path = (c.validation_data or job.origin.data_file("eval")
-                       or job.origin.data_file("train") or c.representative)
     calibration_path = c.representative or job.origin.data_file("train")
-    checks = build_examples(validation_path, job, c.examples, c.seed, c.with_tokenizer)
+    checks = build_examples(_validation_path(job, c), job, c.examples, c.seed, c.with_tokenizer)
     calibration = None
     if c.quantize in ("int8", "qat"):
         if calibration_path is None:
@@ -337,13 +244,14 @@ def _convert(job, c, calibration):
     # trained with and every row of the last block computed.
     reference = prepare_for_export(job.model, _encoder(job.model).mask_value, cls_only=False)
     layer = job.tokenizer.keras_layer() if c.with_tokenizer else None
-    serve = serving_function(
-        exported, job.sequence_length, tokenizer=layer, pair=job.pair,
+    serve = endpoints(lambda length: serving_function(
+        exported, length, tokenizer=layer, pair=job.pair,
         truncate=job.spec.truncate if job.spec else DEFAULT_TRUNCATE,
         num_choices=job.num_choices,
         special_ids=job.tokenizer.special_ids if job.tokenizer else None,
-        probabilities=c.metadata and job.kind == "classifier")
-    logger.info(f"converting the {job.kind} ({c.quantize}, sequence {job.sequence_length}"
+        probabilities=c.metadata and job.kind == "classifier"), job.sequence_length, job.lengths)
+    logger.info(f"converting the {job.kind} ({c.quantize}, sequence "
+                f"{', '.join(map(str, [*job.lengths, job.sequence_length]))}"
                 + (", string-in" if c.with_tokenizer else "") + ") ...")
     blob = convert(exported, serve, c.quantize,
                    representative=calibration.feeds if calibration else None, tokenizer=layer,
@@ -370,8 +278,12 @@ def _validate(job, c, blob, reference, checks):
     given = {name: getattr(c, name) for name in ("tolerance", "min_cosine", "min_agreement",
                                                  "max_probability_diff", "max_accuracy_drop")
              if getattr(c, name) is not None}
-    report = validate(blob, checks.feeds, expected, c.quantize, v.Bounds(**given),
+    bounds = v.Bounds(**given)
+    report = validate(blob, checks.feeds, expected, c.quantize, bounds,
                       labels=checks.labels, kind=job.kind)
+    if job.lengths:
+        report["lengths"] = {str(n): _validate_length(job, c, blob, reference, bounds, n)
+                             for n in job.lengths}
     # a file name, not a path: nothing shipped names the exporting machine
     report["data"] = os.path.basename(checks.source) if os.path.sep in checks.source \
         else checks.source
@@ -382,6 +294,18 @@ def _validate(job, c, blob, reference, checks):
         # are; ops without int8 kernels (or fed float by them) stay float.
         report["float_ops"] = float_ops(blob)
     return report
+
+
+def _validate_length(job, c, blob, reference, bounds, length):  # noqa: PLR0913 (the export's parts and one length)
+    """One shorter signature's report: the validation texts packed at
+    ``length`` (cut to it, as the app cuts them), against Keras on the same ids."""
+    logger.info(f"validating signature {signature_name(length)} ...")
+    short = dataclasses.replace(job, sequence_length=length)
+    checks = build_examples(_validation_path(job, c), short, c.examples, c.seed)
+    expected = reference_outputs(reference, checks.keras_inputs, job.output_names)
+    report = validate(blob, checks.feeds, expected, c.quantize, bounds, labels=checks.labels,
+                      kind=job.kind, signature=signature_name(length))
+    return {key: report[key] for key in ("examples", "outputs", "median_ms")}
 
 
 def _add_metadata(job, c, blob, checks):
@@ -402,6 +326,8 @@ def _sidecar(job, c, exported, blob, report):
         "task": spec.task if spec else None,
         "labels": list(spec.labels or []) if spec else [],
         "sequence_length": job.sequence_length,
+        # {signature: its input length}: an app runs the shortest that holds a text
+        "signatures": signatures(job.sequence_length, job.lengths),
         "quantize": c.quantize,
         "string_in": bool(c.with_tokenizer),
         "metadata": bool(c.metadata),

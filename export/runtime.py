@@ -32,19 +32,26 @@ def to_feed(value):
 
 
 class TFLiteRunner:
-    """Calls the ``serving_default`` signature on one example at a time.
+    """Calls one signature (``serving_default`` unless named) on one example
+    at a time.
+
+    Args:
+        blob_or_path: the ``.tflite`` bytes or path.
+        num_threads: the interpreter's threads.
+        signature: which signature (a file exported with ``lengths`` has
+            ``length_N`` beside ``serving_default``).
 
     Example:
     >>> runner = TFLiteRunner("model.tflite")  # doctest: +SKIP
     >>> runner({"text": "hello world"})["logits"]  # doctest: +SKIP
     """
 
-    def __init__(self, blob_or_path, num_threads=2):
+    def __init__(self, blob_or_path, num_threads=2, signature="serving_default"):
         self.interpreter = make_interpreter(blob_or_path, num_threads)
-        self.signature = self.interpreter.get_signature_list()["serving_default"]
+        self.signature = self.interpreter.get_signature_list()[signature]
         # LiteRT announces its XNNPACK delegate on stderr when it first allocates
         with stderr_silenced():
-            self.runner = self.interpreter.get_signature_runner("serving_default")
+            self.runner = self.interpreter.get_signature_runner(signature)
 
     @property
     def input_names(self):

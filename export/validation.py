@@ -86,7 +86,7 @@ class Bounds:
 
 
 def validate(blob, feeds, expected, quantize, bounds=None, labels=None,  # noqa: PLR0913 (the file, its feeds and Keras' answers, and what to hold them to)
-             label_output="logits", kind=None, **fields):
+             label_output="logits", kind=None, signature="serving_default", **fields):
     """Runs ``blob`` on ``feeds`` and compares with Keras' ``expected``.
 
     Args:
@@ -99,13 +99,14 @@ def validate(blob, feeds, expected, quantize, bounds=None, labels=None,  # noqa:
         label_output: the output whose argmax is the prediction.
         kind: the model kind (``export.converter.model_kind``), which picks
             each output's measure (default: every output is a vector).
+        signature: the file's signature that runs the feeds.
         **fields: ``Bounds`` fields, as a shorthand for ``bounds``.
 
     Returns:
         The report dict (``passed`` True), or raises ``ValidationError``.
     """
     bounds = dataclasses.replace(bounds or Bounds(), **fields)
-    got, seconds = _run(blob, feeds)
+    got, seconds = _run(blob, feeds, signature)
     report = {"quantize": quantize, "examples": len(feeds), "outputs": {},
               # a rough latency for the model card (bench measures it properly)
               "median_ms": round(1000 * float(np.median(seconds)), 2) if seconds else None}
@@ -140,9 +141,9 @@ def validate(blob, feeds, expected, quantize, bounds=None, labels=None,  # noqa:
     return report
 
 
-def _run(blob, feeds):
+def _run(blob, feeds, signature):
     """The file's outputs on every feed, and each call's seconds."""
-    runner = TFLiteRunner(blob)
+    runner = TFLiteRunner(blob, signature=signature)
     got, seconds = [], []
     for feed in feeds:
         started = time.perf_counter()

@@ -40,6 +40,8 @@ def _type(field, cls):
     hint = typing.get_type_hints(cls).get(field.name, str)
     if hint is dict:
         return json.loads
+    if typing.get_origin(hint) is list:  # list[int]: each item, with nargs="+"
+        (hint,) = typing.get_args(hint)
     if hint in (int, float) and field.metadata.get("valid"):
         return number_in(hint, field.metadata["valid"])
     return hint if hint in (int, float, str) else str

@@ -21,6 +21,7 @@ from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.normalizer_table import changed_codepoints
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 from albert_keras.text.spm_model import check_albert_model
+from albert_keras.text.spm_model import normalizer_spec
 from albert_keras.text.spm_model import read_model_proto
 from albert_keras.text.spm_model import special_ids_of
 from albert_keras.text.spm_model import word_start_table
@@ -159,6 +160,16 @@ class SentencePiece(Tokenizer):
         # ALBERT's models put the special pieces first; DeBERTa's put [PAD]
         # [CLS] [SEP] [UNK] first and add [MASK] after the last piece.
         return special_ids_of(self._facts, self._source)
+
+    @property
+    def model_type(self):
+        """sentencepiece's model type number (1: unigram, 2: BPE)."""
+        return self._facts.model_type
+
+    @property
+    def normalizer_spec(self):
+        """The model's own normalization (``spm_model.normalizer_spec``)."""
+        return normalizer_spec(self.proto_bytes)
 
     def check(self):
         """Refuses models the in-graph tokenizer would get wrong; returns self."""

@@ -87,6 +87,23 @@ def read_model_proto(proto_or_path):
     return data, proto, source
 
 
+def normalizer_spec(data):
+    """A model's normalization, as its ``NormalizerSpec`` (field 3) holds it:
+    ``{"name", "charsmap", "add_dummy_prefix", "remove_extra_whitespaces"}``
+    (protobuf's defaults where a field is absent)."""
+    spec = {"name": "", "charsmap": b"", "add_dummy_prefix": True,
+            "remove_extra_whitespaces": True}
+    for number, value in _fields(data):
+        if number != 3:
+            continue
+        fields = dict(_fields(value))
+        spec["name"] = fields.get(1, b"").decode("utf-8")
+        spec["charsmap"] = fields.get(2, b"")
+        spec["add_dummy_prefix"] = bool(fields.get(3, 1))
+        spec["remove_extra_whitespaces"] = bool(fields.get(4, 1))
+    return spec
+
+
 # DeBERTa-v2/v3's SentencePiece models put [PAD], [CLS], [SEP], [UNK] first
 # and have no [MASK] piece: HF adds it right after the last piece
 # (deberta-v3-base: 128,000 pieces, [MASK] = 128000).

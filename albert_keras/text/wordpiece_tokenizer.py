@@ -303,6 +303,11 @@ class WordPiece(Tokenizer):
     def special_ids(self):
         return dict(self._special_ids)
 
+    @property
+    def hf_tokenizer(self):
+        """The HF ``tokenizers.Tokenizer`` that tokenizes on the host."""
+        return self._hf
+
     def word_starts(self):
         import numpy as np
 

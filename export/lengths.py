@@ -1,0 +1,99 @@
+"""Length buckets at the edge: one ``.tflite``, several input lengths.
+
+An exported model computes every position of its fixed input, so a
+24-piece text in a 128-position file pays for 128 (in Chromium, LiteRT.js:
+81 ms a text at 128 positions, 42 ms at 64, for the same BERT classifier).
+Training cuts each batch to its bucket's length; an app can do the same
+when the file carries a signature per length: ``serving_default`` at the
+full sequence length and ``length_N`` for each shorter ``N``. TFLite keeps
+each constant once, so the extra signatures share the weights (four
+lengths of a 7.7 MB model made a 7.70 MB file). Each length is validated
+against Keras like the main one, and the sidecar lists them; the app runs
+the shortest that holds its packed text.
+"""
+
+from albert_keras.export.converter import ExportError
+from albert_keras.export.export_config import arg
+
+DEFAULT_SIGNATURE = "serving_default"
+# With --web and no --lengths: powers of two from this one up to the sequence length.
+SMALLEST_DEFAULT_LENGTH = 16
+# The kinds whose input is one packed text that a shorter length can hold.
+KINDS = ("classifier", "embedder", "encoder", "tagger", "qa", "discriminator")
+
+
+def signature_name(length):
+    """The signature of the input length ``length`` (``length_32``)."""
+    return f"length_{int(length)}"
+
+
+def check_lengths_request(c):
+    """Refuses, before any work, ``lengths`` asked with a mode or option
+    that cannot carry them."""
+    if not c.lengths:
+        return
+    if c.with_tokenizer:
+        raise ExportError(f"{arg('lengths')} is for ids-in files; a string-in file packs "
+                          f"its text inside the graph at one length: drop one of them")
+    if c.quantize in ("int8", "qat"):
+        raise ExportError(f"{arg('lengths')} with {arg('quantize')} {c.quantize}: int8 "
+                          f"calibration covers one signature; export one file per length "
+                          f"or use dynamic, float16 or none")
+    if c.metadata:
+        raise ExportError(f"{arg('lengths')} with {arg('metadata')}: MediaPipe and the Task "
+                          f"Library run a file's first signature only")
+
+
+def extra_lengths(c, sequence_length, kind):
+    """The lengths the file carries below ``sequence_length``, ascending.
+
+    Args:
+        c: the ``ExportConfig`` (its ``lengths``, or with ``web`` the
+            default powers of two where the mode allows them).
+        sequence_length: the main signature's length.
+        kind: the model's export kind.
+    """
+    asked = c.lengths
+    if asked is None:
+        defaults = c.web and not (c.with_tokenizer or c.metadata or
+                                  c.quantize in ("int8", "qat")) and kind in KINDS
+        asked = _powers_of_two(sequence_length) if defaults else []
+    lengths = sorted({int(n) for n in asked})
+    if not lengths:
+        return []
+    if kind not in KINDS:
+        raise ExportError(f"{arg('lengths')}: a {kind} model takes one input length")
+    if lengths[-1] >= sequence_length:
+        raise ExportError(f"{arg('lengths')} {lengths[-1]} is not below "
+                          f"{arg('sequence_length')} {sequence_length}, the length of the "
+                          f"file's main signature")
+    return lengths
+
+
+def _powers_of_two(sequence_length):
+    lengths, n = [], SMALLEST_DEFAULT_LENGTH
+    while n < sequence_length:
+        lengths.append(n)
+        n *= 2
+    return lengths
+
+
+def endpoints(make_serve, sequence_length, lengths):
+    """``{signature name: serving function}``, the main one first (it is
+    the file's first subgraph, the one app runtimes run).
+
+    Args:
+        make_serve: ``length -> tf.function`` (``converter.serving_function``).
+        sequence_length: the main signature's length.
+        lengths: the shorter lengths.
+    """
+    functions = {DEFAULT_SIGNATURE: make_serve(sequence_length)}
+    functions.update({signature_name(n): make_serve(n) for n in lengths})
+    return functions
+
+
+def signatures(sequence_length, lengths):
+    """``{signature name: input length}`` for the sidecar, shortest first."""
+    table = {signature_name(n): n for n in lengths}
+    table[DEFAULT_SIGNATURE] = int(sequence_length)
+    return table
