@@ -43,6 +43,9 @@ from albert_keras.export.model_card import model_card
 from albert_keras.export.source import classifier_spec
 from albert_keras.export.source import load_source
 from albert_keras.export.validation import validate
+from albert_keras.export.web_folder import check_web_kind
+from albert_keras.export.web_folder import check_web_request
+from albert_keras.export.web_folder import write_web_folder
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import check_output
@@ -122,6 +125,9 @@ def export_tflite(source, out, config=None):
         sidecar["sha256"] = sha256_file(tmp)
         json.dump(sidecar, f, indent=2, sort_keys=True)
         card.write(model_card(sidecar, os.path.basename(out)))
+    if c.web:
+        write_web_folder(c.web, out, sidecar, job.tokenizer, c.overwrite)
+        logger.info(f"wrote the web page folder {c.web} (serve it, then open index.html)")
     return sidecar
 
 
@@ -161,6 +167,7 @@ def _check_request(origin, out, c):
         raise ExportError(f"{source}: {arg('quantize')} qat fine-tunes with fake quantization, so it "
                           "needs a fine-tuned task folder (task.json and its training file)")
     check_lengths_request(c)
+    check_web_request(c)
     if c.metadata:
         metadata_schema()  # the mediapipe extra: said now, not after converting
     if c.metadata and c.with_tokenizer:
@@ -214,6 +221,7 @@ def _load(origin, c):
         num_choices = num_choices or (spec.num_choices if spec else None)
     if c.metadata:
         output_names = check_app_model(kind, output_names, pair, tokenizer)
+    check_web_kind(c, kind)
     return _Job(origin, model, spec, tokenizer, folder, kind, output_names, S, pair, num_choices,
                 extra_lengths(c, S, kind))
 

@@ -1,0 +1,183 @@
+// Runs an albert-keras export in the browser: tokenizes as albert-keras does
+// (tokenizers.js reading the folder's tokenizer.json), packs [CLS] text [SEP]
+// at the shortest length the file carries that holds the text, and runs the
+// .tflite with LiteRT.js on its wasm CPU path. Inputs are bound by name, never
+// by position: a runtime lists a file's inputs in the file's own order.
+//
+//   import {loadModel} from './albert.js';
+//   const model = await loadModel('.');
+//   const {label, scores} = await model.classify('a fine film');
+//
+// Written by albert-keras; served as it is beside model.json.
+
+import {Tensor, loadAndCompile, loadLiteRt} from '@litertjs/core';
+import {Tokenizer} from '@huggingface/tokenizers';
+
+let runtime = null;  // LiteRT.js's wasm is loaded once per page
+
+async function json(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return response.json();
+}
+
+/**
+ * Loads the model of an export --web folder.
+ * @param {string} base the folder's URL ('.' for the page beside it).
+ * @param {{wasm?: string, threads?: boolean}} options where LiteRT.js's wasm
+ *     files are (default: the folder's vendor copy) and whether to use threads
+ *     (default: when the page is cross-origin isolated, which threads need).
+ */
+export async function loadModel(base = '.', options = {}) {
+  const root = base.endsWith('/') ? base : base + '/';
+  const config = await json(root + 'model.json');
+  const [tokenizerJson, tokenizerConfig] = await Promise.all(
+      [json(root + 'tokenizer.json'), json(root + 'tokenizer_config.json')]);
+  const threads = options.threads ?? globalThis.crossOriginIsolated === true;
+  runtime ??= loadLiteRt(options.wasm ?? root + 'vendor/litertjs/wasm/', {threads});
+  await runtime;
+  const compiled = await loadAndCompile(root + config.model, {accelerator: 'wasm'});
+  return new TextModel(config, new Tokenizer(tokenizerJson, tokenizerConfig), compiled);
+}
+
+/** Cuts ids to `budget` as albert-keras' packer does for one text. */
+function cutOne(ids, budget, mode) {
+  if (ids.length <= budget) return ids;
+  if (mode === 'tail') return ids.slice(ids.length - budget);
+  if (mode === 'head+tail') {
+    const head = Math.floor(budget / 4);
+    return ids.slice(0, head).concat(ids.slice(ids.length - (budget - head)));
+  }
+  return ids.slice(0, budget);  // head, and longest_first/waterfall of one text
+}
+
+/** Two segments' kept lengths: round robin (longest_first) or waterfall. */
+function cutTwo(a, b, budget, mode) {
+  if (mode === 'waterfall') {
+    const first = Math.min(a.length, budget);
+    return [first, Math.min(b.length, budget - first)];
+  }
+  let [first, second] = [0, 0];
+  while (first + second < budget && (first < a.length || second < b.length)) {
+    if (first < a.length) first++;
+    if (first + second < budget && second < b.length) second++;
+  }
+  return [first, second];
+}
+
+export class TextModel {
+  constructor(config, tokenizer, compiled) {
+    this.config = config;
+    this.tokenizer = tokenizer;
+    this.compiled = compiled;
+    // the signatures, shortest input length first
+    this.lengths = Object.entries(config.signatures)
+        .map(([name, length]) => ({name, length}))
+        .sort((x, y) => x.length - y.length);
+  }
+
+  /** Token ids of a text, without special tokens. */
+  tokenize(text) {
+    return this.tokenizer.encode(text, {add_special_tokens: false}).ids;
+  }
+
+  /**
+   * The model's inputs for one text (and an optional second text), packed at
+   * the shortest length that holds them.
+   * @return {{signature: string, length: number, ids: number[],
+   *     mask: number[], segment_ids: number[]}}
+   */
+  pack(text, pair = null) {
+    const a = this.tokenize(text);
+    const b = pair === null ? null : this.tokenize(pair);
+    const specials = b === null ? 2 : 3;
+    const needed = a.length + (b === null ? 0 : b.length) + specials;
+    const chosen = this.lengths.find(s => s.length >= needed) ??
+        this.lengths[this.lengths.length - 1];
+    const budget = chosen.length - specials;
+    const ids = this.config.special_ids;
+    let tokens, segments;
+    if (b === null) {
+      const kept = cutOne(a, budget, this.config.truncate);
+      tokens = [ids.cls, ...kept, ids.sep];
+      segments = tokens.map(() => 0);
+    } else {
+      const [first, second] = cutTwo(a, b, budget, this.config.truncate);
+      tokens = [ids.cls, ...a.slice(0, first), ids.sep, ...b.slice(0, second), ids.sep];
+      segments = tokens.map((_, i) => (i < first + 2 ? 0 : 1));
+    }
+    const pad = chosen.length - tokens.length;
+    return {
+      signature: chosen.name,
+      length: chosen.length,
+      ids: tokens.concat(Array(pad).fill(ids.pad)),
+      mask: tokens.map(() => 1).concat(Array(pad).fill(0)),
+      segment_ids: segments.concat(Array(pad).fill(0)),
+    };
+  }
+
+  /** The file's outputs for packed inputs: {output name: Float32Array}. */
+  async run(packed) {
+    const inputs = {};
+    for (const name of ['ids', 'mask', 'segment_ids']) {
+      inputs[name] = new Tensor(Int32Array.from(packed[name]), [1, packed.length]);
+    }
+    let outputs;
+    try {
+      outputs = await this.compiled.run(packed.signature, inputs);
+    } finally {
+      for (const tensor of Object.values(inputs)) tensor.delete();
+    }
+    const values = {};
+    for (const [name, tensor] of Object.entries(outputs)) {
+      values[name] = Float32Array.from(tensor.toTypedArray());
+      tensor.delete();
+    }
+    return values;
+  }
+
+  /**
+   * A classifier's scores for a text: {label, scores: [{label, score}],
+   * logits, length}; scores are the softmax of the logits.
+   */
+  async classify(text, pair = null) {
+    if (this.config.kind !== 'classifier') {
+      throw new Error(`classify: this model is a ${this.config.kind}`);
+    }
+    const packed = this.pack(text, pair);
+    const out = await this.run(packed);
+    const logits = out.logits ?? out.probability;
+    const probabilities = out.probability ?? softmax(logits);
+    const labels = this.config.labels.length ? this.config.labels :
+        Array.from(logits, (_, i) => String(i));
+    const scores = labels.map((label, i) => ({label, score: probabilities[i]}));
+    const best = scores.reduce((x, y) => (y.score > x.score ? y : x));
+    return {label: best.label, scores, logits, length: packed.length};
+  }
+
+  /** An embedder's vector for a text (Float32Array). */
+  async embed(text) {
+    if (this.config.kind !== 'embedder') {
+      throw new Error(`embed: this model is a ${this.config.kind}`);
+    }
+    const out = await this.run(this.pack(text));
+    return out[this.config.outputs[0]];
+  }
+}
+
+export function softmax(logits) {
+  const top = Math.max(...logits);
+  const exps = Array.from(logits, x => Math.exp(x - top));
+  const sum = exps.reduce((x, y) => x + y, 0);
+  return exps.map(x => x / sum);
+}
+
+export function cosine(a, b) {
+  let [dot, na, nb] = [0, 0, 0];
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return dot / Math.sqrt(na * nb);
+}

@@ -1,0 +1,43 @@
+// Opens an export --web page in headless Chromium and runs texts through it.
+// usage: node drive.mjs URL TEXTS.json OUT.json [SCREENSHOT.png]
+// Writes {texts: [{text, pack, result}], console: [...]} where result is what
+// classify (or embed) gave. The page's own albert.js does the work.
+import {readFileSync, writeFileSync} from 'node:fs';
+import puppeteer from 'puppeteer-core';
+
+const [url, textsPath, outPath, screenshot] = process.argv.slice(2);
+const texts = JSON.parse(readFileSync(textsPath, 'utf8'));
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const messages = [];
+try {
+  const page = await browser.newPage();
+  page.on('console', m => messages.push(`${m.type()}: ${m.text()}`));
+  page.on('pageerror', e => messages.push(`pageerror: ${e.message}`));
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.ready === 'true' ||
+                             document.body.dataset.error, {timeout: 120000});
+  const results = await page.evaluate(async texts => {
+    const model = window.albertModel;
+    const out = [];
+    for (const text of texts) {
+      const pack = model.pack(text);
+      const result = model.config.kind === 'classifier' ?
+          await model.classify(text) : {embedding: Array.from(await model.embed(text))};
+      if (result.logits) result.logits = Array.from(result.logits);
+      out.push({text, pack, result});
+    }
+    return out;
+  }, texts);
+  if (screenshot) await page.screenshot({path: screenshot, fullPage: true});
+  writeFileSync(outPath, JSON.stringify({texts: results, console: messages}));
+} catch (e) {
+  writeFileSync(outPath, JSON.stringify({error: String(e), console: messages}));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

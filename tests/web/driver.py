@@ -1,0 +1,94 @@
+"""Opens an ``export --web`` folder in headless Chromium (Debian's package,
+driven by ``puppeteer-core``; never a browser a tool downloads) and runs
+texts through the page's own ``albert.js``.
+
+The driver's npm packages are pinned in ``tests/web/package-lock.json`` and
+installed once into the user's cache. Without Chromium the browser tests
+skip, except under CI, where ``.ci/run`` installs it and a missing browser
+fails.
+"""
+
+import contextlib
+import functools
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+
+def need_browser():
+    """Skips (fails under CI) when Chromium or npm is missing."""
+    missing = [name for name, ok in (("chromium", os.path.exists(CHROMIUM)),
+                                     ("npm", shutil.which("npm"))) if not ok]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{', '.join(missing)} missing: .ci/run installs them")
+        pytest.skip(f"{', '.join(missing)} not installed (apt-get install chromium nodejs)")
+
+
+@functools.cache
+def _driver_folder():
+    data = b"".join(open(os.path.join(HERE, n), "rb").read()
+                    for n in ("package.json", "package-lock.json", "drive.mjs"))
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    folder = os.path.join(cache, "albert_keras", "browser-tests",
+                          hashlib.sha256(data).hexdigest()[:16])
+    if not os.path.isdir(os.path.join(folder, "node_modules")):
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        staging = tempfile.mkdtemp(dir=os.path.dirname(folder))
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(os.path.join(HERE, name), os.path.join(staging, name))
+        subprocess.run(["npm", "ci", "--ignore-scripts", "--loglevel=error"], cwd=staging,
+                       check=True, env={**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1"},
+                       capture_output=True, timeout=600)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(staging, folder)
+    shutil.copyfile(os.path.join(HERE, "drive.mjs"), os.path.join(folder, "drive.mjs"))
+    return folder
+
+
+@contextlib.contextmanager
+def served(folder):
+    """``folder`` on a local HTTP server; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=folder)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def run_page(folder, texts, screenshot=None):
+    """The page's ``pack`` and ``classify`` (or ``embed``) of each text:
+    ``[{"text", "pack", "result"}]``; fails with the page's console on error."""
+    need_browser()
+    driver = _driver_folder()
+    with tempfile.TemporaryDirectory() as tmp, served(folder) as url:
+        texts_path, out_path = os.path.join(tmp, "texts.json"), os.path.join(tmp, "out.json")
+        with open(texts_path, "w", encoding="utf-8") as f:
+            json.dump(texts, f)
+        args = ["node", os.path.join(driver, "drive.mjs"), url + "index.html", texts_path,
+                out_path] + ([screenshot] if screenshot else [])
+        done = subprocess.run(args, cwd=driver, capture_output=True, text=True, timeout=600)
+        with open(out_path, encoding="utf-8") as f:
+            out = json.load(f)
+    errors = [m for m in out["console"] if m.startswith(("pageerror", "error: Uncaught"))]
+    assert done.returncode == 0 and not errors, (out.get("error"), out["console"], done.stderr)
+    return out["texts"]
