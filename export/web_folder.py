@@ -53,7 +53,8 @@ MODEL_FILE = "model.tflite"
 def check_web_kind(c, kind):
     """Refuses a ``web`` export of a model the page cannot run."""
     if c.web and kind not in KINDS:
-        raise ExportError(f"{arg('web')}: the page runs classifiers and embedders, not a {kind}")
+        raise ExportError(f"{arg('web')}: the page runs classifiers and embedders; this is "
+                          f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} model")
 
 
 def check_web_request(c):

@@ -92,3 +92,40 @@ def run_page(folder, texts, screenshot=None):
     errors = [m for m in out["console"] if m.startswith(("pageerror", "error: Uncaught"))]
     assert done.returncode == 0 and not errors, (out.get("error"), out["console"], done.stderr)
     return out["texts"]
+
+
+_ENCODE = """
+import {Tokenizer} from '%s';
+import {readFileSync} from 'node:fs';
+const [tokenizer, config, texts] = process.argv.slice(2).map(p => JSON.parse(readFileSync(p)));
+const t = new Tokenizer(tokenizer, config);
+console.log(JSON.stringify(texts.map(s => t.encode(s, {add_special_tokens: false}).ids)));
+"""
+
+
+def encode_in_node(tokenizer, texts):
+    """Ids of ``texts`` from tokenizers.js (the page's copy, in Node.js)
+    reading ``tokenizer``'s ``tokenizer.json``."""
+    from albert_keras.export.web_folder import runtime_folder
+    from albert_keras.text.tokenizer_json import tokenizer_config
+    from albert_keras.text.tokenizer_json import tokenizer_json
+
+    if not shutil.which("node"):
+        if os.environ.get("CI"):
+            pytest.fail("node missing: .ci/run needs Node.js")
+        pytest.skip("Node.js not installed")
+    module = os.path.join(runtime_folder(), "@huggingface/tokenizers/dist/tokenizers.mjs")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, text in (("tokenizer.json", tokenizer_json(tokenizer)),
+                           ("config.json", tokenizer_config(tokenizer)),
+                           ("texts.json", json.dumps(texts))):
+            paths.append(os.path.join(tmp, name))
+            with open(paths[-1], "w", encoding="utf-8") as f:
+                f.write(text)
+        script = os.path.join(tmp, "encode.mjs")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(_ENCODE % module)
+        done = subprocess.run(["node", script, *paths], capture_output=True, text=True,
+                              timeout=300, check=True)
+    return json.loads(done.stdout)
