@@ -23,8 +23,8 @@ class ExportConfig:
             the rest in float) or ``all`` (every op with an int8 kernel).
         sequence_length: S (default: the task's, else 128).
         lengths: shorter input lengths the file also carries as signatures
-            ``length_N`` (default: none; with ``web``: 16, 32, 64, ... below
-            ``sequence_length``).
+            ``length_N`` (default: none; with ``web``: every 16 up to 128,
+            then 256, 512, ..., below ``sequence_length``).
         web: also write a static web page folder there
             (``albert_keras.export.web_folder``).
         with_tokenizer: string in (tokenizer and packer inside the graph).
@@ -73,7 +73,8 @@ class ExportConfig:
     lengths: list[int] = option(
         None, "shorter input lengths the file also carries, one signature each (length_N, "
               "sharing the weights) and each validated; an app runs the shortest that holds "
-              "a text (default: none; with --web: 16, 32, 64, ... below the sequence length)",
+              "a text (default: none; with --web: every 16 up to 128, then 256, 512, ... below "
+              "the sequence length)",
         nargs="+", valid="[8, inf)")
     web: str = option(None, "also write this folder: a static web page that runs the model "
                             "in the browser (LiteRT.js, its tokenizer in JavaScript, a "

@@ -167,7 +167,7 @@ def _check_request(origin, out, c):
         raise ExportError(f"{source}: {arg('quantize')} qat fine-tunes with fake quantization, so it "
                           "needs a fine-tuned task folder (task.json and its training file)")
     check_lengths_request(c)
-    check_web_request(c)
+    check_web_request(c, out)
     if c.metadata:
         metadata_schema()  # the mediapipe extra: said now, not after converting
     if c.metadata and c.with_tokenizer:

@@ -11,7 +11,12 @@ name), ``index.html`` (a text box, the label and a bar per class) and
 by any static server (``python -m http.server``); threads need the page to
 be cross-origin isolated, and it runs on one thread otherwise.
 
-The runtime is fetched by ``npm ci`` from that lock file (integrity hashes
+A ``--metadata`` file goes to MediaPipe's web runtime instead (its
+``TextClassifier`` or ``TextEmbedder``, which tokenize from the file; the
+page lower-cases and strips accents first where our tokenizer does, which
+MediaPipe's tokenizers do not), and the folder holds MediaPipe's files.
+
+The runtimes are fetched by ``npm ci`` from that lock file (integrity hashes
 included) once, into ``$XDG_CACHE_HOME/albert_keras/web-runtime/`` (default
 ``~/.cache``; safe to delete), and copied from there.
 
@@ -34,9 +39,9 @@ WEB_FORMAT = "albert-keras-web/1"
 KINDS = ("classifier", "embedder")
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web")
 # our own files, copied as they are
-PAGE_FILES = ("index.html", "albert.js")
-# node_modules path -> the folder's path
-VENDOR_FILES = {
+PAGE_FILES = ("index.html", "albert.js", "mediapipe.js")
+# what each runtime needs: node_modules path -> the folder's path
+LITERT_FILES = {
     "@litertjs/core/dist/index.js": "vendor/litertjs/core/index.js",
     "@litertjs/wasm-utils/dist/index.js": "vendor/litertjs/wasm-utils/index.js",
     "@huggingface/tokenizers/dist/tokenizers.min.mjs": "vendor/tokenizers/tokenizers.min.mjs",
@@ -46,6 +51,13 @@ VENDOR_FILES = {
     **{f"@litertjs/core/wasm/litert_wasm_{variant}internal.{ext}":
        f"vendor/litertjs/wasm/litert_wasm_{variant}internal.{ext}"
        for variant in ("", "compat_", "threaded_") for ext in ("js", "wasm")},
+}
+MEDIAPIPE_FILES = {
+    "@mediapipe/tasks-text/text_bundle.mjs": "vendor/mediapipe/text_bundle.mjs",
+    # FilesetResolver picks one by the browser's SIMD support
+    **{f"@mediapipe/tasks-text/wasm/text_wasm_{variant}internal.{ext}":
+       f"vendor/mediapipe/wasm/text_wasm_{variant}internal.{ext}"
+       for variant in ("", "nosimd_") for ext in ("js", "wasm")},
 }
 MODEL_FILE = "model.tflite"
 
@@ -57,19 +69,18 @@ def check_web_kind(c, kind):
                           f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} model")
 
 
-def check_web_request(c):
-    """Refuses, before any work, a web folder that cannot be written;
-    fetches the runtime once."""
+def check_web_request(c, out):
+    """Refuses, before any work, a web folder that cannot be written (or
+    that would hold ``out``, the ``.tflite``); fetches the runtime once."""
     if not c.web:
         return
+    if os.path.abspath(out).startswith(os.path.abspath(c.web) + os.sep):
+        raise ExportError(f"{out}: the .tflite goes outside {arg('web')} {c.web} (the "
+                          f"folder gets its own copy)")
     if c.with_tokenizer:
         raise ExportError(f"{arg('web')} takes ids-in files; LiteRT.js has no string "
                           f"tensors and no web runtime has tf-text's tokenizer ops: drop "
                           f"{arg('with_tokenizer')}")
-    if c.metadata:
-        raise ExportError(f"{arg('web')} runs the file with LiteRT.js, which reads no "
-                          f"metadata; drop {arg('metadata')} (MediaPipe for web reads such "
-                          f"a file itself: docs/on-device.md)")
     _check_folder(c.web, c.overwrite)
     runtime_folder()
 
@@ -143,13 +154,29 @@ def _read(path):
         return f.read()
 
 
-def web_config(sidecar, files):
-    """``model.json``: what ``albert.js`` reads of the sidecar."""
+def web_config(sidecar, tokenizer, files):
+    """``model.json``: what ``albert.js`` reads of the sidecar, the runtime
+    that runs the file and, for MediaPipe, the text steps it lacks."""
     keys = ("kind", "task", "labels", "quantize", "sequence_length", "signatures", "inputs",
             "outputs", "special_ids", "tokenizer", "truncate", "source", "base_model",
             "size_bytes", "sha256")
     return {"format": WEB_FORMAT, "model": MODEL_FILE, "files": sorted(files),
-            "runtime": _versions(), **{key: sidecar.get(key) for key in keys}}
+            "runtime": "mediapipe" if sidecar.get("metadata") else "litert",
+            "runtime_versions": _versions(), "prepare": _text_steps(tokenizer),
+            **{key: sidecar.get(key) for key in keys}}
+
+
+def _text_steps(tokenizer):
+    """Whether our tokenizer lower-cases and strips accents before its pieces
+    (MediaPipe's tokenizers do neither beyond ASCII capitals, so its page
+    does them first)."""
+    options = tokenizer.options
+    if tokenizer.kind == "wordpiece":
+        strip = options.get("strip_accents")
+        return {"lowercase": bool(options["lowercase"]),
+                "strip_accents": bool(options["lowercase"] if strip is None else strip)}
+    return {"lowercase": bool(options.get("lowercase")),
+            "strip_accents": not options.get("keep_accents", True)}
 
 
 def _versions():
@@ -179,21 +206,23 @@ def write_web_folder(folder, tflite_path, sidecar, tokenizer, overwrite=False):
     parent = os.path.dirname(os.path.abspath(folder))
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(dir=parent, prefix=".web-")
+    mediapipe = bool(sidecar.get("metadata"))
     try:
-        texts = {"tokenizer.json": tokenizer_json(tokenizer),
-                 "tokenizer_config.json": tokenizer_config(tokenizer)}
+        # MediaPipe reads the tokenizer packed in the file
+        texts = {} if mediapipe else {"tokenizer.json": tokenizer_json(tokenizer),
+                                      "tokenizer_config.json": tokenizer_config(tokenizer)}
         for name, text in texts.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
                 f.write(text)
         copies = {os.path.join(_HERE, name): name for name in PAGE_FILES}
-        copies.update({os.path.join(modules, source): target
-                       for source, target in VENDOR_FILES.items()})
+        copies.update({os.path.join(modules, source): target for source, target in
+                       (MEDIAPIPE_FILES if mediapipe else LITERT_FILES).items()})
         copies[tflite_path] = MODEL_FILE
         for source, target in copies.items():
             os.makedirs(os.path.dirname(os.path.join(staging, target)), exist_ok=True)
             shutil.copyfile(source, os.path.join(staging, target))
         files = [*texts, *copies.values(), "model.json"]
-        write_json(os.path.join(staging, "model.json"), web_config(sidecar, files))
+        write_json(os.path.join(staging, "model.json"), web_config(sidecar, tokenizer, files))
         _move_into_place(staging, folder, files)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -10,10 +10,10 @@
 //
 // Written by albert-keras; served as it is beside model.json.
 
-import {Tensor, loadAndCompile, loadLiteRt} from '@litertjs/core';
-import {Tokenizer} from '@huggingface/tokenizers';
-
-let runtime = null;  // LiteRT.js's wasm is loaded once per page
+// LiteRT.js and tokenizers.js, imported when first needed (a --metadata
+// folder holds MediaPipe instead), and LiteRT.js's wasm, loaded once per page
+let litert = null;
+let wasmLoaded = null;
 
 async function json(url) {
   const response = await fetch(url);
@@ -31,12 +31,18 @@ async function json(url) {
 export async function loadModel(base = '.', options = {}) {
   const root = base.endsWith('/') ? base : base + '/';
   const config = await json(root + 'model.json');
-  const [tokenizerJson, tokenizerConfig] = await Promise.all(
-      [json(root + 'tokenizer.json'), json(root + 'tokenizer_config.json')]);
+  if (config.runtime === 'mediapipe') {  // a --metadata file: MediaPipe tokenizes
+    const {loadMediaPipeModel} = await import('./mediapipe.js');
+    return loadMediaPipeModel(root, config, options);
+  }
+  const [tokenizerJson, tokenizerConfig, {Tokenizer}] = await Promise.all(
+      [json(root + 'tokenizer.json'), json(root + 'tokenizer_config.json'),
+       import('@huggingface/tokenizers')]);
+  litert ??= await import('@litertjs/core');
   const threads = options.threads ?? globalThis.crossOriginIsolated === true;
-  runtime ??= loadLiteRt(options.wasm ?? root + 'vendor/litertjs/wasm/', {threads});
-  await runtime;
-  const compiled = await loadAndCompile(root + config.model, {accelerator: 'wasm'});
+  wasmLoaded ??= litert.loadLiteRt(options.wasm ?? root + 'vendor/litertjs/wasm/', {threads});
+  await wasmLoaded;
+  const compiled = await litert.loadAndCompile(root + config.model, {accelerator: 'wasm'});
   return new TextModel(config, new Tokenizer(tokenizerJson, tokenizerConfig), compiled);
 }
 
@@ -120,7 +126,7 @@ export class TextModel {
   async run(packed) {
     const inputs = {};
     for (const name of ['ids', 'mask', 'segment_ids']) {
-      inputs[name] = new Tensor(Int32Array.from(packed[name]), [1, packed.length]);
+      inputs[name] = new litert.Tensor(Int32Array.from(packed[name]), [1, packed.length]);
     }
     let outputs;
     try {

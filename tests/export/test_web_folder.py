@@ -91,8 +91,35 @@ def test_an_embedder_page_in_chromium(init_folder, tmp_path):
     export_tflite(init_folder, str(tmp_path / "e.tflite"),
                   ExportConfig(part="embedder", sequence_length=64, examples=8, web=site))
     config = json.load(open(os.path.join(site, "model.json")))
-    assert config["signatures"] == {"length_16": 16, "length_32": 32, "serving_default": 64}
+    assert config["signatures"] == {"length_16": 16, "length_32": 32, "length_48": 48,
+                                    "serving_default": 64}
     _check_page(init_folder, site, TEXTS[:4] + TEXTS[-1:])
+
+
+@pytest.mark.parametrize("model", ["bert", "albert"])
+@pytest.mark.sampled(keep=1)
+def test_a_metadata_classifier_runs_in_mediapipe_for_web(model, bert_classifier,
+                                                          classifier_folder, tmp_path):
+    """MediaPipe tokenizes from the file; the page lower-cases and strips
+    accents first where our tokenizer does, so it gives our probabilities."""
+    folder = bert_classifier if model == "bert" else classifier_folder
+    site = str(tmp_path / "site")
+    export_tflite(folder, str(tmp_path / "m.tflite"),
+                  ExportConfig(metadata=True, examples=16, web=site))
+    config = json.load(open(os.path.join(site, "model.json")))
+    assert config["runtime"] == "mediapipe" and config["signatures"] == {"serving_default": 32}
+    assert config["prepare"] == ({"lowercase": True, "strip_accents": True} if model == "bert"
+                                 else {"lowercase": False, "strip_accents": False})
+    assert not os.path.exists(os.path.join(site, "tokenizer.json"))
+    tokenizer = _tokenizer(folder)
+    runner = TFLiteRunner(os.path.join(site, "model.tflite"))
+    texts = TEXTS[:6] + TEXTS[-1:]
+    for r in run_page(site, texts):
+        packed = pack_texts(tokenizer, [r["text"]], None, 32)
+        ours = runner({"ids": packed["token_ids"], "mask": packed["padding_mask"],
+                       "segment_ids": packed["segment_ids"]})["probability"][0]
+        np.testing.assert_allclose(r["result"]["probabilities"], ours, atol=1e-5,
+                                   err_msg=r["text"])
 
 
 def test_a_user_folder_is_never_touched(classifier_folder, tmp_path):
@@ -125,11 +152,15 @@ def test_overwrite_replaces_only_what_an_earlier_export_wrote(classifier_folder,
 @pytest.mark.parametrize("changes, message", [
     (dict(with_tokenizer=True), "LiteRT.js has no string tensors"),
     (dict(part="encoder", sequence_length=32), "classifiers and embedders; this is an encoder"),
+    (dict(out_in_site=True), "the .tflite goes outside --web"),
 ])
 def test_what_the_page_cannot_run_is_refused_before_work(init_folder, classifier_folder,
                                                          tmp_path, changes, message):
+    from albert_keras.options import command_line_names
+
     folder = init_folder if changes.get("part") else classifier_folder
-    with pytest.raises(ExportError, match=message):
-        export_tflite(folder, str(tmp_path / "m.tflite"),
-                      ExportConfig(examples=4, web=str(tmp_path / "site"), **changes))
+    site = tmp_path / "site"
+    out = site / "m.tflite" if changes.pop("out_in_site", False) else tmp_path / "m.tflite"
+    with command_line_names(), pytest.raises(ExportError, match=message):
+        export_tflite(folder, str(out), ExportConfig(examples=4, web=str(site), **changes))
     assert not os.listdir(tmp_path)

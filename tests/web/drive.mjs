@@ -25,10 +25,12 @@ try {
     const model = window.albertModel;
     const out = [];
     for (const text of texts) {
-      const pack = model.pack(text);
+      const pack = model.pack ? model.pack(text) : null;  // MediaPipe packs itself
       const result = model.config.kind === 'classifier' ?
           await model.classify(text) : {embedding: Array.from(await model.embed(text))};
-      if (result.logits) result.logits = Array.from(result.logits);
+      for (const key of ['logits', 'probabilities']) {
+        if (result[key]) result[key] = Array.from(result[key]);
+      }
       out.push({text, pack, result});
     }
     return out;
