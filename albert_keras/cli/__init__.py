@@ -70,6 +70,12 @@ def build_parser():
     pretrain_command.add_parser(sub, _add_backend_flag)
     task_commands.add_parsers(sub, _add_backend_flag)
     export_commands.add_parsers(sub)
+    for command in sub.choices.values():
+        # also after the command (`albert-keras export ... --verbose`), where
+        # users put it; SUPPRESS keeps a --verbose given before the command
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                             help="as before the command: TensorFlow's log lines, and the "
+                                  "traceback of an error")
     return parser
 
 

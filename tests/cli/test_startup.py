@@ -48,3 +48,12 @@ def test_tensorflow_start_up_lines_only_with_verbose(verbose, tmp_path):
     assert result.returncode == 0 and "albert_tiny" in result.stdout
     # quiet: nothing at all; verbose: TensorFlow's own start-up lines pass
     assert (result.stderr != "") == verbose
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_verbose_goes_before_or_after_the_command(where):
+    from albert_keras.cli import build_parser
+
+    argv = ["--verbose", "presets"] if where == "before" else ["presets", "--verbose"]
+    assert build_parser().parse_args(argv).verbose is True
+    assert build_parser().parse_args(["presets"]).verbose is False
