@@ -65,6 +65,7 @@ _WITH_TF_DATA = {
     "Pretrainer": "albert_keras.training.pretrainer",
     "QuestionAnswerer": "albert_keras.tasks.question_answerer",
     "QuestionAnswererPreprocessor": "albert_keras.tasks.preprocessor",
+    "ShrinkConfig": "albert_keras.tasks.shrink_config",
     "TaskPreprocessor": "albert_keras.tasks.preprocessor",
     "TextClassifier": "albert_keras.tasks.text_classifier",
     "TextClassifierPreprocessor": "albert_keras.tasks.preprocessor",
@@ -74,6 +75,7 @@ _WITH_TF_DATA = {
     "TokenClassifierPreprocessor": "albert_keras.tasks.preprocessor",
     "pretraining_data": "albert_keras.training.pretraining_inputs",
     "pretraining_inputs": "albert_keras.training.pretraining_inputs",
+    "shrink": "albert_keras.tasks.shrink",
 }
 __all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY, *_WITH_TF_DATA])
 # The names the generic parts had before (they took any family's encoder but

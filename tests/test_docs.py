@@ -71,10 +71,10 @@ def test_the_cli_reference_is_the_parsers():
             "docs/cli.md is out of date: python -m albert_keras.cli.reference > docs/cli.md")
 
 
-def test_python_examples_run(classifier_folder, init_folder, tmp_path, monkeypatch):
+def test_python_examples_run(classifier_folder, init_folder, task_files, tmp_path, monkeypatch):
     """The README's and the guides' Python blocks, in order, in a folder that
     holds what they name (the tour's pretraining and fine-tuned folders, its
-    export and a keras-hub preset)."""
+    training and eval rows, its export and a keras-hub preset)."""
     from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite
@@ -85,6 +85,8 @@ def test_python_examples_run(classifier_folder, init_folder, tmp_path, monkeypat
     os.makedirs("runs")
     os.symlink(classifier_folder, os.path.join("runs", "reviews"))
     os.symlink(init_folder, os.path.join("runs", "pretrain"))
+    os.symlink(task_files["cls_train"], "train.csv")
+    os.symlink(task_files["cls_eval"], "eval.csv")
     export_tflite("runs/reviews", "reviews_text.tflite",
                   ExportConfig(with_tokenizer=True, examples=8))
     save_keras_hub_preset(ModelSource(classifier_folder).encoder(dtype="float32"),

@@ -54,6 +54,20 @@ def cmd_distill(args):
     return 0
 
 
+def cmd_shrink(args):
+    from albert_keras.tasks.shrink import shrink
+    from albert_keras.tasks.shrink_config import ShrinkConfig
+
+    result = shrink(args.teacher, args.train, args.eval, args.out,
+                    config_from_args(ShrinkConfig, args), unlabeled=args.unlabeled)
+    with open(os.path.join(args.out, "shrink.md"), encoding="utf-8") as f:
+        print(f.read(), end="")
+    best = result["recommended"]
+    print(f"recommended: {os.path.join(args.out, 'recommended.tflite')} "
+          f"({best['candidate']}, {best['mode']})" if best else "nothing recommended")
+    return 0
+
+
 def cmd_evaluate(args):
     from albert_keras.tasks.inference import evaluate
 
@@ -164,6 +178,7 @@ def add_parsers(sub, add_backend_flag):
     commands that use a fine-tuned or pretrained folder."""
     _add_finetune(sub, add_backend_flag)
     _add_distill(sub, add_backend_flag)
+    _add_shrink(sub)
     _add_evaluate_and_predict(sub)
     _add_fill_mask(sub)
     _add_embed(sub)
@@ -214,6 +229,27 @@ def _add_distill(sub, add_backend_flag):
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing output folder (default: refuse)")
     p.set_defaults(func=cmd_distill)
+
+
+def _add_shrink(sub):
+    from albert_keras.tasks.shrink_config import ShrinkConfig
+
+    p = sub.add_parser(
+        "shrink", help="the smallest phone file that keeps a classifier's accuracy",
+        description="Distils each student preset from the teacher, exports each (and the "
+                    "teacher) in each quantization mode, validates and scores every file on "
+                    "the eval rows, times it, and recommends the smallest within the "
+                    "tolerance: shrink.md, shrink.json, shrink.png and recommended.tflite "
+                    "in --out. A run started again on the same --out resumes.",
+    )
+    p.add_argument("teacher", help="a fine-tuned classifier folder")
+    p.add_argument("--train", required=True, help="the labelled rows the students learn from")
+    p.add_argument("--eval", required=True, help="the labelled rows every file is scored on")
+    p.add_argument("--unlabeled", default=None,
+                   help="rows for the teacher to label for the students, or 'corpus'")
+    p.add_argument("--out", required=True, help="the run's folder")
+    add_flags(p, ShrinkConfig)
+    p.set_defaults(func=cmd_shrink)
 
 
 def _add_evaluate_and_predict(sub):

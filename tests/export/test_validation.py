@@ -16,7 +16,7 @@ def fake_runner(monkeypatch):
     outputs = []
 
     class Runner:
-        def __init__(self, blob):
+        def __init__(self, blob, signature="serving_default"):
             self.calls = iter(outputs)
 
         def __call__(self, feed):

@@ -1,0 +1,194 @@
+"""``albert-keras shrink``: the smallest phone file that keeps the teacher's accuracy.
+
+From a fine-tuned classifier folder (the teacher), on the user's own rows:
+
+1. the teacher is exported in each mode, as the reference row;
+2. each student preset is distilled from the teacher (``distill``), then
+   exported in each mode; every file is validated against its Keras model
+   on the eval file, whose accuracy it reports (a mode whose accuracy falls
+   more than the export's bound below its Keras model fails validation and
+   is shown as such, not recommended);
+3. each file's size and median latency at batch 1 with the app's threads
+   (``bench``) are measured on this CPU;
+4. the table (``shrink.md``, ``shrink.json``) lists them with the Pareto
+   front (no other file is both smaller and more accurate) and recommends
+   the smallest file within ``tolerance`` of the teacher's float accuracy,
+   copied to ``recommended.tflite`` (with metadata when asked).
+
+Resumable: each finished step leaves its result under ``DIR/results/``; a
+run started again on the same ``DIR`` skips them. ``max_minutes`` stops
+before a new candidate once the budget is spent.
+"""
+
+import dataclasses
+import logging
+import os
+import shutil
+import time
+
+from albert_keras.files import read_json
+from albert_keras.files import write_json
+from albert_keras.model_folder import read_task_spec
+from albert_keras.tasks.shrink_config import ShrinkConfig
+from albert_keras.tasks.shrink_table import TEACHER
+from albert_keras.tasks.shrink_table import recommend
+from albert_keras.tasks.shrink_table import write_table
+
+logger = logging.getLogger(__name__)
+
+SHRINK_FORMAT = "albert-keras-shrink/1"
+
+
+class ShrinkError(ValueError):
+    """A ``shrink`` request that cannot run (one line, found before the work)."""
+
+
+def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
+    """Distils, exports and measures candidates; returns the table's rows.
+
+    Args:
+        teacher: a fine-tuned classifier folder.
+        train_path: the labelled rows the students learn from.
+        eval_path: the labelled rows every file is scored on.
+        out_dir: the run's folder (a folder of an earlier run is resumed).
+        cfg: a ``ShrinkConfig``.
+        unlabeled: rows the teacher labels for the students (``distill``'s).
+
+    Returns:
+        ``{"rows": [...], "recommended": row or None}``.
+
+    Example:
+    >>> shrink("runs/reviews", "train.csv", "eval.csv", "runs/shrink",  # doctest: +SKIP
+    ...        ShrinkConfig(students=("bert_tiny",), modes=("none", "dynamic")))
+    """
+    cfg = cfg or ShrinkConfig()
+    cfg.validate()
+    _check_request(teacher, (train_path, eval_path, unlabeled), out_dir)
+    started = time.monotonic()
+    os.makedirs(os.path.join(out_dir, "results"), exist_ok=True)
+    write_json(os.path.join(out_dir, "shrink_run.json"),
+               {"format": SHRINK_FORMAT, "teacher": os.path.abspath(teacher),
+                "config": dataclasses.asdict(cfg)})
+    rows = _files_of(TEACHER, teacher, eval_path, train_path, out_dir, cfg)
+    for name in cfg.students:
+        if cfg.max_minutes is not None and time.monotonic() - started > 60 * cfg.max_minutes:
+            logger.info(f"--max-minutes {cfg.max_minutes:g} spent: {name} and later "
+                        f"students not tried")
+            break
+        folder = _student(name, teacher, train_path, eval_path, out_dir, cfg, unlabeled)
+        rows += _files_of(name, folder, eval_path, train_path, out_dir, cfg)
+    best = recommend(rows, cfg.tolerance)
+    if best is not None:
+        _ship(best, out_dir, cfg, (eval_path, train_path))
+    write_table(rows, best, out_dir, cfg)
+    return {"rows": rows, "recommended": best}
+
+
+def _check_request(teacher, paths, out_dir):
+    spec = read_task_spec(teacher) if os.path.isdir(teacher) else None
+    if not spec or spec.get("task") != "classify":
+        raise ShrinkError(f"{teacher}: shrink takes a fine-tuned classifier folder "
+                          f"(task.json with task classify)")
+    for path in paths:
+        if path is not None and path != "corpus" and not os.path.isfile(path):
+            raise ShrinkError(f"{path}: no such file")
+    if os.path.isdir(out_dir) and os.listdir(out_dir):
+        run = os.path.join(out_dir, "shrink_run.json")
+        if not os.path.isfile(run) or read_json(run).get("format") != SHRINK_FORMAT:
+            raise ShrinkError(f"{out_dir}: a folder with other files in it; name a new or "
+                              f"empty folder (a folder of an earlier shrink run is resumed)")
+        if read_json(run).get("teacher") != os.path.abspath(teacher):
+            raise ShrinkError(f"{out_dir}: an earlier shrink run of another teacher "
+                              f"({read_json(run).get('teacher')}); name a new folder")
+
+
+def _student(name, teacher, train_path, eval_path, out_dir, cfg, unlabeled):  # noqa: PLR0913 (the run's files and settings)
+    """The student's folder, distilled now or by an earlier run."""
+    from albert_keras.tasks.distill import distill
+    from albert_keras.tasks.distill_config import DistillConfig
+
+    folder = os.path.join(out_dir, "students", name)
+    if os.path.isfile(os.path.join(folder, "task.json")):
+        logger.info(f"{name}: distilled by an earlier run")
+        return folder
+    logger.info(f"distilling {name} ...")
+    fields = {"student": name, "student_overrides": cfg.student_overrides, "seed": cfg.seed}
+    if cfg.epochs is not None:
+        fields["epochs"] = cfg.epochs
+    distill(teacher, train_path, eval_path, folder, DistillConfig(**fields), unlabeled=unlabeled)
+    return folder
+
+
+def _files_of(name, folder, eval_path, train_path, out_dir, cfg):  # noqa: PLR0913 (one candidate and the run's settings)
+    """One row per mode: the file's size, latency and accuracy (or why it
+    failed validation)."""
+    rows, params = [], None
+    for mode in cfg.modes:
+        result_path = os.path.join(out_dir, "results", f"{name}_{mode}.json")
+        if os.path.isfile(result_path):
+            rows.append(read_json(result_path))
+            continue
+        params = params or _parameters(folder)
+        row = {"candidate": name, "mode": mode, "params": params,
+               **_measure_file(name, folder, mode, (eval_path, train_path), out_dir, cfg)}
+        write_json(result_path, row)
+        rows.append(row)
+    return rows
+
+
+def _measure_file(name, folder, mode, paths, out_dir, cfg):  # noqa: PLR0913 (one file and the run's settings)
+    from albert_keras.export import ValidationError
+    from albert_keras.export import export_tflite
+    from albert_keras.export.bench import bench
+
+    path = os.path.join(out_dir, "files", f"{name}_{mode}.tflite")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    logger.info(f"exporting {name} ({mode}) ...")
+    row = {"file": os.path.relpath(path, out_dir)}
+    try:
+        sidecar = export_tflite(folder, path, _export_config(mode, *paths, overwrite=True))
+    except ValidationError as e:
+        return {**row, "validated": False, "failure": str(e),
+                **{k: e.report.get(k) for k in ("keras_accuracy", "tflite_accuracy")}}
+    report = sidecar["validation"]
+    timing = bench(path, runs=cfg.runs, threads=cfg.threads)
+    return {**row, "validated": True, "size_bytes": sidecar["size_bytes"],
+            "size_mb": round(sidecar["size_bytes"] / 1e6, 3),
+            "median_ms": round(timing["median_ms"], 2),
+            "keras_accuracy": report.get("keras_accuracy"),
+            "tflite_accuracy": report.get("tflite_accuracy"),
+            "examples": report["examples"]}
+
+
+def _export_config(mode, eval_path, train_path, **fields):
+    from albert_keras.export import ExportConfig
+
+    # every eval row: the accuracy is the file's on the user's data; int8
+    # calibrates on the training rows
+    return ExportConfig(quantize=mode, validation_data=eval_path, examples=10**9,
+                        representative=train_path if mode == "int8" else None, **fields)
+
+
+def _parameters(folder):
+    from albert_keras.model_folder import ModelSource
+
+    encoder = ModelSource(folder).encoder()
+    return int(sum(int(w.numpy().size) for w in encoder.weights))
+
+
+def _ship(best, out_dir, cfg, paths):
+    """``recommended.tflite`` (and its sidecar): the file itself, or with
+    ``metadata`` that candidate exported again with MediaPipe's metadata."""
+    from albert_keras.export import export_tflite
+
+    target = os.path.join(out_dir, "recommended.tflite")
+    folder = os.path.join(out_dir, "students", best["candidate"]) \
+        if best["candidate"] != TEACHER else read_json(
+            os.path.join(out_dir, "shrink_run.json"))["teacher"]
+    if cfg.metadata:
+        export_tflite(folder, target, _export_config(best["mode"], *paths, metadata=True,
+                                                     overwrite=True))
+        return
+    source = os.path.join(out_dir, best["file"])
+    for ext in (".tflite", ".json", ".md"):
+        shutil.copyfile(source[: -len(".tflite")] + ext, target[: -len(".tflite")] + ext)

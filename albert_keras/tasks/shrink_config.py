@@ -1,0 +1,70 @@
+"""Every knob of ``shrink``, in one value (free of TensorFlow, for ``--help``)."""
+
+import dataclasses
+
+from albert_keras.options import check_options
+from albert_keras.options import option
+
+# The quantization modes a candidate is tried in (the export's, without QAT,
+# which fine-tunes again, and int4, whose kernels few app runtimes have).
+SHRINK_MODES = ("none", "float16", "dynamic", "int8")
+
+
+@dataclasses.dataclass(frozen=True)
+class ShrinkConfig:
+    """What ``shrink`` tries and how it chooses.
+
+    Args:
+        students: the student presets, each distilled from the teacher (the
+            teacher's vocabulary, so the same tokenizer).
+        student_overrides: config fields applied to every student (JSON on
+            the command line), e.g. ``{"num_hidden_layers": 2}``.
+        modes: the quantization modes each student (and the teacher) is
+            exported in; each file is validated against its Keras model.
+        tolerance: the most accuracy a recommended file may lose against
+            the teacher's float file (0.01: one point).
+        threads: the interpreter threads of the latency measure (the app's).
+        runs: timed runs per file.
+        epochs: the students' distillation epochs (None: distillation's
+            default for the student's width).
+        max_minutes: stop starting new candidates after this many minutes;
+            the table holds those that finished.
+        metadata: the recommended file carries TFLite Model Metadata for
+            MediaPipe and the Task Library (and MediaPipe runs it first).
+        seed: the students' seed.
+
+    Example:
+    >>> ShrinkConfig(students=("bert_tiny",), modes=("none", "dynamic")).tolerance
+    0.01
+    """
+
+    students: list[str] = option(("albert_tiny", "bert_tiny", "mobilebert_tiny"),
+                                 "student presets, each distilled from the teacher",
+                                 nargs="+")
+    student_overrides: dict = option(None, "config fields for every student, as JSON, e.g. "
+                                           "'{\"num_hidden_layers\": 2}'")
+    modes: list[str] = option(SHRINK_MODES, "quantization modes each file is tried in",
+                              choices=SHRINK_MODES, nargs="+")
+    tolerance: float = option(0.01, "most accuracy a recommended file may lose against "
+                                    "the teacher's float file (0.01: one point)",
+                              valid="[0, 1)")
+    threads: int = option(2, "interpreter threads of the latency measure (the app's)",
+                          valid="[1, inf)")
+    runs: int = option(30, "timed runs per file", valid="[1, inf)")
+    epochs: int = option(None, "distillation epochs of each student",
+                         auto="distillation's default for the student's width",
+                         valid="[1, inf)")
+    max_minutes: float = option(None, "start no new candidate after this many minutes",
+                                valid="(0, inf)")
+    metadata: bool = option(False, "the recommended file carries MediaPipe's metadata "
+                                   "(MediaPipe runs it before it is written)")
+    seed: int = option(0, "the students' seed")
+
+    def validate(self):
+        check_options(self)
+        from albert_keras.presets import get_preset
+
+        for name in self.students:
+            get_preset(name)  # an unknown preset is named now, before any work
+        if not self.students:
+            raise ValueError("students: give at least one preset")

@@ -1,0 +1,134 @@
+"""The table of a ``shrink`` run: the Pareto front, the recommendation, and
+its Markdown, JSON and picture."""
+
+import os
+
+from albert_keras.files import atomic_write
+from albert_keras.files import write_json
+
+TEACHER = "teacher"
+
+
+def teacher_accuracy(rows):
+    """The teacher's float file's accuracy on the eval rows (its Keras
+    model's when no float file was made)."""
+    mine = [r for r in rows if r["candidate"] == TEACHER]
+    float_row = next((r for r in mine if r["mode"] == "none" and r.get("validated")), None)
+    if float_row is not None:
+        return float_row["tflite_accuracy"]
+    return next((r["keras_accuracy"] for r in mine if r.get("keras_accuracy") is not None),
+                None)
+
+
+def pareto(rows):
+    """The validated rows no other validated row beats on both size and
+    accuracy (smaller or equal and more accurate or equal, one of them strictly)."""
+    valid = [r for r in rows if r.get("validated")]
+
+    def beaten(r):
+        return any(o["size_mb"] <= r["size_mb"] and o["tflite_accuracy"] >= r["tflite_accuracy"]
+                   and (o["size_mb"], o["tflite_accuracy"]) != (r["size_mb"], r["tflite_accuracy"])
+                   for o in valid)
+    return [r for r in valid if not beaten(r)]
+
+
+def recommend(rows, tolerance):
+    """The smallest validated file whose accuracy is within ``tolerance`` of
+    the teacher's float file, or None.
+
+    Example:
+    >>> rows = [{"candidate": "teacher", "mode": "none", "validated": True,
+    ...          "size_mb": 40.0, "tflite_accuracy": 0.90},
+    ...         {"candidate": "bert_tiny", "mode": "dynamic", "validated": True,
+    ...          "size_mb": 4.0, "tflite_accuracy": 0.895},
+    ...         {"candidate": "bert_tiny", "mode": "int8", "validated": True,
+    ...          "size_mb": 3.9, "tflite_accuracy": 0.85}]
+    >>> recommend(rows, 0.01)["mode"]
+    'dynamic'
+    """
+    reference = teacher_accuracy(rows)
+    if reference is None:
+        return None
+    kept = [r for r in rows if r.get("validated") and
+            r["tflite_accuracy"] >= reference - tolerance - 1e-12]
+    return min(kept, key=lambda r: (r.get("size_bytes", r["size_mb"] * 1e6),
+                                    -r["tflite_accuracy"]), default=None)
+
+
+def write_table(rows, best, out_dir, cfg):
+    """``shrink.md``, ``shrink.json`` and (with matplotlib) ``shrink.png``."""
+    front = {(r["candidate"], r["mode"]) for r in pareto(rows)}
+    reference = teacher_accuracy(rows)
+    for r in rows:
+        r["pareto"] = (r["candidate"], r["mode"]) in front
+        r["recommended"] = best is not None and (r["candidate"], r["mode"]) == \
+            (best["candidate"], best["mode"])
+    write_json(os.path.join(out_dir, "shrink.json"),
+               {"teacher_accuracy": reference, "tolerance": cfg.tolerance,
+                "threads": cfg.threads, "rows": rows,
+                "recommended": best and os.path.join(out_dir, "recommended.tflite")})
+    with atomic_write(os.path.join(out_dir, "shrink.md")) as f:
+        f.write(markdown(rows, best, reference, cfg))
+    _picture(rows, os.path.join(out_dir, "shrink.png"))
+
+
+def markdown(rows, best, reference, cfg):
+    """The table as Markdown, smallest file first."""
+    lines = [f"Teacher's float accuracy: {_pct(reference)}; recommended: the smallest file "
+             f"within {100 * cfg.tolerance:g} points of it. Latency: median at batch 1, "
+             f"{cfg.threads} threads, this CPU.", "",
+             "| candidate | mode | parameters | file MB | ms | accuracy | vs teacher | "
+             "Pareto | |", "|---|---|---:|---:|---:|---:|---:|:-:|---|"]
+    for r in sorted(rows, key=lambda r: (not r.get("validated"), r.get("size_mb") or 0)):
+        if not r.get("validated"):
+            lines.append(f"| {r['candidate']} | {r['mode']} | {r['params']:,} | | | "
+                         f"{_pct(r.get('tflite_accuracy'))} | | | failed validation: "
+                         f"{r['failure'][:120]} |")
+            continue
+        delta = 100 * (r["tflite_accuracy"] - reference) if reference is not None else None
+        lines.append(f"| {r['candidate']} | {r['mode']} | {r['params']:,} | "
+                     f"{r['size_mb']:.2f} | {r['median_ms']:.1f} | "
+                     f"{_pct(r['tflite_accuracy'])} | "
+                     f"{'' if delta is None else f'{delta:+.1f}'} | "
+                     f"{'yes' if r['pareto'] else ''} | "
+                     f"{'**recommended**' if r['recommended'] else ''} |")
+    if best is None:
+        lines += ["", "No file kept the teacher's accuracy within the tolerance: try larger "
+                      "students, more epochs, unlabelled rows (--unlabeled) or a larger "
+                      "--tolerance."]
+    return "\n".join(lines) + "\n"
+
+
+def _pct(x):
+    return "" if x is None else f"{100 * x:.1f}%"
+
+
+def _picture(rows, path):
+    """Accuracy against size and against latency, the Pareto front joined."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # the picture is optional; the table says it all
+        return
+    valid = [r for r in rows if r.get("validated")]
+    front = sorted(pareto(rows), key=lambda r: r["size_mb"])
+    figure, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for axis, key, label in ((axes[0], "size_mb", "file size (MB)"),
+                             (axes[1], "median_ms", "median latency (ms)")):
+        for r in valid:
+            axis.scatter(r[key], 100 * r["tflite_accuracy"],
+                         marker="*" if r["candidate"] == TEACHER else "o",
+                         color="C3" if r.get("recommended") else "C0")
+            axis.annotate(f"{r['candidate']} {r['mode']}", (r[key], 100 * r["tflite_accuracy"]),
+                          fontsize=7)
+        axis.set_xscale("log")
+        axis.set_xlabel(label)
+        axis.set_ylabel("accuracy on the eval rows (%)")
+    axes[0].plot([r["size_mb"] for r in front], [100 * r["tflite_accuracy"] for r in front],
+                 color="C1", label="Pareto front")
+    axes[0].legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,123 @@
+"""``shrink``: two tiny students in two modes from the tiny teacher, end to
+end; the recommendation is the smallest file within the tolerance of the
+teacher's float accuracy, it runs in MediaPipe with the same labels, and a
+second run resumes instead of starting over."""
+
+import json
+import os
+
+import pytest
+
+from albert_keras.tasks.shrink import ShrinkError
+from albert_keras.tasks.shrink import shrink
+from albert_keras.tasks.shrink_config import ShrinkConfig
+
+TINY = ShrinkConfig(students=("bert_tiny", "albert_tiny"), modes=("none", "dynamic"),
+                    student_overrides={"num_hidden_layers": 2, "hidden_size": 16, "embedding_size": 8,
+                                       "num_attention_heads": 2, "intermediate_size": 32},
+                    epochs=2, runs=3, tolerance=0.5)
+
+
+@pytest.fixture(scope="module")
+def run(classifier_folder, task_files, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("shrink") / "run")
+    result = shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], out, TINY)
+    return out, result
+
+
+def test_every_candidate_is_measured_and_the_smallest_kept_file_recommended(run):
+    out, result = run
+    rows = result["rows"]
+    assert {(r["candidate"], r["mode"]) for r in rows} == {
+        (c, m) for c in ("teacher", "bert_tiny", "albert_tiny") for m in ("none", "dynamic")}
+    table = json.load(open(os.path.join(out, "shrink.json")))
+    teacher = table["teacher_accuracy"]
+    assert teacher == next(r["tflite_accuracy"] for r in rows
+                           if (r["candidate"], r["mode"]) == ("teacher", "none"))
+    for r in rows:
+        assert r["validated"], r
+        assert r["examples"] == 16  # every eval row
+        assert r["size_mb"] > 0 and r["median_ms"] > 0
+        assert r["size_bytes"] == os.path.getsize(os.path.join(out, r["file"]))
+    kept = [r for r in rows if r["tflite_accuracy"] >= teacher - TINY.tolerance]
+    best = result["recommended"]
+    assert best["size_bytes"] == min(r["size_bytes"] for r in kept)
+    assert best["candidate"] != "teacher"  # students with a tenth of its layers are smaller
+    students = [r for r in rows if r["candidate"] != "teacher"]
+    assert max(r["params"] for r in students) < min(r["params"] for r in rows
+                                                    if r["candidate"] == "teacher")
+    with open(os.path.join(out, "recommended.tflite"), "rb") as f, \
+            open(os.path.join(out, best["file"]), "rb") as g:
+        assert f.read() == g.read()
+    markdown = open(os.path.join(out, "shrink.md")).read()
+    assert "**recommended**" in markdown and markdown.count("\n| ") == 7  # header + 6 rows
+    assert os.path.isfile(os.path.join(out, "shrink.png"))
+
+
+def test_a_second_run_resumes(run, classifier_folder, task_files):
+    out, first = run
+    results = os.path.join(out, "results")
+    stamps = {name: os.path.getmtime(os.path.join(results, name)) for name in os.listdir(results)}
+    again = shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], out, TINY)
+    assert [r["tflite_accuracy"] for r in again["rows"]] == \
+        [r["tflite_accuracy"] for r in first["rows"]]
+    assert stamps == {name: os.path.getmtime(os.path.join(results, name))
+                      for name in os.listdir(results)}
+
+
+def test_the_recommended_file_runs_in_mediapipe_with_our_labels(run, classifier_folder,
+                                                                 task_files, tmp_path):
+    """With ``metadata`` the recommended file is exported again for
+    MediaPipe; MediaPipe's Python TextClassifier, tokenizing itself, gives
+    the labels our runner gives on our ids."""
+    import dataclasses
+    import shutil
+
+    import numpy as np
+    from mediapipe.tasks.python.core.base_options import BaseOptions
+    from mediapipe.tasks.python.text import text_classifier
+
+    from albert_keras.export.runtime import TFLiteRunner
+    from albert_keras.model_folder import ModelSource
+    from albert_keras.text.packer import pack_texts
+
+    out, _ = run
+    copy = str(tmp_path / "run")
+    shutil.copytree(out, copy)
+    result = shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], copy,
+                    dataclasses.replace(TINY, metadata=True))
+    best = result["recommended"]
+    path = os.path.join(copy, "recommended.tflite")
+    sidecar = json.load(open(path[:-len(".tflite")] + ".json"))
+    assert sidecar["metadata"] and sidecar["validation"]["mediapipe"]["passed"]
+    texts = ["fox the quick brown fox", "dog naps in the sun", "a dog and a fox"]
+    classifier = text_classifier.TextClassifier.create_from_options(
+        text_classifier.TextClassifierOptions(base_options=BaseOptions(model_asset_path=path)))
+    theirs = [classifier.classify(t).classifications[0].categories[0].category_name
+              for t in texts]
+    classifier.close()
+    tokenizer = ModelSource(os.path.join(copy, "students", best["candidate"])).tokenizer
+    packed = pack_texts(tokenizer, texts, None, sidecar["sequence_length"])
+    runner = TFLiteRunner(path)
+    ours = [sidecar["labels"][int(np.argmax(runner({
+        "ids": packed["token_ids"][i:i + 1], "mask": packed["padding_mask"][i:i + 1],
+        "segment_ids": packed["segment_ids"][i:i + 1]})["probability"]))]
+        for i in range(len(texts))]
+    assert theirs == ours
+
+
+def test_refusals_before_any_work(classifier_folder, init_folder, task_files, tmp_path):
+    with pytest.raises(ShrinkError, match="fine-tuned classifier folder"):
+        shrink(init_folder, task_files["cls_train"], task_files["cls_eval"],
+               str(tmp_path / "a"), TINY)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("x")
+    with pytest.raises(ShrinkError, match="other files in it"):
+        shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], str(mine),
+               TINY)
+    assert os.listdir(mine) == ["notes.txt"]
+    with pytest.raises(ValueError, match="albert_huge"):
+        shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"],
+               str(tmp_path / "b"), ShrinkConfig(students=("albert_huge",)))
+    assert not os.path.exists(tmp_path / "a") and not os.path.exists(tmp_path / "b")
