@@ -74,8 +74,9 @@ def write_table(rows, best, out_dir, cfg):
 
 def markdown(rows, best, reference, cfg):
     """The table as Markdown, smallest file first."""
+    points = f"{100 * cfg.tolerance:g} point{'' if 100 * cfg.tolerance == 1 else 's'}"
     lines = [f"Teacher's float accuracy: {_pct(reference)}; recommended: the smallest file "
-             f"within {100 * cfg.tolerance:g} points of it. Latency: median at batch 1, "
+             f"within {points} of it. Latency: median at batch 1, "
              f"{cfg.threads} threads, this CPU.", "",
              "| candidate | mode | parameters | file MB | ms | accuracy | vs teacher | "
              "Pareto | |", "|---|---|---:|---:|---:|---:|---:|:-:|---|"]
@@ -110,6 +111,7 @@ def _picture(rows, path):
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:  # the picture is optional; the table says it all
         return
     valid = [r for r in rows if r.get("validated")]
@@ -124,6 +126,8 @@ def _picture(rows, path):
             axis.annotate(f"{r['candidate']} {r['mode']}", (r[key], 100 * r["tflite_accuracy"]),
                           fontsize=7)
         axis.set_xscale("log")
+        for formatter in (axis.xaxis.set_major_formatter, axis.xaxis.set_minor_formatter):
+            formatter(matplotlib.ticker.FormatStrFormatter("%g"))
         axis.set_xlabel(label)
         axis.set_ylabel("accuracy on the eval rows (%)")
     axes[0].plot([r["size_mb"] for r in front], [100 * r["tflite_accuracy"] for r in front],
