@@ -176,7 +176,8 @@ def main():
                "cases": {}}
     for case in args.cases:
         files = _task_files(work, corpus, case, args.rows, args.predict_rows)
-        results["cases"][case] = _measure(folder, files, work, args.repeats, case)
+        results["cases"][case] = _measure(folder, files, work, args.repeats, case,
+                                          args.also_precision)
         _write(args.out, results)
     _print(results)
 
@@ -190,6 +191,9 @@ def _parser():
     p.add_argument("--shape", default="minilm_l6", choices=sorted(SHAPES))
     p.add_argument("--vocab-size", type=int, default=BERT_VOCAB,
                    help="pieces in the vocabulary (the corpus's, padded)")
+    p.add_argument("--also-precision", default=None, choices=("mixed_bfloat16",),
+                   help="also fine-tune ours at this --precision, once per repeat (bf16 on "
+                        "CPUs with AMX)")
     p.add_argument("--out", default=None, help="results JSON")
     return p
 
@@ -282,7 +286,7 @@ def _lengths(work, path):
 # -- the runs --------------------------------------------------------------------------------
 
 
-def _measure(folder, files, work, repeats, case):
+def _measure(folder, files, work, repeats, case, also_precision=None):  # noqa: PLR0913 (the case, and what else to run)
     """Medians over interleaved repeats of each side's whole process."""
     runs = {k: [] for k in ("ours_finetune", "ours_finetune_fixed", "hf_trainer",
                             "ours_predict", "ours_predict_fixed", "hf_pipeline")}
@@ -292,6 +296,11 @@ def _measure(folder, files, work, repeats, case):
         seconds, metrics = _ours_finetune(folder, files, out)
         runs["ours_finetune"].append(seconds)
         accuracy["ours"].append(metrics.get("accuracy"))
+        if also_precision:
+            seconds, metrics = _ours_finetune(folder, files, out + "_" + also_precision,
+                                              "--precision", also_precision)
+            runs.setdefault(f"ours_finetune_{also_precision}", []).append(seconds)
+            accuracy.setdefault(f"ours_{also_precision}", []).append(metrics.get("accuracy"))
         hf_out = os.path.join(work, f"{case}_hf_{repeat}")
         hf = _child(HF_TRAIN, folder, files["train"], files["eval"], hf_out, SEQ, BATCH)
         runs["hf_trainer"].append(hf["seconds"])
@@ -311,7 +320,10 @@ def _measure(folder, files, work, repeats, case):
                             files["predict"], LATENCY_TEXTS)
                for side in ("ours", "hf")}
     medians = {k: statistics.median(v) for k, v in runs.items() if v}
-    return {"pieces": files["pieces"], "runs": runs, "median_s": medians,
+    also = ({f"finetune_{also_precision}_speedup_vs_hf":
+             medians["hf_trainer"] / medians[f"ours_finetune_{also_precision}"]}
+            if also_precision else {})
+    return {**also, "pieces": files["pieces"], "runs": runs, "median_s": medians,
             "ours_split_s": split, "one_text_latency_s": latency,
             "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
             "accuracy": accuracy,
