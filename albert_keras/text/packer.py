@@ -140,10 +140,13 @@ def _keep_ends(ids, budget, mode):
 # -- host side: packing whole lists of texts ---------------------------------------
 
 
-def _ragged(id_lists):
-    lengths = [len(ids) for ids in id_lists]
-    flat = np.fromiter((i for ids in id_lists for i in ids), dtype=np.int32, count=sum(lengths))
-    return tf.RaggedTensor.from_row_lengths(flat, np.asarray(lengths, dtype=np.int64))
+def _flat(id_lists):
+    """A list of id lists as its flat ids and row lengths (NumPy): the parts
+    of a ragged tensor, which the packing graph puts together itself."""
+    lengths = np.fromiter((len(ids) for ids in id_lists), dtype=np.int64, count=len(id_lists))
+    flat = np.fromiter((i for ids in id_lists for i in ids), dtype=np.int32,
+                       count=int(lengths.sum()))
+    return flat, lengths
 
 
 @functools.lru_cache(maxsize=8)
@@ -152,14 +155,20 @@ def _packing_graph(sequence_length, truncate, special_ids, pairs):
 
     Run eagerly, its ragged ops cost about 13 ms of Python dispatch for a
     single text (a model call at that length takes about as long); traced,
-    one call is a single graph execution. Cached, so an app that predicts
-    one text at a time traces it once."""
+    one call is a single graph execution. It takes each segment as flat ids
+    and row lengths and builds the ragged tensor inside: built eagerly, with
+    its checks, that cost 3.6 ms a call on a 2-core Xeon. Cached, so an app
+    that predicts one text at a time traces it once."""
     packer = SegmentPacker(sequence_length, truncate=truncate, special_ids=dict(special_ids))
-    spec = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1, row_splits_dtype=tf.int64)
+    parts = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
+
+    def ragged(flat, lengths):  # the lengths come from _flat: no checks needed
+        return tf.RaggedTensor.from_row_lengths(flat, lengths, validate=False)
+
     if pairs:
-        return tf.function(lambda first, second: packer(first, second),
-                           input_signature=[spec, spec])
-    return tf.function(lambda first: packer(first), input_signature=[spec])
+        return tf.function(lambda f, fl, s, sl: packer(ragged(f, fl), ragged(s, sl)),
+                           input_signature=parts + parts)
+    return tf.function(lambda f, fl: packer(ragged(f, fl)), input_signature=parts)
 
 
 def pack_texts(tokenizer, texts, pairs, sequence_length, truncate=DEFAULT_TRUNCATE, batch=4096,
@@ -190,14 +199,15 @@ def pack_texts(tokenizer, texts, pairs, sequence_length, truncate=DEFAULT_TRUNCA
                           bool(pairs))
     parts = {k: [] for k in ("token_ids", "segment_ids", "padding_mask")}
     for start in range(0, len(texts), batch):
-        first = _ragged(tokenizer.encode(texts[start:start + batch]))
-        second = _ragged(tokenizer.encode(pairs[start:start + batch])) if pairs else None
+        segments = _flat(tokenizer.encode(texts[start:start + batch]))
+        if pairs:
+            segments += _flat(tokenizer.encode(pairs[start:start + batch]))
         if lengths is not None:  # [CLS] A [SEP] (B [SEP])
-            whole = first.row_lengths().numpy() + 2
-            if second is not None:
-                whole = whole + second.row_lengths().numpy() + 1
+            whole = segments[1] + 2
+            if pairs:
+                whole = whole + segments[3] + 1
             lengths.extend(int(n) for n in whole)
-        packed = pack(first, second) if second is not None else pack(first)
+        packed = pack(*segments)
         for k in parts:
             parts[k].append(packed[k].numpy())
     if not texts:
