@@ -34,6 +34,7 @@ from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's
 from common import run_child  # noqa: E402
 from real_text import BERT_VOCAB  # noqa: E402
 from real_text import SHAPES  # noqa: E402
+from real_text import STEP_TIMER  # noqa: E402
 
 WARMUP = 5
 CASES = ("ours-float32", "ours-mixed_bfloat16", "torch-float32", "torch-bfloat16")
@@ -57,14 +58,9 @@ x = texts(batch * steps, length, folder + "/vocab.txt")
 y = [str(i % 2) for i in range(len(x))]
 model = TextClassifier.from_preset(folder, precision=precision, sequence_length=length,
                                    length_buckets=False, learning_rate=5e-5)
-seconds = []
-class Steps(keras.callbacks.Callback):
-    def on_train_batch_begin(self, batch, logs=None):
-        self.began = time.perf_counter()
-    def on_train_batch_end(self, batch, logs=None):
-        seconds.append(time.perf_counter() - self.began)
+""" + STEP_TIMER + r"""
 model.fit(x, y, epochs=1, batch_size=batch, callbacks=[Steps()], verbose=0)
-print("RESULT " + json.dumps({"first": seconds[0], "steps": seconds[1:]}))
+print("RESULT " + json.dumps({"first": steps[0], "steps": steps[1:]}))
 """
 
 TORCH = TEXTS + r"""

@@ -106,6 +106,18 @@ print("RESULT " + json.dumps({"seconds": time.time() - started, "rows": len(out)
 """
 
 
+# A Keras callback that appends each training step's seconds to `steps`
+# (child-process code, shared with finetune_step.py).
+STEP_TIMER = r"""
+import time, keras
+steps = []
+class Steps(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        self.began = time.perf_counter()
+    def on_train_batch_end(self, batch, logs=None):
+        steps.append(time.perf_counter() - self.began)
+"""
+
 # Our process, step by step through the Python API (the same path as
 # ``albert-keras finetune``): where the seconds go.
 OURS_SPLIT = r"""
@@ -125,12 +137,7 @@ t = lap("load", t)
 texts, labels = [r["text"] for r in rows], [r["label"] for r in rows]
 model._data(texts, labels)  # tokenizing and packing alone, timed once
 t = lap("tokenize", t)
-steps = []
-class Steps(keras.callbacks.Callback):
-    def on_train_batch_begin(self, batch, logs=None):
-        self.began = time.perf_counter()
-    def on_train_batch_end(self, batch, logs=None):
-        steps.append(time.perf_counter() - self.began)
+""" + STEP_TIMER + r"""
 model.fit(texts, labels, epochs=1, batch_size=int(batch), callbacks=[Steps()], verbose=0)
 t = lap("fit", t)
 model.save_to_preset(out)
