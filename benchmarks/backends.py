@@ -58,6 +58,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 # the sibling helper module, also when this file is imported by path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -356,7 +357,11 @@ def main(argv=None):
                         help="seconds one case may take (default: 300)")
     parser.add_argument("--out", default=None,
                         help="results stem (default: benchmarks/results/backends_<device>)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds for the whole run: a case that would start after them "
+                             "is recorded as skipped (default: no limit)")
     args = parser.parse_args(argv)
+    started = time.monotonic()
 
     stem = args.out or os.path.join(RESULTS, f"backends_{args.device}")
     os.makedirs(os.path.dirname(stem) or ".", exist_ok=True)
@@ -371,7 +376,10 @@ def main(argv=None):
                     "predictions": PREDICTIONS, "steps": args.steps, "warmup": args.warmup,
                     "repeats": args.repeats, "device": args.device,
                     "precision": args.precision}
-            out = run_child(CHILD, json.dumps(spec), timeout=args.timeout)
+            left = args.timeout if args.budget is None else min(
+                args.timeout, args.budget - (time.monotonic() - started))
+            out = (run_child(CHILD, json.dumps(spec), timeout=left) if left > 0 else
+                   {"error": f"skipped: the --budget of {args.budget:g} s was spent"})
             row = {"who": who, "batch": batch, "seq": seq}
             if "error" in out:
                 row["error"] = out["error"]
