@@ -38,6 +38,7 @@ _PUBLIC = {
     "Backbone": "albert_keras.models.backbone",
     "ConfigError": "albert_keras.config",
     "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
+    "DebertaConfig": "albert_keras.models.deberta.deberta_config",
     "MobileBertEncoder": "albert_keras.models.mobilebert.mobilebert_encoder",
     "PRESETS": "albert_keras.presets",
     "ProgressiveDistiller": "albert_keras.models.progressive_distiller",

@@ -43,8 +43,8 @@ class Family:
             ``to_dict`` and the fields every caller reads: ``vocab_size``,
             ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
             ``max_position_embeddings`` and ``initializer_range`` (HF's names).
-            Several families may share one (DeBERTa is ALBERT's config with
-            relative attention).
+            One family's class may extend another's (``DebertaConfig`` is
+            ``AlbertConfig`` with DeBERTa-v3's defaults).
         backbone: ``"module:Class"`` of its encoder; the class is built as
             ``Class(config, **options)`` and has the backbone entry.
         presets: preset name -> config fields.
@@ -52,9 +52,11 @@ class Family:
             files that its ``checkpoints`` module reads.
         checkpoints: ``"module"`` with ``load_hf(folder, strict, dtype)`` and
             ``save_hf(model, folder, overwrite, model_type)``, or None.
-        claims: ``"module:function"``: given a config of a shared config
-            class, whether it is this family's (DeBERTa's relative
-            attention); None claims every config of ``config_class``.
+        claims: ``"module:function"``: given any config, whether it is this
+            family's, for a family whose configs another family's class
+            can hold too (DeBERTa's: a ``DebertaConfig``, or an ALBERT
+            config with relative attention); None claims every instance of
+            ``config_class``.
         tf1: ``"module"`` with ``reads_tf1_config(data)`` and
             ``load_tf1(prefix, data, tensors, source, strict, dtype)`` for
             original TF1 checkpoints, or None.
@@ -89,9 +91,9 @@ class Family:
 
     def claims_config(self, config):
         """Whether ``config`` belongs to this family."""
-        if not isinstance(config, self.config_class):
-            return False
-        return True if self.claims is None else bool(attribute(self.claims)(config))
+        if self.claims is not None:
+            return bool(attribute(self.claims)(config))
+        return isinstance(config, self.config_class)
 
     def checkpoint_module(self):
         """The module that reads and writes this family's HF folders."""
@@ -173,6 +175,23 @@ def family_of(config):
         raise ValueError(f"no registered model family takes a {type(config).__name__} "
                          f"config; registered: {sorted(_FAMILIES)}")
     return min(candidates, key=lambda f: f.claims is None)
+
+
+def family_config(config):
+    """``config`` as an instance of its family's config class, where that
+    class extends ``config``'s with the same fields (an ``AlbertConfig`` with
+    relative attention, read from a file, is a ``DebertaConfig``); every
+    field is copied, so no default of either class fills in.
+
+    Example:
+    >>> from albert_keras.config import AlbertConfig
+    >>> type(family_config(AlbertConfig(relative_attention=True))).__name__
+    'DebertaConfig'
+    """
+    wanted = family_of(config).config_class
+    if type(config) is not wanted and issubclass(wanted, type(config)):
+        return wanted(**dataclasses.asdict(config))
+    return config
 
 
 def build_backbone(config, **options):

@@ -53,6 +53,7 @@ def test_encoder_matches_transformers(tmp_path, variant):
     hf = make_hf_model("DebertaV2Model", str(tmp_path), **changes)
     ours, report = load_hf(str(tmp_path))
     assert isinstance(ours, AlbertEncoder) and report["loaded"] == ["encoder"]
+    assert type(ours.config).__name__ == "DebertaConfig"  # the family's own class
     inputs = _inputs(changes)
     theirs = _hf_run(hf, inputs, changes.get("type_vocab_size"))
     out = ours(inputs)

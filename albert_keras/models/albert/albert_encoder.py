@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from albert_keras.config import AlbertConfig
+from albert_keras.families import family_config
 from albert_keras.layers.activations import get_activation
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.stack_hidden_states import StackHiddenStates
@@ -181,7 +182,9 @@ class AlbertEncoder(Backbone):
         **kwargs,
     ):
         if isinstance(config, dict):
-            config = AlbertConfig.from_dict(config)
+            # a DeBERTa config comes back as DebertaConfig (the dict has
+            # every field; the class is the family's)
+            config = family_config(AlbertConfig.from_dict(config))
         if cls_only and output_hidden_states:
             raise ValueError("cls_only and output_hidden_states cannot be combined: "
                              "the last hidden state would hold only the [CLS] row")

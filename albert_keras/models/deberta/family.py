@@ -1,16 +1,17 @@
 """The DeBERTa family's registration and presets.
 
-DeBERTa shares ALBERT's config and encoder (``relative_attention`` turns
-its attention on), so it claims the configs with relative attention; its
-presets are microsoft/deberta-v3-*'s shapes.
+DeBERTa has its own config class (``DebertaConfig``: ALBERT's fields with
+DeBERTa-v3's values) and ALBERT's encoder, whose ``relative_attention``
+turns its attention on; so it claims every ALBERT config with relative
+attention too. Its presets are microsoft/deberta-v3-*'s shapes.
 """
 
-from albert_keras.config import AlbertConfig
 from albert_keras.families import Family
 from albert_keras.families import register_family
+from albert_keras.models.deberta.deberta_config import DebertaConfig
 
 # DeBERTa-v3's encoder settings (microsoft/deberta-v3-* config.json), as
-# AlbertConfig fields: relative attention over 256 log buckets with shared
+# config fields (DebertaConfig's defaults too): relative attention over 256 log buckets with shared
 # position keys and a normalised table, no absolute positions in the input,
 # no segment table, and DeBERTa's exact-GELU pooler.
 DEBERTA_V3_ENCODER = {
@@ -40,18 +41,13 @@ PRESETS = {
 }
 
 
-def has_relative_attention(config):
-    """Whether an ``AlbertConfig`` is DeBERTa's (disentangled attention)."""
-    return config.relative_attention
-
-
 FAMILY = register_family(Family(
     name="deberta",
-    config_class=AlbertConfig,
+    config_class=DebertaConfig,
     backbone="albert_keras.models.albert.albert_encoder:AlbertEncoder",
     presets=PRESETS,
     hf_model_types=("deberta-v2",),
     checkpoints="albert_keras.models.albert.checkpoints",
-    claims="albert_keras.models.deberta.family:has_relative_attention",
+    claims="albert_keras.models.deberta.deberta_config:is_deberta",
     layout="albert_keras.models.albert.layout:LAYOUT_RULES",
 ))

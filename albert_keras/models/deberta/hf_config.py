@@ -1,6 +1,6 @@
 """HF transformers ``config.json`` of ``model_type`` ``deberta-v2`` (v2 and v3).
 
-DeBERTa's relative-attention fields keep HF's names in ``AlbertConfig``;
+DeBERTa's relative-attention fields keep HF's names in ``DebertaConfig``;
 the rest is BERT's layout (no sharing, E = H). What this model cannot hold
 exactly is refused with the field named: the convolution after the first
 layer (``conv_kernel_size``), an embedding width other than the hidden width
@@ -11,6 +11,7 @@ width, a head size other than ``hidden_size / heads``.
 from albert_keras.config import PAD_ID
 from albert_keras.config import AlbertConfig
 from albert_keras.config import ConfigError
+from albert_keras.models.deberta.deberta_config import DebertaConfig
 
 MODEL_TYPE = "deberta-v2"
 
@@ -70,7 +71,7 @@ def _refuse_layouts(data, source):
 
 
 def from_deberta_dict(data, source, generic_keys):
-    """Reads an HF DeBERTa-v2/v3 ``config.json`` into an ``AlbertConfig``.
+    """Reads an HF DeBERTa-v2/v3 ``config.json`` into a ``DebertaConfig``.
 
     Args:
         data: the parsed JSON object.
@@ -100,7 +101,7 @@ def from_deberta_dict(data, source, generic_keys):
         out["pos_att_type"], out["norm_rel_ebd"] = "c2p|p2c", "none"
     out.update(embedding_size=out["hidden_size"], num_hidden_groups=out["num_hidden_layers"],
                sharing="none")
-    return AlbertConfig.from_dict(out, source)
+    return DebertaConfig.of(AlbertConfig.from_dict(out, source))
 
 
 def to_deberta_dict(config):

@@ -1,0 +1,78 @@
+"""DeBERTa's own config class: DeBERTa-v3's values by default, the family
+that claims it, and ALBERT configs with relative attention (files written
+before the class existed) read back as it with the same outputs."""
+
+import dataclasses
+
+import keras
+import numpy as np
+
+from albert_keras import AlbertConfig
+from albert_keras import AlbertEncoder
+from albert_keras import DebertaConfig
+from albert_keras.families import family_of
+from albert_keras.presets import get_preset
+
+# microsoft/deberta-v3-base's config.json, in our field names.
+V3_BASE = dict(vocab_size=128100, hidden_size=768, num_hidden_layers=12,
+               num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
+               hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+               max_position_embeddings=512, type_vocab_size=0, layer_norm_eps=1e-7,
+               relative_attention=True, position_buckets=256, max_relative_positions=-1,
+               share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
+               pooler_hidden_act="gelu")
+
+
+def test_the_defaults_are_deberta_v3_base():
+    config = DebertaConfig()
+    for name, value in V3_BASE.items():
+        assert getattr(config, name) == value, name
+    # no sharing and E = H: HF's DeBERTa layout
+    assert config.is_bert_layout and set(config.position_attention_terms) == {"c2p", "p2c"}
+    assert get_preset("deberta_v3_base") == config
+    assert type(get_preset("deberta_v3_tiny")) is DebertaConfig
+
+
+def test_the_family_claims_its_class_and_albert_configs_with_relative_attention():
+    assert family_of(DebertaConfig()).name == "deberta"
+    assert family_of(AlbertConfig(relative_attention=True)).name == "deberta"
+    assert family_of(AlbertConfig()).name == "albert"
+    assert family_of(get_preset("bert_tiny")).name == "albert"
+
+
+def _tiny(**fields):
+    return dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                intermediate_size=64, max_position_embeddings=32, position_buckets=4,
+                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **fields)
+
+
+def test_an_albert_file_with_relative_attention_reads_back_as_deberta(tmp_path):
+    """ALBERT's sharing with DeBERTa's attention, saved as an ``AlbertConfig``
+    (what every file written before ``DebertaConfig`` holds: the saved
+    config is the field dict, no class name): it loads with every field and
+    output unchanged, as its family's class."""
+    config = AlbertConfig(**_tiny(embedding_size=16, relative_attention=True,
+                                  share_att_key=True, norm_rel_ebd="layer_norm",
+                                  position_biased_input=False, type_vocab_size=0))
+    encoder = AlbertEncoder(config)
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 64, (2, 11)).astype("int32"),
+         "segment_ids": np.zeros((2, 11), "int32"),
+         "padding_mask": np.array([[1] * 11, [1] * 7 + [0] * 4], "int32")}
+    expected = encoder(x)["sequence_output"]
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded.config) is DebertaConfig and loaded.config.sharing == "all"
+    assert dataclasses.asdict(loaded.config) == dataclasses.asdict(config)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(loaded(x)["sequence_output"]),
+                               keras.ops.convert_to_numpy(expected), atol=1e-6, rtol=0)
+
+
+def test_a_deberta_config_with_albert_sharing_builds_a_shared_stack():
+    shared = AlbertEncoder(DebertaConfig(**_tiny(embedding_size=16, sharing="all",
+                                                  num_hidden_groups=1)))
+    unshared = AlbertEncoder(DebertaConfig(**_tiny(num_hidden_groups=2)))
+    # one block's weights for both layers, and the factorized embedding
+    assert shared.count_params() < unshared.count_params()
+    assert family_of(shared).name == "deberta"
