@@ -19,6 +19,7 @@ import os
 from albert_keras.convert import is_hf_folder
 from albert_keras.convert import is_tf1_checkpoint
 from albert_keras.convert import load_checkpoint
+from albert_keras.convert.hf import hf_task_spec
 from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
 from albert_keras.convert.keras_hub_preset import preset_tokenizer
 from albert_keras.families import build_backbone
@@ -178,6 +179,18 @@ def load_checkpoint_folder(path):
     return _CHECKPOINTS[key]
 
 
+def load_checkpoint_task(path):
+    """``(model, task_spec_dict)`` of an HF ``...For<Task>`` folder: its task
+    model, converted afresh (not the shared copy: a task object trains it in
+    place), with the folder's tokenizer."""
+    model, _ = load_checkpoint(path, strict=False)
+    if not getattr(model, "task_spec", None):
+        raise FileNotFoundError(f"{path}: a checkpoint with no task head we read (not "
+                                "a ...For<Task> folder)")
+    _attach_tokenizer(model, path)
+    return model, model.task_spec
+
+
 def _attach_tokenizer(model, path):
     """Gives a converted checkpoint's encoder the folder's tokenizer, so a
     model built on it (and saved) knows its special ids. A folder without
@@ -312,7 +325,10 @@ class ModelSource:
 
     @functools.cached_property
     def task_spec(self):
-        """The folder's ``task.json`` as a dict ({} when absent; read once)."""
+        """The folder's ``task.json`` as a dict, or an HF ``...For<Task>``
+        folder's, read from its ``config.json`` ({} when absent; read once)."""
+        if is_checkpoint_folder(self.path):
+            return hf_task_spec(self.path)
         return read_task_spec(folder_of(self.path))
 
     def data_file(self, key):
@@ -357,8 +373,10 @@ class ModelSource:
         return spec
 
     def task_model(self):
-        """``(model, task_spec_dict)`` of a fine-tuned folder."""
-        model, spec = load_task_model(self.path)
+        """``(model, task_spec_dict)`` of a fine-tuned folder (ours, or an HF
+        ``...For<Task>`` folder, converted afresh: the caller may train it)."""
+        load = load_checkpoint_task if is_checkpoint_folder(self.path) else load_task_model
+        model, spec = load(self.path)
         self._model = model
         return model, spec
 

@@ -316,6 +316,9 @@ def _measure(folder, files, work, repeats, case, also_precision=None):  # noqa: 
             runs["ours_finetune_fixed"].append(
                 _ours_finetune(folder, files, out + "_fixed", "--no-length-buckets")[0])
         runs["ours_predict"].append(_ours_predict(out, files["predict"]))
+        if also_precision:  # the folder fine-tuned in that precision predicts in it too
+            runs.setdefault(f"ours_predict_{also_precision}", []).append(
+                _ours_predict(out + "_" + also_precision, files["predict"]))
         runs["hf_pipeline"].append(_child(HF_PREDICT, hf_out, files["predict"], SEQ,
                                           PREDICT_BATCH)["seconds"])
         if repeat == 0:
@@ -326,9 +329,16 @@ def _measure(folder, files, work, repeats, case, also_precision=None):  # noqa: 
     latency = {side: _child(LATENCY, side, out if side == "ours" else hf_out,
                             files["predict"], LATENCY_TEXTS)
                for side in ("ours", "hf")}
+    if also_precision:
+        latency[f"ours_{also_precision}"] = _child(LATENCY, "ours", out + "_" + also_precision,
+                                                   files["predict"], LATENCY_TEXTS)
     medians = {k: statistics.median(v) for k, v in runs.items() if v}
     also = ({f"finetune_{also_precision}_speedup_vs_hf":
-             medians["hf_trainer"] / medians[f"ours_finetune_{also_precision}"]}
+             medians["hf_trainer"] / medians[f"ours_finetune_{also_precision}"],
+             f"predict_{also_precision}_speedup_vs_hf":
+             medians["hf_pipeline"] / medians[f"ours_predict_{also_precision}"],
+             f"latency_{also_precision}_speedup_vs_hf":
+             latency["hf"]["median"] / latency[f"ours_{also_precision}"]["median"]}
             if also_precision else {})
     return {**also, "pieces": files["pieces"], "runs": runs, "median_s": medians,
             "ours_split_s": split, "one_text_latency_s": latency,

@@ -40,6 +40,12 @@ def load_source(origin, part="auto"):
 
         model = SentenceEmbedder(origin.encoder(dtype="float32", output_hidden_states=True))
         return model, None, _tokenizer_of(model, source, tokenizer), folder
+    if part == "auto" and is_checkpoint_folder(source) and origin.task_spec:
+        # A model fine-tuned with transformers (a ...For<Task> folder): its
+        # task model, with the labels of its config.json.
+        model, spec = origin.task_model()
+        spec = TaskSpec.from_json(spec, os.path.join(source, "config.json"))
+        return model, spec, _tokenizer_of(model, source, tokenizer), source
     if is_checkpoint_folder(source):
         # A published checkpoint: its encoder, or with --part mlm its MLM model.
         # auto/encoder: its encoder; mlm: the model with the MLM head; model:

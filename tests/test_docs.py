@@ -10,6 +10,7 @@ user's terminal.
 import glob
 import os
 import shlex
+import textwrap
 
 import pytest
 
@@ -23,7 +24,8 @@ PAGES = [os.path.join(ROOT, "README.md"),
 
 
 def _blocks(path, languages):
-    """The fenced code blocks of ``path`` whose language is in ``languages``."""
+    """The fenced code blocks of ``path`` whose language is in ``languages``
+    (a block inside a list item loses the item's indentation)."""
     blocks, current = [], None
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -33,7 +35,7 @@ def _blocks(path, languages):
                     current = [] if fence[3:].strip() in languages else False
                 else:
                     if current is not False:
-                        blocks.append("".join(current))
+                        blocks.append(textwrap.dedent("".join(current)))
                     current = None
             elif current not in (None, False):
                 current.append(line)
@@ -75,6 +77,7 @@ def test_python_examples_run(classifier_folder, init_folder, task_files, tmp_pat
     """The README's and the guides' Python blocks, in order, in a folder that
     holds what they name (the tour's pretraining and fine-tuned folders, its
     training and eval rows, its export and a keras-hub preset)."""
+    from albert_keras.convert import save_hf
     from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite
@@ -91,6 +94,8 @@ def test_python_examples_run(classifier_folder, init_folder, task_files, tmp_pat
                   ExportConfig(with_tokenizer=True, examples=8))
     save_keras_hub_preset(ModelSource(classifier_folder).encoder(dtype="float32"),
                           read_tokenizer(classifier_folder), "albert_preset")
+    # a classifier as transformers' users publish one (AlbertForSequenceClassification)
+    save_hf(ModelSource(classifier_folder).task_model()[0], "hf_sentiment")
     blocks = [(path, block) for path in PAGES for block in _blocks(path, ("python",))]
     assert len(blocks) >= 3
     for path, block in blocks:

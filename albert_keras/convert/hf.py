@@ -10,6 +10,7 @@ family's tensor names and heads. This module imports no model.
 import json
 import os
 
+from albert_keras.convert import hf_heads
 from albert_keras.convert.assign import ConversionError
 from albert_keras.families import family_for_hf
 from albert_keras.families import family_of
@@ -162,8 +163,8 @@ def load_hf(folder, strict=True, dtype=None):
     return family.checkpoint_module().load_hf(folder, strict=strict, dtype=dtype)
 
 
-def hf_model_type(config_path):
-    """The ``model_type`` of an HF ``config.json``, or a one-line error."""
+def read_hf_config(config_path):
+    """An HF ``config.json`` as a dict with a ``model_type``, or a one-line error."""
     try:
         with open(config_path, encoding="utf-8") as f:
             data = json.load(f)
@@ -171,7 +172,25 @@ def hf_model_type(config_path):
         raise ConversionError(f"{config_path}: cannot read config: {e}") from None
     if not isinstance(data, dict) or "model_type" not in data:
         raise ConversionError(f"{config_path}: no model_type (not an HF config.json)")
-    return data["model_type"]
+    return data
+
+
+def hf_model_type(config_path):
+    """The ``model_type`` of an HF ``config.json``, or a one-line error."""
+    return read_hf_config(config_path)["model_type"]
+
+
+def hf_task_spec(folder):
+    """The ``task.json`` dict of an HF ``...For<Task>`` folder, read from its
+    ``config.json`` alone (no weights); ``{}`` for any other folder."""
+    if not is_hf_folder(folder):
+        return {}
+    path = os.path.join(folder, "config.json")
+    try:
+        data = read_hf_config(path)
+    except ConversionError:  # not HF's (a keras-hub preset's config.json): no HF task
+        return {}
+    return hf_heads.task_spec(data, path)
 
 
 # -- writing -----------------------------------------------------------------------

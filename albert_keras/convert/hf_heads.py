@@ -1,5 +1,6 @@
 """Task heads in HF folders: which ``...For<Task>`` class a task model
-becomes, where its head's tensors go, and the labels in ``config.json``.
+becomes, where its head's tensors go, and the labels in ``config.json``;
+and, reading, which task an HF folder's class is and its ``task.json``.
 
 A task model declares its HF task (``hf_task``) and the dense layers of
 its head by canonical name (``head_layers``); this module turns those into
@@ -91,3 +92,75 @@ def label_fields(model):
         fields["problem_type"] = ("regression" if count == 1
                                   else "single_label_classification")
     return fields
+
+
+# HF's task of a ``...For<Task>`` class -> our task unit's name
+TASK_UNITS = {"SequenceClassification": "classify", "TokenClassification": "tag",
+              "QuestionAnswering": "qa", "MultipleChoice": "choice"}
+# The task.json sequence length a converted task folder starts with (the
+# length fine-tuning and HF's pipelines default to); the model's own
+# position count caps it.
+_SPEC_LENGTH = {"qa": 384}
+_DEFAULT_LENGTH = 128
+
+
+def folder_task(data):
+    """HF's task of a ``config.json`` dict (``SequenceClassification`` for
+    ``BertForSequenceClassification``...), from its ``architectures``; None
+    for a folder of no task class (an encoder, a pretraining checkpoint).
+
+    Example:
+    >>> folder_task({"architectures": ["AlbertForTokenClassification"]})
+    'TokenClassification'
+    """
+    for name in data.get("architectures") or ():
+        task = str(name).rpartition("For")[2]
+        if "For" in str(name) and task in TASK_UNITS:
+            return task
+    return None
+
+
+def reads_as_task(model_type, task):
+    """Whether a folder of HF's ``task`` class reads back as our task model:
+    not where HF computes the head otherwise (ELECTRA's sentence heads)."""
+    return task is not None and (model_type, task) not in _UNLIKE
+
+
+def task_spec(data, source="config.json"):
+    """The ``task.json`` dict of an HF task folder's ``config.json`` dict (its
+    labels from ``id2label``, a regression from ``problem_type`` or one
+    output), or ``{}`` for a folder of no task class.
+
+    Example:
+    >>> task_spec({"architectures": ["BertForSequenceClassification"],
+    ...            "id2label": {"0": "neg", "1": "pos"}})["labels"]
+    ['neg', 'pos']
+    """
+    task = folder_task(data)
+    if task is None:
+        return {}
+    unit = TASK_UNITS[task]
+    length = min(_SPEC_LENGTH.get(unit, _DEFAULT_LENGTH),
+                 int(data.get("max_position_embeddings") or _DEFAULT_LENGTH))
+    spec = {"task": unit, "sequence_length": length, "labels": []}
+    if task in ("QuestionAnswering", "MultipleChoice"):
+        return spec
+    names = data.get("id2label") or {}
+    if not isinstance(names, dict):
+        raise ConversionError(f"{source}: id2label is not a mapping")
+    count = len(names) or int(data.get("num_labels") or 2)
+    if task == "SequenceClassification" and (
+            data.get("problem_type") == "regression" or count == 1):
+        return {**spec, "regression": True}
+    labels = {str(k): str(v) for k, v in names.items()}
+    spec["labels"] = [labels.get(str(i), f"LABEL_{i}") for i in range(count)]
+    return spec
+
+
+def head_outputs(task, tensors, source):
+    """The number of outputs of a task head read from its tensors."""
+    name = "qa_outputs.weight" if task == "QuestionAnswering" else "classifier.weight"
+    if name not in tensors:
+        raise ConversionError(f"{source}: a ...For{task} folder without its head tensor "
+                              f"{name}")
+    return int(tensors[name].shape[0])

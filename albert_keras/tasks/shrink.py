@@ -10,10 +10,14 @@ From a fine-tuned classifier folder (the teacher), on the user's own rows:
    is shown as such, not recommended);
 3. each file's size and median latency at batch 1 with the app's threads
    (``bench``) are measured on this CPU;
-4. the table (``shrink.md``, ``shrink.json``) lists them with the Pareto
+4. beside them, the baselines (``shrink_baselines``): an average-word-
+   embedding classifier of MediaPipe Model Maker's kind, trained on the same
+   rows and measured the same way, and TF-IDF + logistic regression's
+   accuracy, so the table shows what a transformer buys;
+5. the table (``shrink.md``, ``shrink.json``) lists them with the Pareto
    front (no other file is both smaller and more accurate) and recommends
-   the smallest file within ``tolerance`` of the teacher's float accuracy,
-   copied to ``recommended.tflite`` (with metadata when asked).
+   the smallest transformer file within ``tolerance`` of the teacher's float
+   accuracy, copied to ``recommended.tflite`` (with metadata when asked).
 
 Resumable: each finished step leaves its result under ``DIR/results/``; a
 run started again on the same ``DIR`` skips them. ``max_minutes`` stops
@@ -28,7 +32,9 @@ import time
 
 from albert_keras.files import read_json
 from albert_keras.files import write_json
-from albert_keras.model_folder import read_task_spec
+from albert_keras.model_folder import ModelSource
+from albert_keras.tasks.shrink_baselines import baseline_rows
+from albert_keras.tasks.shrink_baselines import tfidf_accuracy
 from albert_keras.tasks.shrink_config import ShrinkConfig
 from albert_keras.tasks.shrink_table import TEACHER
 from albert_keras.tasks.shrink_table import recommend
@@ -70,6 +76,11 @@ def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
                {"format": SHRINK_FORMAT, "teacher": os.path.abspath(teacher),
                 "config": dataclasses.asdict(cfg)})
     rows = _files_of(TEACHER, teacher, eval_path, train_path, out_dir, cfg)
+    references = {}
+    if cfg.baselines:
+        rows += baseline_rows(ModelSource(teacher).task_spec, (train_path, eval_path), out_dir,
+                              cfg)
+        references = _references(teacher, (train_path, eval_path), out_dir)
     for name in cfg.students:
         if cfg.max_minutes is not None and time.monotonic() - started > 60 * cfg.max_minutes:
             logger.info(f"--max-minutes {cfg.max_minutes:g} spent: {name} and later "
@@ -80,15 +91,17 @@ def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
     best = recommend(rows, cfg.tolerance)
     if best is not None:
         _ship(best, out_dir, cfg, (eval_path, train_path))
-    write_table(rows, best, out_dir, cfg)
-    return {"rows": rows, "recommended": best}
+    write_table(rows, best, out_dir, cfg, references)
+    return {"rows": rows, "recommended": best, "references": references}
 
 
 def _check_request(teacher, paths, out_dir):
-    spec = read_task_spec(teacher) if os.path.isdir(teacher) else None
+    # ours (task.json), or one fine-tuned with transformers (...ForSequenceClassification)
+    spec = ModelSource(teacher).task_spec if os.path.isdir(teacher) else None
     if not spec or spec.get("task") != "classify":
         raise ShrinkError(f"{teacher}: shrink takes a fine-tuned classifier folder "
-                          f"(task.json with task classify)")
+                          f"(task.json with task classify, or an HF "
+                          f"...ForSequenceClassification folder)")
     for path in paths:
         if path is not None and path != "corpus" and not os.path.isfile(path):
             raise ShrinkError(f"{path}: no such file")
@@ -100,6 +113,15 @@ def _check_request(teacher, paths, out_dir):
         if read_json(run).get("teacher") != os.path.abspath(teacher):
             raise ShrinkError(f"{out_dir}: an earlier shrink run of another teacher "
                               f"({read_json(run).get('teacher')}); name a new folder")
+
+
+def _references(teacher, paths, out_dir):
+    """Accuracies with no file (TF-IDF + logistic regression), kept for a resumed run."""
+    path = os.path.join(out_dir, "results", "references.json")
+    if not os.path.isfile(path):
+        write_json(path, {"tfidf_logistic_regression":
+                          tfidf_accuracy(ModelSource(teacher).task_spec, paths)})
+    return read_json(path)
 
 
 def _student(name, teacher, train_path, eval_path, out_dir, cfg, unlabeled):  # noqa: PLR0913 (the run's files and settings)

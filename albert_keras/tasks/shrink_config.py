@@ -32,6 +32,9 @@ class ShrinkConfig:
         metadata: the recommended file carries TFLite Model Metadata for
             MediaPipe and the Task Library (and MediaPipe runs it first).
         seed: the students' seed.
+        baselines: also measure the non-transformer baselines
+            (``shrink_baselines``): an average-word-embedding classifier's
+            files, and TF-IDF + logistic regression's accuracy.
 
     Example:
     >>> ShrinkConfig(students=("bert_tiny",), modes=("none", "dynamic")).tolerance
@@ -59,6 +62,10 @@ class ShrinkConfig:
     metadata: bool = option(False, "the recommended file carries MediaPipe's metadata "
                                    "(MediaPipe runs it before it is written)")
     seed: int = option(0, "the students' seed")
+    baselines: bool = option(True, "also measure an average-word-embedding classifier of "
+                                   "MediaPipe Model Maker's kind, trained on the same rows, "
+                                   "and (with scikit-learn) TF-IDF + logistic regression: "
+                                   "what a transformer buys (never recommended)")
 
     def validate(self):
         check_options(self)

@@ -7,6 +7,8 @@ from albert_keras.files import atomic_write
 from albert_keras.files import write_json
 
 TEACHER = "teacher"
+_REFERENCE_NAMES = {"tfidf_logistic_regression":
+                    "TF-IDF (word 1-2-grams) + logistic regression"}
 
 
 def teacher_accuracy(rows):
@@ -34,7 +36,7 @@ def pareto(rows):
 
 def recommend(rows, tolerance):
     """The smallest validated file whose accuracy is within ``tolerance`` of
-    the teacher's float file, or None.
+    the teacher's float file, or None; baselines are never recommended.
 
     Example:
     >>> rows = [{"candidate": "teacher", "mode": "none", "validated": True,
@@ -49,14 +51,17 @@ def recommend(rows, tolerance):
     reference = teacher_accuracy(rows)
     if reference is None:
         return None
-    kept = [r for r in rows if r.get("validated") and
+    # a baseline's file reads its own word ids, not the teacher's tokenizer's
+    kept = [r for r in rows if r.get("validated") and not r.get("baseline") and
             r["tflite_accuracy"] >= reference - tolerance - 1e-12]
     return min(kept, key=lambda r: (r.get("size_bytes", r["size_mb"] * 1e6),
                                     -r["tflite_accuracy"]), default=None)
 
 
-def write_table(rows, best, out_dir, cfg):
-    """``shrink.md``, ``shrink.json`` and (with matplotlib) ``shrink.png``."""
+def write_table(rows, best, out_dir, cfg, references=None):
+    """``shrink.md``, ``shrink.json`` and (with matplotlib) ``shrink.png``;
+    ``references``: accuracies with no file (``{"tfidf_logistic_regression": 0.8}``)."""
+    references = {k: v for k, v in (references or {}).items() if v is not None}
     front = {(r["candidate"], r["mode"]) for r in pareto(rows)}
     reference = teacher_accuracy(rows)
     for r in rows:
@@ -65,14 +70,14 @@ def write_table(rows, best, out_dir, cfg):
             (best["candidate"], best["mode"])
     write_json(os.path.join(out_dir, "shrink.json"),
                {"teacher_accuracy": reference, "tolerance": cfg.tolerance,
-                "threads": cfg.threads, "rows": rows,
+                "threads": cfg.threads, "rows": rows, "references": references,
                 "recommended": best and os.path.join(out_dir, "recommended.tflite")})
     with atomic_write(os.path.join(out_dir, "shrink.md")) as f:
-        f.write(markdown(rows, best, reference, cfg))
+        f.write(markdown(rows, best, reference, cfg, references))
     _picture(rows, os.path.join(out_dir, "shrink.png"))
 
 
-def markdown(rows, best, reference, cfg):
+def markdown(rows, best, reference, cfg, references=None):
     """The table as Markdown, smallest file first."""
     points = f"{100 * cfg.tolerance:g} point{'' if 100 * cfg.tolerance == 1 else 's'}"
     lines = [f"Teacher's float accuracy: {_pct(reference)}; recommended: the smallest file "
@@ -87,12 +92,19 @@ def markdown(rows, best, reference, cfg):
                          f"{r['failure'][:120]} |")
             continue
         delta = 100 * (r["tflite_accuracy"] - reference) if reference is not None else None
-        lines.append(f"| {r['candidate']} | {r['mode']} | {r['params']:,} | "
+        name = f"{r['candidate']} (baseline)" if r.get("baseline") else r["candidate"]
+        lines.append(f"| {name} | {r['mode']} | {r['params']:,} | "
                      f"{r['size_mb']:.2f} | {r['median_ms']:.1f} | "
                      f"{_pct(r['tflite_accuracy'])} | "
                      f"{'' if delta is None else f'{delta:+.1f}'} | "
                      f"{'yes' if r['pareto'] else ''} | "
                      f"{'**recommended**' if r['recommended'] else ''} |")
+    for name, accuracy in (references or {}).items():
+        lines += ["", f"{_REFERENCE_NAMES.get(name, name)} on the same rows: {_pct(accuracy)} "
+                      "(no file)."]
+    if any(r.get("baseline") for r in rows):
+        lines += ["", "Baselines show what a transformer buys; they are never recommended "
+                      "(their files read word ids of their own vocabulary)."]
     if best is None:
         lines += ["", "No file kept the teacher's accuracy within the tolerance: try larger "
                       "students, more epochs, unlabelled rows (--unlabeled) or a larger "

@@ -236,3 +236,57 @@ def test_a_classifier_built_in_python_on_a_checkpoint_exports_with_its_own_ids(
                                           r"pass tokenizer$"):
         export_tflite(str(bare / "cls.keras"), str(bare / "cls.tflite"))
     assert sorted(os.listdir(bare)) == ["cls.keras"]
+
+
+def test_a_classifier_fine_tuned_with_transformers_predicts_and_exports_with_its_labels(
+        tmp_path, capsys):
+    """A ``BertForSequenceClassification`` folder, what a hub download of a
+    model fine-tuned with transformers leaves: ``TextClassifier.from_preset``
+    keeps its head and label names and gives transformers' ``pipeline``
+    probabilities; ``albert-keras predict`` names its labels; ``albert-keras
+    export`` writes a validated classifier file carrying them."""
+    import transformers
+
+    import albert_keras
+
+    folder = tmp_path / "sentiment"
+    vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
+    labels = ["negative", "positive", "mixed"]
+    make_hf_model("BertForSequenceClassification", folder,
+                  vocab_size=sum(1 for _ in open(vocab, encoding="utf-8")),
+                  max_position_embeddings=64, id2label=dict(enumerate(labels)),
+                  label2id={n: i for i, n in enumerate(labels)})
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
+    texts = ["the quick brown fox", "a lazy dog sleeps all day", "markets and weather"]
+    theirs = transformers.pipeline("text-classification", model=str(folder), top_k=None)(texts)
+    model = albert_keras.TextClassifier.from_preset(str(folder))
+    assert model.labels == tuple(labels)
+    ours = model.predict(texts)
+    for row, scores in zip(ours, theirs):
+        by_name = {s["label"]: s["score"] for s in scores}
+        np.testing.assert_allclose([by_name[n] for n in labels], row, atol=1e-5)
+
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text\n" + "".join(t + "\n" for t in texts))
+    capsys.readouterr()
+    assert main(["predict", str(folder), "--input", str(rows)]) == 0
+    predicted = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [p["label"] for p in predicted] == [labels[int(np.argmax(r))] for r in ours]
+
+    out = str(tmp_path / "sentiment.tflite")
+    assert main(["export", str(folder), "--out", out, "--seq-len", "32"]) == 0
+    sidecar = json.load(open(out[:-len(".tflite")] + ".json"))
+    assert sidecar["labels"] == labels and sidecar["validation"]["passed"]
+    # the file's logits are the model's on the same ids
+    ids = albert_keras.Tokenizer.from_preset(str(folder)).encode(texts[:1])[0]
+    runner = TFLiteRunner(out)
+    token_ids = np.zeros((1, 32), np.int32)
+    cls, sep = sidecar["special_ids"]["cls"], sidecar["special_ids"]["sep"]
+    piece_ids = [cls, *ids, sep]
+    token_ids[0, :len(piece_ids)] = piece_ids
+    mask = (token_ids > 0).astype(np.int32)
+    got = runner({"ids": token_ids, "mask": mask, "segment_ids": np.zeros_like(token_ids)})
+    want = model.task_model({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+                             "padding_mask": mask})["logits"]
+    np.testing.assert_allclose(got["logits"], np.asarray(want), atol=1e-4)

@@ -99,6 +99,59 @@ def test_a_task_model_loads_in_transformers_with_our_outputs(family, task, tmp_p
         assert hf_model.config.id2label == dict(enumerate(LABELS))
 
 
+# HF's class prefix of each family
+PREFIX = {"albert": "Albert", "bert": "Bert", "electra": "Electra", "deberta": "DebertaV2",
+          "mobilebert": "MobileBert"}
+OURS = {"SequenceClassification": SequenceClassifier, "TokenClassification": TokenTagger,
+        "QuestionAnswering": SpanExtractor, "MultipleChoice": ChoiceScorer}
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_an_hf_task_folder_reads_back_as_our_task_model(family, task, tmp_path):
+    """A model fine-tuned with transformers (any family, any task class HF
+    has) reads as our task model with its labels and transformers' outputs;
+    where HF computes the head otherwise (ELECTRA's sentence heads) the
+    folder gives its encoder and names the head left out."""
+    labelled = task in ("SequenceClassification", "TokenClassification")
+    fields = dict(id2label=dict(enumerate(LABELS)),
+                  label2id={n: i for i, n in enumerate(LABELS)}) if labelled else {}
+    hf_model = make_hf_model(f"{PREFIX[family]}For{task}", tmp_path, **fields)
+    if (family, task) in REFUSED:
+        model, report = load_hf(str(tmp_path), strict=False)
+        assert not hasattr(model, "hf_task") and report["unused"]
+        return
+    model, report = load_hf(str(tmp_path))
+    assert type(model) is OURS[task] and not report["unused"], report
+    spec = model.task_spec
+    assert spec["task"] == {"SequenceClassification": "classify", "TokenClassification": "tag",
+                            "QuestionAnswering": "qa", "MultipleChoice": "choice"}[task]
+    assert list(model.labels) == (LABELS if labelled else [])
+    inputs = _inputs(task)
+    ours, theirs = model(inputs), _theirs(hf_model, inputs)
+    mask = inputs["padding_mask"].astype(bool)
+    for name in ("start_logits", "end_logits") if task == "QuestionAnswering" else ("logits",):
+        a, b = np.asarray(ours[name]), getattr(theirs, name).numpy()
+        if task in ("TokenClassification", "QuestionAnswering"):
+            a, b = a[mask], b[mask]
+        np.testing.assert_allclose(a, b, atol=2e-4, rtol=0)
+
+
+def test_an_hf_regressor_and_default_labels_read_back(tmp_path):
+    make_hf_model("BertForSequenceClassification", tmp_path / "reg", num_labels=1,
+                  problem_type="regression")
+    model, _ = load_hf(str(tmp_path / "reg"))
+    assert model.task_spec["regression"] is True and model.num_classes == 1
+    make_hf_model("BertForSequenceClassification", tmp_path / "plain")  # HF's LABEL_0, LABEL_1
+    model, _ = load_hf(str(tmp_path / "plain"))
+    assert model.labels == ("LABEL_0", "LABEL_1")
+    config = json.loads((tmp_path / "plain" / "config.json").read_text())
+    config["id2label"] = {"0": "a", "1": "b", "2": "c"}
+    (tmp_path / "plain" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConversionError, match="the head has 2 outputs and config.json names 3"):
+        load_hf(str(tmp_path / "plain"))
+
+
 def test_a_regressor_and_a_mean_pooled_classifier(tmp_path):
     encoder = _encoder("bert", tmp_path / "base")
     save_hf(_randomized_head(SequenceClassifier(encoder, 1)), str(tmp_path / "reg"))

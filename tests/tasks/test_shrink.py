@@ -29,7 +29,8 @@ def test_every_candidate_is_measured_and_the_smallest_kept_file_recommended(run)
     out, result = run
     rows = result["rows"]
     assert {(r["candidate"], r["mode"]) for r in rows} == {
-        (c, m) for c in ("teacher", "bert_tiny", "albert_tiny") for m in ("none", "dynamic")}
+        (c, m) for c in ("teacher", "avg_embedding", "bert_tiny", "albert_tiny")
+        for m in ("none", "dynamic")}
     table = json.load(open(os.path.join(out, "shrink.json")))
     teacher = table["teacher_accuracy"]
     assert teacher == next(r["tflite_accuracy"] for r in rows
@@ -39,19 +40,44 @@ def test_every_candidate_is_measured_and_the_smallest_kept_file_recommended(run)
         assert r["examples"] == 16  # every eval row
         assert r["size_mb"] > 0 and r["median_ms"] > 0
         assert r["size_bytes"] == os.path.getsize(os.path.join(out, r["file"]))
-    kept = [r for r in rows if r["tflite_accuracy"] >= teacher - TINY.tolerance]
+    kept = [r for r in rows if r["tflite_accuracy"] >= teacher - TINY.tolerance
+            and not r.get("baseline")]
     best = result["recommended"]
     assert best["size_bytes"] == min(r["size_bytes"] for r in kept)
     assert best["candidate"] != "teacher"  # students with a tenth of its layers are smaller
-    students = [r for r in rows if r["candidate"] != "teacher"]
+    students = [r for r in rows if r["candidate"] not in ("teacher", "avg_embedding")]
     assert max(r["params"] for r in students) < min(r["params"] for r in rows
                                                     if r["candidate"] == "teacher")
     with open(os.path.join(out, "recommended.tflite"), "rb") as f, \
             open(os.path.join(out, best["file"]), "rb") as g:
         assert f.read() == g.read()
     markdown = open(os.path.join(out, "shrink.md")).read()
-    assert "**recommended**" in markdown and markdown.count("\n| ") == 7  # header + 6 rows
+    assert "**recommended**" in markdown and markdown.count("\n| ") == 9  # header + 8 rows
+    assert "| avg_embedding (baseline) | dynamic |" in markdown
     assert os.path.isfile(os.path.join(out, "shrink.png"))
+
+
+def test_the_baselines_are_measured_like_every_candidate_and_never_recommended(run):
+    """The average-word-embedding classifier (MediaPipe Model Maker's kind)
+    learns the tiny task from its 48 rows (each text starts with its label's
+    word), its files are a small fraction of any transformer's, and TF-IDF's
+    accuracy is beside them where scikit-learn is installed."""
+    import importlib.util
+
+    out, result = run
+    baseline = {r["mode"]: r for r in result["rows"] if r["candidate"] == "avg_embedding"}
+    assert set(baseline) == {"none", "dynamic"} and all(r["baseline"] for r in baseline.values())
+    assert baseline["none"]["keras_accuracy"] >= 0.75, baseline  # chance is 0.5
+    assert baseline["none"]["tflite_accuracy"] == baseline["none"]["keras_accuracy"]
+    assert baseline["dynamic"]["size_bytes"] < baseline["none"]["size_bytes"] < 1_000_000
+    assert result["recommended"]["candidate"] != "avg_embedding"
+    references = json.load(open(os.path.join(out, "shrink.json")))["references"]
+    if importlib.util.find_spec("sklearn") is None:
+        assert references == {}
+    else:
+        assert 0.75 <= references["tfidf_logistic_regression"] <= 1.0
+        assert "TF-IDF (word 1-2-grams) + logistic regression on the same rows" in open(
+            os.path.join(out, "shrink.md")).read()
 
 
 def test_a_second_run_resumes(run, classifier_folder, task_files):
@@ -117,6 +143,15 @@ def test_refusals_before_any_work(classifier_folder, init_folder, task_files, tm
         shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], str(mine),
                TINY)
     assert os.listdir(mine) == ["notes.txt"]
+    # a model fine-tuned with transformers is a teacher too; its other task classes are not
+    from albert_keras.tasks.shrink import _check_request
+    from tests.helpers import make_hf_model
+
+    make_hf_model("BertForSequenceClassification", tmp_path / "hf_cls")
+    _check_request(str(tmp_path / "hf_cls"), (), str(tmp_path / "c"))
+    make_hf_model("BertForTokenClassification", tmp_path / "hf_tag")
+    with pytest.raises(ShrinkError, match="fine-tuned classifier folder"):
+        _check_request(str(tmp_path / "hf_tag"), (), str(tmp_path / "c"))
     with pytest.raises(ValueError, match="albert_huge"):
         shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"],
                str(tmp_path / "b"), ShrinkConfig(students=("albert_huge",)))

@@ -4,10 +4,10 @@ DeBERTa-v2/v3 (the layouts ``AlbertConfig`` holds) in and out.
 Reads ``AlbertModel``, ``AlbertForPreTraining``, ``AlbertForMaskedLM``,
 ``BertModel``, ``BertForPreTraining``, ``ElectraModel``,
 ``ElectraForPreTraining`` (the discriminator), ``ElectraForMaskedLM``
-(the generator), ``DebertaV2Model``, ``DebertaV2ForMaskedLM`` (both head
-layouts) and ``DebertaV2ForSequenceClassification`` folders (prefix
-``albert.`` / ``bert.`` / ``electra.`` / ``deberta.`` optional); writes
-those and every task model's ``...For<Task>`` class. The generic reading
+(the generator), ``DebertaV2Model`` and ``DebertaV2ForMaskedLM`` (both head
+layouts) folders, and every ``...For<Task>`` class as our task model
+(prefix ``albert.`` / ``bert.`` / ``electra.`` / ``deberta.`` optional);
+writes those. The generic reading
 and writing of HF folders is ``albert_keras.convert.hf``'s; the name
 tables are ``albert_keras.convert.weight_layout``'s.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from albert_keras.convert import hf_heads
 from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
-from albert_keras.convert.hf import hf_model_type
+from albert_keras.convert.hf import read_hf_config
 from albert_keras.convert.hf import read_hf_tensors
 from albert_keras.convert.hf import strip_prefix
 from albert_keras.convert.hf import write_hf_folder
@@ -33,6 +33,7 @@ from albert_keras.models.albert.config_files import read_config_file
 from albert_keras.models.albert.hf_config import to_hf_dict
 from albert_keras.models.backbone import backbone_of
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.hf_task_model import task_model_from_hf
 from albert_keras.models.sequence_classifier import SequenceClassifier
 from albert_keras.models.token_discriminator import TokenDiscriminator
 
@@ -73,15 +74,19 @@ def _names(model_type, config, tensors):
     return _NAMES[model_type](config)
 
 
-def _build_model(config, tensors, dtype, model_type):
+def _build_model(config, tensors, dtype, data, source):
     """Our model for the heads the folder has."""
+    model_type = data["model_type"]
     encoder = AlbertEncoder(config, dtype=dtype)
+    task_model = task_model_from_hf(data, tensors, encoder, source, dtype)
+    if task_model is not None:
+        return task_model
     if any(k.startswith("discriminator_predictions.") for k in tensors):
         return TokenDiscriminator(encoder, dtype=dtype)
     if any(k.startswith(_HEAD_PREFIXES) for k in tensors):
         return EncoderPretrainer(encoder, dtype=dtype)
     if model_type == _DEBERTA and "classifier.weight" in tensors:
-        # DebertaV2ForSequenceClassification: ContextPooler = our pooler
+        # DebertaV2ForSequenceClassification without ``architectures``: ContextPooler = our pooler
         # (dense + gelu on the first token), then dropout and the classifier.
         classes = int(np.shape(tensors["classifier.weight"])[0])
         return SequenceClassifier(encoder, classes, dtype=dtype)
@@ -119,23 +124,23 @@ def _skipped_by_hf(model_type, config, tensors):
 
 
 def load_hf(folder, strict=True, dtype=None):
-    """``albert_keras.convert.load_hf`` for ALBERT's family: an
-    ``EncoderPretrainer`` when the folder has an MLM or SOP head (an ELECTRA
-    generator, a DeBERTa masked LM in either head layout), a
-    ``TokenDiscriminator`` for an ELECTRA discriminator, a
-    ``SequenceClassifier`` for a DeBERTa sequence classifier, else an
+    """``albert_keras.convert.load_hf`` for ALBERT's family: the task model of
+    a ``...For<Task>`` folder (sequence classification or regression, token
+    classification, question answering, multiple choice; with its labels),
+    an ``EncoderPretrainer`` when the folder has an MLM or SOP head (an
+    ELECTRA generator, a DeBERTa masked LM in either head layout), a
+    ``TokenDiscriminator`` for an ELECTRA discriminator, else an
     ``AlbertEncoder``; with the report of what was loaded."""
     config_path = os.path.join(folder, "config.json")
-    model_type = hf_model_type(config_path)
+    data = read_hf_config(config_path)
+    model_type = data["model_type"]
     config = read_config_file(config_path, dialect="hf")
     tensors = strip_prefix(read_hf_tensors(folder), _PREFIX[model_type])
-    model = _build_model(config, tensors, dtype, model_type)
+    model = _build_model(config, tensors, dtype, data, folder)
     ignored = _check_tied(folder, model_type, tensors)
     ignored |= _skipped_by_hf(model_type, config, tensors)
-    report = assign_tensors(
-        model, tensors, _names(model_type, config, tensors), folder, ignored=ignored,
-        strict=strict
-    )
+    names = {**_names(model_type, config, tensors), **hf_heads.head_names()}
+    report = assign_tensors(model, tensors, names, folder, ignored=ignored, strict=strict)
     return model, report
 
 

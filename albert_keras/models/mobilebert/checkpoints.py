@@ -1,12 +1,8 @@
 """HF transformers MobileBERT folders in and out.
 
-Reads ``MobileBertModel``, ``MobileBertForPreTraining``,
-``MobileBertForMaskedLM`` and ``MobileBertForSequenceClassification``
-folders whole; ``MobileBertForTokenClassification``,
-``MobileBertForQuestionAnswering`` and ``MobileBertForMultipleChoice``
-give their encoder (fine-tuning builds its own head; the report names the
-head left out). Writes ``MobileBertModel`` / ``MobileBertForPreTraining``
-(with the MLM head) / ``MobileBertForSequenceClassification`` folders that
+Reads ``MobileBertModel``, ``MobileBertForPreTraining`` and
+``MobileBertForMaskedLM`` folders, and every ``MobileBertFor<Task>`` class
+as our task model with its labels; writes the same classes, which
 transformers loads.
 """
 
@@ -26,6 +22,7 @@ from albert_keras.convert.hf import write_hf_folder
 from albert_keras.convert.weight_layout import model_variables
 from albert_keras.models.backbone import backbone_of
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.hf_task_model import task_model_from_hf
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
 from albert_keras.models.sequence_classifier import SequenceClassifier
@@ -34,10 +31,6 @@ MODEL_TYPE = "mobilebert"
 PREFIX = "mobilebert."
 # HF config keys with no effect on the computation ours does
 _INERT = {"true_hidden_size", "classifier_dropout"}
-# HF's task classes whose head --init leaves out (fine-tuning trains a new one)
-_ENCODER_ONLY = {"MobileBertForTokenClassification": ("classifier.",),
-                 "MobileBertForQuestionAnswering": ("qa_outputs.",),
-                 "MobileBertForMultipleChoice": ("classifier.",)}
 _DECODER = "cls.predictions.decoder.weight"
 _DECODER_BIAS = "cls.predictions.decoder.bias"
 
@@ -122,13 +115,16 @@ def _norm(hf, ours):
     return {f"{ours}/gamma": (f"{hf}.weight", None), f"{ours}/beta": (f"{hf}.bias", None)}
 
 
-def _build(config, tensors, dtype, architecture):
+def _build(config, tensors, dtype, data, source):
     """Our model for the heads the folder holds."""
     encoder = MobileBertEncoder(config, dtype=dtype)
+    task_model = task_model_from_hf(data, tensors, encoder, source, dtype)
+    if task_model is not None:
+        return task_model
     if any(k.startswith("cls.predictions.") for k in tensors):
         return EncoderPretrainer(encoder, dtype=dtype,
                                 sentence_order="cls.seq_relationship.weight" in tensors)
-    if "classifier.weight" in tensors and architecture not in _ENCODER_ONLY:
+    if "classifier.weight" in tensors:  # a sequence classifier without ``architectures``
         return SequenceClassifier(encoder, int(np.shape(tensors["classifier.weight"])[0]),
                                 dtype=dtype)
     return encoder
@@ -148,10 +144,9 @@ def _unused_by_hf(config):
             "cls.predictions.dense.weight": np.zeros((width, config.vocab_size), np.float32)}
 
 
-def _ignored(folder, tensors, architecture):
-    """Tensors present and not loaded: buffers, the tied decoder (checked
-    equal to the word table) and the head of HF's token, QA and multiple-
-    choice classes."""
+def _ignored(folder, tensors):
+    """Tensors present and not loaded: buffers and the tied decoder (checked
+    equal to the word table)."""
     word = tensors.get("embeddings.word_embeddings.weight")
     if _DECODER in tensors and word is not None and not np.array_equal(tensors[_DECODER], word):
         raise ConversionError(f"{folder}: {_DECODER} differs from the word embeddings; an "
@@ -160,14 +155,13 @@ def _ignored(folder, tensors, architecture):
     if _DECODER_BIAS in tensors and bias is not None and not np.array_equal(
             tensors[_DECODER_BIAS], bias):
         raise ConversionError(f"{folder}: {_DECODER_BIAS} differs from cls.predictions.bias")
-    heads = {k for k in tensors if k.startswith(_ENCODER_ONLY.get(architecture, ()))}
-    return {"embeddings.position_ids", _DECODER, _DECODER_BIAS}, heads
+    return {"embeddings.position_ids", _DECODER, _DECODER_BIAS}
 
 
 def load_hf(folder, strict=True, dtype=None):
-    """``(model, report)`` of an HF MobileBERT folder: an ``EncoderPretrainer``
-    with the MLM head (and NSP as its sentence head, when present), an
-    ``SequenceClassifier`` for a sequence classifier, else a
+    """``(model, report)`` of an HF MobileBERT folder: the task model of a
+    ``MobileBertFor<Task>`` folder (with its labels), an ``EncoderPretrainer``
+    with the MLM head (and NSP as its sentence head, when present), else a
     ``MobileBertEncoder``; on ``MobileBertEncoder``."""
     path = os.path.join(folder, "config.json")
     try:
@@ -178,14 +172,10 @@ def load_hf(folder, strict=True, dtype=None):
     config = config_from_hf(data, path)
     tensors = {k[len(PREFIX):] if k.startswith(PREFIX) else k: v
                for k, v in read_hf_tensors(folder).items()}
-    architectures = data.get("architectures") or [None]
-    model = _build(config, tensors, dtype, architectures[0])
-    ignored, heads = _ignored(folder, tensors, architectures[0])
-    ignored |= set(_unused_by_hf(config))
-    report = assign_tensors(model, tensors, hf_names(config), folder, ignored=ignored | heads,
-                            strict=strict)
-    if heads:
-        report["task_head_left_out"] = sorted(heads)
+    model = _build(config, tensors, dtype, data, folder)
+    ignored = _ignored(folder, tensors) | set(_unused_by_hf(config))
+    names = {**hf_names(config), **hf_heads.head_names()}
+    report = assign_tensors(model, tensors, names, folder, ignored=ignored, strict=strict)
     return model, report
 
 

@@ -1,0 +1,53 @@
+"""Our task model of an HF ``...For<Task>`` folder, for every family.
+
+HF's four task classes (sequence classification and regression, token
+classification, question answering, multiple choice) map onto the task
+models that declare the same ``hf_task``; each family's checkpoint reader
+builds the head here on its encoder and loads the head's tensors by the
+names ``albert_keras.convert.hf_heads`` gives them, so a model fine-tuned
+elsewhere reads back with its labels, as ours go out.
+"""
+
+from albert_keras.convert import hf_heads
+from albert_keras.convert.assign import ConversionError
+from albert_keras.models.choice_scorer import ChoiceScorer
+from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.span_extractor import SpanExtractor
+from albert_keras.models.token_tagger import TokenTagger
+
+
+def task_model_from_hf(data, tensors, encoder, source, dtype=None):
+    """The task model of an HF folder's class on ``encoder``, carrying the
+    folder's ``task.json`` (labels from ``id2label``); None for a folder of
+    no task class, or of a head HF computes otherwise (ELECTRA's sentence
+    heads: the folder then gives its encoder).
+
+    Args:
+        data: the folder's ``config.json`` dict.
+        tensors: its tensors, the encoder's prefix taken off.
+        encoder: the family's encoder, built from the config.
+        source: the folder, for messages.
+        dtype: a dtype policy for the model.
+
+    Example:
+    >>> model = task_model_from_hf(data, tensors, encoder, "hf/")  # doctest: +SKIP
+    """
+    task = hf_heads.folder_task(data)
+    if not hf_heads.reads_as_task(data.get("model_type"), task):
+        return None
+    spec = hf_heads.task_spec(data, source)
+    outputs = hf_heads.head_outputs(task, tensors, source)
+    if task == "SequenceClassification":
+        model = SequenceClassifier(encoder, outputs, dtype=dtype)
+    elif task == "TokenClassification":
+        model = TokenTagger(encoder, outputs, dtype=dtype)
+    elif task == "QuestionAnswering":
+        model = SpanExtractor(encoder, dtype=dtype)
+    else:
+        model = ChoiceScorer(encoder, dtype=dtype)
+    expected = 1 if spec.get("regression") else len(spec["labels"]) or outputs
+    if outputs != expected:
+        raise ConversionError(f"{source}: the head has {outputs} outputs and config.json "
+                              f"names {expected} labels (id2label)")
+    model.task_spec = spec
+    return model
