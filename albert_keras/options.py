@@ -12,15 +12,15 @@ import math
 import re
 
 
-def option(default, help, choices=None, flag=None, factory=None, nargs=None, auto=None,
-           valid=None):
+def option(default, help, choices=None, flag=None, factory=None, nargs=None, auto=None,  # noqa: PLR0913 (a field's every declaration, once)
+           valid=None, aliases=()):
     """A dataclass field with a help text (and optional choices or flag name).
 
     Args:
         default: the default value.
         help: one line for ``--help``; the default is appended there.
         choices: the allowed values, when they are few.
-        flag: the flag's name when it is not the field's (``--seq-len``).
+        flag: the flag's name when it is not the field's (``--seq-length``).
         factory: a default factory for mutable defaults (``dict``).
         nargs: ``"+"`` for a flag that takes a list.
         auto: for a ``None`` default chosen at run time, what decides it
@@ -28,6 +28,8 @@ def option(default, help, choices=None, flag=None, factory=None, nargs=None, aut
         valid: for a number, the interval it must lie in, e.g. ``"[0, 1)"``
             or ``"[1, inf)"``; checked where the flag is parsed and by
             ``check_options`` (NaN and infinities never pass).
+        aliases: former spellings of the flag the command line still takes
+            (``--seq-len``); help and errors name the flag.
 
     Example:
     >>> @dataclasses.dataclass
@@ -37,7 +39,7 @@ def option(default, help, choices=None, flag=None, factory=None, nargs=None, aut
     if valid is not None:
         _interval(valid)  # a typo in the interval fails at import, not at use
     metadata = {"help": help, "choices": choices, "flag": flag, "nargs": nargs, "auto": auto,
-                "valid": valid}
+                "valid": valid, "aliases": tuple(aliases)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)

@@ -69,7 +69,9 @@ class ExportConfig:
                                       "kernel (integer-only accelerators)",
                              choices=("dense", "all"))
     sequence_length: int = option(None, "sequence length (default: the task's, else 128)",
-                                  flag="--seq-len", valid="[8, inf)")
+                                  # --seq-len: its spelling before it matched finetune's
+                                  flag="--seq-length", aliases=("--seq-len",),
+                                  valid="[8, inf)")
     lengths: list[int] = option(
         None, "shorter input lengths the file also carries, one signature each (length_N, "
               "sharing the weights) and each validated; an app runs the shortest that holds "
@@ -126,6 +128,6 @@ class ExportConfig:
 
 
 def arg(name):
-    """How an error names an export setting: ``--seq-len`` on the command
+    """How an error names an export setting: ``--seq-length`` on the command
     line, ``sequence_length`` in Python (``ExportConfig``'s field)."""
     return name_of(ExportConfig, name)

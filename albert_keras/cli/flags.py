@@ -82,6 +82,9 @@ def add_flags(parser, cls, only=None, exclude=(), defaults=None):
             if meta.get("nargs"):
                 kwargs["nargs"] = meta["nargs"]
         parser.add_argument(flag_of(cls, field.name), **kwargs)
+        for alias in meta.get("aliases", ()):  # a former spelling: taken, not shown
+            parser.add_argument(alias, **{**kwargs, "default": argparse.SUPPRESS,
+                                          "help": argparse.SUPPRESS})
 
 
 def refuse_changed(args, parser, dests, reason):

@@ -40,7 +40,8 @@ def _error_line(capsys, argv):
     (["export", "m", "--out", "m.tflite", "--examples", "0"], "--examples"),
     (["export", "m", "--out", "m.tflite", "--calibration-examples", "0"],
      "--calibration-examples"),
-    (["export", "m", "--out", "m.tflite", "--seq-len", "0"], "--seq-len"),
+    (["export", "m", "--out", "m.tflite", "--seq-len", "0"], "--seq-len"),  # the former spelling
+    (["export", "m", "--out", "m.tflite", "--seq-length", "0"], "--seq-length"),
     (["bench", "m.tflite", "--runs", "0"], "--runs"),
     (["bench", "m.tflite", "--top", "-2"], "--top"),
     (["data", "create", "--tokenizer", "t", "--out", "o", "--examples-per-shard", "0"],

@@ -275,7 +275,7 @@ def test_a_classifier_fine_tuned_with_transformers_predicts_and_exports_with_its
     assert [p["label"] for p in predicted] == [labels[int(np.argmax(r))] for r in ours]
 
     out = str(tmp_path / "sentiment.tflite")
-    assert main(["export", str(folder), "--out", out, "--seq-len", "32"]) == 0
+    assert main(["export", str(folder), "--out", out, "--seq-length", "32"]) == 0
     sidecar = json.load(open(out[:-len(".tflite")] + ".json"))
     assert sidecar["labels"] == labels and sidecar["validation"]["passed"]
     # the file's logits are the model's on the same ids

@@ -65,7 +65,7 @@ def test_the_signatures_share_the_weights():
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(lengths=[32]), "--lengths 32 is not below --seq-len 32"),
+    (dict(lengths=[32]), "--lengths 32 is not below --seq-length 32"),
     (dict(lengths=[16], quantize="int8"), "int8 calibration covers one signature"),
     (dict(lengths=[16], with_tokenizer=True), "string-in file packs its text"),
     (dict(lengths=[4]), "--lengths must be at least 8, got 4"),
