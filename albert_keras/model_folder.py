@@ -367,6 +367,8 @@ class ModelSource:
         dict; {} for any other source; a folder fine-tuned for another task
         is an error naming both."""
         spec = self.task_spec if os.path.isdir(self.path) else {}
+        if spec and spec.get("task") != task_name and is_checkpoint_folder(self.path):
+            return {}  # a published checkpoint of another task: its encoder starts this one
         if spec and spec.get("task") != task_name:
             raise ValueError(f"{self.path}: a fine-tuned {spec.get('task')} folder, "
                              f"not {task_name}")

@@ -153,8 +153,23 @@ def task_spec(data, source="config.json"):
             data.get("problem_type") == "regression" or count == 1):
         return {**spec, "regression": True}
     labels = {str(k): str(v) for k, v in names.items()}
-    spec["labels"] = [labels.get(str(i), f"LABEL_{i}") for i in range(count)]
+    labels = [labels.get(str(i), f"LABEL_{i}") for i in range(count)]
+    if labels == [f"LABEL_{i}" for i in range(count)]:
+        # transformers' placeholders for labels never named: the ids, as a
+        # classifier built by hand is named here (so labels 0..n-1 train it)
+        labels = [str(i) for i in range(count)]
+    spec["labels"] = labels
     return spec
+
+
+def head_dropout(data):
+    """The dropout before an HF task head (``classifier_dropout``, ALBERT's
+    ``classifier_dropout_prob``, DeBERTa's ``cls_dropout``, else the hidden
+    dropout, as transformers' heads choose it)."""
+    for key in ("classifier_dropout", "classifier_dropout_prob", "cls_dropout"):
+        if data.get(key) is not None:
+            return float(data[key])
+    return float(data.get("hidden_dropout_prob", 0.1))
 
 
 def head_outputs(task, tensors, source):

@@ -37,14 +37,15 @@ def task_model_from_hf(data, tensors, encoder, source, dtype=None):
         return None
     spec = hf_heads.task_spec(data, source)
     outputs = hf_heads.head_outputs(task, tensors, source)
+    dropout = hf_heads.head_dropout(data)  # what training the head further uses
     if task == "SequenceClassification":
-        model = SequenceClassifier(encoder, outputs, dtype=dtype)
+        model = SequenceClassifier(encoder, outputs, dropout=dropout, dtype=dtype)
     elif task == "TokenClassification":
-        model = TokenTagger(encoder, outputs, dtype=dtype)
+        model = TokenTagger(encoder, outputs, dropout=dropout, dtype=dtype)
     elif task == "QuestionAnswering":
         model = SpanExtractor(encoder, dtype=dtype)
     else:
-        model = ChoiceScorer(encoder, dtype=dtype)
+        model = ChoiceScorer(encoder, dropout=dropout, dtype=dtype)
     expected = 1 if spec.get("regression") else len(spec["labels"]) or outputs
     if outputs != expected:
         raise ConversionError(f"{source}: the head has {outputs} outputs and config.json "

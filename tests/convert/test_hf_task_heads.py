@@ -144,7 +144,10 @@ def test_an_hf_regressor_and_default_labels_read_back(tmp_path):
     assert model.task_spec["regression"] is True and model.num_classes == 1
     make_hf_model("BertForSequenceClassification", tmp_path / "plain")  # HF's LABEL_0, LABEL_1
     model, _ = load_hf(str(tmp_path / "plain"))
-    assert model.labels == ("LABEL_0", "LABEL_1")
+    assert model.labels == ("0", "1")  # placeholders: named by id
+    make_hf_model("AlbertForSequenceClassification", tmp_path / "albert",
+                  classifier_dropout_prob=0.3)
+    assert load_hf(str(tmp_path / "albert"))[0].dropout == 0.3  # the head's own dropout
     config = json.loads((tmp_path / "plain" / "config.json").read_text())
     config["id2label"] = {"0": "a", "1": "b", "2": "c"}
     (tmp_path / "plain" / "config.json").write_text(json.dumps(config))
