@@ -26,12 +26,10 @@ from albert_keras.families import build_backbone
 from albert_keras.families import preset_config
 from albert_keras.families import preset_names
 from albert_keras.files import read_json
-from albert_keras.files import write_json
 from albert_keras.model_config_files import configured_positions
 from albert_keras.models.backbone import backbone_of
 from albert_keras.models.backbone import rebuilt
 from albert_keras.saving import load_model
-from albert_keras.saving import save_model
 from albert_keras.text.registry import load_tokenizer
 from albert_keras.text.tokenizer_asset import RECORD_FILE
 from albert_keras.text.tokenizer_asset import write_record
@@ -367,9 +365,9 @@ class ModelSource:
         dict; {} for any other source; a folder fine-tuned for another task
         is an error naming both."""
         spec = self.task_spec if os.path.isdir(self.path) else {}
-        if spec and spec.get("task") != task_name and is_checkpoint_folder(self.path):
-            return {}  # a published checkpoint of another task: its encoder starts this one
         if spec and spec.get("task") != task_name:
+            if is_checkpoint_folder(self.path):
+                return {}  # a published checkpoint of another task: its encoder starts this one
             raise ValueError(f"{self.path}: a fine-tuned {spec.get('task')} folder, "
                              f"not {task_name}")
         return spec
@@ -429,42 +427,3 @@ def carry_tokenizer(model, tokenizer):
     if encoder is not None:
         encoder.tokenizer = tokenizer
     return model
-
-
-# -- writing folders --------------------------------------------------------------------
-
-
-def write_pretraining_folder(folder, pretrainer, tokenizer):
-    """``pretrainer.keras``, ``encoder.keras``, the tokenizer and ``config.json``.
-
-    ``encoder.keras`` is what fine-tuning and export read: for ELECTRA's
-    objective the discriminator, its word table folded in
-    (``standalone_encoder``); ``pretrainer.keras`` keeps the generator too,
-    for continued pretraining, and ``discriminator.keras`` and
-    ``generator.keras`` hold each half alone (they convert to HF
-    ``ElectraForPreTraining`` and ``ElectraForMaskedLM``).
-    """
-    carry_tokenizer(pretrainer, tokenizer)
-    save_model(pretrainer, os.path.join(folder, PRETRAINER_FILE), overwrite=True)
-    standalone = getattr(pretrainer, "standalone_encoder", None)
-    encoder = carry_tokenizer(standalone() if standalone else pretrainer.encoder, tokenizer)
-    save_model(encoder, os.path.join(folder, ENCODER_FILE), overwrite=True)
-    if hasattr(pretrainer, "standalone_generator"):  # ELECTRA: each half on its own,
-        # for `convert` to HF ElectraForPreTraining and ElectraForMaskedLM
-        save_model(carry_tokenizer(pretrainer.standalone_discriminator(), tokenizer),
-                   os.path.join(folder, DISCRIMINATOR_FILE), overwrite=True)
-        save_model(carry_tokenizer(pretrainer.standalone_generator(), tokenizer),
-                   os.path.join(folder, GENERATOR_FILE), overwrite=True)
-    write_tokenizer(folder, tokenizer)
-    write_json(os.path.join(folder, CONFIG_FILE), pretrainer.config.to_dict())  # any family
-
-
-def write_task_folder(folder, model, tokenizer, spec, metrics, train_config):
-    """``model.keras``, the tokenizer, ``task.json``, ``metrics.json``, ``train_config.json``."""
-    carry_tokenizer(model, tokenizer)
-    model.task_spec = spec
-    save_model(model, os.path.join(folder, TASK_MODEL_FILE))
-    write_tokenizer(folder, tokenizer)
-    write_json(os.path.join(folder, TASK_FILE), spec)
-    write_json(os.path.join(folder, METRICS_FILE), metrics)
-    write_json(os.path.join(folder, TRAIN_CONFIG_FILE), train_config)

@@ -24,9 +24,9 @@ from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.families import build_backbone
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
+from albert_keras.folder_writing import write_task_folder
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
-from albert_keras.model_folder import write_task_folder
 from albert_keras.models.distiller import Distiller
 from albert_keras.models.layer_distiller import LayerDistiller
 from albert_keras.models.layer_map import parse_layer_map

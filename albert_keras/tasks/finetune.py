@@ -19,8 +19,8 @@ import keras
 
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
+from albert_keras.folder_writing import write_task_folder
 from albert_keras.model_folder import ModelSource
-from albert_keras.model_folder import write_task_folder
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task_run import eval_scores

@@ -78,9 +78,9 @@ def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
     rows = _files_of(TEACHER, teacher, eval_path, train_path, out_dir, cfg)
     references = {}
     if cfg.baselines:
-        rows += baseline_rows(ModelSource(teacher).task_spec, (train_path, eval_path), out_dir,
-                              cfg)
-        references = _references(teacher, (train_path, eval_path), out_dir)
+        spec = ModelSource(teacher).task_spec
+        rows += baseline_rows(spec, (train_path, eval_path), out_dir, cfg)
+        references = _references(spec, (train_path, eval_path), out_dir)
     for name in cfg.students:
         if cfg.max_minutes is not None and time.monotonic() - started > 60 * cfg.max_minutes:
             logger.info(f"--max-minutes {cfg.max_minutes:g} spent: {name} and later "
@@ -115,12 +115,11 @@ def _check_request(teacher, paths, out_dir):
                               f"({read_json(run).get('teacher')}); name a new folder")
 
 
-def _references(teacher, paths, out_dir):
+def _references(spec, paths, out_dir):
     """Accuracies with no file (TF-IDF + logistic regression), kept for a resumed run."""
     path = os.path.join(out_dir, "results", "references.json")
     if not os.path.isfile(path):
-        write_json(path, {"tfidf_logistic_regression":
-                          tfidf_accuracy(ModelSource(teacher).task_spec, paths)})
+        write_json(path, {"tfidf_logistic_regression": tfidf_accuracy(spec, paths)})
     return read_json(path)
 
 

@@ -19,9 +19,9 @@ import os
 import keras
 
 from albert_keras.files import writing_into
+from albert_keras.folder_writing import write_task_folder
 from albert_keras.model_folder import TASK_FILE
 from albert_keras.model_folder import ModelSource
-from albert_keras.model_folder import write_task_folder
 from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.finetune_config import fit_length
 from albert_keras.tasks.preprocessor import TaskPreprocessor

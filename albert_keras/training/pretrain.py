@@ -28,12 +28,12 @@ from albert_keras.families import build_backbone
 from albert_keras.files import read_json
 from albert_keras.files import removed_on_failure
 from albert_keras.files import write_json
+from albert_keras.folder_writing import write_pretraining_folder
 from albert_keras.model_folder import CHECKPOINTS
 from albert_keras.model_folder import LOGS
 from albert_keras.model_folder import METRICS_CSV
 from albert_keras.model_folder import METRICS_FILE
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
-from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.backbone import rebuilt
 from albert_keras.options import name_of
 from albert_keras.precision import resolve_precision

@@ -13,13 +13,13 @@ from albert_keras.families import build_backbone
 from albert_keras.families import preset_config
 from albert_keras.files import write_json
 from albert_keras.files import writing_into
+from albert_keras.folder_writing import write_pretraining_folder
 from albert_keras.model_folder import ENCODER_FILE
 from albert_keras.model_folder import PRETRAINER_FILE
 from albert_keras.model_folder import TRAIN_CONFIG_FILE
 from albert_keras.model_folder import is_checkpoint_folder
 from albert_keras.model_folder import load_checkpoint_folder
 from albert_keras.model_folder import model_file
-from albert_keras.model_folder import write_pretraining_folder
 from albert_keras.models.backbone import is_backbone
 from albert_keras.models.backbone import rebuilt
 from albert_keras.optimizers.optimizer import build_optimizer
