@@ -26,7 +26,7 @@ CHILD = r"""
 import json, sys
 import numpy as np
 args = json.loads(sys.argv[1])
-from albert_keras.export.converter import convert, prepare_for_export, serving_function
+from albert_keras.export.converter import Int8Recipe, convert, prepare_for_export, serving_function
 from albert_keras.families import build_backbone
 from albert_keras.presets import get_preset
 S = args["seq"]
@@ -37,7 +37,7 @@ feeds = [{"ids": rng.integers(5, config.vocab_size, (1, S)).astype("int32"),
          for _ in range(args["calibration"])]
 model = prepare_for_export(build_backbone(config))
 blob = convert(model, serving_function(model, S), args["mode"],
-               representative=feeds if args["mode"] == "int8" else None, int8_scope="dense")
+               representative=feeds if args["mode"] == "int8" else None, int8=Int8Recipe("dense"))
 open(args["out"], "wb").write(blob)
 print("PARAMS", model.count_params())
 """

@@ -13,8 +13,11 @@ converted model is validated against Keras before it is written anyway.
 """
 
 import contextlib
+import csv
 import dataclasses
 import io
+import logging
+import math
 import tempfile
 import warnings
 
@@ -22,11 +25,15 @@ import keras
 import tensorflow as tf
 
 from albert_keras.config import DEFAULT_TRUNCATE
+from albert_keras.export.export_config import INT8_SCOPES
+from albert_keras.export.export_config import INT8_WEIGHTS
 from albert_keras.export.export_config import QUANTIZE_MODES
 from albert_keras.export.export_config import arg
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
 from albert_keras.native_output import stderr_silenced
+
+logger = logging.getLogger(__name__)
 
 # The kinds a model may declare (its class's ``export_kind``), each with its
 # serving outputs (``export_outputs``) and its reading at validation.
@@ -320,11 +327,49 @@ def _ids_in(run, kind, S, sig):
 # 128, 2 threads: 247 ms full int8, 156 ms dynamic, 138 ms with these float).
 FLOAT_OPS_IN_DENSE_INT8 = ("MEAN", "SQUARED_DIFFERENCE", "RSQRT", "NEG", "MUL", "ADD", "SUB",
                            "SOFTMAX", "BATCH_MATMUL", "GELU", "TANH", "POW")
-INT8_SCOPES = ("dense", "all")
+# Ops that only move or reshape their input: the quantization debugger
+# reports the error of their input again, so they are never the layer kept
+# in float.
+MOVEMENT_OPS = ("RESHAPE", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SQUEEZE", "EXPAND_DIMS",
+                "CONCATENATION", "PACK", "UNPACK", "SPLIT", "QUANTIZE", "DEQUANTIZE")
+
+
+@dataclasses.dataclass(frozen=True)
+class Int8Recipe:
+    """How ``int8`` quantizes, and the remedies when it loses accuracy.
+
+    Args:
+        scope: ``dense`` (the dense layers' matmuls in int8, the ops in
+            ``FLOAT_OPS_IN_DENSE_INT8`` in float) or ``all`` (every op the
+            converter has an int8 kernel for).
+        float_layers: this many more layers stay in float: those whose int8
+            output strays most from float on the calibration examples, by
+            TensorFlow's quantization debugger (RMSE over the quantization
+            step, the measure of its guide).
+        weights: ``per-channel`` (a scale per output unit of each dense
+            kernel) or ``per-tensor`` (one scale per kernel, for runtimes
+            that want it).
+
+    Example:
+    >>> Int8Recipe(float_layers=2).scope
+    'dense'
+    """
+
+    scope: str = "dense"
+    float_layers: int = 0
+    weights: str = "per-channel"
+
+    def check(self):
+        if self.scope not in INT8_SCOPES:
+            raise ExportError(f"int8_scope must be one of {INT8_SCOPES}, got {self.scope!r}")
+        if self.weights not in INT8_WEIGHTS:
+            raise ExportError(f"int8_weights must be one of {INT8_WEIGHTS}, got {self.weights!r}")
+        if self.float_layers < 0:
+            raise ExportError(f"int8_float_layers must be >= 0, got {self.float_layers}")
 
 
 def convert(model, serve, quantize="none", representative=None, tokenizer=None,
-            int8_scope="dense"):
+            int8=None):
     """Converts ``serve`` (from ``serving_function``) to TFLite bytes.
 
     Args:
@@ -339,11 +384,11 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None,
         representative: for ``int8``: a list of feed dicts (input name ->
             array) drawn from real data.
         tokenizer: the in-graph tokenizer layer (string-in), if any.
-        int8_scope: for ``int8``: ``dense`` (the dense layers' matmuls in
-            int8, the ops in ``FLOAT_OPS_IN_DENSE_INT8`` in float) or ``all``
-            (every op the converter has an int8 kernel for).
+        int8: for ``int8``: an ``Int8Recipe`` (default: dense scope,
+            per-channel weights, no extra float layers).
     """
-    _check_modes(quantize, int8_scope, representative)
+    int8 = int8 or Int8Recipe()
+    _check_modes(quantize, int8, representative)
     endpoints = serve if isinstance(serve, dict) else {"serving_default": serve}
     with tempfile.TemporaryDirectory() as folder:
         archive = keras.export.ExportArchive()
@@ -355,7 +400,7 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None,
         archive.write_out(folder, verbose=False)
         converter = _configured_converter(folder, quantize, representative, tokenizer,
                                           list(endpoints))
-        blob = _converted(converter, quantize, int8_scope)
+        blob = _converted(converter, quantize, int8)
     if quantize == "int4":
         try:
             blob = _int4_weights(blob)
@@ -367,11 +412,10 @@ def convert(model, serve, quantize="none", representative=None, tokenizer=None,
     return blob
 
 
-def _check_modes(quantize, int8_scope, representative):
+def _check_modes(quantize, int8, representative):
     if quantize not in QUANTIZE_MODES:
         raise ExportError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
-    if int8_scope not in INT8_SCOPES:
-        raise ExportError(f"int8_scope must be one of {INT8_SCOPES}, got {int8_scope!r}")
+    int8.check()
     if quantize == "int8" and not representative:
         raise ExportError(f"int8 needs representative examples ({arg('representative')})")
 
@@ -404,14 +448,16 @@ def _configured_converter(folder, quantize, representative, tokenizer, signature
     return converter
 
 
-def _converted(converter, quantize, int8_scope):
+def _converted(converter, quantize, int8):
     """The converter's bytes; a graph that needs Flex ops is named as such."""
     try:
         # the calibration inside runs TensorFlow's own (deprecated)
         # tf.lite.Interpreter, which warns about itself; ours is LiteRT's
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"\s*Warning: tf.lite.Interpreter")
-            return _run_converter(converter, quantize, int8_scope)
+            return _run_converter(converter, quantize, int8)
+    except ExportError:
+        raise
     except Exception as e:  # the converter raises several types
         message = " ".join(str(e).split())
         if "Flex" in message or "Select TF" in message or "select TF" in message or \
@@ -423,16 +469,62 @@ def _converted(converter, quantize, int8_scope):
         raise ExportError(f"TFLite conversion failed: {message[:300]}") from None
 
 
-def _run_converter(converter, quantize, int8_scope):
-    if quantize == "int8" and int8_scope == "dense":
-        # TensorFlow's public route to selective quantization: the debugger
-        # calibrates once and quantizes with a deny list.
-        debugger = tf.lite.experimental.QuantizationDebugger(
-            converter=converter, debug_dataset=converter.representative_dataset,
-            debug_options=tf.lite.experimental.QuantizationDebugOptions(
-                denylisted_ops=list(FLOAT_OPS_IN_DENSE_INT8)))
-        return debugger.get_nondebug_quantized_model()
-    return converter.convert()
+def _run_converter(converter, quantize, int8):
+    # The converter's private switch, read by both routes below: TensorFlow
+    # offers no public one (per-channel is its default).
+    converter._experimental_disable_per_channel = int8.weights == "per-tensor"
+    if quantize != "int8" or (int8.scope == "all" and not int8.float_layers):
+        return converter.convert()
+    # TensorFlow's public route to selective quantization: the debugger
+    # calibrates once and quantizes with deny lists.
+    ops = list(FLOAT_OPS_IN_DENSE_INT8) if int8.scope == "dense" else None
+    feeds = converter.representative_dataset
+    debugger = tf.lite.experimental.QuantizationDebugger(
+        converter=converter, debug_dataset=lambda: _in_input_order(debugger, feeds),
+        debug_options=tf.lite.experimental.QuantizationDebugOptions(denylisted_ops=ops))
+    if int8.float_layers:
+        worst = worst_int8_layers(debugger, int8.float_layers)
+        if len(worst) <= int8.float_layers:
+            raise ExportError(f"{arg('int8_float_layers')} {int8.float_layers}: the model has "
+                              f"{len(worst)} int8 layer(s) that compute; keep fewer in float, "
+                              f"or export float16 or dynamic")
+        logger.info(f"int8: kept in float, the {int8.float_layers} layer(s) that strayed most "
+                    f"(RMSE in quantization steps): "
+                    + ", ".join(f"{name} ({error:.2f})" for name, error in worst[:-1]))
+        debugger.options = tf.lite.experimental.QuantizationDebugOptions(
+            denylisted_ops=ops, denylisted_nodes=[name for name, _ in worst[:-1]])
+    return debugger.get_nondebug_quantized_model()
+
+
+def _in_input_order(debugger, feeds):
+    """The calibration feeds (dicts by signature input name) as the lists the
+    debugger's run sets, in the order of its model's input tensors."""
+    interpreter = tf.lite.Interpreter(model_content=debugger.get_debug_quantized_model())
+    runner = interpreter.get_signature_runner()
+    name_of = {detail["index"]: name for name, detail in runner.get_input_details().items()}
+    order = [name_of[detail["index"]] for detail in interpreter.get_input_details()]
+    for feed in feeds():
+        yield [feed[name] for name in order]
+
+
+def worst_int8_layers(debugger, count):
+    """``[(output tensor name, RMSE / quantization step)]`` of the ``count + 1``
+    quantized layers whose outputs stray most from float, worst first.
+
+    The debugger runs its instrumented model on its dataset; each layer is
+    compared with float on the same (dequantized) inputs, so the error is the
+    layer's own. Layers that only move data are left out (``MOVEMENT_OPS``).
+    """
+    debugger.run()
+    dump = io.StringIO()
+    debugger.layer_statistics_dump(dump)
+    dump.seek(0)
+    scored = [(row["tensor_name"],
+               math.sqrt(float(row["mean_squared_error"])) / float(row["scale"]))
+              for row in csv.DictReader(dump)
+              if row["op_name"] not in MOVEMENT_OPS and float(row["scale"]) > 0]
+    # one more than asked, so a caller can tell when none would stay int8
+    return sorted(scored, key=lambda item: -item[1])[:count + 1]
 
 
 def _refuse_custom_ops(blob):

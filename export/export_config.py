@@ -8,6 +8,8 @@ from albert_keras.options import option
 # What ``converter.convert`` can write; here, away from TensorFlow, so the
 # command line can offer them without importing it.
 QUANTIZE_MODES = ("none", "float16", "dynamic", "int8", "int4", "qat")
+INT8_SCOPES = ("dense", "all")
+INT8_WEIGHTS = ("per-channel", "per-tensor")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,6 +23,11 @@ class ExportConfig:
             ``qat`` (quantization-aware fine-tune first).
         int8_scope: ``int8``: ``dense`` (the dense layers' matmuls in int8,
             the rest in float) or ``all`` (every op with an int8 kernel).
+        int8_float_layers: ``int8``: this many more layers stay in float,
+            those whose int8 output strays most from float on the
+            calibration examples (the remedy when int8 loses accuracy).
+        int8_weights: ``int8``: ``per-channel`` or ``per-tensor`` scales of
+            the dense kernels.
         sequence_length: S (default: the task's, else 128).
         lengths: shorter input lengths the file also carries as signatures
             ``length_N`` (default: none; with ``web``: every 16 up to 128,
@@ -67,7 +74,16 @@ class ExportConfig:
                                       "LayerNorm, softmax, attention products and GELU in "
                                       "float (faster on CPUs); all: every op with an int8 "
                                       "kernel (integer-only accelerators)",
-                             choices=("dense", "all"))
+                             choices=INT8_SCOPES)
+    int8_float_layers: int = option(0, "int8: also keep this many layers in float: those "
+                                       "whose int8 output strays most from float on the "
+                                       "calibration examples (TensorFlow's quantization "
+                                       "debugger); the remedy when int8 loses accuracy",
+                                    valid="[0, inf)")
+    int8_weights: str = option("per-channel", "int8: a scale per output unit of each dense "
+                                              "kernel, or one per kernel (per-tensor, for "
+                                              "runtimes that want it)",
+                               choices=INT8_WEIGHTS)
     sequence_length: int = option(None, "sequence length (default: the task's, else 128)",
                                   # --seq-len: its spelling before it matched finetune's
                                   flag="--seq-length", aliases=("--seq-len",),

@@ -23,6 +23,7 @@ from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
 from albert_keras.export.app_runtime import check_app_model
 from albert_keras.export.app_runtime import run_in_mediapipe
 from albert_keras.export.converter import ExportError
+from albert_keras.export.converter import Int8Recipe
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
@@ -166,6 +167,7 @@ def _check_request(origin, out, c):
     if c.quantize == "qat" and not origin.task_spec:
         raise ExportError(f"{source}: {arg('quantize')} qat fine-tunes with fake quantization, so it "
                           "needs a fine-tuned task folder (task.json and its training file)")
+    _check_int8_request(c)
     check_lengths_request(c)
     check_web_request(c, out)
     if c.metadata:
@@ -174,6 +176,16 @@ def _check_request(origin, out, c):
         raise ExportError(f"{arg('metadata')} is for app runtimes, which tokenize themselves: "
                           f"it takes ids in, so drop {arg('with_tokenizer')}")
     return paths
+
+
+def _check_int8_request(c):
+    """int8's own settings are refused with another mode (never silently dropped)."""
+    given = [name for name, default in (("int8_scope", "dense"), ("int8_float_layers", 0),
+                                        ("int8_weights", "per-channel"))
+             if getattr(c, name) != default]
+    if given and c.quantize != "int8":
+        raise ExportError(f"{arg(given[0])} applies to {arg('quantize')} int8 only, "
+                          f"not {c.quantize}")
 
 
 @dataclasses.dataclass
@@ -263,7 +275,7 @@ def _convert(job, c, calibration):
                 + (", string-in" if c.with_tokenizer else "") + ") ...")
     blob = convert(exported, serve, c.quantize,
                    representative=calibration.feeds if calibration else None, tokenizer=layer,
-                   int8_scope=c.int8_scope)
+                   int8=Int8Recipe(c.int8_scope, c.int8_float_layers, c.int8_weights))
     return blob, exported, reference
 
 
@@ -337,6 +349,8 @@ def _sidecar(job, c, exported, blob, report):
         # {signature: its input length}: an app runs the shortest that holds a text
         "signatures": signatures(job.sequence_length, job.lengths),
         "quantize": c.quantize,
+        "int8": ({"scope": c.int8_scope, "float_layers": c.int8_float_layers,
+                  "weights": c.int8_weights} if c.quantize == "int8" else None),
         "string_in": bool(c.with_tokenizer),
         "metadata": bool(c.metadata),
         # in the order of the file's input and output tensors, which is what

@@ -16,6 +16,7 @@ from albert_keras.export import ExportError
 from albert_keras.export import ValidationError
 from albert_keras.export import export_tflite
 from albert_keras.export.bench import bench
+from albert_keras.export.converter import Int8Recipe
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
@@ -286,7 +287,7 @@ def test_int8_scope_picks_the_ops_that_stay_float(classifier_folder, tmp_path, s
 
 def test_int8_scope_is_checked(classifier_folder, tmp_path):
     with pytest.raises(ExportError, match="int8_scope"):
-        convert(None, None, "int8", representative=[{}], int8_scope="most")
+        convert(None, None, "int8", representative=[{}], int8=Int8Recipe(scope="most"))
 
 
 def test_qat_validates_and_matches_post_training_int8(classifier_folder, tmp_path):
