@@ -8,6 +8,10 @@ From a fine-tuned classifier folder (the teacher), on the user's own rows:
    on the eval file, whose accuracy it reports (a mode whose accuracy falls
    more than the export's bound below its Keras model fails validation and
    is shown as such, not recommended);
+   where an ``int8`` file loses more than ``tolerance`` against its own
+   Keras model, the remedies (``INT8_REMEDIES``: its worst layers kept in
+   float, then quantization-aware training) are tried in order until one
+   keeps it, each a row of the table;
 3. each file's size and median latency at batch 1 with the app's threads
    (``bench``) are measured on this CPU;
 4. beside them, the baselines (``shrink_baselines``): an average-word-
@@ -25,6 +29,7 @@ before a new candidate once the budget is spent.
 """
 
 import dataclasses
+import functools
 import logging
 import os
 import shutil
@@ -35,8 +40,11 @@ from albert_keras.files import write_json
 from albert_keras.model_folder import ModelSource
 from albert_keras.tasks.shrink_baselines import baseline_rows
 from albert_keras.tasks.shrink_baselines import tfidf_accuracy
+from albert_keras.tasks.shrink_config import INT8_REMEDIES
 from albert_keras.tasks.shrink_config import ShrinkConfig
+from albert_keras.tasks.shrink_config import export_fields
 from albert_keras.tasks.shrink_table import TEACHER
+from albert_keras.tasks.shrink_table import loses_to_float
 from albert_keras.tasks.shrink_table import recommend
 from albert_keras.tasks.shrink_table import write_table
 
@@ -142,22 +150,31 @@ def _student(name, teacher, train_path, eval_path, out_dir, cfg, unlabeled):  # 
 
 def _files_of(name, folder, eval_path, train_path, out_dir, cfg):  # noqa: PLR0913 (one candidate and the run's settings)
     """One row per mode: the file's size, latency and accuracy (or why it
-    failed validation)."""
-    rows, params = [], None
-    for mode in cfg.modes:
-        result_path = os.path.join(out_dir, "results", f"{name}_{mode}.json")
-        if os.path.isfile(result_path):
-            rows.append(read_json(result_path))
-            continue
-        params = params or _parameters(folder)
-        row = {"candidate": name, "mode": mode, "params": params,
-               **_measure_file(name, folder, mode, (eval_path, train_path), out_dir, cfg)}
-        write_json(result_path, row)
-        rows.append(row)
+    failed validation); then int8's remedies where they apply."""
+    params = functools.cache(lambda: _parameters(folder))
+    paths = (eval_path, train_path)
+    rows = [_row(name, folder, mode, paths, out_dir, cfg, params) for mode in cfg.modes]
+    last = next((r for r in rows if r["mode"] == "int8"), None)
+    for mode in INT8_REMEDIES if last is not None and cfg.int8_remedies != "never" else ():
+        if cfg.int8_remedies == "auto" and not loses_to_float(last, cfg.tolerance):
+            break
+        last = _row(name, folder, mode, paths, out_dir, cfg, params)
+        rows.append(last)
     return rows
 
 
+def _row(name, folder, mode, paths, out_dir, cfg, params):  # noqa: PLR0913 (one file and the run's settings)
+    """A file's row, measured now or read from an earlier run's result."""
+    result_path = os.path.join(out_dir, "results", f"{name}_{mode}.json")
+    if not os.path.isfile(result_path):
+        row = {"candidate": name, "mode": mode, "params": params(),
+               **_measure_file(name, folder, mode, paths, out_dir, cfg)}
+        write_json(result_path, row)
+    return read_json(result_path)
+
+
 def _measure_file(name, folder, mode, paths, out_dir, cfg):  # noqa: PLR0913 (one file and the run's settings)
+    from albert_keras.export import ExportError
     from albert_keras.export import ValidationError
     from albert_keras.export import export_tflite
     from albert_keras.export.bench import bench
@@ -171,6 +188,8 @@ def _measure_file(name, folder, mode, paths, out_dir, cfg):  # noqa: PLR0913 (on
     except ValidationError as e:
         return {**row, "validated": False, "failure": str(e),
                 **{k: e.report.get(k) for k in ("keras_accuracy", "tflite_accuracy")}}
+    except ExportError as e:  # a remedy that cannot apply (more float layers than int8 ones)
+        return {**row, "validated": False, "failure": str(e)}
     report = sidecar["validation"]
     timing = bench(path, runs=cfg.runs, threads=cfg.threads)
     return {**row, "validated": True, "size_bytes": sidecar["size_bytes"],
@@ -185,9 +204,13 @@ def _export_config(mode, eval_path, train_path, **fields):
     from albert_keras.export import ExportConfig
 
     # every eval row: the accuracy is the file's on the user's data; int8
-    # calibrates on the training rows
-    return ExportConfig(quantize=mode, validation_data=eval_path, examples=10**9,
-                        representative=train_path if mode == "int8" else None, **fields)
+    # calibrates on the training rows, and QAT fine-tunes on them
+    fields = {**export_fields(mode), **fields}
+    if fields["quantize"] in ("int8", "qat"):
+        fields["representative"] = train_path
+    if fields["quantize"] == "qat":
+        fields["qat_data"] = train_path
+    return ExportConfig(validation_data=eval_path, examples=10**9, **fields)
 
 
 def _parameters(folder):

@@ -3,11 +3,30 @@
 import dataclasses
 
 from albert_keras.options import check_options
+from albert_keras.options import name_of
 from albert_keras.options import option
 
 # The quantization modes a candidate is tried in (the export's, without QAT,
 # which fine-tunes again, and int4, whose kernels few app runtimes have).
 SHRINK_MODES = ("none", "float16", "dynamic", "int8")
+# What is tried, in order, when a candidate's int8 file loses more than the
+# tolerance against its own Keras model: the layers whose int8 output strays
+# most kept in float (more each time; the export's int8_float_layers), then
+# quantization-aware training on the training rows.
+INT8_REMEDIES = ("int8+float1", "int8+float2", "int8+float4", "int8+float8", "qat")
+_FLOAT_LAYERS = "int8+float"
+
+
+def export_fields(mode):
+    """The ``ExportConfig`` fields of a table's mode.
+
+    Example:
+    >>> export_fields("int8+float4")
+    {'quantize': 'int8', 'int8_float_layers': 4}
+    """
+    if mode.startswith(_FLOAT_LAYERS):
+        return {"quantize": "int8", "int8_float_layers": int(mode[len(_FLOAT_LAYERS):])}
+    return {"quantize": mode}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +51,10 @@ class ShrinkConfig:
         metadata: the recommended file carries TFLite Model Metadata for
             MediaPipe and the Task Library (and MediaPipe runs it first).
         seed: the students' seed.
+        int8_remedies: when a candidate's ``int8`` file loses more than
+            ``tolerance`` against its own Keras model: ``auto`` tries
+            ``INT8_REMEDIES`` in order until one keeps it, ``always`` tries
+            every one (to measure what each recovers), ``never`` none.
         baselines: also measure the non-transformer baselines
             (``shrink_baselines``): an average-word-embedding classifier's
             files, and TF-IDF + logistic regression's accuracy.
@@ -62,6 +85,12 @@ class ShrinkConfig:
     metadata: bool = option(False, "the recommended file carries MediaPipe's metadata "
                                    "(MediaPipe runs it before it is written)")
     seed: int = option(0, "the students' seed")
+    int8_remedies: str = option("auto", "when an int8 file loses more than --tolerance "
+                                        "against its own float model: keep its worst layers "
+                                        "in float (1, 2, 4, 8), then quantization-aware "
+                                        "training, until one keeps it (auto); every remedy, "
+                                        "to measure them (always); none (never)",
+                                choices=("auto", "always", "never"))
     baselines: bool = option(True, "also measure an average-word-embedding classifier of "
                                    "MediaPipe Model Maker's kind, trained on the same rows, "
                                    "and (with scikit-learn) TF-IDF + logistic regression: "
@@ -75,3 +104,6 @@ class ShrinkConfig:
             get_preset(name)  # an unknown preset is named now, before any work
         if not self.students:
             raise ValueError("students: give at least one preset")
+        if self.int8_remedies == "always" and "int8" not in self.modes:
+            raise ValueError(f"{name_of(ShrinkConfig, 'int8_remedies')} always remedies int8 "
+                             f"files: add int8 to {name_of(ShrinkConfig, 'modes')}")

@@ -34,9 +34,20 @@ def pareto(rows):
     return [r for r in valid if not beaten(r)]
 
 
+def loses_to_float(row, tolerance):
+    """Whether a file failed validation or scores more than ``tolerance``
+    below its own Keras (float) model on the eval rows."""
+    if not row.get("validated"):
+        return True
+    keras_accuracy = row.get("keras_accuracy")
+    return keras_accuracy is not None and \
+        row["tflite_accuracy"] < keras_accuracy - tolerance - 1e-12
+
+
 def recommend(rows, tolerance):
     """The smallest validated file whose accuracy is within ``tolerance`` of
-    the teacher's float file, or None; baselines are never recommended.
+    the teacher's float file, or None; baselines are never recommended, nor
+    a file that loses more than ``tolerance`` against its own float model.
 
     Example:
     >>> rows = [{"candidate": "teacher", "mode": "none", "validated": True,
@@ -53,6 +64,7 @@ def recommend(rows, tolerance):
         return None
     # a baseline's file reads its own word ids, not the teacher's tokenizer's
     kept = [r for r in rows if r.get("validated") and not r.get("baseline") and
+            not loses_to_float(r, tolerance) and
             r["tflite_accuracy"] >= reference - tolerance - 1e-12]
     return min(kept, key=lambda r: (r.get("size_bytes", r["size_mb"] * 1e6),
                                     -r["tflite_accuracy"]), default=None)
@@ -97,8 +109,7 @@ def markdown(rows, best, reference, cfg, references=None):
                      f"{r['size_mb']:.2f} | {r['median_ms']:.1f} | "
                      f"{_pct(r['tflite_accuracy'])} | "
                      f"{'' if delta is None else f'{delta:+.1f}'} | "
-                     f"{'yes' if r['pareto'] else ''} | "
-                     f"{'**recommended**' if r['recommended'] else ''} |")
+                     f"{'yes' if r['pareto'] else ''} | {_remark(r, cfg.tolerance)} |")
     for name, accuracy in (references or {}).items():
         lines += ["", f"{_REFERENCE_NAMES.get(name, name)} on the same rows: {_pct(accuracy)} "
                       "(no file)."]
@@ -110,6 +121,14 @@ def markdown(rows, best, reference, cfg, references=None):
                       "students, more epochs, unlabelled rows (--unlabeled) or a larger "
                       "--tolerance."]
     return "\n".join(lines) + "\n"
+
+
+def _remark(row, tolerance):
+    if row["recommended"]:
+        return "**recommended**"
+    if loses_to_float(row, tolerance):
+        return f"{100 * (row['tflite_accuracy'] - row['keras_accuracy']):+.1f} against its float model"
+    return ""
 
 
 def _pct(x):

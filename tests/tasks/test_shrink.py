@@ -132,6 +132,75 @@ def test_the_recommended_file_runs_in_mediapipe_with_our_labels(run, classifier_
     assert theirs == ours
 
 
+def test_int8_remedies_each_give_a_row_always(run, classifier_folder, task_files, tmp_path,
+                                              monkeypatch):
+    """``always``: every remedy of each candidate's int8 file is exported,
+    validated and measured (the students of the first run are reused; a
+    shorter ladder, with one step past the models' int8 layers, for time)."""
+    import dataclasses
+    import shutil
+
+    from albert_keras.export.runtime import float_ops
+    from albert_keras.tasks import shrink as module
+
+    ladder = ("int8+float2", "int8+float500", "qat")
+    monkeypatch.setattr(module, "INT8_REMEDIES", ladder)
+    out, _ = run
+    copy = str(tmp_path / "run")
+    shutil.copytree(out, copy)
+    cfg = dataclasses.replace(TINY, students=("bert_tiny",), modes=("int8",),
+                              int8_remedies="always", baselines=False, runs=2)
+    rows = shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], copy,
+                  cfg)["rows"]
+    for candidate in ("teacher", "bert_tiny"):
+        mine = {r["mode"]: r for r in rows if r["candidate"] == candidate}
+        assert list(mine) == ["int8", *ladder], (candidate, list(mine))
+        assert all(mine[m]["validated"] for m in ("int8", "int8+float2", "qat")), mine
+        assert not mine["int8+float500"]["validated"]
+        assert "int8 layer(s) that compute" in mine["int8+float500"]["failure"]
+
+        def computing_in_float(mode):
+            ops = float_ops(os.path.join(copy, mine[mode]["file"]))
+            return sum(n for op, n in ops.items() if op not in ("QUANTIZE", "DEQUANTIZE"))
+        assert computing_in_float("int8+float2") > computing_in_float("int8"), candidate
+    markdown = open(os.path.join(copy, "shrink.md")).read()
+    assert "| teacher | int8+float2 |" in markdown and "| bert_tiny | qat |" in markdown
+
+
+def test_auto_remedies_stop_at_the_first_that_keeps_the_accuracy(monkeypatch, tmp_path):
+    """``auto``: the ladder runs while the last file loses more than the
+    tolerance against its float model, and not at all when int8 keeps it."""
+    from albert_keras.tasks import shrink as module
+
+    def scripted(accuracies):
+        def row(name, folder, mode, paths, out_dir, cfg, params):
+            return {"candidate": name, "mode": mode, "validated": True, "keras_accuracy": 0.9,
+                    "tflite_accuracy": accuracies[mode]}
+        return row
+    cfg = ShrinkConfig(modes=("dynamic", "int8"), tolerance=0.01)
+    losing = {"dynamic": 0.9, "int8": 0.6, "int8+float1": 0.7, "int8+float2": 0.895,
+              "int8+float4": 0.9, "int8+float8": 0.9, "qat": 0.9}
+    monkeypatch.setattr(module, "_row", scripted(losing))
+    modes = [r["mode"] for r in module._files_of("s", "f", "e", "t", str(tmp_path), cfg)]
+    assert modes == ["dynamic", "int8", "int8+float1", "int8+float2"]
+    monkeypatch.setattr(module, "_row", scripted({**losing, "int8": 0.895}))
+    modes = [r["mode"] for r in module._files_of("s", "f", "e", "t", str(tmp_path), cfg)]
+    assert modes == ["dynamic", "int8"]
+
+
+def test_a_file_that_loses_to_its_own_float_model_is_not_recommended():
+    from albert_keras.tasks.shrink_table import recommend
+
+    rows = [{"candidate": "teacher", "mode": "none", "validated": True, "size_mb": 8.0,
+             "tflite_accuracy": 0.80, "keras_accuracy": 0.80},
+            # within a point of the teacher, but 10 below its own float model
+            {"candidate": "big", "mode": "int8", "validated": True, "size_mb": 2.0,
+             "tflite_accuracy": 0.80, "keras_accuracy": 0.90},
+            {"candidate": "big", "mode": "dynamic", "validated": True, "size_mb": 2.2,
+             "tflite_accuracy": 0.895, "keras_accuracy": 0.90}]
+    assert recommend(rows, 0.01)["mode"] == "dynamic"
+
+
 def test_refusals_before_any_work(classifier_folder, init_folder, task_files, tmp_path):
     with pytest.raises(ShrinkError, match="fine-tuned classifier folder"):
         shrink(init_folder, task_files["cls_train"], task_files["cls_eval"],
@@ -155,4 +224,7 @@ def test_refusals_before_any_work(classifier_folder, init_folder, task_files, tm
     with pytest.raises(ValueError, match="albert_huge"):
         shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"],
                str(tmp_path / "b"), ShrinkConfig(students=("albert_huge",)))
+    with pytest.raises(ValueError, match="int8_remedies always remedies int8 files"):
+        shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"],
+               str(tmp_path / "b"), ShrinkConfig(modes=("none",), int8_remedies="always"))
     assert not os.path.exists(tmp_path / "a") and not os.path.exists(tmp_path / "b")
