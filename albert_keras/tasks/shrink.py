@@ -174,25 +174,42 @@ def _row(name, folder, mode, paths, out_dir, cfg, params):  # noqa: PLR0913 (one
 
 
 def _measure_file(name, folder, mode, paths, out_dir, cfg):  # noqa: PLR0913 (one file and the run's settings)
+    path = os.path.join(out_dir, "files", f"{name}_{mode}.tflite")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    logger.info(f"exporting {name} ({mode}) ...")
+    row = measure_export(folder, path, _export_config(mode, *paths, overwrite=True), cfg)
+    return {"file": os.path.relpath(path, out_dir), **row}
+
+
+def measure_export(folder, path, export_cfg, cfg):
+    """Exports ``folder`` to ``path`` and measures the file as ``shrink``
+    does: validated against its Keras model (accuracy on the validation
+    rows), size, median latency at batch 1 with ``cfg.threads``.
+
+    Args:
+        folder: a fine-tuned classifier folder.
+        path: the ``.tflite`` to write.
+        export_cfg: an ``ExportConfig``.
+        cfg: a ``ShrinkConfig`` (its ``runs`` and ``threads``).
+
+    Returns:
+        the row: ``validated`` and the numbers, or ``failure`` (why not).
+    """
     from albert_keras.export import ExportError
     from albert_keras.export import ValidationError
     from albert_keras.export import export_tflite
     from albert_keras.export.bench import bench
 
-    path = os.path.join(out_dir, "files", f"{name}_{mode}.tflite")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    logger.info(f"exporting {name} ({mode}) ...")
-    row = {"file": os.path.relpath(path, out_dir)}
     try:
-        sidecar = export_tflite(folder, path, _export_config(mode, *paths, overwrite=True))
+        sidecar = export_tflite(folder, path, export_cfg)
     except ValidationError as e:
-        return {**row, "validated": False, "failure": str(e),
+        return {"validated": False, "failure": str(e),
                 **{k: e.report.get(k) for k in ("keras_accuracy", "tflite_accuracy")}}
     except ExportError as e:  # a remedy that cannot apply (more float layers than int8 ones)
-        return {**row, "validated": False, "failure": str(e)}
+        return {"validated": False, "failure": str(e)}
     report = sidecar["validation"]
     timing = bench(path, runs=cfg.runs, threads=cfg.threads)
-    return {**row, "validated": True, "size_bytes": sidecar["size_bytes"],
+    return {"validated": True, "size_bytes": sidecar["size_bytes"],
             "size_mb": round(sidecar["size_bytes"] / 1e6, 3),
             "median_ms": round(timing["median_ms"], 2),
             "keras_accuracy": report.get("keras_accuracy"),

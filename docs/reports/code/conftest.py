@@ -12,9 +12,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))))
 
+from tests.conftest import classifier_folder  # noqa: E402,F401
 from tests.conftest import corpus_file  # noqa: E402,F401
 from tests.conftest import init_folder  # noqa: E402,F401
 from tests.conftest import spm_path  # noqa: E402,F401
+from tests.conftest import task_files  # noqa: E402,F401
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
