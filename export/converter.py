@@ -29,6 +29,7 @@ from albert_keras.export.export_config import INT8_SCOPES
 from albert_keras.export.export_config import INT8_WEIGHTS
 from albert_keras.export.export_config import QUANTIZE_MODES
 from albert_keras.export.export_config import arg
+from albert_keras.export.runtime import WEIGHT_INPUT
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
 from albert_keras.native_output import stderr_silenced
@@ -488,11 +489,14 @@ def _run_converter(converter, quantize, int8):
             raise ExportError(f"{arg('int8_float_layers')} {int8.float_layers}: the model has "
                               f"{len(worst)} int8 layer(s) that compute; keep fewer in float, "
                               f"or export float16 or dynamic")
+        kept = worst[:-1]
         logger.info(f"int8: kept in float, the {int8.float_layers} layer(s) that strayed most "
-                    f"(RMSE in quantization steps): "
-                    + ", ".join(f"{name} ({error:.2f})" for name, error in worst[:-1]))
+                    f"(RMSE in quantization steps): " + ", ".join(
+                        f"{names[0]}" + (f" and {len(names) - 1} more with its weights"
+                                         if len(names) > 1 else "") + f" ({error:.2f})"
+                        for names, error in kept))
         debugger.options = tf.lite.experimental.QuantizationDebugOptions(
-            denylisted_ops=ops, denylisted_nodes=[name for name, _ in worst[:-1]])
+            denylisted_ops=ops, denylisted_nodes=[name for names, _ in kept for name in names])
     return debugger.get_nondebug_quantized_model()
 
 
@@ -508,23 +512,43 @@ def _in_input_order(debugger, feeds):
 
 
 def worst_int8_layers(debugger, count):
-    """``[(output tensor name, RMSE / quantization step)]`` of the ``count + 1``
-    quantized layers whose outputs stray most from float, worst first.
+    """``[(output tensor names, RMSE / quantization step)]`` of the
+    ``count + 1`` quantized layers whose outputs stray most from float,
+    worst first.
 
     The debugger runs its instrumented model on its dataset; each layer is
     compared with float on the same (dequantized) inputs, so the error is the
-    layer's own. Layers that only move data are left out (``MOVEMENT_OPS``).
+    layer's own. A layer is a weight: the ops that share one (ALBERT's layer
+    applied N times) are kept in float together, scored by the worst of
+    them, since keeping one would store the weights twice. Ops that only move
+    data are left out (``MOVEMENT_OPS``).
     """
     debugger.run()
     dump = io.StringIO()
     debugger.layer_statistics_dump(dump)
     dump.seek(0)
-    scored = [(row["tensor_name"],
-               math.sqrt(float(row["mean_squared_error"])) / float(row["scale"]))
-              for row in csv.DictReader(dump)
-              if row["op_name"] not in MOVEMENT_OPS and float(row["scale"]) > 0]
+    weight_of = _weights_by_output(debugger.get_debug_quantized_model())
+    groups = {}
+    for row in csv.DictReader(dump):
+        if row["op_name"] in MOVEMENT_OPS or float(row["scale"]) <= 0:
+            continue
+        error = math.sqrt(float(row["mean_squared_error"])) / float(row["scale"])
+        key = weight_of.get(int(row["tensor_idx"]), row["tensor_name"])
+        names, worst = groups.get(key, ([], 0.0))
+        groups[key] = ([*names, row["tensor_name"]], max(worst, error))
     # one more than asked, so a caller can tell when none would stay int8
-    return sorted(scored, key=lambda item: -item[1])[:count + 1]
+    return sorted(groups.values(), key=lambda group: -group[1])[:count + 1]
+
+
+def _weights_by_output(blob):
+    """``{output tensor index: weight tensor index}`` of the ops with weights."""
+    interpreter = tf.lite.Interpreter(model_content=blob)
+    found = {}
+    for op in interpreter._get_ops_details():  # no public API lists ops
+        position = WEIGHT_INPUT.get(op["op_name"])
+        if position is not None and len(op["inputs"]) > position:
+            found.update({out: op["inputs"][position] for out in op["outputs"]})
+    return found
 
 
 def _refuse_custom_ops(blob):

@@ -349,8 +349,7 @@ def _sidecar(job, c, exported, blob, report):
         # {signature: its input length}: an app runs the shortest that holds a text
         "signatures": signatures(job.sequence_length, job.lengths),
         "quantize": c.quantize,
-        "int8": ({"scope": c.int8_scope, "float_layers": c.int8_float_layers,
-                  "weights": c.int8_weights} if c.quantize == "int8" else None),
+        "int8": _int8_record(c, blob),
         "string_in": bool(c.with_tokenizer),
         "metadata": bool(c.metadata),
         # in the order of the file's input and output tensors, which is what
@@ -371,6 +370,16 @@ def _sidecar(job, c, exported, blob, report):
         "source": _model_name(job),
         "base_model": _base_model(job),
     }
+
+
+def _int8_record(c, blob):
+    """int8's settings, and the layers whose weights stayed float."""
+    if c.quantize != "int8":
+        return None
+    from albert_keras.export.runtime import float_weight_layers
+
+    return {"scope": c.int8_scope, "float_layers": c.int8_float_layers,
+            "weights": c.int8_weights, "float_weight_layers": float_weight_layers(blob)}
 
 
 def _base_model(job):

@@ -79,3 +79,37 @@ def float_ops(blob_or_path):
         if any(t["dtype"] == np.float32 for t in inputs):
             counts[op["op_name"]] = counts.get(op["op_name"], 0) + 1
     return dict(sorted(counts.items()))
+
+
+# The weight input of the ops int8 quantizes weights of (by position).
+WEIGHT_INPUT = {"FULLY_CONNECTED": 1, "GATHER": 0, "EMBEDDING_LOOKUP": 1}
+
+
+def float_weight_layers(blob_or_path):
+    """The layers whose weights stayed float32 in a quantized file (the
+    layers an int8 export kept in float): one output tensor name per weight
+    tensor, so a layer ALBERT applies N times is named once.
+
+    Example:
+    >>> float_weight_layers("model_int8.tflite")  # doctest: +SKIP
+    ['model/encoder/layer_0/output/MatMul']
+    """
+    interpreter = make_interpreter(blob_or_path)
+    tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
+    names = {}
+    for op in interpreter._get_ops_details():  # no public API lists ops
+        position = WEIGHT_INPUT.get(op["op_name"])
+        if position is None or len(op["inputs"]) <= position:
+            continue
+        weight = op["inputs"][position]
+        if tensors[weight]["dtype"] == np.float32 and _is_constant(interpreter, weight):
+            names.setdefault(weight, tensors[op["outputs"][0]]["name"])
+    return list(names.values())
+
+
+def _is_constant(interpreter, index):
+    # before allocate_tensors only a constant (a buffer in the file) has data
+    try:
+        return interpreter.get_tensor(index).size > 0
+    except ValueError:
+        return False

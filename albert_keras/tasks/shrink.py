@@ -43,6 +43,7 @@ from albert_keras.tasks.shrink_baselines import tfidf_accuracy
 from albert_keras.tasks.shrink_config import INT8_REMEDIES
 from albert_keras.tasks.shrink_config import ShrinkConfig
 from albert_keras.tasks.shrink_config import export_fields
+from albert_keras.tasks.shrink_config import student_name
 from albert_keras.tasks.shrink_table import TEACHER
 from albert_keras.tasks.shrink_table import loses_to_float
 from albert_keras.tasks.shrink_table import recommend
@@ -89,12 +90,13 @@ def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
         spec = ModelSource(teacher).task_spec
         rows += baseline_rows(spec, (train_path, eval_path), out_dir, cfg)
         references = _references(spec, (train_path, eval_path), out_dir)
-    for name in cfg.students:
+    for student in cfg.students:
+        name = student_name(student)
         if cfg.max_minutes is not None and time.monotonic() - started > 60 * cfg.max_minutes:
             logger.info(f"--max-minutes {cfg.max_minutes:g} spent: {name} and later "
                         f"students not tried")
             break
-        folder = _student(name, teacher, train_path, eval_path, out_dir, cfg, unlabeled)
+        folder = _student(student, teacher, (train_path, eval_path), out_dir, cfg, unlabeled)
         rows += _files_of(name, folder, eval_path, train_path, out_dir, cfg)
     best = recommend(rows, cfg.tolerance)
     if best is not None:
@@ -131,20 +133,26 @@ def _references(spec, paths, out_dir):
     return read_json(path)
 
 
-def _student(name, teacher, train_path, eval_path, out_dir, cfg, unlabeled):  # noqa: PLR0913 (the run's files and settings)
-    """The student's folder, distilled now or by an earlier run."""
+def _student(student, teacher, paths, out_dir, cfg, unlabeled):  # noqa: PLR0913 (the run's files and settings)
+    """The student's folder, distilled now or by an earlier run; ``student``
+    is a preset (new weights) or a pretrained model folder (its weights)."""
     from albert_keras.tasks.distill import distill
     from albert_keras.tasks.distill_config import DistillConfig
 
+    name = student_name(student)
     folder = os.path.join(out_dir, "students", name)
     if os.path.isfile(os.path.join(folder, "task.json")):
         logger.info(f"{name}: distilled by an earlier run")
         return folder
     logger.info(f"distilling {name} ...")
-    fields = {"student": name, "student_overrides": cfg.student_overrides, "seed": cfg.seed}
+    fields = {"seed": cfg.seed}
+    if os.path.exists(student):
+        fields["student_init"] = student
+    else:
+        fields.update(student=student, student_overrides=cfg.student_overrides)
     if cfg.epochs is not None:
         fields["epochs"] = cfg.epochs
-    distill(teacher, train_path, eval_path, folder, DistillConfig(**fields), unlabeled=unlabeled)
+    distill(teacher, *paths, folder, DistillConfig(**fields), unlabeled=unlabeled)
     return folder
 
 
@@ -214,7 +222,7 @@ def measure_export(folder, path, export_cfg, cfg):
             "median_ms": round(timing["median_ms"], 2),
             "keras_accuracy": report.get("keras_accuracy"),
             "tflite_accuracy": report.get("tflite_accuracy"),
-            "examples": report["examples"]}
+            "examples": report["examples"], "int8": sidecar.get("int8")}
 
 
 def _export_config(mode, eval_path, train_path, **fields):

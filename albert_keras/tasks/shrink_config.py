@@ -1,10 +1,13 @@
 """Every knob of ``shrink``, in one value (free of TensorFlow, for ``--help``)."""
 
 import dataclasses
+import os
 
 from albert_keras.options import check_options
 from albert_keras.options import name_of
 from albert_keras.options import option
+from albert_keras.tasks.shrink_baselines import AVG_EMBEDDING
+from albert_keras.tasks.shrink_table import TEACHER
 
 # The quantization modes a candidate is tried in (the export's, without QAT,
 # which fine-tunes again, and int4, whose kernels few app runtimes have).
@@ -15,6 +18,17 @@ SHRINK_MODES = ("none", "float16", "dynamic", "int8")
 # quantization-aware training on the training rows.
 INT8_REMEDIES = ("int8+float1", "int8+float2", "int8+float4", "int8+float8", "qat")
 _FLOAT_LAYERS = "int8+float"
+
+
+def student_name(student):
+    """A student's name in the table: the preset's, or a folder's base name.
+
+    Example:
+    >>> student_name("bert_tiny"), student_name("checkpoints/bert_L-2_H-128/")
+    ('bert_tiny', 'bert_L-2_H-128')
+    """
+    return os.path.basename(os.path.normpath(student)) if os.path.exists(student) or \
+        os.sep in student else student
 
 
 def export_fields(mode):
@@ -34,10 +48,12 @@ class ShrinkConfig:
     """What ``shrink`` tries and how it chooses.
 
     Args:
-        students: the student presets, each distilled from the teacher (the
-            teacher's vocabulary, so the same tokenizer).
-        student_overrides: config fields applied to every student (JSON on
-            the command line), e.g. ``{"num_hidden_layers": 2}``.
+        students: the students, each distilled from the teacher: presets
+            (new weights, the teacher's vocabulary) or pretrained model
+            folders (their weights, e.g. a small published BERT; their
+            tokenizer must be the teacher's).
+        student_overrides: config fields applied to every preset student
+            (JSON on the command line), e.g. ``{"num_hidden_layers": 2}``.
         modes: the quantization modes each student (and the teacher) is
             exported in; each file is validated against its Keras model.
         tolerance: the most accuracy a recommended file may lose against
@@ -65,7 +81,9 @@ class ShrinkConfig:
     """
 
     students: list[str] = option(("albert_tiny", "bert_tiny", "mobilebert_tiny"),
-                                 "student presets, each distilled from the teacher",
+                                 "students, each distilled from the teacher: presets (new "
+                                 "weights) or pretrained model folders with the teacher's "
+                                 "tokenizer (their weights, e.g. a small published BERT)",
                                  nargs="+")
     student_overrides: dict = option(None, "config fields for every student, as JSON, e.g. "
                                            "'{\"num_hidden_layers\": 2}'")
@@ -100,10 +118,25 @@ class ShrinkConfig:
         check_options(self)
         from albert_keras.presets import get_preset
 
-        for name in self.students:
-            get_preset(name)  # an unknown preset is named now, before any work
         if not self.students:
             raise ValueError("students: give at least one preset")
+        folders = [s for s in self.students if os.path.exists(s)]
+        for name in self.students:
+            if name not in folders and os.sep in name:
+                raise ValueError(f"{name}: no such student folder")
+            if name not in folders:
+                get_preset(name)  # an unknown preset is named now, before any work
+        names = [student_name(s) for s in self.students]
+        taken = set(names) & {TEACHER, AVG_EMBEDDING}
+        if taken:
+            raise ValueError(f"students: {taken.pop()!r} names another row of the table; "
+                             f"rename that folder")
+        if len(set(names)) < len(names):
+            raise ValueError(f"students: two are named {max(names, key=names.count)!r} in the "
+                             f"table; give each a different name (folder base name)")
+        if folders and self.student_overrides:
+            raise ValueError(f"{name_of(ShrinkConfig, 'student_overrides')} changes presets; "
+                             f"{folders[0]} is a pretrained folder, which keeps its shape")
         if self.int8_remedies == "always" and "int8" not in self.modes:
             raise ValueError(f"{name_of(ShrinkConfig, 'int8_remedies')} always remedies int8 "
                              f"files: add int8 to {name_of(ShrinkConfig, 'modes')}")

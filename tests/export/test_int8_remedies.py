@@ -109,7 +109,12 @@ def test_an_export_with_float_layers_validates_with_more_float_ops(classifier_fo
     runs = {n: export_tflite(classifier_folder, str(tmp_path / f"f{n}.tflite"), ExportConfig(
         quantize="int8", int8_float_layers=n, **QUIET)) for n in (0, 3)}
     assert all(sidecar["validation"]["passed"] for sidecar in runs.values())
-    assert runs[3]["int8"] == {"scope": "dense", "float_layers": 3, "weights": "per-channel"}
+    record = runs[3]["int8"]
+    assert {k: record[k] for k in ("scope", "float_layers", "weights")} == \
+        {"scope": "dense", "float_layers": 3, "weights": "per-channel"}
+    # the word table and the dense kernels are int8 unless kept: three kept
+    assert runs[0]["int8"]["float_weight_layers"] == []
+    assert len(record["float_weight_layers"]) == 3, record
 
     def computing(path):
         return sum(count for op, count in float_ops(path).items()

@@ -167,6 +167,38 @@ def test_int8_remedies_each_give_a_row_always(run, classifier_folder, task_files
     assert "| teacher | int8+float2 |" in markdown and "| bert_tiny | qat |" in markdown
 
 
+def test_a_pretrained_folder_is_a_student(run, classifier_folder, init_folder, task_files,
+                                          tmp_path):
+    """A student given as a folder starts from its weights (here the tiny
+    pretrained folder the teacher was fine-tuned from) and is named after it."""
+    import dataclasses
+    import shutil
+
+    from albert_keras.model_folder import ModelSource
+
+    out, _ = run
+    copy = str(tmp_path / "run")
+    shutil.copytree(out, copy)
+    cfg = dataclasses.replace(TINY, students=(init_folder,), student_overrides=None,
+                              modes=("dynamic",), baselines=False, runs=2)
+    rows = shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], copy,
+                  cfg)["rows"]
+    name = os.path.basename(os.path.normpath(init_folder))
+    assert [(r["candidate"], r["mode"]) for r in rows] == [("teacher", "dynamic"),
+                                                            (name, "dynamic")]
+    assert rows[1]["validated"]
+    shape = ("hidden_size", "num_hidden_layers", "intermediate_size", "embedding_size")
+    student = ModelSource(os.path.join(copy, "students", name)).encoder().config
+    pretrained = ModelSource(init_folder).encoder().config
+    # its shape, not a preset's (TINY's overrides would give hidden 16)
+    assert [getattr(student, f) for f in shape] == [getattr(pretrained, f) for f in shape]
+    with pytest.raises(ValueError, match="student_overrides changes presets"):
+        shrink(classifier_folder, task_files["cls_train"], task_files["cls_eval"], copy,
+               dataclasses.replace(cfg, student_overrides={"num_hidden_layers": 1}))
+    with pytest.raises(ValueError, match="no such student folder"):
+        ShrinkConfig(students=(str(tmp_path / "missing"),)).validate()
+
+
 def test_auto_remedies_stop_at_the_first_that_keeps_the_accuracy(monkeypatch, tmp_path):
     """``auto``: the ladder runs while the last file loses more than the
     tolerance against its float model, and not at all when int8 keeps it."""

@@ -21,6 +21,7 @@ row; size and median latency at batch 1 are measured as ``shrink`` does.
 
 import argparse
 import dataclasses
+import logging
 import os
 import tempfile
 
@@ -48,6 +49,8 @@ VARIANTS = {
 
 def main(argv=None):
     args = _parser().parse_args(argv)
+    # the export's log names the layers each remedy kept in float, worst first
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     cfg = ShrinkConfig(runs=args.runs, threads=args.threads)
     rows = []
     with tempfile.TemporaryDirectory() as work:
@@ -74,8 +77,10 @@ def _result(args, cfg, rows):
 def _line(row):
     if not row["validated"]:
         return f"{row['variant']}: failed: {row['failure'][:160]}"
+    kept = (row.get("int8") or {}).get("float_weight_layers")
     return (f"{row['variant']}: {row['size_mb']:.3f} MB, {row['median_ms']:.2f} ms, "
-            f"accuracy {row['tflite_accuracy']:.4f} (Keras {row['keras_accuracy']:.4f})")
+            f"accuracy {row['tflite_accuracy']:.4f} (Keras {row['keras_accuracy']:.4f})"
+            + (f"; float weights: {', '.join(kept)}" if kept else ""))
 
 
 def _parser():
