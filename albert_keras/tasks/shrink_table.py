@@ -157,8 +157,11 @@ def _picture(rows, path):
             axis.annotate(f"{r['candidate']} {r['mode']}", (r[key], 100 * r["tflite_accuracy"]),
                           fontsize=7)
         axis.set_xscale("log")
-        for formatter in (axis.xaxis.set_major_formatter, axis.xaxis.set_minor_formatter):
-            formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        # ticks at 1, 2 and 5 of each decade, labelled as plain numbers (the
+        # log axis' own labels are powers of ten, or every minor tick)
+        axis.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axis.set_xlabel(label)
         axis.set_ylabel("accuracy on the eval rows (%)")
     axes[0].plot([r["size_mb"] for r in front], [100 * r["tflite_accuracy"] for r in front],
