@@ -30,6 +30,7 @@ def test_fine_tuning_and_a_backend_part_run_and_compare(tmp_path):
     assert [(r["who"], r["shape"]) for r in rows] == [("ours-jax", "tiny"),
                                                      ("hf-trainer", "tiny")]
     for row in rows:  # two epochs each, the second after compiling
+        assert "error" not in row, row
         assert len(row["epoch_s"]) == 2 and all(t > 0 for t in row["epoch_s"]), row
         assert row["steps"] == 48 // 8 and row["padded_tokens"] >= 6 * 8 * 3, row
     ratio = rows[1]["epoch_s"][-1] / rows[0]["epoch_s"][-1]
