@@ -44,7 +44,8 @@ feeds = [{"ids": rng.integers(5, 30000, (1, S)).astype("int32"),
          for _ in range(args["calibration"])]
 if args["who"] == "ours":
     from albert_keras import SequenceClassifier, AlbertEncoder, get_preset
-    from albert_keras.export.converter import Int8Recipe, convert, prepare_for_export, serving_function
+    from albert_keras.export.converter import convert, prepare_for_export, serving_function
+    from albert_keras.export.int8 import Int8Recipe
     model = AlbertEncoder(get_preset("albert_base"))
     if args["head"] == "classifier":
         model = SequenceClassifier(model, 2)
@@ -54,7 +55,8 @@ if args["who"] == "ours":
                    int8=Int8Recipe(args["scope"]))
 else:
     import keras_hub
-    from albert_keras.export.converter import Int8Recipe, convert
+    from albert_keras.export.converter import convert
+    from albert_keras.export.int8 import Int8Recipe
     backbone = keras_hub.models.AlbertBackbone(
         vocabulary_size=30000, num_layers=12, num_heads=12, num_groups=1,
         num_inner_repetitions=1, embedding_dim=128, hidden_dim=768,

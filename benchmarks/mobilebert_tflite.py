@@ -26,7 +26,8 @@ CHILD = r"""
 import json, sys
 import numpy as np
 args = json.loads(sys.argv[1])
-from albert_keras.export.converter import Int8Recipe, convert, prepare_for_export, serving_function
+from albert_keras.export.converter import convert, prepare_for_export, serving_function
+from albert_keras.export.int8 import Int8Recipe
 from albert_keras.families import build_backbone
 from albert_keras.presets import get_preset
 S = args["seq"]

@@ -13,11 +13,9 @@ converted model is validated against Keras before it is written anyway.
 """
 
 import contextlib
-import csv
 import dataclasses
 import io
 import logging
-import math
 import tempfile
 import warnings
 
@@ -25,11 +23,11 @@ import keras
 import tensorflow as tf
 
 from albert_keras.config import DEFAULT_TRUNCATE
-from albert_keras.export.export_config import INT8_SCOPES
-from albert_keras.export.export_config import INT8_WEIGHTS
 from albert_keras.export.export_config import QUANTIZE_MODES
+from albert_keras.export.export_config import ExportError
 from albert_keras.export.export_config import arg
-from albert_keras.export.runtime import WEIGHT_INPUT
+from albert_keras.export.int8 import Int8Recipe
+from albert_keras.export.int8 import int8_quantized
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
 from albert_keras.native_output import stderr_silenced
@@ -43,10 +41,6 @@ EXPORT_KINDS = ("encoder", "classifier", "tagger", "qa", "choice", "embedder", "
 
 # Our encoder inputs under the TFLite Task Library's names.
 INPUT_NAMES = {"ids": "token_ids", "mask": "padding_mask", "segment_ids": "segment_ids"}
-
-
-class ExportError(ValueError):
-    """A model that cannot be exported as asked (one-line message)."""
 
 
 def model_kind(model):
@@ -318,57 +312,6 @@ def _ids_in(run, kind, S, sig):
     return serve
 
 
-# Ops kept in float by ``int8_scope="dense"``: LayerNorm as the converter
-# lowers it (MEAN, SQUARED_DIFFERENCE, RSQRT, NEG, MUL, ADD, SUB), softmax,
-# the attention products (BATCH_MATMUL), GELU and the residual adds. In int8
-# XNNPACK has no kernel for several of them (int8 RSQRT, SOFTMAX,
-# BATCH_MATMUL here), so a full-int8 graph falls apart into many delegate
-# partitions with the default kernels between them, and ran slower than the
-# dynamic-range model (measured at the albert_base shape, batch 1, sequence
-# 128, 2 threads: 247 ms full int8, 156 ms dynamic, 138 ms with these float).
-FLOAT_OPS_IN_DENSE_INT8 = ("MEAN", "SQUARED_DIFFERENCE", "RSQRT", "NEG", "MUL", "ADD", "SUB",
-                           "SOFTMAX", "BATCH_MATMUL", "GELU", "TANH", "POW")
-# Ops that only move or reshape their input: the quantization debugger
-# reports the error of their input again, so they are never the layer kept
-# in float.
-MOVEMENT_OPS = ("RESHAPE", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SQUEEZE", "EXPAND_DIMS",
-                "CONCATENATION", "PACK", "UNPACK", "SPLIT", "QUANTIZE", "DEQUANTIZE")
-
-
-@dataclasses.dataclass(frozen=True)
-class Int8Recipe:
-    """How ``int8`` quantizes, and the remedies when it loses accuracy.
-
-    Args:
-        scope: ``dense`` (the dense layers' matmuls in int8, the ops in
-            ``FLOAT_OPS_IN_DENSE_INT8`` in float) or ``all`` (every op the
-            converter has an int8 kernel for).
-        float_layers: this many more layers stay in float: those whose int8
-            output strays most from float on the calibration examples, by
-            TensorFlow's quantization debugger (RMSE over the quantization
-            step, the measure of its guide).
-        weights: ``per-channel`` (a scale per output unit of each dense
-            kernel) or ``per-tensor`` (one scale per kernel, for runtimes
-            that want it).
-
-    Example:
-    >>> Int8Recipe(float_layers=2).scope
-    'dense'
-    """
-
-    scope: str = "dense"
-    float_layers: int = 0
-    weights: str = "per-channel"
-
-    def check(self):
-        if self.scope not in INT8_SCOPES:
-            raise ExportError(f"int8_scope must be one of {INT8_SCOPES}, got {self.scope!r}")
-        if self.weights not in INT8_WEIGHTS:
-            raise ExportError(f"int8_weights must be one of {INT8_WEIGHTS}, got {self.weights!r}")
-        if self.float_layers < 0:
-            raise ExportError(f"int8_float_layers must be >= 0, got {self.float_layers}")
-
-
 def convert(model, serve, quantize="none", representative=None, tokenizer=None,
             int8=None):
     """Converts ``serve`` (from ``serving_function``) to TFLite bytes.
@@ -471,84 +414,12 @@ def _converted(converter, quantize, int8):
 
 
 def _run_converter(converter, quantize, int8):
-    # The converter's private switch, read by both routes below: TensorFlow
-    # offers no public one (per-channel is its default).
+    # The converter's private switch, read by both routes: TensorFlow offers
+    # no public one (per-channel is its default).
     converter._experimental_disable_per_channel = int8.weights == "per-tensor"
     if quantize != "int8" or (int8.scope == "all" and not int8.float_layers):
         return converter.convert()
-    # TensorFlow's public route to selective quantization: the debugger
-    # calibrates once and quantizes with deny lists.
-    ops = list(FLOAT_OPS_IN_DENSE_INT8) if int8.scope == "dense" else None
-    feeds = converter.representative_dataset
-    debugger = tf.lite.experimental.QuantizationDebugger(
-        converter=converter, debug_dataset=lambda: _in_input_order(debugger, feeds),
-        debug_options=tf.lite.experimental.QuantizationDebugOptions(denylisted_ops=ops))
-    if int8.float_layers:
-        worst = worst_int8_layers(debugger, int8.float_layers)
-        if len(worst) <= int8.float_layers:
-            raise ExportError(f"{arg('int8_float_layers')} {int8.float_layers}: the model has "
-                              f"{len(worst)} int8 layer(s) that compute; keep fewer in float, "
-                              f"or export float16 or dynamic")
-        kept = worst[:-1]
-        logger.info(f"int8: kept in float, the {int8.float_layers} layer(s) that strayed most "
-                    f"(RMSE in quantization steps): " + ", ".join(
-                        f"{names[0]}" + (f" and {len(names) - 1} more with its weights"
-                                         if len(names) > 1 else "") + f" ({error:.2f})"
-                        for names, error in kept))
-        debugger.options = tf.lite.experimental.QuantizationDebugOptions(
-            denylisted_ops=ops, denylisted_nodes=[name for names, _ in kept for name in names])
-    return debugger.get_nondebug_quantized_model()
-
-
-def _in_input_order(debugger, feeds):
-    """The calibration feeds (dicts by signature input name) as the lists the
-    debugger's run sets, in the order of its model's input tensors."""
-    interpreter = tf.lite.Interpreter(model_content=debugger.get_debug_quantized_model())
-    runner = interpreter.get_signature_runner()
-    name_of = {detail["index"]: name for name, detail in runner.get_input_details().items()}
-    order = [name_of[detail["index"]] for detail in interpreter.get_input_details()]
-    for feed in feeds():
-        yield [feed[name] for name in order]
-
-
-def worst_int8_layers(debugger, count):
-    """``[(output tensor names, RMSE / quantization step)]`` of the
-    ``count + 1`` quantized layers whose outputs stray most from float,
-    worst first.
-
-    The debugger runs its instrumented model on its dataset; each layer is
-    compared with float on the same (dequantized) inputs, so the error is the
-    layer's own. A layer is a weight: the ops that share one (ALBERT's layer
-    applied N times) are kept in float together, scored by the worst of
-    them, since keeping one would store the weights twice. Ops that only move
-    data are left out (``MOVEMENT_OPS``).
-    """
-    debugger.run()
-    dump = io.StringIO()
-    debugger.layer_statistics_dump(dump)
-    dump.seek(0)
-    weight_of = _weights_by_output(debugger.get_debug_quantized_model())
-    groups = {}
-    for row in csv.DictReader(dump):
-        if row["op_name"] in MOVEMENT_OPS or float(row["scale"]) <= 0:
-            continue
-        error = math.sqrt(float(row["mean_squared_error"])) / float(row["scale"])
-        key = weight_of.get(int(row["tensor_idx"]), row["tensor_name"])
-        names, worst = groups.get(key, ([], 0.0))
-        groups[key] = ([*names, row["tensor_name"]], max(worst, error))
-    # one more than asked, so a caller can tell when none would stay int8
-    return sorted(groups.values(), key=lambda group: -group[1])[:count + 1]
-
-
-def _weights_by_output(blob):
-    """``{output tensor index: weight tensor index}`` of the ops with weights."""
-    interpreter = tf.lite.Interpreter(model_content=blob)
-    found = {}
-    for op in interpreter._get_ops_details():  # no public API lists ops
-        position = WEIGHT_INPUT.get(op["op_name"])
-        if position is not None and len(op["inputs"]) > position:
-            found.update({out: op["inputs"][position] for out in op["outputs"]})
-    return found
+    return int8_quantized(converter, int8)
 
 
 def _refuse_custom_ops(blob):

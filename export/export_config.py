@@ -12,6 +12,10 @@ INT8_SCOPES = ("dense", "all")
 INT8_WEIGHTS = ("per-channel", "per-tensor")
 
 
+class ExportError(ValueError):
+    """A model that cannot be exported as asked (one-line message)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ExportConfig:
     """How a model becomes a validated ``.tflite``.

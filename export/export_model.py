@@ -23,7 +23,6 @@ from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
 from albert_keras.export.app_runtime import check_app_model
 from albert_keras.export.app_runtime import run_in_mediapipe
 from albert_keras.export.converter import ExportError
-from albert_keras.export.converter import Int8Recipe
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
@@ -31,6 +30,7 @@ from albert_keras.export.converter import serving_function
 from albert_keras.export.examples import build_examples
 from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.export_config import arg
+from albert_keras.export.int8 import Int8Recipe
 from albert_keras.export.lengths import check_lengths_request
 from albert_keras.export.lengths import endpoints
 from albert_keras.export.lengths import extra_lengths
@@ -180,9 +180,9 @@ def _check_request(origin, out, c):
 
 def _check_int8_request(c):
     """int8's own settings are refused with another mode (never silently dropped)."""
-    given = [name for name, default in (("int8_scope", "dense"), ("int8_float_layers", 0),
-                                        ("int8_weights", "per-channel"))
-             if getattr(c, name) != default]
+    defaults = ExportConfig()
+    given = [name for name in ("int8_scope", "int8_float_layers", "int8_weights")
+             if getattr(c, name) != getattr(defaults, name)]
     if given and c.quantize != "int8":
         raise ExportError(f"{arg(given[0])} applies to {arg('quantize')} int8 only, "
                           f"not {c.quantize}")

@@ -16,10 +16,10 @@ from albert_keras.export import ExportError
 from albert_keras.export import ValidationError
 from albert_keras.export import export_tflite
 from albert_keras.export.bench import bench
-from albert_keras.export.converter import Int8Recipe
 from albert_keras.export.converter import convert
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.export.converter import serving_function
+from albert_keras.export.int8 import Int8Recipe
 from albert_keras.export.runtime import TFLiteRunner
 from albert_keras.export.validation import validate
 from albert_keras.saving import load_model

@@ -13,8 +13,8 @@ from ai_edge_litert.interpreter import Interpreter
 from albert_keras.export import ExportConfig
 from albert_keras.export import ExportError
 from albert_keras.export import export_tflite
-from albert_keras.export.converter import Int8Recipe
 from albert_keras.export.converter import convert
+from albert_keras.export.int8 import Int8Recipe
 from albert_keras.export.runtime import float_ops
 
 QUIET = dict(examples=16)
