@@ -26,8 +26,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
-from real_text import BERT_VOCAB  # noqa: E402
-from real_text import SHAPES  # noqa: E402
+from real_folders import BERT_VOCAB  # noqa: E402
+from real_folders import SHAPES  # noqa: E402
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
             max_position_embeddings=64)

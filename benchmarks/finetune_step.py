@@ -32,8 +32,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
 from common import run_child  # noqa: E402
-from real_text import BERT_VOCAB  # noqa: E402
-from real_text import SHAPES  # noqa: E402
+from real_folders import BERT_VOCAB  # noqa: E402
+from real_folders import SHAPES  # noqa: E402
 from real_text import STEP_TIMER  # noqa: E402
 
 WARMUP = 5

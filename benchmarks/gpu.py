@@ -45,8 +45,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import backends  # noqa: E402  (benchmarks/ is the script's folder)
 from common import run_child  # noqa: E402
-from real_text import BERT_VOCAB  # noqa: E402
-from real_text import SHAPES  # noqa: E402
+from real_folders import BERT_VOCAB  # noqa: E402
+from real_folders import SHAPES  # noqa: E402
 
 PARTS = ("albert", "finetune", "deberta", "mobilebert")
 BACKEND_PARTS = {

