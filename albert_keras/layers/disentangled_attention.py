@@ -35,6 +35,27 @@ def _gather_rows(scores, index):
     return ops.reshape(out, (batch, heads, rows, keys))
 
 
+def _rows_in_use(table, index):
+    """``(table, index)`` cut to the rows of the table ``index`` reads.
+
+    A sequence of ``S`` pieces reads at most ``2S - 1`` rows, one band
+    around the middle (a bucketed distance is never larger than the
+    distance), of a table that has ``2 * position_buckets`` (512 in
+    DeBERTa-v3). Every row is projected by every layer and scored against
+    every query, so for short texts the full table was most of the work
+    (HF's model projects all of it too). Each row is projected and scored
+    alone, so the cut changes no number; the table's dropout ran before
+    the cut, so training draws the same mask. On TensorFlow only: the
+    rows read depend on the index's values, a shape JAX's and torch's
+    compilers need fixed; there the whole table is used, as before.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return table, index
+    low = ops.min(index)
+    table = ops.slice(table, (low, 0), (ops.max(index) - low + 1, ops.shape(table)[1]))
+    return table, index - low
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
 class DisentangledAttentionBlock(AttentionBlock):
     """Self-attention with DeBERTa's relative terms, dropout, ``LayerNorm``.
@@ -143,6 +164,7 @@ class DisentangledAttentionBlock(AttentionBlock):
         table = self.table_dropout(rel_embeddings, training=training)
         index = relative_index(ops.shape(k)[2], self.span, self.position_buckets,
                                self.max_relative_positions, query_positions)
+        table, index = _rows_in_use(table, index)
         scale = self._score_scale()
         scores = 0.0
         if "c2p" in self.terms:

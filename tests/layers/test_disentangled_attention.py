@@ -70,6 +70,50 @@ def test_the_last_block_on_chosen_rows_equals_the_full_block_at_those_rows():
                                atol=1e-5)
 
 
+@pytest.mark.parametrize("span, buckets, max_position, length", [
+    (256, 256, 512, 9),    # DeBERTa-v3, a short text: 17 of 512 rows
+    (8, 8, 64, 20),        # longer than the buckets: every row
+    (16, 16, 24, 12),      # buckets that grow faster than the distance
+    (8, -1, -1, 5),        # no buckets
+])
+def test_scores_from_the_rows_in_use_equal_the_whole_table(monkeypatch, span, buckets,
+                                                          max_position, length):
+    """The block projects and scores only the band of the relative table
+    the sequence reads; outputs and gradients equal those from the whole
+    table (the block with the cut turned off), with and without chosen
+    query rows."""
+    import tensorflow as tf
+
+    from albert_keras.layers import disentangled_attention
+
+    block = DisentangledAttentionBlock(32, 4, span=span, position_buckets=buckets,
+                                       max_relative_positions=max_position)
+    rng = np.random.default_rng(2)
+    table = tf.constant(rng.normal(size=(2 * span, 32)).astype("float32"))
+    x = tf.constant(rng.normal(size=(2, length, 32)).astype("float32"))
+    mask = np.ones((2, length), "int32")
+    mask[1, length // 2:] = 0
+    rows = np.array([[0, length - 1], [1, 2]], "int32")
+
+    def run(query_positions):
+        with tf.GradientTape() as tape:
+            tape.watch([x, table])
+            out = block(x, mask, rel_embeddings=table, query_positions=query_positions)
+            loss = tf.reduce_sum(out * out)
+        return [np.asarray(t) for t in (out, *tape.gradient(loss, [x, table]))]
+
+    cut = [run(None), run(rows)]
+    rows_in_use = disentangled_attention._rows_in_use
+    monkeypatch.setattr(disentangled_attention, "_rows_in_use", lambda t, i: (t, i))
+    whole = [run(None), run(rows)]
+    for got, expected in zip(cut, whole):
+        for a, b in zip(got, expected):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    index = relative_index(length, span, buckets, max_position)
+    used, _ = rows_in_use(table, index)
+    assert used.shape[0] == len(np.unique(np.asarray(index))) <= 2 * length - 1
+
+
 def test_encoder_contract_in_float32_and_bfloat16():
     config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
