@@ -14,9 +14,9 @@ SPECIAL_PIECES = {PAD_ID: "<pad>", UNK_ID: "<unk>", CLS_ID: "[CLS]", SEP_ID: "[S
 WORD_START = "\u2581"  # the SentencePiece word-boundary marker
 
 # sentencepiece_model.proto's numbers: ModelProto.pieces = 1, .trainer_spec = 2;
-# SentencePiece.piece = 1, .type = 3 (NORMAL = 1 when absent);
+# SentencePiece.piece = 1, .type = 3 (NORMAL = 1 when absent, UNUSED = 5);
 # TrainerSpec.model_type = 3 (UNIGRAM = 1 when absent).
-NORMAL = 1
+NORMAL, UNUSED = 1, 5
 UNIGRAM = 1
 MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
 
@@ -145,8 +145,9 @@ def check_albert_model(proto, source):
 
     ``tensorflow_text.FastSentencepieceTokenizer`` returns wrong ids for BPE
     models without raising (measured with tensorflow-text 2.21), so only unigram models
-    are accepted. The special pieces must follow ALBERT's or DeBERTa's
-    convention (``special_ids_of``).
+    are accepted, and none with a piece of type UNUSED, which its model
+    converter refuses (an internal error at export otherwise). The special
+    pieces must follow ALBERT's or DeBERTa's convention (``special_ids_of``).
     """
     if proto.model_type != UNIGRAM:
         name = MODEL_TYPES.get(proto.model_type, str(proto.model_type))
@@ -155,6 +156,13 @@ def check_albert_model(proto, source):
             "in-graph tokenizer (tf-text FastSentencepieceTokenizer) gives wrong "
             "ids for it without an error; train a unigram model "
             "(albert-keras tokenizer train)"
+        )
+    unused = next((i for i, p in enumerate(proto.pieces) if p.type == UNUSED), None)
+    if unused is not None:
+        raise TokenizerError(
+            f"{source}: piece {unused} ({proto.pieces[unused].piece!r}) has type UNUSED, "
+            "which the in-graph tokenizer (tf-text FastSentencepieceTokenizer) cannot read; "
+            "give such pieces type NORMAL with a low score"
         )
     special_ids_of(proto, source)
 

@@ -71,6 +71,23 @@ def test_bpe_model_is_refused(tmp_path):
         SentencePieceTokenizer(prefix + ".model")
 
 
+def test_a_model_with_an_unused_piece_is_refused_in_one_line(spm_path, tmp_path):
+    """tf-text's converter refuses pieces of type UNUSED with an internal
+    error; we name the file and the piece first. The piece is appended to
+    a trained model as protobuf bytes: SentencePiece{piece, score, type 5}."""
+    import struct
+
+    body = b"[spare]"
+    piece = b"\x0a" + bytes([len(body)]) + body + b"\x15" + struct.pack("<f", -1e4) + b"\x18\x05"
+    path = tmp_path / "unused.model"
+    path.write_bytes(open(spm_path, "rb").read() + b"\x0a" + bytes([len(piece)]) + piece)
+    last = spm.SentencePieceProcessor(model_file=spm_path).get_piece_size()
+    assert spm.SentencePieceProcessor(model_file=str(path)).id_to_piece(last) == "[spare]"
+    with pytest.raises(TokenizerError, match=rf"unused.model: piece {last} \('\[spare\]'\) "
+                                             "has type UNUSED"):
+        SentencePieceTokenizer(str(path))
+
+
 def test_wrong_special_ids_and_garbage_are_refused(tmp_path):
     prefix = str(tmp_path / "plain")
     spm.SentencePieceTrainer.train(
