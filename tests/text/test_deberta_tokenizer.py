@@ -35,6 +35,22 @@ def deberta_folder(tmp_path_factory):
     return folder
 
 
+def test_special_ids_are_found_once(deberta_folder, monkeypatch):
+    """Packing asks for them on every call; DeBERTa-v3's are looked up among
+    128,000 pieces (46 ms a call, more than the model's forward pass for
+    one short text). A caller's change to the dict changes no later answer."""
+    from albert_keras.text import sentencepiece_tokenizer
+    from albert_keras.text.spm_model import special_ids_of
+
+    calls = []
+    monkeypatch.setattr(sentencepiece_tokenizer, "special_ids_of",
+                        lambda *a: calls.append(a) or special_ids_of(*a))
+    tokenizer = SentencePiece(str(deberta_folder / "spm.model"))
+    first = tokenizer.special_ids
+    first["cls"] = -1
+    assert tokenizer.special_ids["cls"] == 1 and len(calls) == 1
+
+
 def _hf_deberta(path):
     """transformers' DebertaV2Tokenizer on the same pieces and scores (its
     own loader needs protobuf >= 7 to read the file)."""
