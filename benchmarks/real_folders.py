@@ -20,7 +20,8 @@ import subprocess
 # The shapes users fine-tune (HF config fields), and the vocabulary sizes of
 # their checkpoints: 30,522 pieces for bert-base-uncased and MiniLM, 128,100
 # rows for DeBERTa-v3 (128,000 SentencePiece pieces, [MASK], 99 spare rows).
-BERT_VOCAB, DEBERTA_VOCAB = 30522, 128100
+BERT_VOCAB = 30522
+DEBERTA_VOCAB = 128100
 DEBERTA_V3 = dict(relative_attention=True, max_relative_positions=-1, position_buckets=256,
                   norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
                   position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7,
