@@ -49,8 +49,9 @@ def main():
     print(f"{results['cpu']}, {results['cores']} cores; {args.shape}")
     for name, r in results["cases"].items():
         print(f"{name} {r['shape']}: whole table {r['whole_ms']:.1f} ms, rows in use "
-              f"{r['rows_in_use_ms']:.1f} ms ({r['whole_ms'] / r['rows_in_use_ms']:.2f}x), "
-              f"max |difference| {r['max_difference']:.1e}")
+              f"{r['rows_in_use_ms']:.1f} ms ({r['whole_ms'] / r['rows_in_use_ms']:.2f}x)"
+              + ("" if r["max_difference"] is None else
+                 f", max |difference| {r['max_difference']:.1e}"))
 
 
 def _measure(folder, sentences, repeats):
@@ -60,30 +61,32 @@ def _measure(folder, sentences, repeats):
 
     cut = attention._rows_in_use
     attention._rows_in_use = lambda table, index: (table, index)  # the whole table
-    whole_model, whole = _variant(TextClassifier.from_preset(folder, num_classes=4), sentences)
+    whole_model, whole, shapes = _variant(TextClassifier.from_preset(folder, num_classes=4),
+                                          sentences)
     attention._rows_in_use = cut
-    model, in_use = _variant(TextClassifier.from_preset(folder, num_classes=4), sentences)
+    model, in_use, _ = _variant(TextClassifier.from_preset(folder, num_classes=4), sentences)
     whole_model.set_weights(model.get_weights())  # the same new head on both
     cases = {}
-    for name in ("one text", "one text padded to 128", "64 texts", "training step, 32 texts"):
+    for name in shapes:
         a, b = whole[name], in_use[name]
-        difference = float(np.max(np.abs(a() - b()))) if "training" not in name else 0.0
+        training = name.startswith("training")  # its outputs are losses after different steps
+        difference = None if training else float(np.max(np.abs(a() - b())))
         times = {"whole": [], "in_use": []}
-        for _ in range(repeats if "training" not in name else max(3, repeats // 4)):
+        for _ in range(max(3, repeats // 4) if training else repeats):
             for key, run in (("whole", a), ("in_use", b)):
                 began = time.perf_counter()
                 run()
                 times[key].append(time.perf_counter() - began)
-        cases[name] = {"shape": whole["shapes"][name], "max_difference": difference,
+        cases[name] = {"shape": shapes[name], "max_difference": difference,
                        "whole_ms": 1000 * float(np.median(times["whole"])),
                        "rows_in_use_ms": 1000 * float(np.median(times["in_use"]))}
     return cases
 
 
 def _variant(classifier, sentences):
-    """``(model, cases)``: ``classifier``'s model and the cases as callables
-    on it, traced now (so the variant of the attention in force now is the
-    one traced)."""
+    """``(model, cases, shapes)``: ``classifier``'s model, the cases as
+    callables on it, traced now (so the variant of the attention in force
+    now is the one traced), and each case's input shape."""
     import keras
     import tensorflow as tf
 
@@ -111,9 +114,9 @@ def _variant(classifier, sentences):
     step = model.train_on_batch
     step(train, labels)  # traced now
     cases["training step, 32 texts"] = lambda: step(train, labels)
-    cases["shapes"] = {name: list(x["token_ids"].shape) for name, x in
-                       {**batches, "training step, 32 texts": train}.items()}
-    return model, cases
+    shapes = {name: list(x["token_ids"].shape) for name, x in
+              {**batches, "training step, 32 texts": train}.items()}
+    return model, cases, shapes
 
 
 if __name__ == "__main__":

@@ -110,15 +110,15 @@ def _deberta_tokenizer(folder, texts, rows):
     import sentencepiece as spm
     import transformers
 
-    corpus = os.path.join(folder, "corpus.txt")
-    with open(corpus, "w", encoding="utf-8") as f:
+    text_file = os.path.join(folder, "corpus.txt")
+    with open(text_file, "w", encoding="utf-8") as f:
         f.write("\n".join(texts))
     spm.SentencePieceTrainer.train(
-        input=corpus, model_prefix=os.path.join(folder, "spm"), vocab_size=16000,
+        input=text_file, model_prefix=os.path.join(folder, "spm"), vocab_size=16000,
         hard_vocab_limit=False, model_type="unigram", pad_id=0, pad_piece="[PAD]", bos_id=1,
         bos_piece="[CLS]", eos_id=2, eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]",
         minloglevel=2)
-    os.remove(corpus)
+    os.remove(text_file)
     path = os.path.join(folder, "spm.model")
     _pad_sentencepiece(path, min(rows - 1, 128000))
     processor = spm.SentencePieceProcessor(model_file=path)
@@ -171,11 +171,12 @@ def _pad_vocabulary(path, size):
     return len(pieces)
 
 
-def task_files(work, corpus, case, rows, predict_rows, folder):
-    """train, eval and predict CSVs: disjoint seeded samples of the case's rows."""
+def task_files(work, text, case, rows, predict_rows, folder):
+    """train, eval and predict CSVs: disjoint seeded samples of the case's
+    rows (``text``: what ``corpus`` returns)."""
     import random
 
-    pool = list(corpus[case])
+    pool = list(text[case])
     random.Random(0).shuffle(pool)
     parts = {"train": pool[:rows], "eval": pool[rows:rows + 500],
              "predict": pool[rows + 500:rows + 500 + predict_rows]}

@@ -38,10 +38,10 @@ def _gather_rows(scores, index):
 def _rows_in_use(table, index):
     """``(table, index)`` cut to the rows of the table ``index`` reads.
 
-    A sequence of ``S`` pieces reads at most ``2S - 1`` rows, one band
-    around the middle (a bucketed distance is never larger than the
-    distance), of a table that has ``2 * position_buckets`` (512 in
-    DeBERTa-v3). Every row is projected by every layer and scored against
+    The index holds at most ``2S - 1`` distances for ``S`` pieces; the cut
+    keeps the band from its smallest to its largest row (bucketing is
+    monotone, so that band is about ``2S - 1`` rows around the middle) of a
+    table of ``2 * position_buckets`` rows (512 in DeBERTa-v3). Every row is projected by every layer and scored against
     every query, so for short texts the full table was most of the work
     (HF's model projects all of it too). Each row is projected and scored
     alone, so the cut changes no number; the table's dropout ran before
