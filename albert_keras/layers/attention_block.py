@@ -8,6 +8,11 @@ from albert_keras.layers.position_bias import alibi_bias
 from albert_keras.layers.quantized_dense import make_dense
 
 
+def _rows(x):
+    """``[..., H]`` as one ``[rows, H]`` matrix (``H`` known when traced)."""
+    return ops.reshape(x, (-1, x.shape[-1]))
+
+
 @keras.saving.register_keras_serializable(package="albert_keras")
 class AttentionBlock(keras.layers.Layer):
     """Multi-head self-attention, dropout, then ``LayerNorm(attn + x)``.
@@ -123,10 +128,18 @@ class AttentionBlock(keras.layers.Layer):
         self.layer_norm.build(x_shape)
         self.built = True
 
-    def _split_heads(self, x):
-        """``[B, S, H]`` -> ``[B, S, N, D]``."""
+    def _projected_heads(self, dense, x, training):
+        """``dense(x)`` split into heads: ``[B, S, H]`` -> ``[B, S, N, D]``.
+
+        The projection runs on the rows as one ``[B*S, H]`` matrix. Given a
+        3-D input, Keras' ``Dense`` goes through ``tensordot`` on TensorFlow:
+        about twenty shape ops traced per projection (and as many in its
+        gradient), and a reshape between the matrix product and the bias
+        that keeps oneDNN from adding the bias inside the product.
+        """
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+        y = dense(_rows(x), training=training)
+        return ops.reshape(y, (batch, seq, self.num_heads, self.head_size))
 
     def call(self, x, padding_mask, training=False, query_positions=None,  # noqa: PLR0913 (Keras call arguments)
              return_attention=False, query_states=None, rel_embeddings=None):
@@ -161,9 +174,9 @@ class AttentionBlock(keras.layers.Layer):
             queries = ops.take_along_axis(x, positions, axis=1)
         else:
             queries = x
-        q = self._split_heads(self.query(queries, training=training))
-        k = self._split_heads(self.key(x, training=training))
-        v = self._split_heads(self.value(x, training=training))
+        q = self._projected_heads(self.query, queries, training)
+        k = self._projected_heads(self.key, x, training)
+        v = self._projected_heads(self.value, x, training)
         probs = None
         if self._use_fused(training) and not return_attention:
             context = self._fused_attention(q, k, v, padding_mask)
@@ -171,11 +184,12 @@ class AttentionBlock(keras.layers.Layer):
             context, probs = self._explicit_attention(
                 q, k, v, padding_mask, training, query_positions, rel_embeddings
             )
-        batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
-        context = ops.reshape(context, (batch, seq, self.hidden_size))
+        # [B*T, H] rows, as the projections: the bias and the residual are
+        # added inside TensorFlow's matrix product
+        context = ops.reshape(context, (-1, self.hidden_size))
         out = self.output_dropout(self.output_dense(context, training=training),
                                   training=training)
-        out = self.layer_norm(out + queries)
+        out = ops.reshape(self.layer_norm(out + _rows(queries)), ops.shape(queries))
         return (out, probs) if return_attention else out
 
     # -- the two attention paths ---------------------------------------------------
