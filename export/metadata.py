@@ -153,7 +153,11 @@ def signature_order(blob):
 
     interpreter = make_interpreter(blob, 1)
     signatures = interpreter.get_signature_list()
-    key = "serving_default" if "serving_default" in signatures else next(iter(signatures))
+    # The signature of subgraph 0, whose tensors the interpreter's input and
+    # output details list: a file with one signature per length holds one
+    # subgraph per signature, numbered in no set order, each numbering its
+    # tensors from 0 (and a length's subgraph may hold more tensors than another).
+    key = _first_subgraph_signature(blob) or next(iter(signatures))
     signature = signatures[key]
     runner = interpreter.get_signature_runner(key)
     by_index = {}
@@ -164,6 +168,18 @@ def signature_order(blob):
     outputs = [by_index["outputs"][d["index"]] for d in interpreter.get_output_details()]
     assert sorted(inputs) == sorted(signature["inputs"])
     return inputs, outputs
+
+
+def _first_subgraph_signature(blob):
+    """The key of the signature that runs subgraph 0, or None."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAs(blob, 0)
+    for i in range(model.SignatureDefsLength()):
+        signature = model.SignatureDefs(i)
+        if signature.SubgraphIndex() == 0:
+            return signature.SignatureKey().decode()
+    return None
 
 
 def pack(blob, metadata, files):
