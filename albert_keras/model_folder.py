@@ -19,6 +19,8 @@ import os
 from albert_keras.convert import is_hf_folder
 from albert_keras.convert import is_tf1_checkpoint
 from albert_keras.convert import load_checkpoint
+from albert_keras.convert import load_hf
+from albert_keras.convert import source_format_of
 from albert_keras.convert.hf import hf_task_spec
 from albert_keras.convert.keras_hub_preset import is_keras_hub_preset
 from albert_keras.convert.keras_hub_preset import preset_tokenizer
@@ -29,6 +31,7 @@ from albert_keras.files import read_json
 from albert_keras.model_config_files import configured_positions
 from albert_keras.models.backbone import backbone_of
 from albert_keras.models.backbone import rebuilt
+from albert_keras.models.encoder_settings import EncoderSettings
 from albert_keras.saving import load_model
 from albert_keras.text.registry import load_tokenizer
 from albert_keras.text.tokenizer_asset import RECORD_FILE
@@ -164,17 +167,39 @@ def load_checkpoint_folder(path):
     key = os.path.abspath(path)
     if key not in _CHECKPOINTS:
         model, report = load_checkpoint(path, strict=False)
-        logger.info(f"{path}: converted {type(model).__name__} "
-                    f"(loaded {', '.join(report['loaded'])})")
-        if report["unused"]:
-            logger.info(f"{path}: left out {len(report['unused'])} tensors that are not "
-                        f"ours, e.g. {report['unused'][0]}")
+        _log_conversion(path, model, report)
         _attach_tokenizer(model, path)
         _CHECKPOINTS[key] = model
     _CHECKPOINTS[key] = _CHECKPOINTS.pop(key)  # the most recent last
     while len(_CHECKPOINTS) > _CHECKPOINTS_KEPT:
         _CHECKPOINTS.pop(next(iter(_CHECKPOINTS)))
     return _CHECKPOINTS[key]
+
+
+def converted_encoder(path, settings):
+    """The encoder of the HF folder ``path``, converted straight into the
+    run's ``settings`` (an ``EncoderSettings``) with the folder's tokenizer:
+    built once, where converting the folder's model and then rebuilding its
+    encoder builds two (MiniLM-L6's shape: 3.8 s against 1.8 s)."""
+    encoder, report = load_hf(path, strict=False, only_encoder=settings)
+    _log_conversion(path, encoder, report)
+    _attach_tokenizer(encoder, path)
+    return encoder
+
+
+def _converts_once(path):
+    """Whether ``path`` is an HF folder not converted in this process yet
+    (a converted one is kept, and rebuilding from it is cheaper)."""
+    return (is_checkpoint_folder(path) and source_format_of(path) == "hf"
+            and os.path.abspath(path) not in _CHECKPOINTS)
+
+
+def _log_conversion(path, model, report):
+    logger.info(f"{path}: converted {type(model).__name__} "
+                f"(loaded {', '.join(report['loaded'])})")
+    if report["unused"]:
+        logger.info(f"{path}: left out {len(report['unused'])} tensors that are not "
+                    f"ours, e.g. {report['unused'][0]}")
 
 
 def load_checkpoint_task(path):
@@ -234,26 +259,16 @@ def _stored_model(init):
     return load_model(model_file(init, (ENCODER_FILE, TASK_MODEL_FILE, PRETRAINER_FILE)))
 
 
-def rebuilt_encoder(model, source, dtype=None, from_scratch=False,  # noqa: PLR0913 (ModelSource.encoder's options, passed on)
-                    output_hidden_states=False, dropout=None):
-    """The encoder of ``model``, rebuilt with the ``dtype`` policy.
-
-    The stored policy is the training one (often ``mixed_bfloat16``); the
-    encoder is rebuilt from its config with ``dtype`` and the weights are
-    copied, unless ``from_scratch`` (same architecture, new weights).
-    ``dropout``, when given, replaces the config's hidden and attention
-    dropout (ALBERT v2 and our presets pretrain without any); it changes no
-    weight. ``source`` names the model in errors.
+def rebuilt_encoder(model, source, settings, from_scratch=False):
+    """The encoder of ``model``, rebuilt with the run's ``settings`` (an
+    ``EncoderSettings``: the stored policy is the training one, often
+    ``mixed_bfloat16``); the weights are copied, unless ``from_scratch``
+    (same architecture, new weights). ``source`` names the model in errors.
     """
     encoder = backbone_of(model)
     if encoder is None:
         raise ValueError(f"{source}: {type(model).__name__} has no encoder")
-    config = encoder.config
-    if dropout is not None:
-        config = dataclasses.replace(config, hidden_dropout_prob=dropout,
-                                     attention_probs_dropout_prob=dropout)
-    copy = rebuilt(encoder, config, output_hidden_states=output_hidden_states, dtype=dtype,
-                   quantize_aware=False, cls_only=False)
+    copy = rebuilt(encoder, settings.config_of(encoder.config), **settings.options())
     if not from_scratch:
         copy.set_weights(encoder.get_weights())
     return copy
@@ -389,9 +404,15 @@ class ModelSource:
 
     def encoder(self, dtype=None, from_scratch=False, output_hidden_states=False,
                 dropout=None):
-        """The source's encoder, rebuilt (see ``rebuilt_encoder``)."""
-        return rebuilt_encoder(self.model, self.path, dtype=dtype, from_scratch=from_scratch,
-                               output_hidden_states=output_hidden_states, dropout=dropout)
+        """The source's encoder with the run's settings (see
+        ``EncoderSettings``): an HF folder not read yet is converted straight
+        into it (``converted_encoder``), anything else rebuilt from the
+        stored model (``rebuilt_encoder``)."""
+        settings = EncoderSettings(dtype=dtype, dropout=dropout,
+                                   output_hidden_states=output_hidden_states)
+        if self._model is None and not from_scratch and _converts_once(self.path):
+            return converted_encoder(self.path, settings)
+        return rebuilt_encoder(self.model, self.path, settings, from_scratch=from_scratch)
 
 
 def load_pretrainer(init):

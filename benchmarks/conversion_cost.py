@@ -10,7 +10,9 @@ in one process, interleaved repeat by repeat, at a real checkpoint's shape
 * ``load_keras``: ``load_model`` of the same model saved as ``.keras``
   (what a cache hit would cost instead);
 * ``encoder``: ``ModelSource.encoder``, what fine-tuning calls: the
-  conversion, the tokenizer and the encoder rebuilt with the run's dtype.
+  folder's encoder built once, with the run's dtype, and its tokenizer;
+* ``encoder_rebuilt``: what it did before: convert the folder's model, then
+  rebuild its encoder with the run's dtype (two models built).
 
     python benchmarks/conversion_cost.py --out benchmarks/results/conversion_cost.json
     python benchmarks/conversion_cost.py --shape tiny --repeats 1   # smoke
@@ -66,17 +68,24 @@ def _hf_folder(work, shape):
 def _measure(folder, saved, repeats):
     from albert_keras.convert import load_checkpoint
     from albert_keras.model_folder import ModelSource
+    from albert_keras.model_folder import load_checkpoint_folder
+    from albert_keras.model_folder import rebuilt_encoder
+    from albert_keras.models.encoder_settings import EncoderSettings
     from albert_keras.saving import load_model
 
     load_checkpoint(folder, strict=False)[0].save(saved)  # also warms the imports up
-    times = {"convert": [], "load_keras": [], "encoder": []}
-    for _ in range(repeats):
+    settings = EncoderSettings(dtype="float32")
+    times = {"convert": [], "load_keras": [], "encoder": [], "encoder_rebuilt": []}
+    for repeat in range(repeats):
         times["convert"].append(_seconds(lambda: load_checkpoint(folder, strict=False)))
         times["load_keras"].append(_seconds(lambda: load_model(saved)))
-        # a new folder path each time, so the in-process cache does not answer
-        fresh = f"{folder}_{len(times['encoder'])}"
+        # new folder paths each time, so the in-process cache does not answer
+        fresh, again = f"{folder}_{repeat}", f"{folder}_{repeat}_rebuilt"
         os.symlink(folder, fresh)
+        os.symlink(folder, again)
         times["encoder"].append(_seconds(lambda: ModelSource(fresh).encoder(dtype="float32")))
+        times["encoder_rebuilt"].append(_seconds(lambda: rebuilt_encoder(
+            load_checkpoint_folder(again), again, settings)))
     return times
 
 

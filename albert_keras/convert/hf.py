@@ -141,13 +141,15 @@ def strip_prefix(tensors, prefix):
     return out
 
 
-def load_hf(folder, strict=True, dtype=None):
+def load_hf(folder, strict=True, dtype=None, only_encoder=None):
     """Builds our model from an HF folder, through its family's reader.
 
     Args:
         folder: holds ``config.json`` and the weights.
         strict: unexpected tensors (e.g. a fine-tuned head) are errors.
         dtype: a dtype policy for the built model.
+        only_encoder: an ``EncoderSettings``: build the encoder alone, once,
+            with the run's settings (a head's tensors are then unused).
 
     Returns:
         ``(model, report)``: the family's model for the heads the folder
@@ -160,7 +162,8 @@ def load_hf(folder, strict=True, dtype=None):
     """
     config_path = os.path.join(folder, "config.json")
     family = family_for_hf(hf_model_type(config_path), config_path)
-    return family.checkpoint_module().load_hf(folder, strict=strict, dtype=dtype)
+    return family.checkpoint_module().load_hf(folder, strict=strict, dtype=dtype,
+                                              only_encoder=only_encoder)
 
 
 def read_hf_config(config_path):

@@ -123,20 +123,25 @@ def _skipped_by_hf(model_type, config, tensors):
     return out
 
 
-def load_hf(folder, strict=True, dtype=None):
+def load_hf(folder, strict=True, dtype=None, only_encoder=None):
     """``albert_keras.convert.load_hf`` for ALBERT's family: the task model of
     a ``...For<Task>`` folder (sequence classification or regression, token
     classification, question answering, multiple choice; with its labels),
     an ``EncoderPretrainer`` when the folder has an MLM or SOP head (an
     ELECTRA generator, a DeBERTa masked LM in either head layout), a
     ``TokenDiscriminator`` for an ELECTRA discriminator, else an
-    ``AlbertEncoder``; with the report of what was loaded."""
+    ``AlbertEncoder``; with the report of what was loaded. ``only_encoder``
+    (``EncoderSettings``): the ``AlbertEncoder`` alone, built with them (the
+    heads' tensors are reported unused)."""
     config_path = os.path.join(folder, "config.json")
     data = read_hf_config(config_path)
     model_type = data["model_type"]
     config = read_config_file(config_path, dialect="hf")
     tensors = strip_prefix(read_hf_tensors(folder), _PREFIX[model_type])
-    model = _build_model(config, tensors, dtype, data, folder)
+    if only_encoder is None:
+        model = _build_model(config, tensors, dtype, data, folder)
+    else:
+        model = only_encoder.build(AlbertEncoder, config)
     ignored = _check_tied(folder, model_type, tensors)
     ignored |= _skipped_by_hf(model_type, config, tensors)
     names = {**_names(model_type, config, tensors), **hf_heads.head_names()}

@@ -158,11 +158,13 @@ def _ignored(folder, tensors):
     return {"embeddings.position_ids", _DECODER, _DECODER_BIAS}
 
 
-def load_hf(folder, strict=True, dtype=None):
+def load_hf(folder, strict=True, dtype=None, only_encoder=None):
     """``(model, report)`` of an HF MobileBERT folder: the task model of a
     ``MobileBertFor<Task>`` folder (with its labels), an ``EncoderPretrainer``
     with the MLM head (and NSP as its sentence head, when present), else a
-    ``MobileBertEncoder``; on ``MobileBertEncoder``."""
+    ``MobileBertEncoder``; on ``MobileBertEncoder``. ``only_encoder``
+    (``EncoderSettings``): the ``MobileBertEncoder`` alone, built with them
+    (the heads' tensors are reported unused)."""
     path = os.path.join(folder, "config.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -172,7 +174,10 @@ def load_hf(folder, strict=True, dtype=None):
     config = config_from_hf(data, path)
     tensors = {k[len(PREFIX):] if k.startswith(PREFIX) else k: v
                for k, v in read_hf_tensors(folder).items()}
-    model = _build(config, tensors, dtype, data, folder)
+    if only_encoder is None:
+        model = _build(config, tensors, dtype, data, folder)
+    else:
+        model = only_encoder.build(MobileBertEncoder, config)
     ignored = _ignored(folder, tensors) | set(_unused_by_hf(config))
     names = {**hf_names(config), **hf_heads.head_names()}
     report = assign_tensors(model, tensors, names, folder, ignored=ignored, strict=strict)
