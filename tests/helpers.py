@@ -360,8 +360,13 @@ def hf_albert_tokenizer(path, **options):
     keyword ``options`` a ``tokenizer_config.json`` would give it."""
     import sentencepiece as spm
     import transformers
+    from google.protobuf import empty_pb2
+    from google.protobuf.unknown_fields import UnknownFieldSet
 
-    from albert_keras.text.spm_model import _fields
+    def _fields(data):  # protobuf's own decoding, not our reader's
+        message = empty_pb2.Empty()
+        message.ParseFromString(data)
+        return [(f.field_number, f.data) for f in UnknownFieldSet(message)]
 
     processor = spm.SentencePieceProcessor(model_file=str(path))
     vocab = [(processor.id_to_piece(i), processor.get_score(i))
