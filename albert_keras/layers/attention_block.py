@@ -128,8 +128,10 @@ class AttentionBlock(keras.layers.Layer):
         self.layer_norm.build(x_shape)
         self.built = True
 
-    def _projected_heads(self, dense, x, training):
-        """``dense(x)`` split into heads: ``[B, S, H]`` -> ``[B, S, N, D]``.
+    def _projected_heads(self, dense, x, training, dims):
+        """``dense(x)`` split into heads: ``[B, S, H]`` -> ``[B, S, N, D]``;
+        ``dims`` is ``(B, S)``, read once per input (on TensorFlow each
+        ``ops.shape`` traces a Shape op and a slice per dynamic dimension).
 
         The projection runs on the rows as one ``[B*S, H]`` matrix. Given a
         3-D input, Keras' ``Dense`` goes through ``tensordot`` on TensorFlow:
@@ -137,9 +139,8 @@ class AttentionBlock(keras.layers.Layer):
         gradient), and a reshape between the matrix product and the bias
         that keeps oneDNN from adding the bias inside the product.
         """
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         y = dense(_rows(x), training=training)
-        return ops.reshape(y, (batch, seq, self.num_heads, self.head_size))
+        return ops.reshape(y, tuple(dims) + (self.num_heads, self.head_size))
 
     def call(self, x, padding_mask, training=False, query_positions=None,  # noqa: PLR0913 (Keras call arguments)
              return_attention=False, query_states=None, rel_embeddings=None):
@@ -174,9 +175,11 @@ class AttentionBlock(keras.layers.Layer):
             queries = ops.take_along_axis(x, positions, axis=1)
         else:
             queries = x
-        q = self._projected_heads(self.query, queries, training)
-        k = self._projected_heads(self.key, x, training)
-        v = self._projected_heads(self.value, x, training)
+        dims = ops.shape(x)[:2]
+        query_dims = dims if queries is x else ops.shape(queries)[:2]
+        q = self._projected_heads(self.query, queries, training, query_dims)
+        k = self._projected_heads(self.key, x, training, dims)
+        v = self._projected_heads(self.value, x, training, dims)
         probs = None
         if self._use_fused(training) and not return_attention:
             context = self._fused_attention(q, k, v, padding_mask)
@@ -189,7 +192,8 @@ class AttentionBlock(keras.layers.Layer):
         context = ops.reshape(context, (-1, self.hidden_size))
         out = self.output_dropout(self.output_dense(context, training=training),
                                   training=training)
-        out = ops.reshape(self.layer_norm(out + _rows(queries)), ops.shape(queries))
+        out = ops.reshape(self.layer_norm(out + _rows(queries)),
+                          tuple(query_dims) + (self.hidden_size,))
         return (out, probs) if return_attention else out
 
     # -- the two attention paths ---------------------------------------------------
@@ -243,7 +247,7 @@ class AttentionBlock(keras.layers.Layer):
         odd = isinstance(queries, int) and queries % 2 == 1
         if odd:
             q = ops.concatenate([q, q[:, :1]], axis=1)
-        batch, rows, keys = ops.shape(q)[0], ops.shape(q)[1], ops.shape(k)[1]
+        (batch, rows), keys = ops.shape(q)[:2], ops.shape(k)[1]
         # cuDNN takes the mask only at its full [B, 1, T, S] shape; a
         # [B, 1, 1, S] mask silently falls back to unfused XLA.
         mask = ops.broadcast_to(

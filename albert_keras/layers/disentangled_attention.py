@@ -20,8 +20,9 @@ def _gather_rows(scores, index):
     runs it as one builtin GATHER; the other backends use
     ``take_along_axis``.
     """
-    batch, heads, rows, table = (ops.shape(scores)[0], ops.shape(scores)[1],
-                                 ops.shape(scores)[2], ops.shape(scores)[3])
+    # one shape op per tensor: on TensorFlow each ``ops.shape`` call traces a
+    # Shape op and a slice (with three constants) per dynamic dimension
+    batch, heads, rows, table = ops.shape(scores)
     keys = ops.shape(index)[-1]
     index = ops.broadcast_to(index[:, None, :, :], (batch, heads, rows, keys))
     flat_scores = ops.reshape(scores, (-1, table))
@@ -149,8 +150,7 @@ class DisentangledAttentionBlock(AttentionBlock):
         segmentation fault) on ``[B, 1, T, D] x [1, 1, D, R]``, a one-head
         model's shapes.
         """
-        batch, heads, rows, size = (ops.shape(x)[0], ops.shape(x)[1], ops.shape(x)[2],
-                                    ops.shape(x)[3])
+        batch, heads, rows, size = ops.shape(x)
         per_head = ops.reshape(ops.transpose(x, (1, 0, 2, 3)), (heads, batch * rows, size))
         scores = ops.matmul(per_head, ops.transpose(ops.cast(table, x.dtype), (0, 2, 1)))
         scores = ops.reshape(scores, (heads, batch, rows, ops.shape(table)[1]))

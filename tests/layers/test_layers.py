@@ -149,8 +149,9 @@ def test_attention_block_fused_path_equals_explicit(rows):
     x, mask = _hidden(2, 9), _mask(2, 9)
     block(x, mask)
     queries = x if rows is None else x[:, :rows]
-    q = block._projected_heads(block.query, queries, False)
-    k, v = (block._projected_heads(dense, x, False) for dense in (block.key, block.value))
+    q = block._projected_heads(block.query, queries, False, queries.shape[:2])
+    k, v = (block._projected_heads(dense, x, False, x.shape[:2])
+            for dense in (block.key, block.value))
     fused = keras.ops.convert_to_numpy(block._fused_attention(q, k, v, mask))
     explicit = keras.ops.convert_to_numpy(block._explicit_attention(q, k, v, mask, False)[0])
     assert fused.shape == explicit.shape == (2, queries.shape[1], 4, H // 4)
