@@ -11,6 +11,7 @@ from albert_keras.export import ExportConfig
 from albert_keras.export import ExportError
 from albert_keras.export import export_tflite
 from albert_keras.export.runtime import TFLiteRunner
+from albert_keras.export.runtime import make_interpreter
 from albert_keras.saving import load_model
 from albert_keras.text.packer import pack_texts
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
@@ -40,6 +41,11 @@ def test_each_length_is_a_signature_that_matches_keras(classifier_folder, tmp_pa
                           "mask": packed["padding_mask"][i:i + 1],
                           "segment_ids": packed["segment_ids"][i:i + 1]})["logits"]
             np.testing.assert_allclose(got[0], expected[i], atol=1e-4)
+    # A runtime that names no signature runs the first subgraph: the converter
+    # orders them by name as text ("length_16" before "length_8"), so that is
+    # one of the extra lengths, not serving_default (docs/on-device.md says so).
+    plain = make_interpreter(out)
+    assert [list(d["shape"]) for d in plain.get_input_details()] == [[1, 16]] * 3
 
 
 def test_the_signatures_share_the_weights():
