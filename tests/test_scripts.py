@@ -12,6 +12,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -102,8 +103,13 @@ def test_script_imports_resolve(script):
     assert not problems, "\n".join(problems)
 
 
-def test_the_check_finds_a_moved_sibling(tmp_path):
+def test_the_check_finds_a_moved_sibling(tmp_path, monkeypatch):
     """The regression it was written for: a sibling script that moved away."""
+    # a test that ran the report scripts in this process may have put their
+    # folder (where finetune_recipe.py lives) on the path, or imported it
+    monkeypatch.delitem(sys.modules, "finetune_recipe", raising=False)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if not os.path.isfile(
+        os.path.join(p or os.getcwd(), "finetune_recipe.py"))])
     folder = tmp_path / "benchmarks"
     folder.mkdir()
     (folder / "mover.py").write_text("from finetune_recipe import tfidf_baseline\n")
