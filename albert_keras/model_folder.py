@@ -180,7 +180,8 @@ def converted_encoder(path, settings):
     """The encoder of the HF folder ``path``, converted straight into the
     run's ``settings`` (an ``EncoderSettings``) with the folder's tokenizer:
     built once, where converting the folder's model and then rebuilding its
-    encoder builds two (MiniLM-L6's shape: 3.8 s against 1.8 s)."""
+    encoder builds two (MiniLM-L6's shape: 0.8 s against 1.5 s; BERT-base's
+    2.9 s against 5.6 s)."""
     encoder, report = load_hf(path, strict=False, only_encoder=settings)
     _log_conversion(path, encoder, report)
     _attach_tokenizer(encoder, path)
