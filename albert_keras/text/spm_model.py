@@ -75,11 +75,18 @@ def _wire_fields(data):
         raise ValueError("the last field runs past the end")
 
 
+def _bytes(value, what):
+    """A length-delimited field's bytes (a varint where they belong is an error)."""
+    if not isinstance(value, (bytes, memoryview)):
+        raise ValueError(f"{what} is not a length-delimited field")
+    return bytes(value)
+
+
 def _piece(data):
     piece, kind = None, NORMAL
     for number, value in _wire_fields(data):
         if number == 1:
-            piece = bytes(value).decode("utf-8")
+            piece = _bytes(value, "a piece's text").decode("utf-8")
         elif number == 3:
             kind = value
     if piece is None:
@@ -95,9 +102,9 @@ def _model_facts(data):
     pieces, model_type = [], UNIGRAM
     for number, value in _wire_fields(view):
         if number == 1:
-            pieces.append(_piece(value))
+            pieces.append(_piece(_bytes(value, "a piece")))
         elif number == 2:
-            model_type = dict(_wire_fields(value)).get(3, UNIGRAM)
+            model_type = dict(_wire_fields(_bytes(value, "the trainer spec"))).get(3, UNIGRAM)
     return ModelFacts(tuple(pieces), model_type)
 
 
@@ -118,7 +125,10 @@ def read_model_proto(proto_or_path):
             raise TokenizerError(f"{source}: cannot read tokenizer: {e}") from None
     try:
         proto = _model_facts(data)
-    except Exception as e:  # protobuf's DecodeError, bad UTF-8, a wrong wire type
+    except IndexError:
+        raise TokenizerError(f"{source}: not a SentencePiece model (it ends inside a "
+                             "field: truncated?)") from None
+    except ValueError as e:  # a wrong wire type, a field past the end, bad UTF-8
         raise TokenizerError(f"{source}: not a SentencePiece model: {e}") from None
     if not proto.pieces:
         raise TokenizerError(f"{source}: not a SentencePiece model (no pieces)")
@@ -134,9 +144,9 @@ def normalizer_spec(data):
     for number, value in _wire_fields(data):
         if number != 3:
             continue
-        fields = dict(_wire_fields(value))
-        spec["name"] = bytes(fields.get(1, b"")).decode("utf-8")
-        spec["charsmap"] = fields.get(2, b"")
+        fields = dict(_wire_fields(_bytes(value, "the normalizer spec")))
+        spec["name"] = _bytes(fields.get(1, b""), "the normalizer's name").decode("utf-8")
+        spec["charsmap"] = _bytes(fields.get(2, b""), "the normalizer's charsmap")
         spec["add_dummy_prefix"] = bool(fields.get(3, 1))
         spec["remove_extra_whitespaces"] = bool(fields.get(4, 1))
     return spec

@@ -218,6 +218,24 @@ def test_safetensors_header(tmp_path_factory):
     run()
 
 
+def test_sentencepiece_model(spm_path):
+    """Our hand-written reader of SentencePiece files (text/spm_model.py)."""
+    from albert_keras.text.spm_model import TokenizerError
+    from albert_keras.text.spm_model import read_model_proto
+
+    seed = open(spm_path, "rb").read()
+
+    @FUZZ
+    @given(data=mutated(seed))
+    def run(data):
+        try:
+            _check(read_model_proto, data, "spm.model")
+        except TokenizerError as e:  # a ValueError, named as the others are
+            assert "spm.model" in str(e) and "\n" not in str(e), e
+
+    run()
+
+
 def test_manifest(tmp_path_factory, corpus_file, spm_path):
     from albert_keras.data.create import create_pretraining_data
     from albert_keras.data.data_config import DataConfig

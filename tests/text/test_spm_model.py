@@ -47,3 +47,17 @@ def test_a_truncated_model_is_named(spm_path, tmp_path, keep):
     cut.write_bytes(data[:int(len(data) * keep)])
     with pytest.raises(TokenizerError, match=r"cut.model: not a SentencePiece model"):
         read_model_proto(str(cut))
+
+
+@pytest.mark.parametrize("data", [
+    b"\x08\xff\xff\xff\xff\x0f",  # field 1 (a piece) as a huge varint, not bytes
+    b"\x0a\x02\x08\x7f",  # a piece whose text is a varint
+    b"\x12\x01\x18",  # a trainer spec that ends inside its field
+    b"\x0b\x00",  # wire type 3 (a group)
+])
+def test_fields_of_the_wrong_kind_are_named_not_allocated(tmp_path, data):
+    path = tmp_path / "odd.model"
+    path.write_bytes(data)
+    with pytest.raises(TokenizerError, match=r"odd.model: not a SentencePiece model"):
+        read_model_proto(str(path))
+
