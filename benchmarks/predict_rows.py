@@ -44,7 +44,12 @@ def main():
     p.add_argument("--rows", type=int, default=20000)
     p.add_argument("--out", default=None, help="results JSON")
     args = p.parse_args()
-    work = tempfile.mkdtemp(prefix="predict_rows_")
+    # two model folders, two fine-tuned models and the rows: about 1 GB, removed after
+    with tempfile.TemporaryDirectory(prefix="predict_rows_") as work:
+        _run(args, work)
+
+
+def _run(args, work):
     corpus = real_folders.corpus(work)
     folder = real_folders.model_folder(work, corpus["texts"], "minilm_l6")
     files = real_folders.task_files(work, corpus, "short", 1500, 0, folder)
