@@ -177,11 +177,8 @@ def load_checkpoint_folder(path):
 
 
 def converted_encoder(path, settings):
-    """The encoder of the HF folder ``path``, converted straight into the
-    run's ``settings`` (an ``EncoderSettings``) with the folder's tokenizer:
-    built once, where converting the folder's model and then rebuilding its
-    encoder builds two (MiniLM-L6's shape: 0.8 s against 1.5 s; BERT-base's
-    2.9 s against 5.6 s)."""
+    """The encoder of the HF folder ``path``, built once with the run's
+    ``settings`` (an ``EncoderSettings``, which says why), with its tokenizer."""
     encoder, report = load_hf(path, strict=False, only_encoder=settings)
     _log_conversion(path, encoder, report)
     _attach_tokenizer(encoder, path)
@@ -189,8 +186,7 @@ def converted_encoder(path, settings):
 
 
 def _converts_once(path):
-    """Whether ``path`` is an HF folder not converted in this process yet
-    (a converted one is kept, and rebuilding from it is cheaper)."""
+    """An HF folder not converted in this process yet (a kept one is rebuilt)."""
     return (is_checkpoint_folder(path) and source_format_of(path) == "hf"
             and os.path.abspath(path) not in _CHECKPOINTS)
 
