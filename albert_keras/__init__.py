@@ -40,6 +40,8 @@ _PUBLIC = {
     "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
     "DebertaConfig": "albert_keras.models.deberta.deberta_config",
     "MobileBertEncoder": "albert_keras.models.mobilebert.mobilebert_encoder",
+    "ModernBertConfig": "albert_keras.models.modernbert.modernbert_config",
+    "ModernBertEncoder": "albert_keras.models.modernbert.modernbert_encoder",
     "PRESETS": "albert_keras.presets",
     "ProgressiveDistiller": "albert_keras.models.progressive_distiller",
     "QuantizedDense": "albert_keras.layers.quantized_dense",

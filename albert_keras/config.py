@@ -363,6 +363,12 @@ class AlbertConfig:
 
     # -- our own dialect -----------------------------------------------------
 
+    def with_dropout(self, rate):
+        """This config with every dropout of the encoder at ``rate`` (a
+        run's ``--dropout``; no weight changes)."""
+        return dataclasses.replace(self, hidden_dropout_prob=rate,
+                                   attention_probs_dropout_prob=rate)
+
     def to_dict(self):
         return dataclasses.asdict(self)
 

@@ -28,6 +28,7 @@ BUILT_IN = (
     "albert_keras.models.albert.family",
     "albert_keras.models.deberta.family",
     "albert_keras.models.mobilebert.family",
+    "albert_keras.models.modernbert.family",
 )
 
 _FAMILIES = {}
@@ -42,7 +43,9 @@ class Family:
         config_class: its config dataclass. It has ``from_dict`` and
             ``to_dict`` and the fields every caller reads: ``vocab_size``,
             ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
-            ``max_position_embeddings`` and ``initializer_range`` (HF's names).
+            ``max_position_embeddings`` and ``initializer_range`` (HF's names),
+            and ``with_dropout(rate)`` (the config with every dropout at
+            ``rate``).
             One family's class may extend another's (``DebertaConfig`` is
             ``AlbertConfig`` with DeBERTa-v3's defaults).
         backbone: ``"module:Class"`` of its encoder; the class is built as
@@ -67,6 +70,8 @@ class Family:
             which kernels split their columns or rows over a device mesh's
             model axis under ``--strategy model_parallel``; None: the family
             cannot be split (that strategy refuses it).
+        tokenizer_kind: the tokenizer kind ``pretrain`` trains for a new
+            model of the family (``sentencepiece``; ModernBERT's ``bpe``).
 
     Example:
     >>> Family("toy", dict, "my_models:ToyEncoder").hf_model_types
@@ -83,6 +88,7 @@ class Family:
     tf1: str = None
     keras_hub: str = None
     layout: str = None
+    tokenizer_kind: str = "sentencepiece"
 
     @property
     def backbone_class(self):

@@ -67,11 +67,11 @@ def _hf_folder(work, shape):
 
 def _measure(folder, saved, repeats):
     from albert_keras.convert import load_checkpoint
-    from albert_keras.model_folder import ModelSource
-    from albert_keras.model_folder import load_checkpoint_folder
-    from albert_keras.model_folder import rebuilt_encoder
     from albert_keras.models.encoder_settings import EncoderSettings
     from albert_keras.saving import load_model
+    from albert_keras.sources.checkpoint_reader import model as converted_checkpoint
+    from albert_keras.sources.model_rebuild import rebuilt_encoder
+    from albert_keras.sources.model_source import ModelSource
 
     load_checkpoint(folder, strict=False)[0].save(saved)  # also warms the imports up
     settings = EncoderSettings(dtype="float32")
@@ -85,7 +85,7 @@ def _measure(folder, saved, repeats):
         os.symlink(folder, again)
         times["encoder"].append(_seconds(lambda: ModelSource(fresh).encoder(dtype="float32")))
         times["encoder_rebuilt"].append(_seconds(lambda: rebuilt_encoder(
-            load_checkpoint_folder(again), again, settings)))
+            converted_checkpoint(again), again, settings)))
     return times
 
 

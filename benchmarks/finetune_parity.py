@@ -243,7 +243,7 @@ def _task_files(args, work):
 
 def _read_task(args, files):
     """``(task, spec, train_data, eval_data)`` as ``finetune`` reads them."""
-    from albert_keras.model_folder import read_tokenizer
+    from albert_keras.sources.registry import read_tokenizer
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.tasks.registry import get_task
     from albert_keras.tasks.task_run import task_spec
@@ -285,7 +285,7 @@ def _summarize(results):
 def main():
     args = _parse_args()
     from albert_keras.convert import save_hf
-    from albert_keras.model_folder import ModelSource
+    from albert_keras.sources.model_source import ModelSource
 
     work = tempfile.mkdtemp()
     files = _task_files(args, work)

@@ -23,18 +23,6 @@ OUTPUT_DESCRIPTIONS = {
     "start_logits": "Per token: the score of the answer starting there.",
     "end_logits": "Per token: the score of the answer ending there.",
 }
-# What MediaPipe's tokenizers do before the model (measured with MediaPipe
-# 1.2.2 against HF's tokenizers): ASCII lower-casing, punctuation and CJK
-# splitting for WordPiece; no accent stripping and no lower-casing beyond
-# ASCII. A SentencePiece model normalizes inside itself, so it agrees.
-_MISMATCH_HINT = {
-    "wordpiece": "MediaPipe's WordPiece tokenizer lower-cases ASCII only and strips no "
-                 "accents, so texts with accents or non-ASCII capitals get other ids",
-    "sentencepiece": "MediaPipe runs the SentencePiece model alone, without HF's "
-                     "lower-casing or accent stripping before it",
-}
-
-
 def check_app_model(kind, output_names, pair, tokenizer):
     """The output names of an app-runtime export of a ``kind`` model; one line
     for what these runtimes cannot run."""
@@ -44,7 +32,7 @@ def check_app_model(kind, output_names, pair, tokenizer):
     if pair and kind != "qa":
         raise ExportError(f"{arg('metadata')}: MediaPipe's text tasks take one text; this model was "
                           "trained on text pairs")
-    if tokenizer.kind not in ("sentencepiece", "wordpiece"):
+    if tokenizer.app_tokenizer is None:
         raise ExportError(f"{arg('metadata')}: no app runtime reads a {tokenizer.kind} tokenizer")
     if kind == "classifier":
         return ("probability",)  # MediaPipe uses the scores as given: softmax in the graph
@@ -79,7 +67,7 @@ def run_in_mediapipe(blob, job, config, checks):
         raise ExportError(
             f"MediaPipe, tokenizing {len(checks.texts)} validation texts itself, disagrees with "
             f"LiteRT on the model's own ids: {what} < {arg('mediapipe_min_agreement')} "
-            f"{config.mediapipe_min_agreement} ({_MISMATCH_HINT[job.tokenizer.kind]}); pass "
+            f"{config.mediapipe_min_agreement} ({job.tokenizer.app_difference}); pass "
             f"a lower {arg('mediapipe_min_agreement')} to ship it anyway")
     return report
 

@@ -14,6 +14,7 @@ from albert_keras.export.export_config import arg
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.text.packer import SegmentPacker
+from albert_keras.text.packer import pack_texts
 
 
 def _texts_from_file(path, spec, tokenizer, pair):
@@ -104,9 +105,12 @@ def _file_examples(path, job, count, rng):
         found, texts=[found.texts[i] for i in order],
         pairs=[found.pairs[i] for i in order] if found.pairs else None,
         labels=[found.labels[i] for i in order] if found.labels is not None else None)
+    truncate = spec.truncate if spec else DEFAULT_TRUNCATE
+    if not job.tokenizer.in_graph:  # a kind with no in-graph form packs on the host
+        return (pack_texts(job.tokenizer, found.texts, found.pairs, job.sequence_length,
+                           truncate), found, None if found.pairs else found.texts)
     layer = job.tokenizer.keras_layer()
-    packer = SegmentPacker(job.sequence_length,
-                          truncate=spec.truncate if spec else DEFAULT_TRUNCATE,
+    packer = SegmentPacker(job.sequence_length, truncate=truncate,
                           special_ids=job.tokenizer.special_ids)
     packed = packer(layer(tf.constant(found.texts)),
                     layer(tf.constant(found.pairs)) if found.pairs else None)

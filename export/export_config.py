@@ -74,17 +74,17 @@ class ExportConfig:
 
     quantize: str = option("none", "weights and activations in the .tflite",
                            choices=QUANTIZE_MODES)
-    int8_scope: str = option("dense", "int8: dense: only the dense layers' matmuls in int8, "
-                                      "LayerNorm, softmax, attention products and GELU in "
-                                      "float (faster on CPUs); all: every op with an int8 "
-                                      "kernel (integer-only accelerators)",
+    int8_scope: str = option("dense", "int8 and qat: dense: only the dense layers' matmuls "
+                                      "in int8, LayerNorm, softmax, attention products and "
+                                      "GELU in float (faster on CPUs); all: every op with an "
+                                      "int8 kernel (integer-only accelerators)",
                              choices=INT8_SCOPES)
     int8_float_layers: int = option(0, "int8: also keep this many layers in float: those "
                                        "whose int8 output strays most from float on the "
                                        "calibration examples (TensorFlow's quantization "
                                        "debugger); the remedy when int8 loses accuracy",
                                     valid="[0, inf)")
-    int8_weights: str = option("per-channel", "int8: a scale per output unit of each dense "
+    int8_weights: str = option("per-channel", "int8 and qat: a scale per output unit of each dense "
                                               "kernel, or one per kernel (per-tensor, for "
                                               "runtimes that want it)",
                                choices=INT8_WEIGHTS)
@@ -149,5 +149,6 @@ class ExportConfig:
 
 def arg(name):
     """How an error names an export setting: ``--seq-length`` on the command
-    line, ``sequence_length`` in Python (``ExportConfig``'s field)."""
+    line, ``sequence_length`` in Python (``ExportConfig``'s field, or
+    ``export_tflite``'s argument: ``out``)."""
     return name_of(ExportConfig, name)

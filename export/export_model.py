@@ -9,6 +9,7 @@ Nothing is written when validation fails.
 """
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -44,18 +45,19 @@ from albert_keras.export.model_card import model_card
 from albert_keras.export.source import classifier_spec
 from albert_keras.export.source import load_source
 from albert_keras.export.validation import validate
+from albert_keras.export.web_folder import MODEL_FILE
 from albert_keras.export.web_folder import check_web_kind
 from albert_keras.export.web_folder import check_web_request
 from albert_keras.export.web_folder import write_web_folder
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import check_output
-from albert_keras.files import sha256_file
-from albert_keras.model_folder import ModelSource
 from albert_keras.options import check_options
 from albert_keras.saving import save_model
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import softmax
+from albert_keras.training.strategy import where_it_runs
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +70,7 @@ SIDECAR_FORMAT = "albert-keras-tflite/1"
 # -- the export ---------------------------------------------------------------------------------
 
 
-def export_tflite(source, out, config=None):
+def export_tflite(source, out=None, config=None):
     """Converts, validates and writes; returns the sidecar dict.
 
     With ``quantize="qat"`` the (fine-tuned) model is first fine-tuned for
@@ -83,7 +85,9 @@ def export_tflite(source, out, config=None):
     Args:
         source: a model folder or ``.keras`` file, or a model object (a
             ``TextClassifier``, ``TextEmbedder`` or one of our Keras models).
-        out: the ``.tflite`` to write (the sidecar ``.json`` goes beside it).
+        out: the ``.tflite`` to write (the sidecar ``.json`` and the card
+            ``.md`` go beside it); may be None with ``config.web``, whose
+            folder then holds the only copy.
         config: an ``ExportConfig``.
 
     Example:
@@ -102,6 +106,9 @@ def export_tflite(source, out, config=None):
     origin = ModelSource(os.fspath(source), c.tokenizer)  # each of its files read once
     paths = _check_request(origin, out, c)
     job = _load(origin, c)
+    _check_in_graph(job, c)
+    logger.info(f"{where_it_runs(None, model=job.model)} (the Keras model it is validated "
+                f"against; LiteRT runs on the CPU)")
     checks, calibration = _examples(job, c)
     if c.quantize == "qat":
         from albert_keras.export.qat import qat_finetune
@@ -115,21 +122,31 @@ def export_tflite(source, out, config=None):
     if c.metadata:
         blob, report["mediapipe"] = _add_metadata(job, c, blob, checks)
     sidecar = _sidecar(job, c, exported, blob, report)
-    logger.info(f"validated; writing {out} ({len(blob) / 1e6:.2f} MB), {paths['sidecar']} "
-                f"and {paths['card']}")
+    sidecar["sha256"] = hashlib.sha256(blob).hexdigest()
+    card_text = model_card(sidecar, os.path.basename(out or MODEL_FILE))
+    if out is not None:
+        _write_files(out, paths, blob, sidecar, card_text)
+    if c.web:
+        # the folder holds the only copy when no --out is given
+        write_web_folder(c.web, blob, sidecar, card_text, job.tokenizer, c.overwrite)
+        logger.info(f"wrote the web page folder {c.web}: serve it (python -m http.server -d "
+                    f"{c.web}), then open index.html")
+    return sidecar
+
+
+def _write_files(out, paths, blob, sidecar, card_text):
+    """The ``.tflite``, its sidecar and its card, each renamed into place."""
+    # debug: the command line's own last line says what was written
+    logger.debug(f"validated; writing {out} ({len(blob) / 1e6:.2f} MB), {paths['sidecar']} "
+                 f"and {paths['card']}")
     # The model is renamed into place first: when that fails, the sidecar's
     # and the card's temporary files are removed too, so a failure leaves none.
     with atomic_write(paths["card"]) as card, atomic_write(paths["sidecar"]) as f, \
             atomic_path(out) as tmp:
         with open(tmp, "wb") as blob_file:
             blob_file.write(blob)
-        sidecar["sha256"] = sha256_file(tmp)
         json.dump(sidecar, f, indent=2, sort_keys=True)
-        card.write(model_card(sidecar, os.path.basename(out)))
-    if c.web:
-        write_web_folder(c.web, out, sidecar, job.tokenizer, c.overwrite)
-        logger.info(f"wrote the web page folder {c.web} (serve it, then open index.html)")
-    return sidecar
+        card.write(card_text)
 
 
 def _saved_object(model, folder):
@@ -156,11 +173,8 @@ def _check_request(origin, out, c):
     if keras.backend.backend() != "tensorflow":
         raise ExportError(f"the TFLite export runs on Keras' TensorFlow backend; this process "
                           f"runs {keras.backend.backend()} (set KERAS_BACKEND=tensorflow)")
-    if not out.endswith(".tflite"):
-        raise ExportError(f"{out}: the output must end in .tflite")
-    stem = out[: -len(".tflite")]
-    paths = {"sidecar": stem + ".json", "card": stem + ".md"}
-    for path in (out, *paths.values()):
+    paths = _side_paths(out, c)
+    for path in ([out, *paths.values()] if out is not None else []):
         # never over the source model (a folder's task.json, say), and an
         # existing side file is named as itself
         check_output(path, [source, c.tokenizer], c.overwrite)
@@ -178,14 +192,38 @@ def _check_request(origin, out, c):
     return paths
 
 
+def _check_in_graph(job, c):
+    """A string-in file needs the tokenizer kind's in-graph form (checked
+    once the source's tokenizer is read, before any conversion)."""
+    if c.with_tokenizer and job.tokenizer is not None and not job.tokenizer.in_graph:
+        raise ExportError(f"{job.origin.path}: its {job.tokenizer.kind} tokenizer has no "
+                          f"in-graph form that TFLite runs: drop {arg('with_tokenizer')} and "
+                          f"tokenize in the app")
+
+
+def _side_paths(out, c):
+    """The sidecar's and the card's paths beside ``out`` (none without it)."""
+    if out is None:
+        if not c.web:
+            raise ExportError(f"nothing to write: give the .tflite to write ({arg('out')}), "
+                              f"a web folder ({arg('web')}), or both")
+        return {}
+    if not out.endswith(".tflite"):
+        raise ExportError(f"{out}: the output must end in .tflite")
+    stem = out[: -len(".tflite")]
+    return {"sidecar": stem + ".json", "card": stem + ".md"}
+
+
 def _check_int8_request(c):
-    """int8's own settings are refused with another mode (never silently dropped)."""
+    """int8's own settings are refused with another mode (never silently
+    dropped); the scope and the weights' scales apply to qat's int8 too."""
     defaults = ExportConfig()
     given = [name for name in ("int8_scope", "int8_float_layers", "int8_weights")
              if getattr(c, name) != getattr(defaults, name)]
-    if given and c.quantize != "int8":
-        raise ExportError(f"{arg(given[0])} applies to {arg('quantize')} int8 only, "
-                          f"not {c.quantize}")
+    modes = ("int8", "qat") if given and given[0] != "int8_float_layers" else ("int8",)
+    if given and c.quantize not in modes:
+        raise ExportError(f"{arg(given[0])} applies to {arg('quantize')} "
+                          f"{' and '.join(modes)} only, not {c.quantize}")
 
 
 @dataclasses.dataclass

@@ -73,16 +73,16 @@ class ModelInfo:
 def tokenizer_files(tokenizer):
     """``{file name: bytes}`` of the tokenizer as the runtimes read it: the
     SentencePiece model as it is, or a WordPiece vocabulary one piece a line."""
-    if tokenizer.kind == "sentencepiece":
-        return {tokenizer.file_name: bytes(tokenizer.proto_bytes)}
-    if tokenizer.kind == "wordpiece":
-        return {"vocab.txt": "".join(p + "\n" for p in tokenizer.pieces).encode("utf-8")}
-    raise ExportError(f"{arg('metadata')}: no runtime reads a {tokenizer.kind} tokenizer")
+    try:
+        return tokenizer.app_files()
+    except ValueError as e:
+        raise ExportError(f"{arg('metadata')}: {e}") from None
 
 
 def _tokenizer_unit(fb, tokenizer, file_name):
     unit = fb.ProcessUnitT()
-    if tokenizer.kind == "sentencepiece":
+    # the metadata schema's two tokenizer forms (a kind names its own)
+    if tokenizer.app_tokenizer == "SentencePieceTokenizerOptions":
         model = fb.AssociatedFileT()
         model.name, model.description = file_name, "The SentencePiece model."
         unit.optionsType = fb.ProcessUnitOptions.SentencePieceTokenizerOptions
@@ -140,7 +140,8 @@ def build_metadata(info, inputs, outputs, tokenizer, output_descriptions, labels
     model.name, model.description, model.version = info.name, info.description, info.version
     model.author, model.license = info.author, info.license
     model.subgraphMetadata = [graph]
-    model.minParserVersion = _min_parser_version(True, tokenizer.kind == "wordpiece")
+    model.minParserVersion = _min_parser_version(
+        True, tokenizer.app_tokenizer == "BertTokenizerOptions")
     builder = flatbuffers.Builder(0)
     builder.Finish(model.Pack(builder), METADATA_IDENTIFIER)
     return bytes(builder.Output())

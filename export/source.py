@@ -9,14 +9,13 @@ import logging
 import os
 
 from albert_keras.export.converter import ExportError
-from albert_keras.model_folder import TASK_FILE
-from albert_keras.model_folder import TASK_MODEL_FILE
-from albert_keras.model_folder import folder_of
-from albert_keras.model_folder import is_checkpoint_folder
-from albert_keras.model_folder import load_checkpoint_folder
-from albert_keras.model_folder import part_file
-from albert_keras.model_folder import read_tokenizer
 from albert_keras.saving import load_model
+from albert_keras.sources import checkpoint_reader
+from albert_keras.sources.layout import TASK_FILE
+from albert_keras.sources.layout import TASK_MODEL_FILE
+from albert_keras.sources.layout import folder_of
+from albert_keras.sources.layout import part_file
+from albert_keras.sources.registry import read_tokenizer
 from albert_keras.tasks.task import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -40,17 +39,17 @@ def load_source(origin, part="auto"):
 
         model = SentenceEmbedder(origin.encoder(dtype="float32", output_hidden_states=True))
         return model, None, _tokenizer_of(model, source, tokenizer), folder
-    if part == "auto" and is_checkpoint_folder(source) and origin.task_spec:
+    if part == "auto" and checkpoint_reader.claims(source) and origin.task_spec:
         # A model fine-tuned with transformers (a ...For<Task> folder): its
         # task model, with the labels of its config.json.
         model, spec = origin.task_model()
         spec = TaskSpec.from_json(spec, os.path.join(source, "config.json"))
         return model, spec, _tokenizer_of(model, source, tokenizer), source
-    if is_checkpoint_folder(source):
+    if checkpoint_reader.claims(source):
         # A published checkpoint: its encoder, or with --part mlm its MLM model.
         # auto/encoder: its encoder; mlm: the model with the MLM head; model:
         # the whole converted model (an ELECTRA discriminator, say).
-        model = load_checkpoint_folder(source)
+        model = checkpoint_reader.model(source)
         if part in ("auto", "encoder"):
             model = getattr(model, "encoder", model)
         elif part == "mlm" and not hasattr(model, "mlm_head"):

@@ -1,6 +1,8 @@
 """``export --web DIR``: a static folder that runs the exported model in a browser.
 
-The folder holds the ``.tflite``, the tokenizer as an HF ``tokenizer.json``
+The folder holds the ``.tflite`` (the only copy unless ``--out`` also asks
+for one), its sidecar (``sidecar.json``) and card (``MODEL.md``), the
+tokenizer as an HF ``tokenizer.json``
 (``text.tokenizer_json``), ``model.json`` (what the page needs of the
 sidecar: kind, labels, the input lengths and their signatures, special ids,
 truncation), ``albert.js`` (``loadModel``, ``classify``, ``embed``: packs
@@ -60,6 +62,9 @@ MEDIAPIPE_FILES = {
        for variant in ("", "nosimd_") for ext in ("js", "wasm")},
 }
 MODEL_FILE = "model.tflite"
+# the export's sidecar and model card, under names the page's model.json leaves free
+SIDECAR_FILE = "sidecar.json"
+CARD_FILE = "MODEL.md"
 
 
 def check_web_kind(c, kind):
@@ -74,7 +79,7 @@ def check_web_request(c, out):
     that would hold ``out``, the ``.tflite``); fetches the runtime once."""
     if not c.web:
         return
-    if os.path.abspath(out).startswith(os.path.abspath(c.web) + os.sep):
+    if out is not None and os.path.abspath(out).startswith(os.path.abspath(c.web) + os.sep):
         raise ExportError(f"{out}: the .tflite goes outside {arg('web')} {c.web} (the "
                           f"folder gets its own copy)")
     if c.with_tokenizer:
@@ -162,21 +167,8 @@ def web_config(sidecar, tokenizer, files):
             "size_bytes", "sha256")
     return {"format": WEB_FORMAT, "model": MODEL_FILE, "files": sorted(files),
             "runtime": "mediapipe" if sidecar.get("metadata") else "litert",
-            "runtime_versions": _versions(), "prepare": _text_steps(tokenizer),
+            "runtime_versions": _versions(), "prepare": tokenizer.text_steps(),
             **{key: sidecar.get(key) for key in keys}}
-
-
-def _text_steps(tokenizer):
-    """Whether our tokenizer lower-cases and strips accents before its pieces
-    (MediaPipe's tokenizers do neither beyond ASCII capitals, so its page
-    does them first)."""
-    options = tokenizer.options
-    if tokenizer.kind == "wordpiece":
-        strip = options.get("strip_accents")
-        return {"lowercase": bool(options["lowercase"]),
-                "strip_accents": bool(options["lowercase"] if strip is None else strip)}
-    return {"lowercase": bool(options.get("lowercase")),
-            "strip_accents": not options.get("keep_accents", True)}
 
 
 def _versions():
@@ -185,18 +177,19 @@ def _versions():
             for path, entry in lock["packages"].items() if path}
 
 
-def write_web_folder(folder, tflite_path, sidecar, tokenizer, overwrite=False):
+def write_web_folder(folder, model, sidecar, card, tokenizer, overwrite=False):
     """Writes the web folder for an exported ``.tflite``.
 
     Args:
         folder: where (new, empty, or an earlier web folder with ``overwrite``).
-        tflite_path: the validated ``.tflite`` just written.
-        sidecar: its sidecar dict.
+        model: the validated ``.tflite``'s bytes (written as ``model.tflite``).
+        sidecar: its sidecar dict (written as ``sidecar.json``).
+        card: its model card's text (written as ``MODEL.md``).
         tokenizer: the model's tokenizer (``text.registry``).
         overwrite: replace the files an earlier export wrote there (only those).
 
     Example:
-    >>> write_web_folder("site", "model.tflite", sidecar, tokenizer)  # doctest: +SKIP
+    >>> write_web_folder("site", blob, sidecar, card, tokenizer)  # doctest: +SKIP
     """
     from albert_keras.text.tokenizer_json import tokenizer_config
     from albert_keras.text.tokenizer_json import tokenizer_json
@@ -211,17 +204,20 @@ def write_web_folder(folder, tflite_path, sidecar, tokenizer, overwrite=False):
         # MediaPipe reads the tokenizer packed in the file
         texts = {} if mediapipe else {"tokenizer.json": tokenizer_json(tokenizer),
                                       "tokenizer_config.json": tokenizer_config(tokenizer)}
+        texts.update({SIDECAR_FILE: json.dumps(sidecar, indent=2, sort_keys=True),
+                      CARD_FILE: card})
+        with open(os.path.join(staging, MODEL_FILE), "wb") as f:
+            f.write(model)
         for name, text in texts.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
                 f.write(text)
         copies = {os.path.join(_HERE, name): name for name in PAGE_FILES}
         copies.update({os.path.join(modules, source): target for source, target in
                        (MEDIAPIPE_FILES if mediapipe else LITERT_FILES).items()})
-        copies[tflite_path] = MODEL_FILE
         for source, target in copies.items():
             os.makedirs(os.path.dirname(os.path.join(staging, target)), exist_ok=True)
             shutil.copyfile(source, os.path.join(staging, target))
-        files = [*texts, *copies.values(), "model.json"]
+        files = [*texts, MODEL_FILE, *copies.values(), "model.json"]
         write_json(os.path.join(staging, "model.json"), web_config(sidecar, tokenizer, files))
         _move_into_place(staging, folder, files)
     finally:

@@ -435,3 +435,43 @@ def encoder_inputs(batch, seq, vocab=60):
         "segment_ids": segments * mask,
         "padding_mask": mask,
     }
+
+
+def make_deberta_spm(folder):
+    """A small SentencePiece model in DeBERTa's convention ([PAD] [CLS]
+    [SEP] [UNK] first, no [MASK] piece) in ``folder``; its path."""
+    import sentencepiece as spm
+
+    (folder / "corpus.txt").write_text("\n".join(make_sentences(1500)), encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(folder / "corpus.txt"), model_prefix=str(folder / "spm"), vocab_size=120,
+        model_type="unigram", pad_id=0, pad_piece="[PAD]", bos_id=1, bos_piece="[CLS]",
+        eos_id=2, eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]", minloglevel=2)
+    return str(folder / "spm.model")
+
+
+def make_bpe_file(folder, texts=()):
+    """A ModernBERT-like ``tokenizer.json`` in ``folder``: byte-level BPE of
+    700 pieces learned from the corpus (and ``texts``), no prefix space, its
+    special tokens after the learned pieces, ``[CLS] a [SEP]`` packing;
+    returns its path."""
+    from tokenizers import Tokenizer
+    from tokenizers import decoders
+    from tokenizers import models
+    from tokenizers import pre_tokenizers
+    from tokenizers import processors
+    from tokenizers import trainers
+
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=700,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    hf.train_from_iterator(make_sentences(3000) + list(texts), trainer)
+    hf.add_special_tokens(["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"])  # ModernBERT's
+    hf.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[(t, hf.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+    path = os.path.join(str(folder), "tokenizer.json")
+    hf.save(path)
+    return path

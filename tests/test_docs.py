@@ -81,8 +81,8 @@ def test_python_examples_run(classifier_folder, init_folder, task_files, tmp_pat
     from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite
-    from albert_keras.model_folder import ModelSource
-    from albert_keras.model_folder import read_tokenizer
+    from albert_keras.sources.model_source import ModelSource
+    from albert_keras.sources.registry import read_tokenizer
 
     monkeypatch.chdir(tmp_path)
     os.makedirs("runs")

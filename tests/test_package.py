@@ -228,6 +228,46 @@ def test_only_the_encoder_reaches_its_layers():
     assert _backbone_reads("t = encoder.token_embedding.embeddings") == []
 
 
+def _kind_branches(text, kinds):
+    """``[line]`` where ``text`` compares something with a tokenizer kind's
+    name (``x == "wordpiece"``, ``kind in ("sentencepiece", ...)``) or
+    compares a tokenizer's ``.kind`` with anything."""
+    import ast
+
+    def names_a_kind(node):
+        if isinstance(node, ast.Constant):
+            return node.value in kinds
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(map(names_a_kind, node.elts))
+        return isinstance(node, ast.Attribute) and node.attr == "kind" and \
+            "tokenizer" in ast.unparse(node.value)
+
+    return [node.lineno for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Compare)
+            and any(map(names_a_kind, [node.left, *node.comparators]))]
+
+
+def test_only_the_tokenizer_kinds_branch_on_a_kind():
+    """Export, the web folder, app metadata, HF and keras-hub folders ask a
+    tokenizer kind what they need (``Tokenizer.app_files``, ``hf_files``...),
+    so a new kind is its module and one registry line."""
+    from albert_keras.text.registry import TOKENIZERS
+
+    found = []
+    for top in ("albert_keras", "export"):
+        for folder, _, names in os.walk(os.path.join(_ROOT, top)):
+            relative = os.path.relpath(folder, _ROOT)
+            if relative.startswith(os.path.join("albert_keras", "text")):
+                continue
+            for name in sorted(n for n in names if n.endswith(".py")):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    found += [f"{relative}/{name}:{line}"
+                              for line in _kind_branches(f.read(), set(TOKENIZERS))]
+    assert not found, "\n".join(found)
+    # the check itself sees both forms
+    assert _kind_branches('if tokenizer.kind != "bpe": pass\nok = k in ("wordpiece",)',
+                          {"bpe", "wordpiece"}) == [1, 2]
+
+
 def _package_modules():
     """Module name -> file of every module of the package (``export`` is
     installed as ``albert_keras.export``)."""
@@ -242,10 +282,34 @@ def _package_modules():
     return modules
 
 
+def _named_modules(tree):
+    """The package's modules a file names in strings to import later
+    (``"albert_keras.x.y"`` or ``"albert_keras.x.y:attr"``), unless the file
+    is a registry: its top level holds a table naming two or more modules
+    (naming them is its job)."""
+    import ast
+
+    def named(node):
+        value = node.value.strip() if isinstance(node, ast.Constant) and \
+            isinstance(node.value, str) else ""
+        return value.split(":")[0] if value.startswith("albert_keras.") and \
+            not any(c.isspace() for c in value) else None
+
+    for node in tree.body:
+        table = getattr(node, "value", None)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and \
+                isinstance(table, (ast.Dict, ast.Tuple, ast.List)):
+            items = table.values if isinstance(table, ast.Dict) else table.elts
+            if sum(named(item) is not None for item in items) >= 2:
+                return set()
+    return {name for name in map(named, ast.walk(tree)) if name}
+
+
 def _import_graph(modules):
     """Module -> the package's modules it imports, anywhere in the file
-    (inside functions too); ``from a import b`` counts ``a.b`` when it is a
-    module, else ``a``; a module's import of its own package is left out."""
+    (inside functions too) or names in a string to import later (outside
+    registries); ``from a import b`` counts ``a.b`` when it is a module,
+    else ``a``; a module's import of its own package is left out."""
     import ast
 
     def resolve(name):
@@ -257,7 +321,7 @@ def _import_graph(modules):
     for module, path in modules.items():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
-        targets = set()
+        targets = _named_modules(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets |= {a.name for a in node.names}
@@ -281,20 +345,27 @@ def _cycle(graph):
 
 def test_no_import_cycles_counting_imports_inside_functions(tmp_path):
     """The package's modules form no cycle, counting every import anywhere
-    in a file, and the converters' generic layer imports no model (each
+    in a file and every module named in a string outside registries, and the converters' generic layer imports no model (each
     family owns its checkpoints)."""
     modules = _package_modules()
     graph = _import_graph(modules)
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
     upward = [f"{m} imports {t}" for m, targets in graph.items()
               if m.startswith("albert_keras.convert") for t in targets
-              if t.startswith(("albert_keras.models", "albert_keras.model_folder"))]
+              if t.startswith(("albert_keras.models", "albert_keras.sources"))]
     assert not upward, "\n".join(upward)
     # the check sees a cycle closed by an import inside a function
     (tmp_path / "a.py").write_text("from p.b import f\n")
     (tmp_path / "b.py").write_text("def f():\n    from p import a\n    return a\n")
     small = _import_graph({"p.a": str(tmp_path / "a.py"), "p.b": str(tmp_path / "b.py")})
     assert small == {"p.a": {"p.b"}, "p.b": {"p.a"}} and _cycle(small) is not None
+    # ... and one closed by a module named in a string, but not by a registry's table
+    (tmp_path / "b.py").write_text('def f():\n    return attribute("albert_keras.a:g")\n')
+    (tmp_path / "a.py").write_text("from albert_keras.b import f\n")
+    (tmp_path / "r.py").write_text('READERS = ("albert_keras.a", "albert_keras.b")\n')
+    named = _import_graph({f"albert_keras.{m}": str(tmp_path / f"{m}.py") for m in "abr"})
+    assert named == {"albert_keras.a": {"albert_keras.b"}, "albert_keras.b": {"albert_keras.a"},
+                     "albert_keras.r": set()}
 
 
 def test_the_distribution_lists_every_package_folder_and_its_files():

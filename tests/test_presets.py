@@ -94,7 +94,7 @@ def test_every_preset_builds_its_family():
     from albert_keras.families import family_of
 
     assert {family_of(get_preset(name)).name for name in PRESETS} == {"albert", "deberta",
-                                                                      "mobilebert"}
+                                                                      "mobilebert", "modernbert"}
     assert family_of(get_preset("mobilebert_tiny")).name == "mobilebert"
     assert family_of(get_preset("deberta_v3_small")).name == "deberta"
     assert family_of(get_preset("bert_base")).name == "albert"

@@ -21,10 +21,13 @@ from keras import ops
 from albert_keras.families import Family
 from albert_keras.families import build_backbone
 from albert_keras.families import register_family
-from albert_keras.model_folder import ENCODER_FILE
-from albert_keras.model_folder import write_tokenizer
+from albert_keras.models.backbone import BACKBONE_MEMBERS
+from albert_keras.models.backbone import BACKBONE_METHODS
 from albert_keras.models.backbone import Backbone
+from albert_keras.models.backbone import is_backbone
 from albert_keras.saving import save_model
+from albert_keras.sources.layout import ENCODER_FILE
+from albert_keras.sources.tokenizers import write_tokenizer
 from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.text.registry import load_tokenizer
@@ -39,6 +42,9 @@ class ToyConfig:
     num_attention_heads: int = 1
     max_position_embeddings: int = 64
     initializer_range: float = 0.02
+
+    def with_dropout(self, rate):
+        return self  # no dropout in the toy
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -139,6 +145,18 @@ class ToyEncoder(Backbone):
     def token_embedding(self):
         return self.tokens
 
+    def embedding_state(self):  # two layers, where Backbone's default reads one
+        return "ToyEmbeddings", self.tokens.get_weights() + self.positions.get_weights()
+
+    def load_embedding_state(self, state):
+        name, values = state
+        mine = self.tokens.weights + self.positions.weights
+        if name != "ToyEmbeddings" or [v.shape for v in values] != [tuple(w.shape) for w in mine]:
+            return False
+        self.tokens.set_weights(values[:1])
+        self.positions.set_weights(values[1:])
+        return True
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
                 "config": self.config.to_dict(),
@@ -219,3 +237,25 @@ def test_a_family_from_a_test_file_finetunes_saves_loads_and_exports(tmp_path):
     assert report["passed"] and report["outputs"]["logits"]["max_abs_diff"] < 1e-4
     assert report["tflite_accuracy"] >= 0.9
     assert sidecar["cls_only"] is True  # the classifier reads only [CLS]: the toy cut it
+
+
+def test_the_toy_encoder_has_every_member_is_backbone_checks():
+    """``is_backbone`` checks each member callers use, and the toy family
+    supplies them all (its two embedding tables move to a student as one)."""
+    teacher, student = (build_backbone(ToyConfig()) for _ in range(2))
+    assert is_backbone(teacher)
+    assert student.load_embedding_state(teacher.embedding_state())
+    np.testing.assert_array_equal(student.positions.get_weights()[0],
+                                  teacher.positions.get_weights()[0])
+
+    class Without:
+        def __init__(self, member):
+            self.member = member
+
+        def __getattr__(self, name):
+            if name == self.member:
+                raise AttributeError(name)
+            return getattr(teacher, name)
+
+    for member in ("config", *BACKBONE_METHODS, *BACKBONE_MEMBERS):
+        assert not is_backbone(Without(member)), member

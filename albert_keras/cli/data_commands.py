@@ -74,13 +74,14 @@ def add_parsers(sub):
     from albert_keras.data.data_config import DataConfig
     from albert_keras.text.spm_trainer import TokenizerConfig
 
-    tok = sub.add_parser("tokenizer", help="SentencePiece tokenizer")
+    tok = sub.add_parser("tokenizer", help="train a tokenizer")
     tok_sub = tok.add_subparsers(dest="tokenizer_command", required=True, metavar="COMMAND")
-    p = tok_sub.add_parser("train", help="train a unigram SentencePiece model")
+    p = tok_sub.add_parser("train", help="train a unigram SentencePiece model (or, with "
+                                         "--tokenizer-kind bpe, a byte-level BPE)")
     add_input_flag(p)
     add_flags(p, DataConfig, only=CORPUS_FIELDS)
     add_flags(p, TokenizerConfig)
-    p.add_argument("--out", required=True, help="the .model file to write")
+    p.add_argument("--out", required=True, help="the file to write (.model; .json for bpe)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing model (default: refuse)")
     p.set_defaults(func=cmd_tokenizer_train)

@@ -1,6 +1,7 @@
 """``export`` (a validated ``.tflite``) and ``bench`` (measure one)."""
 
 import json
+import os
 import sys
 
 from albert_keras.cli.flags import add_flags
@@ -12,6 +13,7 @@ def cmd_export(args):
     from albert_keras.export import ValidationError
     from albert_keras.export import export_tflite
     from albert_keras.export.export_config import ExportConfig
+    from albert_keras.export.web_folder import MODEL_FILE
 
     try:
         sidecar = export_tflite(args.model, args.out, config_from_args(ExportConfig, args))
@@ -19,6 +21,7 @@ def cmd_export(args):
         print(json.dumps(e.report, indent=2), file=sys.stderr)
         raise
     report = sidecar["validation"]
+    written = args.out or os.path.join(args.web, MODEL_FILE)
     for name, entry in report["outputs"].items():
         shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                           for k, v in entry.items())
@@ -29,7 +32,7 @@ def cmd_export(args):
         print(f"  accuracy: keras {report['keras_accuracy']:.4f}, "
               f"tflite {report['tflite_accuracy']:.4f}")
     print(f"validated on {report['examples']} examples ({report['data']}); "
-          f"wrote {args.out} ({sidecar['size_bytes'] / 1e6:.2f} MB)")
+          f"wrote {written} ({sidecar['size_bytes'] / 1e6:.2f} MB)")
     return 0
 
 
@@ -61,8 +64,10 @@ def add_parsers(sub):
                     "against Keras and write it only if they agree.",
     )
     p.add_argument("model", help="a model folder or .keras file")
-    p.add_argument("--out", required=True,
-                   help="the .tflite to write (a .json sidecar goes beside it)")
+    p.add_argument("--out",
+                   help="the .tflite to write (a .json sidecar and a .md model card go "
+                        "beside it); may be left out with --web, whose folder then holds "
+                        "the only copy")
     add_flags(p, ExportConfig)
     p.set_defaults(func=cmd_export)
 

@@ -54,13 +54,13 @@ def print_table(header, rows):
 
 
 def cmd_convert(args):
-    from albert_keras.convert import save_hf
-
+    if args.onnx and args.to != "hf":
+        raise CliError("--onnx is for --to hf (the folder transformers.js loads)")
     if args.to == "keras-hub":
         from albert_keras.convert.keras_hub_preset import save_keras_hub_preset
         from albert_keras.files import check_output
-        from albert_keras.model_folder import ModelSource
-        from albert_keras.model_folder import read_tokenizer
+        from albert_keras.sources.model_source import ModelSource
+        from albert_keras.sources.registry import read_tokenizer
 
         check_output(args.out, [args.src], args.overwrite, folder=True)
         encoder = ModelSource(args.src).encoder(dtype="float32")
@@ -72,15 +72,55 @@ def cmd_convert(args):
         if args.tokenizer:
             raise CliError("--tokenizer is for --to keras or keras-hub (--to hf writes the "
                            "tokenizer the model carries)")
-        save_hf(_model_for_hf(args.src), args.out, overwrite=args.overwrite,
-                model_type=None if args.model_type == "auto" else args.model_type)
-        from albert_keras.convert.hf_tokenizer import VOCABULARY_FILES
-
-        tokenizer = [n for n in VOCABULARY_FILES if os.path.isfile(os.path.join(args.out, n))]
-        print(f"wrote HF folder {args.out} " + (f"(tokenizer: {tokenizer[0]})" if tokenizer else
-              "(no tokenizer: the model carries none, so AutoTokenizer cannot load it)"))
+        _convert_to_hf(args)
         return 0
     return _convert_to_keras(args)
+
+
+def _convert_to_hf(args):
+    """The HF folder, and with ``--onnx`` its ONNX files, each validated
+    before the folder is renamed into place."""
+    from albert_keras.convert import save_hf
+    from albert_keras.convert.hf_tokenizer import TOKENIZER_JSON
+    from albert_keras.convert.hf_tokenizer import VOCABULARY_FILES
+    from albert_keras.files import check_output
+    from albert_keras.files import writing_folder
+
+    check_output(args.out, [args.src], args.overwrite, folder=True)
+    model = _model_for_hf(args.src)
+    if args.onnx:  # TensorFlow only with --onnx; its errors are one line (ValueError)
+        from albert_keras.export import hf_onnx
+
+        hf_onnx.check_onnx_request(model)
+    with writing_folder(args.out) as tmp:
+        save_hf(model, tmp, overwrite=True,
+                model_type=None if args.model_type == "auto" else args.model_type)
+        report = hf_onnx.write_onnx(tmp, model, hf_onnx.corpus_texts()) if args.onnx else None
+    tokenizer = [n for n in (*VOCABULARY_FILES, TOKENIZER_JSON)
+                 if os.path.isfile(os.path.join(args.out, n))]
+    print(f"wrote HF folder {args.out} " + (f"(tokenizer: {' and '.join(tokenizer)})"
+          if tokenizer else "(no tokenizer: the model carries none, so AutoTokenizer cannot "
+                            "load it)"))
+    if report:
+        for line in _onnx_lines(report):
+            print(line)
+
+
+def _onnx_lines(report):
+    lines = []
+    for name in ("float", "quantized"):
+        found = report[name]
+        file = "model.onnx" if name == "float" else "model_quantized.onnx"
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in found.items()
+                          if k in ("max_abs_diff", "top1_agreement", "mean_cosine"))
+        state = (f"wrote onnx/{file} ({found['size_bytes'] / 1e6:.2f} MB)" if found["written"]
+                 else f"did not write onnx/{file}: it changes too many answers")
+        lines.append(f"  {state}; against Keras on {report['examples']} corpus sentences: "
+                     f"{shown}")
+    if not report["quantized"]["written"]:
+        lines.append("  transformers.js loads onnx/model_quantized.onnx by default in "
+                     "browsers: pass {dtype: 'fp32'} to pipeline() for this folder")
+    return lines
 
 
 def _convert_to_keras(args):
@@ -89,9 +129,9 @@ def _convert_to_keras(args):
     file alone, so a source without one is refused before any work."""
     from albert_keras.convert import load_checkpoint
     from albert_keras.convert import source_format_of
-    from albert_keras.model_folder import carry_tokenizer
-    from albert_keras.model_folder import read_tokenizer
     from albert_keras.saving import save_model
+    from albert_keras.sources.registry import read_tokenizer
+    from albert_keras.sources.tokenizers import carry_tokenizer
 
     if not args.out.endswith(".keras"):
         raise CliError(f"{args.out}: --out must end in .keras")
@@ -124,14 +164,14 @@ def _model_for_hf(src):
     """The model ``--to hf`` writes: a ``.keras`` file, or a model folder's
     pretrainer (the MLM head comes along), task model or encoder, given the
     folder's tokenizer when the file carries none (older files)."""
-    from albert_keras.model_folder import ENCODER_FILE
-    from albert_keras.model_folder import PRETRAINER_FILE
-    from albert_keras.model_folder import TASK_MODEL_FILE
-    from albert_keras.model_folder import carry_tokenizer
-    from albert_keras.model_folder import model_file
-    from albert_keras.model_folder import read_tokenizer
     from albert_keras.models.backbone import backbone_of
     from albert_keras.saving import load_model
+    from albert_keras.sources.layout import ENCODER_FILE
+    from albert_keras.sources.layout import PRETRAINER_FILE
+    from albert_keras.sources.layout import TASK_MODEL_FILE
+    from albert_keras.sources.layout import model_file
+    from albert_keras.sources.registry import read_tokenizer
+    from albert_keras.sources.tokenizers import carry_tokenizer
 
     if not (os.path.isdir(src) or src.endswith(".keras")):
         raise CliError(f"{src}: --to hf takes a .keras model file or a model folder")
@@ -177,6 +217,11 @@ def add_parsers(sub):
                    help="TF1: albert_config.json (default: next to the checkpoint)")
     p.add_argument("--allow-unused", action="store_true",
                    help="ignore source tensors the model has no place for (default: refuse)")
+    p.add_argument("--onnx", action="store_true",
+                   help="--to hf: also onnx/model.onnx and onnx/model_quantized.onnx "
+                        "(per-channel int8), the files transformers.js loads, each run in "
+                        "ONNX Runtime against the Keras model before it is written (needs "
+                        "the onnx extra)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing output (default: refuse)")
     p.set_defaults(func=cmd_convert)

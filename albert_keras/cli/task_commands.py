@@ -1,6 +1,7 @@
 """``finetune``, ``evaluate``, ``predict``, ``fill-mask`` and ``embed``."""
 
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -65,11 +66,17 @@ def cmd_shrink(args):
     best = result["recommended"]
     print(f"recommended: {os.path.join(args.out, 'recommended.tflite')} "
           f"({best['candidate']}, {best['mode']})" if best else "nothing recommended")
+    if best and "slower_than_float_ms" in best:
+        print(f"  it is slower than {best['candidate']}'s float file on this CPU "
+              f"({best['median_ms']:.1f} against {best['slower_than_float_ms']:.1f} ms): "
+              f"smaller, not faster")
     return 0
 
 
 def cmd_evaluate(args):
     from albert_keras.tasks.inference import evaluate
+
+    _progress_to_stderr()  # stdout holds the metrics' JSON
 
     _print_metrics(evaluate(args.model, args.data, batch_size=args.batch_size,
                             length_buckets=args.length_buckets))
@@ -89,6 +96,14 @@ def _read_input_lines(path):
             if line.strip():
                 lines.append(line)
     return lines
+
+
+def _progress_to_stderr():
+    """The library's progress lines (where it runs) to stderr, so that
+    stdout is the JSONL alone."""
+    for handler in logging.getLogger("albert_keras").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
 
 
 def _check_out(args, *inputs):
@@ -112,6 +127,8 @@ def cmd_predict(args):
     from albert_keras.tasks.inference import predict
 
     _check_out(args, args.input)
+    if args.out in (None, "-"):
+        _progress_to_stderr()  # stdout holds the predictions
     path = args.input
     if path in (None, "-"):
         # stdin: one JSON object per line, in the task's file format.

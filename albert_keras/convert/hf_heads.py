@@ -32,11 +32,12 @@ _UNLIKE = {
 HEAD_PREFIXES = tuple(f"{name}." for name in _HEAD_TENSORS.values())
 
 
-def architecture(model_type, model):
+def architecture(model_type, model, prefix=None):
     """HF's class name of the task ``model`` (its ``hf_task``:
     ``SequenceClassification``, ``TokenClassification``,
-    ``QuestionAnswering``, ``MultipleChoice``) for ``model_type``; a head HF
-    has no class for, or computes otherwise, is a one-line error."""
+    ``QuestionAnswering``, ``MultipleChoice``) for ``model_type`` (whose
+    class names start with ``prefix``; default: the built-in families'); a
+    head HF has no class for, or computes otherwise, is a one-line error."""
     task = model.hf_task
     pooling = getattr(model, "pooling", "pooled")
     if pooling != "pooled":
@@ -48,7 +49,7 @@ def architecture(model_type, model):
             f"{_UNLIKE[model_type, task]} has a GELU dense where this model's pooler has "
             "tanh, so transformers would give other outputs: write --model-type bert "
             "(embedding_size = hidden_size) or albert instead")
-    return f"{_CLASS_PREFIX[model_type]}For{task}"
+    return f"{prefix or _CLASS_PREFIX[model_type]}For{task}"
 
 
 def head_names():

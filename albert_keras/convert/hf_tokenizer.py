@@ -16,18 +16,28 @@ files transformers reads:
 * WordPiece: the asset's own ``vocab.txt`` and ``tokenizer_config.json``
   (``BertTokenizer``), which the kind already writes in HF's form.
 
+Every form also gets a ``tokenizer.json`` (``hf_tokenizer_json``): what
+transformers' fast tokenizers and transformers.js load (the latter needs it),
+built with HF's ``tokenizers`` library as transformers 5 builds that class's
+tokenizer (``AlbertTokenizer``, ``DebertaV2Tokenizer``, ``BertTokenizer``):
+the same normalizer, pre-tokenizer and model, the post-processor that packs
+``[CLS] a [SEP] b [SEP]`` and the special tokens, no padding or truncation.
+It is written here rather than by transformers' converters because those
+are not installed with this package (and read ``.model`` files only with
+protobuf 7, which TensorFlow's pins forbid); the tests check that its ids are
+transformers' own, special tokens included.
+
 Works from the asset's bytes, so no TensorFlow is imported (the JAX and
 torch installs convert too).
 """
 
 import os
 
-from albert_keras.config import CLS_ID
+from albert_keras.convert.hf_fast_tokenizers import FAST_TOKENIZERS
 from albert_keras.files import write_json
-from albert_keras.text.spm_model import read_model_proto
-from albert_keras.text.spm_model import special_ids_of
 
 CONFIG_FILE = "tokenizer_config.json"
+TOKENIZER_JSON = "tokenizer.json"
 # the vocabulary file of each form written here, in the order a reader tries them
 VOCABULARY_FILES = ("spiece.model", "spm.model", "vocab.txt")
 
@@ -49,40 +59,38 @@ def write_hf_tokenizer(folder, asset):
     >>> write_hf_tokenizer("hf_folder", encoder.tokenizer_asset)  # doctest: +SKIP
     ['spiece.model', 'tokenizer_config.json']
     """
-    if asset.kind == "wordpiece":
-        names = sorted(name for name in asset.files if name in ("vocab.txt", CONFIG_FILE))
-        for name in names:
-            _write_bytes(folder, name, asset.files[name])
-        return names
-    if asset.kind != "sentencepiece":
-        raise ValueError(f"a {asset.kind} tokenizer has no HF form here")
-    return _write_sentencepiece(folder, asset)
+    vocabulary, config = asset.kind_class().hf_files(asset.files, asset.record)
+    for name, data in vocabulary.items():
+        _write_bytes(folder, name, data)
+    write_json(os.path.join(folder, CONFIG_FILE), config)
+    if TOKENIZER_JSON not in vocabulary:  # a kind whose own file is HF's is written as it is
+        _write_bytes(folder, TOKENIZER_JSON,
+                     hf_tokenizer_json(vocabulary, config).encode("utf-8"))
+    return sorted({*vocabulary, CONFIG_FILE, TOKENIZER_JSON})
 
 
-def _write_sentencepiece(folder, asset):
-    data = asset.files[asset.record["file"]]
-    _, facts, source = read_model_proto(data)
-    pieces = [piece for piece, _ in facts.pieces]
-    ids = special_ids_of(facts, source)
-    options = {"lowercase": False, "keep_accents": True, **asset.record.get("options", {})}
-    deberta = ids["cls"] != CLS_ID  # special_ids_of tries ALBERT's convention first
-    tokens = {f"{name}_token": pieces[i] if i < len(pieces) else "[MASK]"
-              for name, i in ids.items()}
-    if deberta:
-        if not options["keep_accents"]:
-            raise ValueError("the tokenizer strips accents, which transformers' "
-                             "DebertaV2Tokenizer cannot do; the HF folder would cut text "
-                             "differently")
-        name, config = "spm.model", {"tokenizer_class": "DebertaV2Tokenizer",
-                                     "split_by_punct": False}
-    else:
-        name, config = "spiece.model", {"tokenizer_class": "AlbertTokenizer",
-                                        "keep_accents": options["keep_accents"],
-                                        "remove_space": True}
-    _write_bytes(folder, name, data)
-    write_json(os.path.join(folder, CONFIG_FILE),
-               {**config, "do_lower_case": options["lowercase"], **tokens})
-    return [name, CONFIG_FILE]
+def hf_tokenizer_json(files, config):
+    """The ``tokenizer.json`` text of an HF tokenizer folder's files.
+
+    Args:
+        files: the folder's vocabulary file by name (``vocab.txt``,
+            ``spiece.model`` or ``spm.model``: its bytes).
+        config: its ``tokenizer_config.json`` (the class, the options and
+            the special tokens).
+
+    Returns:
+        The JSON text of a ``tokenizers.Tokenizer`` that gives the ids of
+        transformers' ``config["tokenizer_class"]`` on those files.
+
+    Example:
+    >>> hf_tokenizer_json({"vocab.txt": b"[PAD]\\n..."},
+    ...                   {"tokenizer_class": "BertTokenizer"})  # doctest: +SKIP
+    """
+    kind = config.get("tokenizer_class")
+    if kind not in FAST_TOKENIZERS:
+        raise ValueError(f"no tokenizer.json form for {kind} here (only "
+                         f"{', '.join(FAST_TOKENIZERS)})")
+    return FAST_TOKENIZERS[kind](files, config).to_str()
 
 
 def _write_bytes(folder, name, data):

@@ -12,7 +12,7 @@ import tempfile
 from albert_keras.convert.assign import ConversionError
 from albert_keras.families import families
 from albert_keras.families import family_of
-from albert_keras.text.registry import load_tokenizer
+from albert_keras.text.registry import TOKENIZERS as KINDS
 
 # keras-hub backbone class -> its tokenizer class
 TOKENIZERS = {"AlbertBackbone": "AlbertTokenizer", "BertBackbone": "BertTokenizer"}
@@ -47,12 +47,12 @@ def preset_backbone(folder):
         with open(path, encoding="utf-8") as f:
             config = json.load(f)
     except (OSError, ValueError) as e:
-        if os.path.isfile(os.path.join(folder, "metadata.json")):
-            # save_to_preset writes metadata.json beside it: a broken preset,
-            # named as such rather than taken for another format
-            raise ConversionError(f"{path}: not valid JSON ({' '.join(str(e).split())})") \
-                from None
-        return None
+        # a keras-hub preset and an HF folder both need it: the folder's own
+        # file is named first, before its tokenizer or weights are looked for
+        # (a preset copied without metadata.json was taken for an HF folder
+        # and refused for its tokenizer)
+        raise ConversionError(f"{path}: not valid JSON ({' '.join(str(e).split())})") \
+            from None
     if not isinstance(config, dict) or not str(config.get("module", "")).startswith(
             "keras_hub"):
         return None
@@ -92,19 +92,11 @@ def preset_tokenizer(folder):
     if backbone_name not in TOKENIZERS:
         raise ConversionError(f"{folder}: a keras-hub {backbone_name} preset; only "
                               f"{' and '.join(TOKENIZERS)} convert")
-    tokenizer = from_preset(getattr(keras_hub().tokenizers, TOKENIZERS[backbone_name]), folder)
+    hub_name = TOKENIZERS[backbone_name]
+    tokenizer = from_preset(getattr(keras_hub().tokenizers, hub_name), folder)
+    kind = next(k for k in KINDS.values() if k.keras_hub_tokenizer == hub_name)
     with tempfile.TemporaryDirectory() as work:
-        if backbone_name == "AlbertBackbone":
-            path = os.path.join(work, "spm.model")
-            with open(path, "wb") as f:
-                f.write(bytes(tokenizer.proto))
-            return load_tokenizer(path, "sentencepiece", {"lowercase": False,
-                                                           "keep_accents": True})
-        path = os.path.join(work, "vocab.txt")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("".join(p + "\n" for p in tokenizer.get_vocabulary()))
-        return load_tokenizer(path, "wordpiece", {"lowercase": bool(tokenizer.lowercase),
-                                                  "strip_accents": bool(tokenizer.strip_accents)})
+        return kind.from_keras_hub(tokenizer, work)
 
 
 def save_keras_hub_preset(encoder, tokenizer, folder):

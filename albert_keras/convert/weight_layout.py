@@ -19,11 +19,15 @@ def group_of(name):
 
 
 def _dense(prefix, layer):
-    return {f"{prefix}/kernel": layer.kernel, f"{prefix}/bias": layer.bias}
+    """A dense layer's variables (its bias where it has one)."""
+    out = {f"{prefix}/kernel": layer.kernel, f"{prefix}/bias": layer.bias}
+    return {name: v for name, v in out.items() if v is not None}
 
 
 def _norm(prefix, layer):
-    return {f"{prefix}/gamma": layer.gamma, f"{prefix}/beta": layer.beta}
+    """A LayerNorm's variables (its beta where it centres)."""
+    out = {f"{prefix}/gamma": layer.gamma, f"{prefix}/beta": layer.beta}
+    return {name: v for name, v in out.items() if v is not None}
 
 
 def encoder_variables(encoder):
@@ -68,9 +72,11 @@ def model_variables(model):
     out = named() if named is not None else encoder_variables(encoder)
     if hasattr(model, "mlm_head"):
         mlm = model.mlm_head
-        out.update(_dense("mlm/dense", mlm.dense))
-        out.update(_norm("mlm/layer_norm", mlm.layer_norm))
-        out["mlm/output_bias"] = mlm.output_bias
+        if mlm.dense is not None:  # else the encoder's own layer (ModernBERT's head)
+            out.update(_dense("mlm/dense", mlm.dense))
+            out.update(_norm("mlm/layer_norm", mlm.layer_norm))
+        if mlm.output_bias is not None:  # ModernBERT's decoder_bias switch
+            out["mlm/output_bias"] = mlm.output_bias
         if getattr(mlm, "extra_output", None) is not None:  # MobileBERT's decoder rows
             out["mlm/extra_output"] = mlm.extra_output
         if getattr(model, "sop_head", None) is not None:  # none under RoBERTa's MLM-only
@@ -86,11 +92,13 @@ def model_variables(model):
 # -- HF transformers ------------------------------------------------------------
 
 
-def _hf_linear(hf, ours):
+def hf_linear(hf, ours):
+    """A torch Linear's two tensors under our dense layer's names."""
     return {f"{ours}/kernel": (f"{hf}.weight", "T"), f"{ours}/bias": (f"{hf}.bias", None)}
 
 
-def _hf_norm(hf, ours):
+def hf_norm(hf, ours):
+    """A torch LayerNorm's two tensors under our norm's names."""
     return {f"{ours}/gamma": (f"{hf}.weight", None), f"{ours}/beta": (f"{hf}.bias", None)}
 
 
@@ -99,7 +107,7 @@ def _hf_embeddings():
         "embeddings/word": ("embeddings.word_embeddings.weight", None),
         "embeddings/segment": ("embeddings.token_type_embeddings.weight", None),
         "embeddings/position": ("embeddings.position_embeddings.weight", None),
-        **_hf_norm("embeddings.LayerNorm", "embeddings/layer_norm"),
+        **hf_norm("embeddings.LayerNorm", "embeddings/layer_norm"),
     }
 
 
@@ -111,23 +119,23 @@ def hf_albert_names(config):
     """
     inner = config.inner_group_num
     out = _hf_embeddings()
-    out.update(_hf_linear("encoder.embedding_hidden_mapping_in", "projection"))
+    out.update(hf_linear("encoder.embedding_hidden_mapping_in", "projection"))
     for k in range(config.num_attention_modules()):
         hf = f"encoder.albert_layer_groups.{k // inner}.albert_layers.{k % inner}"
         for part in ("query", "key", "value"):
-            out.update(_hf_linear(f"{hf}.attention.{part}", f"attention_{k}/{part}"))
-        out.update(_hf_linear(f"{hf}.attention.dense", f"attention_{k}/output"))
-        out.update(_hf_norm(f"{hf}.attention.LayerNorm", f"attention_{k}/layer_norm"))
+            out.update(hf_linear(f"{hf}.attention.{part}", f"attention_{k}/{part}"))
+        out.update(hf_linear(f"{hf}.attention.dense", f"attention_{k}/output"))
+        out.update(hf_norm(f"{hf}.attention.LayerNorm", f"attention_{k}/layer_norm"))
     for k in range(config.num_ffn_modules()):
         hf = f"encoder.albert_layer_groups.{k // inner}.albert_layers.{k % inner}"
-        out.update(_hf_linear(f"{hf}.ffn", f"ffn_{k}/intermediate"))
-        out.update(_hf_linear(f"{hf}.ffn_output", f"ffn_{k}/output"))
-        out.update(_hf_norm(f"{hf}.full_layer_layer_norm", f"ffn_{k}/layer_norm"))
-    out.update(_hf_linear("pooler", "pooler"))
-    out.update(_hf_linear("predictions.dense", "mlm/dense"))
-    out.update(_hf_norm("predictions.LayerNorm", "mlm/layer_norm"))
+        out.update(hf_linear(f"{hf}.ffn", f"ffn_{k}/intermediate"))
+        out.update(hf_linear(f"{hf}.ffn_output", f"ffn_{k}/output"))
+        out.update(hf_norm(f"{hf}.full_layer_layer_norm", f"ffn_{k}/layer_norm"))
+    out.update(hf_linear("pooler", "pooler"))
+    out.update(hf_linear("predictions.dense", "mlm/dense"))
+    out.update(hf_norm("predictions.LayerNorm", "mlm/layer_norm"))
     out["mlm/output_bias"] = ("predictions.bias", None)
-    out.update(_hf_linear("sop_classifier.classifier", "sop"))
+    out.update(hf_linear("sop_classifier.classifier", "sop"))
     return out
 
 
@@ -138,20 +146,20 @@ def hf_bert_names(config):
         hf = f"encoder.layer.{k}"
         for part in ("query", "key", "value"):
             out.update(
-                _hf_linear(f"{hf}.attention.self.{part}", f"attention_{k}/{part}")
+                hf_linear(f"{hf}.attention.self.{part}", f"attention_{k}/{part}")
             )
-        out.update(_hf_linear(f"{hf}.attention.output.dense", f"attention_{k}/output"))
+        out.update(hf_linear(f"{hf}.attention.output.dense", f"attention_{k}/output"))
         out.update(
-            _hf_norm(f"{hf}.attention.output.LayerNorm", f"attention_{k}/layer_norm")
+            hf_norm(f"{hf}.attention.output.LayerNorm", f"attention_{k}/layer_norm")
         )
-        out.update(_hf_linear(f"{hf}.intermediate.dense", f"ffn_{k}/intermediate"))
-        out.update(_hf_linear(f"{hf}.output.dense", f"ffn_{k}/output"))
-        out.update(_hf_norm(f"{hf}.output.LayerNorm", f"ffn_{k}/layer_norm"))
-    out.update(_hf_linear("pooler.dense", "pooler"))
-    out.update(_hf_linear("cls.predictions.transform.dense", "mlm/dense"))
-    out.update(_hf_norm("cls.predictions.transform.LayerNorm", "mlm/layer_norm"))
+        out.update(hf_linear(f"{hf}.intermediate.dense", f"ffn_{k}/intermediate"))
+        out.update(hf_linear(f"{hf}.output.dense", f"ffn_{k}/output"))
+        out.update(hf_norm(f"{hf}.output.LayerNorm", f"ffn_{k}/layer_norm"))
+    out.update(hf_linear("pooler.dense", "pooler"))
+    out.update(hf_linear("cls.predictions.transform.dense", "mlm/dense"))
+    out.update(hf_norm("cls.predictions.transform.LayerNorm", "mlm/layer_norm"))
     out["mlm/output_bias"] = ("cls.predictions.bias", None)
-    out.update(_hf_linear("cls.seq_relationship", "sop"))
+    out.update(hf_linear("cls.seq_relationship", "sop"))
     return out
 
 
@@ -163,12 +171,12 @@ def hf_electra_names(config):
     discriminator head."""
     out = {k: v for k, v in hf_bert_names(config).items()
            if not k.startswith(("pooler", "mlm", "sop"))}
-    out.update(_hf_linear("embeddings_project", "projection"))
-    out.update(_hf_linear("generator_predictions.dense", "mlm/dense"))
-    out.update(_hf_norm("generator_predictions.LayerNorm", "mlm/layer_norm"))
+    out.update(hf_linear("embeddings_project", "projection"))
+    out.update(hf_linear("generator_predictions.dense", "mlm/dense"))
+    out.update(hf_norm("generator_predictions.LayerNorm", "mlm/layer_norm"))
     out["mlm/output_bias"] = ("generator_lm_head.bias", None)
-    out.update(_hf_linear("discriminator_predictions.dense", "rtd/dense"))
-    out.update(_hf_linear("discriminator_predictions.dense_prediction", "rtd/output"))
+    out.update(hf_linear("discriminator_predictions.dense", "rtd/dense"))
+    out.update(hf_linear("discriminator_predictions.dense_prediction", "rtd/output"))
     return out
 
 
@@ -184,9 +192,9 @@ def hf_deberta_names(config, legacy_head=True):
     """
     out = {
         "embeddings/word": ("embeddings.word_embeddings.weight", None),
-        **_hf_norm("embeddings.LayerNorm", "embeddings/layer_norm"),
+        **hf_norm("embeddings.LayerNorm", "embeddings/layer_norm"),
         "relative/embeddings": ("encoder.rel_embeddings.weight", None),
-        **_hf_norm("encoder.LayerNorm", "relative/layer_norm"),
+        **hf_norm("encoder.LayerNorm", "relative/layer_norm"),
     }
     position = "embeddings/position" if config.position_biased_input else "decoder_position"
     out[position] = ("embeddings.position_embeddings.weight", None)
@@ -195,19 +203,19 @@ def hf_deberta_names(config, legacy_head=True):
     for k in range(config.num_hidden_layers):
         hf = f"encoder.layer.{k}"
         for part in ("query", "key", "value", "pos_key", "pos_query"):
-            out.update(_hf_linear(f"{hf}.attention.self.{part}_proj", f"attention_{k}/{part}"))
-        out.update(_hf_linear(f"{hf}.attention.output.dense", f"attention_{k}/output"))
-        out.update(_hf_norm(f"{hf}.attention.output.LayerNorm", f"attention_{k}/layer_norm"))
-        out.update(_hf_linear(f"{hf}.intermediate.dense", f"ffn_{k}/intermediate"))
-        out.update(_hf_linear(f"{hf}.output.dense", f"ffn_{k}/output"))
-        out.update(_hf_norm(f"{hf}.output.LayerNorm", f"ffn_{k}/layer_norm"))
-    out.update(_hf_linear("pooler.dense", "pooler"))
+            out.update(hf_linear(f"{hf}.attention.self.{part}_proj", f"attention_{k}/{part}"))
+        out.update(hf_linear(f"{hf}.attention.output.dense", f"attention_{k}/output"))
+        out.update(hf_norm(f"{hf}.attention.output.LayerNorm", f"attention_{k}/layer_norm"))
+        out.update(hf_linear(f"{hf}.intermediate.dense", f"ffn_{k}/intermediate"))
+        out.update(hf_linear(f"{hf}.output.dense", f"ffn_{k}/output"))
+        out.update(hf_norm(f"{hf}.output.LayerNorm", f"ffn_{k}/layer_norm"))
+    out.update(hf_linear("pooler.dense", "pooler"))
     head = "cls.predictions.transform" if legacy_head else "lm_predictions.lm_head"
-    out.update(_hf_linear(f"{head}.dense", "mlm/dense"))
-    out.update(_hf_norm(f"{head}.LayerNorm", "mlm/layer_norm"))
+    out.update(hf_linear(f"{head}.dense", "mlm/dense"))
+    out.update(hf_norm(f"{head}.LayerNorm", "mlm/layer_norm"))
     out["mlm/output_bias"] = ("cls.predictions.bias" if legacy_head
                               else "lm_predictions.lm_head.bias", None)
-    out.update(_hf_linear("classifier", "classifier"))
+    out.update(hf_linear("classifier", "classifier"))
     return out
 
 

@@ -293,13 +293,15 @@ def corpus_inputs(inputs, layout):
 
 
 def train_corpus_tokenizer(inputs, data_config, tokenizer_config, out_path, overwrite=False):
-    """Streams a corpus' sentences into SentencePiece; returns ``(path, stats)``.
+    """Streams a corpus' sentences into a tokenizer trainer (the kind
+    ``tokenizer_config.kind`` names; SentencePiece by default); returns
+    ``(path, stats)``.
 
     ``data_config`` gives how the corpus is read (layout, JSONL field, bad
     bytes), so the tokenizer sees the sentences the examples are made of.
     """
+    from albert_keras.text.registry import TOKENIZERS
     from albert_keras.text.spm_trainer import EmptyInputError
-    from albert_keras.text.spm_trainer import train_sentencepiece
 
     inputs = list(inputs)
     stats = CorpusStats()
@@ -311,7 +313,8 @@ def train_corpus_tokenizer(inputs, data_config, tokenizer_config, out_path, over
         for s in doc
     )
     try:
-        path = train_sentencepiece(sentences, out_path, tokenizer_config, overwrite=overwrite)
+        kind = TOKENIZERS[tokenizer_config.kind or "sentencepiece"]
+        path = kind.train(sentences, out_path, tokenizer_config, overwrite=overwrite)
     except EmptyInputError:
         names = ", ".join(map(str, inputs[:3])) + (", ..." if len(inputs) > 3 else "")
         raise CorpusError(f"{names}: no text to train a tokenizer on ({stats.files} file(s), "

@@ -13,6 +13,9 @@ encoder only through its entry, so they accept any family's encoder:
   decoder to it; ELECTRA's generator shares it) and ``pooler``: the layer
   over the first token (distillation freezes it);
 - ``num_hidden_states``: how many states ``encode`` returns;
+- ``token_rows(sequence)``: what token and span heads read of the sequence
+  output, and ``mlm_head_options()``: the masked-LM head's keywords
+  (``Backbone`` has both: the rows themselves, BERT's head);
 - the constructor keywords ``output_hidden_states``, ``mask_value`` (the
   additive bias at padded keys; the export bounds it), ``quantize_aware``,
   ``cls_only`` and ``dtype``, all kept in ``get_config`` as ``config`` (a
@@ -21,6 +24,10 @@ encoder only through its entry, so they accept any family's encoder:
 - ``embedding_state()`` / ``load_embedding_state(state)``: the embedding layer
   as a whole, so a student can start from its teacher's (``Backbone`` has them
   for a family whose encoder keeps its embedding layer as ``embeddings``).
+- optional, for DeBERTa's enhanced mask decoder only: ``position_rows`` and
+  ``decode_rows`` (the absolute positions it adds, and its last block).
+
+``is_backbone`` checks every required member.
 
 ``Backbone`` is the base class that gives a family's encoder the last item
 and ``rebuilt``; the rest is the family's own.
@@ -31,16 +38,20 @@ import contextlib
 import keras
 from keras import ops
 
-from albert_keras.families import attribute
+from albert_keras.sources.registry import encoder_from_preset
 from albert_keras.text.tokenizer_asset import TokenizerAsset
 
-BACKBONE_METHODS = ("encode", "embed", "pool", "variables_by_depth")
-# layers of the entry that pretrainers, ELECTRA and distillation reach
-BACKBONE_LAYERS = ("token_embedding", "pooler")
+BACKBONE_METHODS = ("encode", "embed", "pool", "variables_by_depth", "embedding_state",
+                    "load_embedding_state", "token_rows", "mlm_head_options")
+# layers of the entry that pretrainers, ELECTRA and distillation reach, and
+# the values that distillers, poolers, export and ``rebuilt`` read
+BACKBONE_MEMBERS = ("token_embedding", "pooler", "num_hidden_states",
+                    "output_hidden_states", "mask_value", "quantize_aware", "cls_only")
 
 
 def is_backbone(model):
-    """Whether ``model`` is an encoder: it has a ``config`` and the entry's methods.
+    """Whether ``model`` is an encoder: it has a ``config`` and every
+    required member of the entry.
 
     Example:
     >>> from albert_keras import AlbertEncoder
@@ -50,7 +61,7 @@ def is_backbone(model):
     """
     return (getattr(model, "config", None) is not None
             and all(callable(getattr(model, name, None)) for name in BACKBONE_METHODS)
-            and all(getattr(model, name, None) is not None for name in BACKBONE_LAYERS))
+            and all(getattr(model, name, None) is not None for name in BACKBONE_MEMBERS))
 
 
 def backbone_of(model):
@@ -111,11 +122,9 @@ class Backbone(keras.Model):
         >>> Backbone.from_preset("bert_tiny").config.hidden_size
         128
         """
-        # the model folder reads every source and converts checkpoints into
-        # encoders (this class's subclasses), so it sits above this module:
-        # named here, not imported, as the family registry names backbones
-        return attribute("albert_keras.model_folder:encoder_from_preset")(
-            source, dtype=dtype, tokenizer=tokenizer)
+        # the source registry names its readers, which build encoders (this
+        # class's subclasses) and so sit above this module
+        return encoder_from_preset(source, dtype=dtype, tokenizer=tokenizer)
 
     # what export, validation, app metadata and the model card read (the
     # export's vocabulary; a subclass inherits it)
@@ -153,6 +162,19 @@ class Backbone(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+    def token_rows(self, sequence):
+        """What a token or span head reads of ``sequence_output`` (the rows
+        themselves; ModernBERT puts its prediction head on each first)."""
+        return sequence
+
+    def mlm_head_options(self):
+        """The ``MaskedLMHead`` keywords of this family's masked-LM head
+        (BERT's: the config's activation and LayerNorm epsilon; MobileBERT's
+        decoder has extra rows)."""
+        return {"activation": self.config.hidden_act,
+                "layer_norm_eps": self.config.layer_norm_eps,
+                "extra_output_width": getattr(self, "mlm_extra_width", 0)}
 
     # -- the embedding layer as a whole (a student starting from its teacher's) --------
 

@@ -66,12 +66,10 @@ class EncoderPretrainer(TaskModel):
         # -- layers ------------------------------------------------------------
         mlm_head = MaskedLMHead(
             encoder.token_embedding,
-            activation=config.hidden_act,
-            layer_norm_eps=config.layer_norm_eps,
             initializer_range=config.initializer_range,
-            extra_output_width=getattr(encoder, "mlm_extra_width", 0),  # MobileBERT's rows
             dtype=dtype,
             name="mlm_head",
+            **encoder.mlm_head_options(),
         )
         sop_head = None
         if sentence_order:

@@ -38,10 +38,8 @@ class EncoderSettings:
 
     def config_of(self, config):
         """``config`` with the run's dropout (itself when none is given)."""
-        if self.dropout is None:
-            return config
-        return dataclasses.replace(config, hidden_dropout_prob=self.dropout,
-                                   attention_probs_dropout_prob=self.dropout)
+        # each family names its dropouts (ALBERT's two, ModernBERT's three)
+        return config if self.dropout is None else config.with_dropout(self.dropout)
 
     def options(self):
         """The encoder constructor's keywords these settings give (a run

@@ -60,7 +60,7 @@ class SpanExtractor(TaskModel):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs()
         sequence = encoder({n: inputs[n] for n in ENCODER_INPUTS})["sequence_output"]
-        logits = head_dense(encoder, 2, dtype, "qa_outputs")(sequence)
+        logits = head_dense(encoder, 2, dtype, "qa_outputs")(encoder.token_rows(sequence))
         outputs = SpanLogits(dtype="float32", name="span_logits")(logits)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = dtype

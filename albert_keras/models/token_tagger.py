@@ -43,6 +43,7 @@ class TokenTagger(TaskModel):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs()
         sequence = encoder({n: inputs[n] for n in ENCODER_INPUTS})["sequence_output"]
+        sequence = encoder.token_rows(sequence)
         x = keras.layers.Dropout(dropout, dtype=dtype, name="tagger_dropout")(sequence)
         logits = head_dense(encoder, num_classes, dtype, "tagger")(x)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)

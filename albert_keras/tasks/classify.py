@@ -10,8 +10,8 @@ import numpy as np
 
 from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.data.corpus import sotu_files
-from albert_keras.model_folder import ModelSource
 from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.python_inputs import python_examples

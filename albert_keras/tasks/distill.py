@@ -24,15 +24,15 @@ from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.families import build_backbone
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
-from albert_keras.folder_writing import write_task_folder
-from albert_keras.model_folder import TASK_FILE
-from albert_keras.model_folder import ModelSource
 from albert_keras.models.distiller import Distiller
 from albert_keras.models.layer_distiller import LayerDistiller
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.presets import get_preset
+from albert_keras.sources.folder_writing import write_task_folder
+from albert_keras.sources.layout import TASK_FILE
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskData
@@ -47,6 +47,7 @@ from albert_keras.training import adversarial as adversarial_training
 from albert_keras.training.adversarial import check_backend
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
+from albert_keras.training.strategy import where_it_runs
 
 logger = logging.getLogger(__name__)
 
@@ -191,6 +192,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  
     taught = _teach(teacher, paths, unlabeled, cfg)
     keras.utils.set_random_seed(cfg.seed)
     student, model, cfg, total = _student(taught, cfg)
+    logger.info(where_it_runs(None, batch_size=cfg.batch_size, model=student))
     task, spec, sets = taught.task, taught.spec, taught.sets
     with writing_folder(out_dir) as tmp:
         layer_result = {}

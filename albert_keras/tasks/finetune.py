@@ -19,8 +19,8 @@ import keras
 
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
-from albert_keras.folder_writing import write_task_folder
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.folder_writing import write_task_folder
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task_run import eval_scores
@@ -29,6 +29,7 @@ from albert_keras.tasks.task_run import task_spec
 from albert_keras.tasks.text_task import TextTask
 from albert_keras.training.strategy import check_layout
 from albert_keras.training.strategy import make_strategy
+from albert_keras.training.strategy import where_it_runs
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,9 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         # the object's settings (a sequence length the model reads) and
         # tokenizer read the rows, as its Python fit would
         model, _ = TextTask.for_task(cfg.task).on_source(source, cfg, keep_head=False)
-        check_layout(strategy, model.encoder)
+        split = check_layout(strategy, model.encoder)
+        logger.info(where_it_runs(strategy, model.encoder.dtype_policy.name, cfg.batch_size,
+                                  model.encoder, split))
         sets, spec = read_task_sets(task, task_spec(model.settings), model.tokenizer, paths,
                                     cfg.validation_split, cfg.seed)
         _log_rows(cfg.task, sets, spec)

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.tasks.task import softmax
 

@@ -10,7 +10,7 @@ folder, its ``task.json`` (sequence length, labels, pair column).
 
 import os
 
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.finetune_config import fit_length
 from albert_keras.tasks.registry import get_task

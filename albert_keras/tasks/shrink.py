@@ -37,7 +37,7 @@ import time
 
 from albert_keras.files import read_json
 from albert_keras.files import write_json
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.shrink_baselines import baseline_rows
 from albert_keras.tasks.shrink_baselines import tfidf_accuracy
 from albert_keras.tasks.shrink_config import INT8_REMEDIES
@@ -239,7 +239,7 @@ def _export_config(mode, eval_path, train_path, **fields):
 
 
 def _parameters(folder):
-    from albert_keras.model_folder import ModelSource
+    from albert_keras.sources.model_source import ModelSource
 
     encoder = ModelSource(folder).encoder()
     return int(sum(int(w.numpy().size) for w in encoder.weights))

@@ -5,8 +5,12 @@ import os
 
 from albert_keras.files import atomic_write
 from albert_keras.files import write_json
+from albert_keras.tasks.shrink_picture import picture
 
 TEACHER = "teacher"
+# a quantized file this much slower than its own float file is said to be
+# (latency medians drift by about this much between runs on one machine)
+SLOWER_MARGIN = 0.2
 _REFERENCE_NAMES = {"tfidf_logistic_regression":
                     "TF-IDF (word 1-2-grams) + logistic regression"}
 
@@ -80,13 +84,14 @@ def write_table(rows, best, out_dir, cfg, references=None):
         r["pareto"] = (r["candidate"], r["mode"]) in front
         r["recommended"] = best is not None and (r["candidate"], r["mode"]) == \
             (best["candidate"], best["mode"])
+    mark_slower_than_float(rows)
     write_json(os.path.join(out_dir, "shrink.json"),
                {"teacher_accuracy": reference, "tolerance": cfg.tolerance,
                 "threads": cfg.threads, "rows": rows, "references": references,
                 "recommended": best and os.path.join(out_dir, "recommended.tflite")})
     with atomic_write(os.path.join(out_dir, "shrink.md")) as f:
         f.write(markdown(rows, best, reference, cfg, references))
-    _picture(rows, os.path.join(out_dir, "shrink.png"))
+    picture(rows, os.path.join(out_dir, "shrink.png"))
 
 
 def markdown(rows, best, reference, cfg, references=None):
@@ -123,50 +128,36 @@ def markdown(rows, best, reference, cfg, references=None):
     return "\n".join(lines) + "\n"
 
 
+def mark_slower_than_float(rows, margin=SLOWER_MARGIN):
+    """Sets ``slower_than_float_ms`` on each quantized row whose median
+    latency is more than ``margin`` above its own float file's (the float
+    file's median), so the table says so wherever a smaller file costs time.
+
+    Example:
+    >>> rows = [{"candidate": "t", "mode": "none", "validated": True, "median_ms": 1.5},
+    ...         {"candidate": "t", "mode": "qat", "validated": True, "median_ms": 17.9}]
+    >>> mark_slower_than_float(rows); rows[1]["slower_than_float_ms"]
+    1.5
+    """
+    floats = {r["candidate"]: r["median_ms"] for r in rows
+              if r.get("validated") and r["mode"] == "none"}
+    for r in rows:
+        base = floats.get(r["candidate"])
+        if r.get("validated") and r["mode"] != "none" and base is not None and \
+                r["median_ms"] > base * (1 + margin):
+            r["slower_than_float_ms"] = base
+
+
 def _remark(row, tolerance):
-    if row["recommended"]:
-        return "**recommended**"
+    said = ["**recommended**"] if row["recommended"] else []
     if loses_to_float(row, tolerance):
-        return f"{100 * (row['tflite_accuracy'] - row['keras_accuracy']):+.1f} against its float model"
-    return ""
+        said.append(f"{100 * (row['tflite_accuracy'] - row['keras_accuracy']):+.1f} against "
+                    f"its float model")
+    if "slower_than_float_ms" in row:
+        said.append(f"slower than its float file ({row['median_ms']:.1f} against "
+                    f"{row['slower_than_float_ms']:.1f} ms)")
+    return "; ".join(said)
 
 
 def _pct(x):
     return "" if x is None else f"{100 * x:.1f}%"
-
-
-def _picture(rows, path):
-    """Accuracy against size and against latency, the Pareto front joined."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:  # the picture is optional; the table says it all
-        return
-    valid = [r for r in rows if r.get("validated")]
-    front = sorted(pareto(rows), key=lambda r: r["size_mb"])
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for axis, key, label in ((axes[0], "size_mb", "file size (MB)"),
-                             (axes[1], "median_ms", "median latency (ms)")):
-        for r in valid:
-            axis.scatter(r[key], 100 * r["tflite_accuracy"],
-                         marker="*" if r["candidate"] == TEACHER else "o",
-                         color="C3" if r.get("recommended") else "C0")
-            axis.annotate(f"{r['candidate']} {r['mode']}", (r[key], 100 * r["tflite_accuracy"]),
-                          fontsize=7)
-        axis.set_xscale("log")
-        # ticks at 1, 2 and 5 of each decade, labelled as plain numbers (the
-        # log axis' own labels are powers of ten, or every minor tick)
-        axis.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-        axis.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        axis.set_xlabel(label)
-        axis.set_ylabel("accuracy on the eval rows (%)")
-    axes[0].plot([r["size_mb"] for r in front], [100 * r["tflite_accuracy"] for r in front],
-                 color="C1", label="Pareto front")
-    axes[0].legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)

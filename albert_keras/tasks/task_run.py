@@ -20,11 +20,11 @@ import tensorflow as tf
 from albert_keras.data.length_buckets import ENCODER_INPUTS
 from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.data.length_buckets import predict_in_buckets
-from albert_keras.model_folder import METRICS_CSV
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.options import name_of
+from albert_keras.sources.layout import METRICS_CSV
 from albert_keras.tasks.best_epoch import epoch_selector
 from albert_keras.tasks.best_epoch import hold_out
 from albert_keras.tasks.best_epoch import selection_report

@@ -19,9 +19,9 @@ import os
 import keras
 
 from albert_keras.files import writing_into
-from albert_keras.folder_writing import write_task_folder
-from albert_keras.model_folder import TASK_FILE
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.folder_writing import write_task_folder
+from albert_keras.sources.layout import TASK_FILE
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.finetune_config import fit_length
 from albert_keras.tasks.preprocessor import TaskPreprocessor
@@ -38,6 +38,7 @@ from albert_keras.tasks.task_run import truncation_report
 from albert_keras.tasks.task_run import with_size_defaults
 from albert_keras.tasks.tokenizer_fit import check_tokenizer_fit
 from albert_keras.training import adversarial as adversarial_training
+from albert_keras.training.strategy import where_it_runs
 from albert_keras.training.unused_weights import unused_pooler_quiet
 
 logger = logging.getLogger(__name__)
@@ -293,6 +294,7 @@ class TextTask(keras.Model):
         prints. ``length_buckets`` (default: the settings') batches the
         rows by length."""
         self._need_model("evaluate")
+        logger.info(where_it_runs(None, batch_size=batch_size, model=self.task_model))
         data = self._file_data(path, require_labels=True)
         return self.task.score(self.spec, data, self._predicted(data, batch_size,
                                                                 length_buckets))
@@ -302,6 +304,7 @@ class TextTask(keras.Model):
         needed), each with ``row``, its place in the file from 0, in the
         file's order: what ``albert-keras predict`` writes."""
         self._need_model("predict")
+        logger.info(where_it_runs(None, batch_size=batch_size, model=self.task_model))
         data = self._file_data(path, require_labels=False)
         records = self.task.records(self.spec, data, self._predicted(data, batch_size,
                                                                      length_buckets))

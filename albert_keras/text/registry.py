@@ -2,12 +2,14 @@
 
 import os
 
+from albert_keras.text.byte_bpe_tokenizer import ByteLevelBPE
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from albert_keras.text.wordpiece_tokenizer import WordPiece
 
 TOKENIZERS = {
     SentencePiece.kind: SentencePiece,
     WordPiece.kind: WordPiece,
+    ByteLevelBPE.kind: ByteLevelBPE,
 }
 
 

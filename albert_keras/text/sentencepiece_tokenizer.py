@@ -20,11 +20,13 @@ from albert_keras.files import read_json
 from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.normalizer_table import changed_codepoints
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
+from albert_keras.text.spm_hf_form import sentencepiece_hf_form
 from albert_keras.text.spm_model import check_albert_model
 from albert_keras.text.spm_model import normalizer_spec
 from albert_keras.text.spm_model import read_model_proto
 from albert_keras.text.spm_model import special_ids_of
 from albert_keras.text.spm_model import word_start_table
+from albert_keras.text.spm_trainer import train_sentencepiece
 from albert_keras.text.tokenizer import Tokenizer
 
 
@@ -124,6 +126,10 @@ class SentencePiece(Tokenizer):
 
     kind = "sentencepiece"
     file_name = "spm.model"
+    app_tokenizer = "SentencePieceTokenizerOptions"
+    app_difference = ("MediaPipe runs the SentencePiece model alone, without HF's "
+                      "lower-casing or accent stripping before it")
+    keras_hub_tokenizer = "AlbertTokenizer"
 
     def __init__(self, proto, lowercase=None, keep_accents=None):
         self.proto_bytes, self._facts, self._source = read_model_proto(proto)
@@ -139,6 +145,10 @@ class SentencePiece(Tokenizer):
         if options["lowercase"] or not options["keep_accents"]:
             self._map = changed_codepoints("albert", options["lowercase"],
                                            options["keep_accents"])
+
+    @classmethod
+    def train(cls, sentences, out_path, config, overwrite=False):
+        return train_sentencepiece(sentences, out_path, config, overwrite=overwrite)
 
     @classmethod
     def can_read(cls, path):
@@ -249,6 +259,31 @@ class SentencePiece(Tokenizer):
             with open(path, "wb") as f:
                 f.write(self.proto_bytes)
         return self.file_name
+
+    def app_files(self):
+        return {self.file_name: bytes(self.proto_bytes)}
+
+    def text_steps(self):
+        return {"lowercase": bool(self.options.get("lowercase")),
+                "strip_accents": not self.options.get("keep_accents", True)}
+
+    @classmethod
+    def hf_files(cls, files, record):
+        return sentencepiece_hf_form(files[record["file"]], record.get("options", {}))
+
+    def to_keras_hub(self, tokenizer_class):
+        if self.options.get("lowercase") or self.options.get("keep_accents") is False:
+            raise ValueError("this tokenizer lower-cases or strips accents before its "
+                             "SentencePiece model, which keras-hub's AlbertTokenizer "
+                             "does not do: its ids would differ")
+        return tokenizer_class(proto=bytes(self.proto_bytes))
+
+    @classmethod
+    def from_keras_hub(cls, hub_tokenizer, work):
+        path = os.path.join(work, cls.file_name)
+        with open(path, "wb") as f:
+            f.write(bytes(hub_tokenizer.proto))
+        return cls(path, lowercase=False, keep_accents=True)
 
 
 # The names published ALBERT checkpoints give their SentencePiece model.

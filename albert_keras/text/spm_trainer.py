@@ -16,10 +16,15 @@ from albert_keras.text.spm_model import read_model_proto
 class TokenizerConfig:
     """How ``albert-keras tokenizer train`` (and the pretraining pipeline) trains."""
 
+    kind: str = option(None, "the tokenizer kind to train: sentencepiece (ALBERT's unigram) "
+                             "or bpe (ModernBERT's byte-level BPE)",
+                       choices=("sentencepiece", "bpe"), flag="--tokenizer-kind",
+                       auto="the preset family's; sentencepiece for tokenizer train")
     vocab_size: int = option(30000, "pieces in the vocabulary", valid="[8, inf)")
     lowercase: bool = option(True, "case-fold the text (ALBERT v2 is uncased)")
-    character_coverage: float = option(0.99995, "share of characters covered (0.9995 "
-                                                "suits Chinese/Japanese/Korean)", valid="(0, 1]")
+    character_coverage: float = option(0.99995, "share of characters covered, SentencePiece "
+                                                "only (0.9995 suits Chinese/Japanese/Korean)",
+                                       valid="(0, 1]")
     input_sentence_size: int = option(10_000_000, "sample at most this many sentences", valid="[1, inf)")
     threads: int = option(None, "training threads (default: all cores)", valid="[1, inf)")
     seed: int = option(12345, "SentencePiece's sampling seed")

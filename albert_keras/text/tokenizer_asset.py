@@ -75,6 +75,15 @@ class TokenizerAsset:
     def kind(self):
         return self.record["kind"]
 
+    def kind_class(self):
+        """The class of the recorded kind (``text.registry.TOKENIZERS``)."""
+        from albert_keras.text.registry import TOKENIZERS
+
+        if self.kind not in TOKENIZERS:
+            raise ValueError(f"unknown tokenizer kind {self.kind!r}; known: "
+                             f"{', '.join(TOKENIZERS)}")
+        return TOKENIZERS[self.kind]
+
     def tokenizer(self):
         """The host-side tokenizer, built from the bytes on first use."""
         if self._tokenizer is None:

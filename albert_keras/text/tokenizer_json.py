@@ -22,6 +22,8 @@ Special tokens are not added: the caller packs ``[CLS] ... [SEP]`` itself.
 
 import json
 
+from tokenizers import Tokenizer
+
 UNIGRAM = 1  # sentencepiece's ModelType.UNIGRAM
 
 
@@ -29,7 +31,8 @@ def tokenizer_json(tokenizer):
     """The ``tokenizer.json`` text of one of our tokenizers.
 
     Args:
-        tokenizer: a ``WordPiece`` or ``SentencePiece`` (``text.registry``).
+        tokenizer: a ``WordPiece``, ``SentencePiece`` or ``ByteLevelBPE``
+            (``text.registry``).
 
     Returns:
         A JSON string that ``tokenizers.Tokenizer.from_str`` reads.
@@ -45,12 +48,15 @@ def tokenizer_json(tokenizer):
         return tokenizer.hf_tokenizer.to_str()
     if tokenizer.kind == "sentencepiece":
         return _unigram(tokenizer).to_str()
+    if tokenizer.kind == "bpe":  # its own file, without its packing (the caller packs)
+        copy = Tokenizer.from_str(tokenizer.hf_tokenizer.to_str())
+        copy.post_processor = None
+        return copy.to_str()
     raise ValueError(f"a {tokenizer.kind} tokenizer has no tokenizer.json form")
 
 
 def _unigram(tokenizer):
     from tokenizers import Regex
-    from tokenizers import Tokenizer
     from tokenizers import models
     from tokenizers import normalizers
     from tokenizers import pre_tokenizers

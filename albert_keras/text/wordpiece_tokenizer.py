@@ -16,6 +16,7 @@ A checkpoint's options come from its ``tokenizer_config.json`` or HF
 is lower-cased when no piece holds an upper-case letter.
 """
 
+import json
 import os
 
 import keras
@@ -23,6 +24,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_keras.files import read_json
+from albert_keras.text.hf_host import HFHostSide
 from albert_keras.text.normalizer_table import bert_normalizer_model
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
 from albert_keras.text.tokenizer import Tokenizer
@@ -217,7 +219,7 @@ def _looks_cased(pieces):
 # -- the tokenizer kind ------------------------------------------------------------------
 
 
-class WordPiece(Tokenizer):
+class WordPiece(HFHostSide, Tokenizer):
     """A WordPiece vocabulary on the host: ids, offsets and word starts.
 
     Args:
@@ -234,6 +236,11 @@ class WordPiece(Tokenizer):
 
     kind = "wordpiece"
     file_name = "vocab.txt"
+    app_tokenizer = "BertTokenizerOptions"
+    # measured with MediaPipe 1.2.2 against HF's tokenizers
+    app_difference = ("MediaPipe's WordPiece tokenizer lower-cases ASCII only and strips no "
+                      "accents, so texts with accents or non-ASCII capitals get other ids")
+    keras_hub_tokenizer = "BertTokenizer"
 
     def __init__(self, path, **options):
         from tokenizers import Tokenizer as HFTokenizer
@@ -303,11 +310,6 @@ class WordPiece(Tokenizer):
     def special_ids(self):
         return dict(self._special_ids)
 
-    @property
-    def hf_tokenizer(self):
-        """The HF ``tokenizers.Tokenizer`` that tokenizes on the host."""
-        return self._hf
-
     def word_starts(self):
         import numpy as np
 
@@ -315,17 +317,6 @@ class WordPiece(Tokenizer):
 
     def id_to_piece(self, index):
         return self.pieces[int(index)]
-
-    def decode(self, ids):
-        return self._hf.decode([int(i) for i in ids], skip_special_tokens=False)
-
-    def encode(self, texts):
-        return [e.ids for e in self._hf.encode_batch(list(texts), add_special_tokens=False)]
-
-    def encode_with_offsets(self, text):
-        encoding = self._hf.encode(text, add_special_tokens=False)
-        return (list(encoding.ids), [s for s, _ in encoding.offsets],
-                [e for _, e in encoding.offsets])
 
     def keras_layer(self):
         return WordPieceTokenizer(self.pieces, lowercase=self.options["lowercase"],
@@ -350,3 +341,33 @@ class WordPiece(Tokenizer):
             **tokens,
         })
         return self.file_name
+
+    def app_files(self):
+        return {"vocab.txt": "".join(p + "\n" for p in self.pieces).encode("utf-8")}
+
+    def _strips_accents(self):
+        # HF's rule: accents are stripped with lower-casing unless told otherwise
+        strip = self.options.get("strip_accents")
+        return bool(self.options["lowercase"] if strip is None else strip)
+
+    def text_steps(self):
+        return {"lowercase": bool(self.options["lowercase"]),
+                "strip_accents": self._strips_accents()}
+
+    @classmethod
+    def hf_files(cls, files, record):
+        # save() writes transformers' own form: the vocabulary and its config
+        return {cls.file_name: files[cls.file_name]}, json.loads(files[CONFIG_FILE])
+
+    def to_keras_hub(self, tokenizer_class):
+        return tokenizer_class(vocabulary=list(self.pieces),
+                               lowercase=bool(self.options["lowercase"]),
+                               strip_accents=self._strips_accents())
+
+    @classmethod
+    def from_keras_hub(cls, hub_tokenizer, work):
+        path = os.path.join(work, cls.file_name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(p + "\n" for p in hub_tokenizer.get_vocabulary()))
+        return cls(path, lowercase=bool(hub_tokenizer.lowercase),
+                   strip_accents=bool(hub_tokenizer.strip_accents))

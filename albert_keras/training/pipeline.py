@@ -17,13 +17,16 @@ from albert_keras.data.create import create_pretraining_data
 from albert_keras.data.data_config import DataConfig
 from albert_keras.data.reader import MANIFEST_FILE
 from albert_keras.data.reader import read_manifest
+from albert_keras.families import family_of
+from albert_keras.families import preset_config
 from albert_keras.files import check_output
 from albert_keras.files import removed_on_failure
-from albert_keras.model_folder import CHECKPOINTS
-from albert_keras.model_folder import METRICS_FILE
-from albert_keras.model_folder import tokenizer_path
 from albert_keras.options import check_options
 from albert_keras.options import name_of
+from albert_keras.sources.layout import CHECKPOINTS
+from albert_keras.sources.layout import METRICS_FILE
+from albert_keras.sources.model_source import tokenizer_path
+from albert_keras.text.registry import TOKENIZERS
 from albert_keras.text.spm_trainer import TokenizerConfig
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.pipeline_config import PipelineConfig
@@ -60,6 +63,9 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
     # the small-corpus recipe's mlm keeps those pairs
     t = resolve_recipe(p, t).with_defaults()
     t.validate()
+    # the kind asked for, else the preset family's own (ModernBERT's: byte-level BPE)
+    tokenizer_config = dataclasses.replace(tokenizer_config, kind=tokenizer_config.kind or (
+        family_of(preset_config(t.preset)).tokenizer_kind))
     for config in (p, tokenizer_config, data_config):
         check_options(config)
     out = p.out
@@ -99,7 +105,8 @@ def _run_stages(p, t, tokenizer_config, data_config, out):
 
     # -- 1. tokenizer (kept when a killed run is started again); a data
     # folder and --init bring their own, and a distillation takes its teacher's
-    tokenizer = p.tokenizer or os.path.join(out, "tokenizer", "spm.model")
+    tokenizer = p.tokenizer or os.path.join(out, "tokenizer",
+                                            TOKENIZERS[tokenizer_config.kind].file_name)
     source = t.teacher if t.objective == "distill" else t.init
     if p.data:
         tokenizer = data_tokenizer(p.data, p.tokenizer)

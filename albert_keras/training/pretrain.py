@@ -28,16 +28,16 @@ from albert_keras.families import build_backbone
 from albert_keras.files import read_json
 from albert_keras.files import removed_on_failure
 from albert_keras.files import write_json
-from albert_keras.folder_writing import write_pretraining_folder
-from albert_keras.model_folder import CHECKPOINTS
-from albert_keras.model_folder import LOGS
-from albert_keras.model_folder import METRICS_CSV
-from albert_keras.model_folder import METRICS_FILE
-from albert_keras.model_folder import TRAIN_CONFIG_FILE
 from albert_keras.models.backbone import rebuilt
 from albert_keras.options import name_of
 from albert_keras.precision import resolve_precision
 from albert_keras.presets import get_preset
+from albert_keras.sources.folder_writing import write_pretraining_folder
+from albert_keras.sources.layout import CHECKPOINTS
+from albert_keras.sources.layout import LOGS
+from albert_keras.sources.layout import METRICS_CSV
+from albert_keras.sources.layout import METRICS_FILE
+from albert_keras.sources.layout import TRAIN_CONFIG_FILE
 from albert_keras.text.registry import load_tokenizer
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
@@ -57,10 +57,10 @@ from albert_keras.training.pretrainer import Pretrainer
 from albert_keras.training.pretrainer import build_objective_model
 from albert_keras.training.pretrainer import init_source
 from albert_keras.training.strategy import check_layout
-from albert_keras.training.strategy import describe_devices
 from albert_keras.training.strategy import is_chief
 from albert_keras.training.strategy import is_multi_worker
 from albert_keras.training.strategy import make_strategy
+from albert_keras.training.strategy import where_it_runs
 
 logger = logging.getLogger(__name__)
 
@@ -205,10 +205,7 @@ def _runtime(run):
     # After the strategy: a TPU's devices are listed only once it is connected.
     precision = resolve_precision(run.config.precision)
     keras.mixed_precision.set_global_policy(precision)
-    found = describe_devices(strategy)
-    logger.info(f"{found['devices']} {found['hardware']} device(s) on {found['backend']}, "
-                f"{found['replicas']} replica(s): global batch {run.config.batch_size}, "
-                f"precision {precision}")
+    logger.info(where_it_runs(strategy, precision, run.config.batch_size))
     return strategy, precision
 
 
@@ -247,7 +244,9 @@ def _model(run, strategy):
             logger.info(f"starting from {run.config.init}")
         else:
             model = build_objective_model(run.objective, build_backbone(config), run.config)
-    check_layout(strategy, model)
+    split = check_layout(strategy, model)
+    if split is not None:
+        logger.info(f"{len(split)} of {len(model.weights)} weights split over the model axis")
     return model, initial_epoch
 
 

@@ -13,13 +13,6 @@ from albert_keras.families import build_backbone
 from albert_keras.families import preset_config
 from albert_keras.files import write_json
 from albert_keras.files import writing_into
-from albert_keras.folder_writing import write_pretraining_folder
-from albert_keras.model_folder import ENCODER_FILE
-from albert_keras.model_folder import PRETRAINER_FILE
-from albert_keras.model_folder import TRAIN_CONFIG_FILE
-from albert_keras.model_folder import is_checkpoint_folder
-from albert_keras.model_folder import load_checkpoint_folder
-from albert_keras.model_folder import model_file
 from albert_keras.models.backbone import is_backbone
 from albert_keras.models.backbone import rebuilt
 from albert_keras.optimizers.optimizer import build_optimizer
@@ -28,6 +21,12 @@ from albert_keras.options import config_from_keywords
 from albert_keras.precision import global_policy
 from albert_keras.precision import resolve_precision
 from albert_keras.saving import load_model
+from albert_keras.sources import checkpoint_reader
+from albert_keras.sources.folder_writing import write_pretraining_folder
+from albert_keras.sources.layout import ENCODER_FILE
+from albert_keras.sources.layout import PRETRAINER_FILE
+from albert_keras.sources.layout import TRAIN_CONFIG_FILE
+from albert_keras.sources.layout import model_file
 from albert_keras.text.tokenizer import Tokenizer
 from albert_keras.training.datasets import train_dataset
 from albert_keras.training.objectives import get_objective
@@ -245,8 +244,8 @@ def init_source(init, vocab_size):
     ``model`` is a pretrainer (its heads are kept) or an encoder; a folder's
     ``pretrainer.keras`` is preferred to its ``encoder.keras``.
     """
-    if is_checkpoint_folder(init):
-        path, model = init, load_checkpoint_folder(init)
+    if checkpoint_reader.claims(init):
+        path, model = init, checkpoint_reader.model(init)
     else:
         path = model_file(init, (PRETRAINER_FILE, ENCODER_FILE))
         model = load_model(path)

@@ -15,6 +15,7 @@ Example:
 import dataclasses
 import logging
 
+from albert_keras.families import preset_config
 from albert_keras.models.deberta.family import DEBERTA_V3_ENCODER
 from albert_keras.options import name_of
 from albert_keras.training.pipeline_config import RECIPES as RECIPE_NAMES
@@ -77,9 +78,10 @@ def small_corpus_recipe(pipeline, train_config):
     * ``auto`` becomes ``mlm`` on the sentence-pair data: on a corpus this
       small the sentence-order task takes steps from the masked LM without
       teaching the tasks anything.
-    * ``position_bias`` defaults to ``alibi`` with ``alibi_slope_scale`` 4:
-      without it the model sits at the frequent-token plateau for the
-      whole budget (docs/reports/alibi-and-plateau.md).
+    * ``position_bias`` defaults to ``alibi`` with ``alibi_slope_scale`` 4
+      where the family has learned positions: without it the model sits at
+      the frequent-token plateau for the whole budget
+      (docs/reports/alibi-and-plateau.md).
     * The learning rate and warmup, when not given, are 1.6e-2 and 150 steps.
     * ``mlm`` and ``rtd`` training batches mask 40% of the tokens: each step
       learns from more than twice the targets.
@@ -89,9 +91,11 @@ def small_corpus_recipe(pipeline, train_config):
     _refuse_init("small_corpus", train_config)
     objective = "mlm" if train_config.objective == "auto" else train_config.objective
     overrides, total_steps = _small_corpus_depth(objective, train_config)
-    overrides.setdefault("position_bias", "alibi")
-    if overrides["position_bias"] == "alibi":
-        overrides.setdefault("alibi_slope_scale", 4.0)
+    if hasattr(preset_config(train_config.preset), "position_bias"):
+        # a family with learned positions (ModernBERT's are rotary: none to replace)
+        overrides.setdefault("position_bias", "alibi")
+        if overrides["position_bias"] == "alibi":
+            overrides.setdefault("alibi_slope_scale", 4.0)
     mask_rate = train_config.mask_rate
     # measured for mlm and rtd (docs/reports/small-corpus-recipe.md); mlm_sop
     # keeps the data's rate

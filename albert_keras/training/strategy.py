@@ -127,13 +127,17 @@ def describe_devices(strategy):
     reports its chips.
 
     Args:
-        strategy: what ``make_strategy`` returned.
+        strategy: what ``make_strategy`` returned; None: Keras' default
+            device.
 
     Example:
     >>> describe_devices(make_strategy("cpu"))["hardware"]
     'CPU'
     """
     backend = keras.backend.backend()
+    if strategy is None:  # Keras' default device (JAX's or torch's first)
+        strategy = (tf.distribute.get_strategy() if backend == "tensorflow"
+                    else KerasDistribution(None))
     if isinstance(strategy, KerasDistribution):
         if strategy.distribution is None:
             devices = keras.distribution.list_devices()[:1] if backend == "jax" else ["cpu:0"]
@@ -160,6 +164,10 @@ def check_layout(strategy, model):
     """Under ``--strategy model_parallel``, a ``ValueError`` when the layout
     splits none of ``model``'s weights; nothing under other strategies.
 
+    Returns:
+        The paths of the weights split over the model axis (model
+        parallel), else None.
+
     Example:
     >>> import keras
     >>> check_layout(make_strategy("cpu"), keras.Sequential())
@@ -170,7 +178,38 @@ def check_layout(strategy, model):
     if isinstance(distribution, keras.distribution.ModelParallel):
         from albert_keras.models.layout_map import check_sharded
 
-        check_sharded(model)
+        return check_sharded(model)
+    return None
+
+
+def where_it_runs(strategy=None, precision=None, batch_size=None, model=None, split=None):
+    """The one line a command prints about where it computes.
+
+    Args:
+        strategy: what ``make_strategy`` returned; None: Keras' default
+            device (what ``predict`` and ``evaluate`` run on).
+        precision: the dtype policy's name (default: ``model``'s, else the
+            global policy's).
+        batch_size: the global batch, when there is one to say.
+        model: the model, whose weights ``split`` counts.
+        split: the paths of the weights split over the model axis
+            (``check_layout``'s answer), or None.
+
+    Example:
+    >>> where_it_runs(make_strategy("cpu"), "float32", 32)
+    '1 CPU device(s) on tensorflow, 1 replica(s): global batch 32, precision float32'
+    """
+    found = describe_devices(strategy)
+    if precision is None:
+        policy = getattr(model, "dtype_policy", None) or keras.mixed_precision.global_policy()
+        precision = policy.name
+    line = (f"{found['devices']} {found['hardware']} device(s) on {found['backend']}, "
+            f"{found['replicas']} replica(s): "
+            + (f"global batch {batch_size}, " if batch_size else "")
+            + f"precision {precision}")
+    if split is not None:
+        line += f"; {len(split)} of {len(model.weights)} weights split over the model axis"
+    return line
 
 
 def is_chief(strategy):

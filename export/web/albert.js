@@ -40,10 +40,47 @@ export async function loadModel(base = '.', options = {}) {
        import('@huggingface/tokenizers')]);
   litert ??= await import('@litertjs/core');
   const threads = options.threads ?? globalThis.crossOriginIsolated === true;
-  wasmLoaded ??= litert.loadLiteRt(options.wasm ?? root + 'vendor/litertjs/wasm/', {threads});
+  wasmLoaded ??= loadLiteRtQuietly(options.wasm ?? root + 'vendor/litertjs/wasm/', threads);
   await wasmLoaded;
   const compiled = await litert.loadAndCompile(root + config.model, {accelerator: 'wasm'});
   return new TextModel(config, new Tokenizer(tokenizerJson, tokenizerConfig), compiled);
+}
+
+/**
+ * Refuses what albert-keras' predict refuses: a text that is not a string, or
+ * one that is empty or only spaces (a model would still score it, from
+ * nothing but [CLS] and [SEP]).
+ * @param {*} text what was given.
+ * @param {string} what how the message names it.
+ */
+export function checkText(text, what = 'text') {
+  if (typeof text !== 'string') {
+    throw new TypeError(`${what}: expected a string, got ${text === null ? 'null' : typeof text}`);
+  }
+  if (!text.trim()) throw new Error(`${what}: empty text; give some words to classify`);
+}
+
+// LiteRT's C++ start-up lines (INFO: environment, accelerators, XNNPACK; a
+// WARNING that no NPU could be loaded) reach the page through Emscripten's
+// printErr, which the console shows as errors. They are expected on every
+// page, so they go to console.debug (DevTools' "Verbose" level); any other
+// line LiteRT writes is still an error.
+const EXPECTED_LITERT_LINE = /^(INFO: |WARNING: \[npu_registry\.cc)/;
+
+function loadLiteRtQuietly(wasmPath, threads) {
+  // LiteRT.js probes WebGPU before it can be told not to (loadLiteRt takes no
+  // environment options), and the browser warns when it finds no adapter:
+  // said once here, since those warnings cannot be quieted
+  console.info('albert.js: LiteRT.js looks for WebGPU and NPU accelerators when it ' +
+               'starts; this page runs the model on the CPU (wasm), so warnings that ' +
+               'none was found are expected.');
+  // the Emscripten module settings LiteRT.js's loader passes on (self.Module)
+  globalThis.Module = {
+    print: line => console.debug(`LiteRT: ${line}`),
+    printErr: line => (EXPECTED_LITERT_LINE.test(line) ? console.debug : console.error)(
+        `LiteRT: ${line}`),
+  };
+  return litert.loadLiteRt(wasmPath, {threads});
 }
 
 /** Cuts ids to `budget` as albert-keras' packer does for one text. */
@@ -94,6 +131,8 @@ export class TextModel {
    *     mask: number[], segment_ids: number[]}}
    */
   pack(text, pair = null) {
+    checkText(text);
+    if (pair !== null) checkText(pair, 'second text');
     const a = this.tokenize(text);
     const b = pair === null ? null : this.tokenize(pair);
     const specials = b === null ? 2 : 3;

@@ -9,6 +9,7 @@
 // Written by albert-keras; served as it is beside model.json.
 
 import {FilesetResolver, TextClassifier, TextEmbedder} from '@mediapipe/tasks-text';
+import {checkText} from './albert.js';
 
 export async function loadMediaPipeModel(root, config, options = {}) {
   const fileset = await FilesetResolver.forTextTasks(
@@ -29,6 +30,7 @@ export class MediaPipeModel {
 
   /** The text as albert-keras' tokenizer sees it before its pieces. */
   prepare(text) {
+    checkText(text);
     const {lowercase, strip_accents: strip} = this.config.prepare;
     let out = lowercase ? text.toLowerCase() : text;
     if (strip) out = out.normalize('NFD').replace(/\p{Mn}/gu, '');

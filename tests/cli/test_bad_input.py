@@ -133,7 +133,7 @@ def test_qat_on_a_pretraining_folder_says_why_first(capsys, tmp_path, init_folde
 
 
 def test_a_folder_without_a_model_or_a_tokenizer_is_named_as_such(tmp_path):
-    from albert_keras.model_folder import tokenizer_path
+    from albert_keras.sources.model_source import tokenizer_path
 
     with pytest.raises(FileNotFoundError, match="no model here"):
         tokenizer_path(str(tmp_path))

@@ -203,7 +203,7 @@ def test_a_classifier_built_in_python_on_a_checkpoint_exports_with_its_own_ids(
     from albert_keras.export.converter import ExportError
     from albert_keras.export.export_config import ExportConfig
     from albert_keras.export.export_model import export_tflite
-    from albert_keras.model_folder import ModelSource
+    from albert_keras.sources.model_source import ModelSource
 
     reference = BertTokenizerFast.from_pretrained(bert_ids_folder)
     expected = {"pad": reference.pad_token_id, "unk": reference.unk_token_id,

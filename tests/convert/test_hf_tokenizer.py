@@ -6,20 +6,20 @@ import json
 import os
 
 import pytest
-import sentencepiece as spm
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras.cli import main
 from albert_keras.convert import save_hf
 from albert_keras.convert.hf_tokenizer import write_hf_tokenizer
-from albert_keras.model_folder import read_tokenizer
+from albert_keras.sources.registry import read_tokenizer
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from albert_keras.text.tokenizer_asset import TokenizerAsset
 from albert_keras.text.wordpiece_tokenizer import WordPiece
 from tests.helpers import SMALL
 from tests.helpers import WORDPIECE_TEXTS
 from tests.helpers import hf_albert_tokenizer
+from tests.helpers import make_deberta_spm
 from tests.helpers import make_sentences
 from tests.helpers import make_wordpiece_vocab
 
@@ -96,22 +96,12 @@ def test_wordpiece_folder_loads_in_auto_tokenizer(tmp_path):
     assert hf.mask_token_id == ours.special_ids["mask"]
 
 
-def _deberta_spm(folder):
-    """DeBERTa's convention: [PAD] [CLS] [SEP] [UNK] first, no [MASK] piece."""
-    (folder / "corpus.txt").write_text("\n".join(make_sentences(1500)), encoding="utf-8")
-    spm.SentencePieceTrainer.train(
-        input=str(folder / "corpus.txt"), model_prefix=str(folder / "spm"), vocab_size=120,
-        model_type="unigram", pad_id=0, pad_piece="[PAD]", bos_id=1, bos_piece="[CLS]",
-        eos_id=2, eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]", minloglevel=2)
-    return str(folder / "spm.model")
-
-
 def test_deberta_pieces_become_a_deberta_tokenizer(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "hf").mkdir()
-    ours = SentencePiece(_deberta_spm(tmp_path / "src"))
+    ours = SentencePiece(make_deberta_spm(tmp_path / "src"))
     assert write_hf_tokenizer(str(tmp_path / "hf"), TokenizerAsset.of(ours)) == \
-        ["spm.model", "tokenizer_config.json"]
+        ["spm.model", "tokenizer.json", "tokenizer_config.json"]
     config = _config(tmp_path / "hf")
     assert config["tokenizer_class"] == "DebertaV2Tokenizer"
     assert config["mask_token"] == "[MASK]" and config["cls_token"] == "[CLS]"
@@ -122,7 +112,7 @@ def test_deberta_pieces_become_a_deberta_tokenizer(tmp_path):
 
 def test_accent_stripping_deberta_pieces_are_refused_and_nothing_is_left(tmp_path):
     (tmp_path / "src").mkdir()
-    ours = SentencePiece(_deberta_spm(tmp_path / "src"), keep_accents=False)
+    ours = SentencePiece(make_deberta_spm(tmp_path / "src"), keep_accents=False)
     with pytest.raises(ValueError, match="DebertaV2Tokenizer cannot"):
         save_hf(_encoder_with(ours), str(tmp_path / "hf"))
     assert not os.path.exists(tmp_path / "hf")

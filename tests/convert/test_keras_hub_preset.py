@@ -2,6 +2,7 @@
 against keras-hub's own AlbertBackbone / BertBackbone and its tokenizers."""
 
 import os
+import shutil
 
 import keras
 import keras_hub
@@ -121,13 +122,21 @@ def test_what_keras_hub_cannot_hold_is_refused_in_one_line(albert, tmp_path, cha
     assert "\n" not in str(error.value) and not os.path.exists(tmp_path / "preset")
 
 
-def test_a_preset_with_a_broken_config_is_named_as_such(albert, tmp_path, capsys):
+@pytest.mark.parametrize("files", ["all", "no metadata.json", "no tokenizer"])
+def test_a_preset_with_a_broken_config_is_named_as_such(albert, tmp_path, capsys, files):
     """A keras-hub preset whose config.json is not JSON: the file is named,
-    not taken for another format or called "a keras-hub None preset"."""
+    not taken for another format or called "a keras-hub None preset", and
+    named before its tokenizer is looked for (a copy without metadata.json,
+    or without its tokenizer, was refused for its tokenizer)."""
     encoder, tokenizer = albert
     folder = tmp_path / "preset"
     save_keras_hub_preset(encoder, tokenizer, str(folder))
     (folder / "config.json").write_text('{"module": "keras_hub.src.models', encoding="utf-8")
+    if files != "all":
+        os.remove(folder / "metadata.json")
+    if files == "no tokenizer":
+        os.remove(folder / "tokenizer.json")
+        shutil.rmtree(folder / "assets")
     assert main(["convert", str(folder), "--out", str(tmp_path / "x.keras")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "None" not in err

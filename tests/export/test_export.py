@@ -294,8 +294,11 @@ def test_qat_validates_and_matches_post_training_int8(classifier_folder, tmp_pat
     ptq = export_tflite(classifier_folder, str(tmp_path / "ptq.tflite"), ExportConfig(quantize="int8", **QUIET))
     qat = export_tflite(classifier_folder, str(tmp_path / "qat.tflite"), ExportConfig(quantize="qat", qat_epochs=2, qat_learning_rate=1e-4, **QUIET))
     assert qat["validation"]["passed"] and qat["quantize"] == "qat"
-    # Most ops run in int8 (the rest are listed in the report).
-    assert sum(qat["validation"]["float_ops"].values()) < 40
+    # The dense layers' scope, as post-training int8: the ops without fast
+    # int8 kernels stay float (all in int8, QAT's file ran 12x slower than
+    # post-training int8's on a CPU, and 2.6x slower on this tiny model)
+    kept = {"SOFTMAX", "BATCH_MATMUL", "RSQRT"}  # no fast int8 kernels: float in both
+    assert kept <= qat["validation"]["float_ops"].keys() & ptq["validation"]["float_ops"].keys()
     assert qat["size_bytes"] < 1.1 * ptq["size_bytes"]  # int8 weights, as post-training
     assert qat["validation"]["tflite_accuracy"] >= ptq["validation"]["tflite_accuracy"]
 
@@ -318,8 +321,8 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
 
 
 def test_embedder_keras_file_string_in(init_folder, tmp_path):
-    from albert_keras.model_folder import ModelSource
     from albert_keras.models.sentence_embedder import SentenceEmbedder
+    from albert_keras.sources.model_source import ModelSource
 
     model = SentenceEmbedder(ModelSource(init_folder).encoder(dtype="float32"), layers=(-2, -1),
                            normalize=True)
@@ -493,9 +496,11 @@ def test_mobilebert_trains_quantization_aware_and_exports_in_int8(mobilebert_qat
     assert len(quantized) >= len(dense) - 1 >= 3 * 8
     ptq = export_tflite(mobilebert_qat_folder, str(tmp_path / "ptq.tflite"),
                         ExportConfig(quantize="int8", **QUIET))
+    # int8_scope all: the integer-only form MobileBERT-EdgeTPU's QAT is for
+    # (the default dense scope keeps CPU-slow int8 ops in float, as int8 does)
     qat = export_tflite(mobilebert_qat_folder, str(tmp_path / "qat.tflite"),
                         ExportConfig(quantize="qat", qat_epochs=2, qat_learning_rate=1e-4,
-                                     **QUIET))
+                                     int8_scope="all", **QUIET))
     assert ptq["validation"]["passed"] and qat["validation"]["passed"]
     assert qat["validation"]["outputs"]["logits"]["top1_agreement"] >= 0.9
     # the fake-quant ranges put attention in int8 too: measured, the float

@@ -122,10 +122,13 @@ def test_an_export_with_float_layers_validates_with_more_float_ops(classifier_fo
     assert computing(str(tmp_path / "f3.tflite")) > computing(str(tmp_path / "f0.tflite"))
 
 
-@pytest.mark.parametrize("field,value", [("int8_float_layers", 2), ("int8_weights", "per-tensor"),
-                                         ("int8_scope", "all")])
-def test_int8_settings_with_another_mode_are_refused(classifier_folder, tmp_path, field, value):
-    with pytest.raises(ExportError, match=f"{field} applies to quantize int8 only"):
+@pytest.mark.parametrize("field,value,mode,modes", [
+    ("int8_float_layers", 2, "dynamic", "int8"), ("int8_float_layers", 2, "qat", "int8"),
+    ("int8_weights", "per-tensor", "dynamic", "int8 and qat"),
+    ("int8_scope", "all", "float16", "int8 and qat")])
+def test_int8_settings_with_another_mode_are_refused(classifier_folder, tmp_path, field, value,
+                                                     mode, modes):
+    with pytest.raises(ExportError, match=f"{field} applies to quantize {modes} only"):
         export_tflite(classifier_folder, str(tmp_path / "m.tflite"),
-                      ExportConfig(quantize="dynamic", **{field: value}))
+                      ExportConfig(quantize=mode, **{field: value}))
     assert not list(tmp_path.iterdir())

@@ -12,28 +12,28 @@ from albert_keras.export import ExportConfig
 from albert_keras.export import ExportError
 from albert_keras.export import export_tflite
 from albert_keras.export.runtime import TFLiteRunner
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.text.packer import pack_texts
 from tests.web.driver import run_page
 
-# accents, capitals, punctuation, CJK, emoji, odd spaces, nothing, and one
-# text longer than the longest input (cut as our packer cuts it)
+# accents, capitals, punctuation, CJK, emoji, odd spaces, nothing (refused,
+# as predict refuses it), and one text longer than the longest input (cut as
+# our packer cuts it)
 TEXTS = ["The quick brown fox jumps.", "Naïve café, déjà vu!", "ÀÉÎÕÜ  straße", "东京 and 北京",
-         "emoji 😀 ok", "  spaced\tout\n", "", "fox dog " * 30]
+         "emoji 😀 ok", "  spaced\tout\n", "", " \n\t ", "fox dog " * 30]
 
 
 def _tokenizer(folder):
     return ModelSource(folder).tokenizer
 
 
-def _check_page(folder, site, texts, atol=1e-5):
+def _check_page(folder, site, texts, atol=1e-5, console=None):
     """The page's packed ids are ours, at the shortest length that holds
     them; its outputs are our LiteRT runner's on the same signature."""
     config = json.load(open(os.path.join(site, "model.json")))
     lengths = sorted(config["signatures"].values())
     tokenizer = _tokenizer(folder)
-    results = run_page(site, texts)
-    assert [r["text"] for r in results] == texts
+    results = _refused_blank(run_page(site, texts, console=console), texts)
     runners = {name: TFLiteRunner(os.path.join(site, "model.tflite"), signature=name)
                for name in config["signatures"]}
     for r in results:
@@ -53,6 +53,16 @@ def _check_page(folder, site, texts, atol=1e-5):
         else:
             np.testing.assert_allclose(got, ours[name][0], atol=atol, err_msg=r["text"])
     return results
+
+
+def _refused_blank(results, texts):
+    """The page's results for the texts with words; the blank ones were
+    refused with a message that says so."""
+    assert [r["text"] for r in results] == texts
+    for r in results:
+        assert ("error" in r) == (not r["text"].strip()), r
+        assert "empty text" in r.get("error", "empty text"), r
+    return [r for r in results if "error" not in r]
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +96,35 @@ def test_a_classifier_page_in_chromium(model, quantize, bert_classifier, classif
     assert abs(sum(s["score"] for s in best["scores"]) - 1) < 1e-5
 
 
+def test_web_alone_writes_the_model_once_into_the_folder(classifier_folder, tmp_path, capsys):
+    """``export MODEL --web DIR`` needs no ``--out``: the folder holds the
+    only copy of the file, its sidecar and its card, and the page runs it."""
+    from albert_keras.cli import main
+    from albert_keras.files import sha256_file
+
+    site = tmp_path / "site"
+    assert main(["export", classifier_folder, "--web", str(site), "--examples", "8"]) == 0
+    assert os.listdir(tmp_path) == ["site"]
+    said = capsys.readouterr().out
+    assert said.count("wrote ") == 2, said  # the model once, the folder once
+    assert f"wrote {site / 'model.tflite'}" in said and f"web page folder {site}" in said
+    assert "1 CPU device(s) on tensorflow, 1 replica(s): precision float32 (the Keras" in said
+    sidecar = json.load(open(site / "sidecar.json"))
+    assert sidecar["sha256"] == sha256_file(str(site / "model.tflite"))
+    assert sidecar["size_bytes"] == os.path.getsize(site / "model.tflite")
+    assert "validated on 8 examples" in (site / "MODEL.md").read_text()
+    config = json.load(open(site / "model.json"))
+    assert {"model.tflite", "sidecar.json", "MODEL.md"} <= set(config["files"])
+    console = []
+    _check_page(classifier_folder, str(site), TEXTS, console=console)
+    # LiteRT's normal start-up lines are not errors (they were: "error: INFO:
+    # [environment.cc:36] Creating LiteRT environment", the NPU warning); the
+    # page says once that the accelerator warnings are expected
+    assert [m for m in console if m.startswith("error:")] == [], console
+    assert any(m.startswith("debug: LiteRT: INFO: ") for m in console), console
+    assert sum("warnings that none was found are expected" in m for m in console) == 1
+
+
 def test_an_embedder_page_in_chromium(init_folder, tmp_path):
     site = str(tmp_path / "site")
     export_tflite(init_folder, str(tmp_path / "e.tflite"),
@@ -113,8 +152,7 @@ def test_a_metadata_classifier_runs_in_mediapipe_for_web(model, bert_classifier,
     assert not os.path.exists(os.path.join(site, "tokenizer.json"))
     tokenizer = _tokenizer(folder)
     runner = TFLiteRunner(os.path.join(site, "model.tflite"))
-    texts = TEXTS[:6] + TEXTS[-1:]
-    for r in run_page(site, texts):
+    for r in _refused_blank(run_page(site, TEXTS), TEXTS):
         packed = pack_texts(tokenizer, [r["text"]], None, 32)
         ours = runner({"ids": packed["token_ids"], "mask": packed["padding_mask"],
                        "segment_ids": packed["segment_ids"]})["probability"][0]
@@ -153,6 +191,7 @@ def test_overwrite_replaces_only_what_an_earlier_export_wrote(classifier_folder,
     (dict(with_tokenizer=True), "LiteRT.js has no string tensors"),
     (dict(part="encoder", sequence_length=32), "classifiers and embedders; this is an encoder"),
     (dict(out_in_site=True), "the .tflite goes outside --web"),
+    (dict(web=None, no_out=True), "nothing to write: give the .tflite"),
 ])
 def test_what_the_page_cannot_run_is_refused_before_work(init_folder, classifier_folder,
                                                          tmp_path, changes, message):
@@ -161,6 +200,8 @@ def test_what_the_page_cannot_run_is_refused_before_work(init_folder, classifier
     folder = init_folder if changes.get("part") else classifier_folder
     site = tmp_path / "site"
     out = site / "m.tflite" if changes.pop("out_in_site", False) else tmp_path / "m.tflite"
+    out = None if changes.pop("no_out", False) else str(out)
+    changes = {"web": str(site), **changes}
     with command_line_names(), pytest.raises(ExportError, match=message):
-        export_tflite(folder, str(out), ExportConfig(examples=4, web=str(site), **changes))
+        export_tflite(folder, out, ExportConfig(examples=4, **changes))
     assert not os.listdir(tmp_path)

@@ -17,10 +17,16 @@ def test_finetune_evaluate_predict_commands(init_folder, task_files, tmp_path, c
     assert code == 0
     printed = capsys.readouterr().out
     assert '"accuracy"' in printed and f"model folder: {out}" in printed
+    # each command says where it runs, in one line (JSON output keeps stdout)
+    where = "1 CPU device(s) on tensorflow, 1 replica(s): global batch"
+    assert f"{where} 8, precision float32" in printed.splitlines()
     assert main(["evaluate", out, task_files["cls_eval"]]) == 0
-    assert json.loads(capsys.readouterr().out)["examples"] == 16
+    said = capsys.readouterr()
+    assert json.loads(said.out)["examples"] == 16
+    assert f"{where} 64, precision float32\n" in said.err
     predictions = str(tmp_path / "p.jsonl")
     assert main(["predict", out, "--input", task_files["cls_eval"], "--out", predictions]) == 0
+    assert f"{where} 64, precision float32" in capsys.readouterr().out
     rows = [json.loads(line) for line in open(predictions, encoding="utf-8")]
     assert len(rows) == 16 and {r["label"] for r in rows} <= {"dog", "fox"}
 
@@ -117,7 +123,9 @@ def test_predict_reads_stdin(init_folder, task_files, tmp_path, capsys, monkeypa
     capsys.readouterr()
     monkeypatch.setattr("sys.stdin", io.StringIO('{"text": "the fox"}\n{"text": "a dog"}\n'))
     assert main(["predict", out]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    said = capsys.readouterr()
+    assert "device(s) on tensorflow" in said.err  # stdout is the predictions alone
+    lines = said.out.strip().splitlines()
     records = [json.loads(line) for line in lines]
     assert [set(r) for r in records] == [{"row", "text", "label", "probabilities"}] * 2
     assert [(r["row"], r["text"]) for r in records] == [(0, "the fox"), (1, "a dog")]

@@ -160,7 +160,7 @@ def test_student_from_a_pretrained_folder(teachers, task_files, init_folder, spm
 
 def test_layer_decay_slows_the_students_lower_layers(teachers, task_files, init_folder,
                                                      tmp_path):
-    from albert_keras.model_folder import ModelSource
+    from albert_keras.sources.model_source import ModelSource
 
     tuned = {}
     for decay in (1.0, 0.01):
@@ -184,6 +184,9 @@ def test_distill_command_and_its_errors(teachers, task_files, init_folder, tmp_p
     assert code == 0
     printed = capsys.readouterr().out
     assert '"accuracy"' in printed and f"model folder: {out}" in printed
+    # where the student trains, in one line, as every training command says it
+    assert "1 CPU device(s) on tensorflow, 1 replica(s): global batch 8, precision " \
+        "float32" in printed.splitlines()
     config = json.load(open(os.path.join(out, "train_config.json")))
     assert config["temperature"] == 3.0 and config["alpha"] == 0.8
     # a teacher that is not fine-tuned: one line naming the folder, exit 2

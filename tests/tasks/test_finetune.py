@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks import inference
 from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
@@ -422,7 +422,7 @@ def test_epochs_and_learning_rate_default_by_model_width(init_folder, task_files
 def test_classify_warns_how_many_training_inputs_are_cut(init_folder, tmp_path, caplog):
     import logging
 
-    from albert_keras.model_folder import read_tokenizer
+    from albert_keras.sources.registry import read_tokenizer
     from albert_keras.text.packer import pack_texts
 
     texts = ["the fox", "the dog", "the quick brown fox jumps over the lazy dog " * 4,

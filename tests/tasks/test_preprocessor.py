@@ -83,12 +83,12 @@ def test_a_preprocessor_reads_the_config_alone(bert_folder, init_folder, tmp_pat
     """The default length is cut to the model's 64 positions from its config
     files: no model is loaded or converted (a weightless step), and a longer
     length asked for is named."""
-    from albert_keras import model_folder
+    from albert_keras.sources import model_source
 
     def no_model(self):
         raise AssertionError("the preprocessor loaded the model")
 
-    monkeypatch.setattr(model_folder.ModelSource, "model", property(no_model))
+    monkeypatch.setattr(model_source.ModelSource, "model", property(no_model))
     for source in (bert_folder, init_folder):  # an HF folder, our pretraining folder
         assert albert_keras.TextClassifierPreprocessor.from_preset(source).sequence_length == 64
         with pytest.raises(ValueError, match="sequence_length 100 exceeds .*64"):

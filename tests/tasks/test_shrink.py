@@ -104,7 +104,7 @@ def test_the_recommended_file_runs_in_mediapipe_with_our_labels(run, classifier_
     from mediapipe.tasks.python.text import text_classifier
 
     from albert_keras.export.runtime import TFLiteRunner
-    from albert_keras.model_folder import ModelSource
+    from albert_keras.sources.model_source import ModelSource
     from albert_keras.text.packer import pack_texts
 
     out, _ = run
@@ -174,7 +174,7 @@ def test_a_pretrained_folder_is_a_student(run, classifier_folder, init_folder, t
     import dataclasses
     import shutil
 
-    from albert_keras.model_folder import ModelSource
+    from albert_keras.sources.model_source import ModelSource
 
     out, _ = run
     copy = str(tmp_path / "run")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import albert_keras
-from albert_keras import model_folder
+from albert_keras.sources import checkpoint_reader
 from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.inference import evaluate as evaluate_folder
@@ -51,7 +51,7 @@ def test_strings_in_the_command_lines_folder_out_and_its_numbers(bert_folder, tm
 
     # as in a fresh process each: the HF folder is converted again (its
     # conversion draws initial weights, so it moves the seeded generator)
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     # three epochs: at two, one run in several on an EPYC ended below the bound
     settings = dict(SETTINGS, epochs=3)
@@ -70,7 +70,7 @@ def test_strings_in_the_command_lines_folder_out_and_its_numbers(bert_folder, tm
     # the command line, same seed and settings, from files: the same numbers
     # (no eval file: the command line would keep its best epoch, fit the last)
     test_csv = _csv(tmp_path / "test.csv", test_texts, test_labels)
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     finetune(bert_folder, _csv(tmp_path / "train.csv", train_texts, train_labels), None,
              str(tmp_path / "cli"), FinetuneConfig(task="classify", **settings))
@@ -331,7 +331,7 @@ def test_token_classifier_is_the_command_lines_tagger(bert_folder, tmp_path):
     train, train_tags = _tagged(96, seed=1)
     test, test_tags = _tagged(16, seed=2)
     settings = {"sequence_length": 16, "batch_size": 8, "epochs": 8, "learning_rate": 3e-3}
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     model = albert_keras.TokenClassifier.from_preset(bert_folder, **settings)
     model.fit(train, train_tags, verbose=0)
@@ -346,7 +346,7 @@ def test_token_classifier_is_the_command_lines_tagger(bert_folder, tmp_path):
                                     for s, ts in zip(sentences, tags)) + "\n")
         return str(path)
 
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     finetune(bert_folder, conll(tmp_path / "train.conll", train, train_tags), None,
              str(tmp_path / "cli"), FinetuneConfig(task="tag", **settings))
@@ -380,7 +380,7 @@ def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
     # 10 epochs: at 6, one full CI run (the same seed) stopped at 12 of 16
     # right, where alone it gets 16; at 10, four seeds all get 16 here
     settings = {"sequence_length": 32, "batch_size": 8, "epochs": 10, "learning_rate": 3e-3}
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     model = albert_keras.QuestionAnswerer.from_preset(bert_folder, **settings)
     model.fit((questions, contexts), answers, verbose=0)
@@ -397,7 +397,7 @@ def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
 
     for name, rows in (("train", (questions, contexts, answers)), ("test", (test_q, test_c, test_a))):
         (tmp_path / f"{name}.json").write_text(json.dumps(squad(rows)))
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     finetune(bert_folder, str(tmp_path / "train.json"), None, str(tmp_path / "cli"),
              FinetuneConfig(task="qa", **settings))
@@ -429,7 +429,7 @@ def test_multiple_choice_is_the_command_lines(bert_folder, tmp_path):
 
     train, test = rows(96), rows(16)
     settings = {"sequence_length": 16, "batch_size": 8, "epochs": 4, "learning_rate": 3e-3}
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     model = albert_keras.MultipleChoice.from_preset(bert_folder, **settings)
     model.fit(train[:3], train[3], verbose=0)
@@ -439,7 +439,7 @@ def test_multiple_choice_is_the_command_lines(bert_folder, tmp_path):
         (tmp_path / f"{name}.jsonl").write_text("".join(
             json.dumps({"context": c, "question": q, "choices": ch, "label": la}) + "\n"
             for c, q, ch, la in zip(contexts, questions, choices, labels)))
-    model_folder._CHECKPOINTS.clear()
+    checkpoint_reader._CHECKPOINTS.clear()
     keras.utils.set_random_seed(0)
     finetune(bert_folder, str(tmp_path / "train.jsonl"), None, str(tmp_path / "cli"),
              FinetuneConfig(task="choice", **settings))

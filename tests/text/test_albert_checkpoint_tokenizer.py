@@ -9,7 +9,7 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.model_folder import read_tokenizer
+from albert_keras.sources.registry import read_tokenizer
 from albert_keras.text.normalizer_table import albert_normalizer
 from albert_keras.text.normalizer_table import albert_normalizer_model
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece

@@ -8,7 +8,7 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
-from albert_keras.model_folder import read_tokenizer
+from albert_keras.sources.registry import read_tokenizer
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from tests.helpers import WORDPIECE_TEXTS
 from tests.helpers import make_sentences

@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.model_folder import read_tokenizer
-from albert_keras.model_folder import write_tokenizer
+from albert_keras.sources.registry import read_tokenizer
+from albert_keras.sources.tokenizers import write_tokenizer
 from albert_keras.text.normalizer_table import bert_normalizer_model
 from albert_keras.text.normalizer_table import build_double_array
 from albert_keras.text.registry import load_tokenizer

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import albert_keras
-from albert_keras.model_folder import ModelSource
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.training import adversarial
 from tests.helpers import make_hf_model
 from tests.helpers import make_wordpiece_vocab
@@ -177,7 +177,10 @@ def test_sift_is_debertas_step(hf_classifier, monkeypatch):
     # a real step, at most ``step`` an element (less where the largest
     # gradient is not far above the 1e-6 in the denominator; 0 at padding)
     assert 0.5 * step < moved.max() <= step * 1.0001
-    np.testing.assert_allclose(np.asarray(climbed[0]), ref_delta, atol=1e-5)
+    # the step is ``step * g / max|g|`` of a float32 gradient of a small
+    # divergence: its rounding (about 1e-4 of the step, more on some oneDNN
+    # paths: CI saw 1.6e-4 x step) shows; a wrong step is off by ~``step``
+    np.testing.assert_allclose(np.asarray(climbed[0]), ref_delta, atol=1e-3 * step)
     assert ref_term > 1e-4  # the perturbation moves the outputs (5 x this in the loss)
     assert loss == pytest.approx(ref_loss, abs=1e-5)
     _check_gradients(grads, model)

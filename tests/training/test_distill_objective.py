@@ -14,7 +14,7 @@ from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import EncoderPretrainer
 from albert_keras.cli import main
-from albert_keras.folder_writing import write_pretraining_folder
+from albert_keras.sources.folder_writing import write_pretraining_folder
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from albert_keras.training.callbacks import latest_checkpoint
 from albert_keras.training.distill_objective import copy_embeddings

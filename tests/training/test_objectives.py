@@ -7,8 +7,8 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras.model_folder import ModelSource
 from albert_keras.saving import load_model
+from albert_keras.sources.model_source import ModelSource
 from albert_keras.training.pretrain import PretrainConfig
 from albert_keras.training.pretrain import pretrain
 from tests.helpers import SMALL

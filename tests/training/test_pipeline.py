@@ -61,6 +61,8 @@ def test_the_built_in_corpus_gets_alibi_unless_told_otherwise():
         "position_bias": "alibi", "alibi_slope_scale": 1.0, "num_hidden_layers": 2}
     assert overrides(PipelineConfig(), model_overrides={"position_bias": "none"}) == {
         "position_bias": "none", "num_hidden_layers": 2}
+    # a family with rotary positions has none to replace
+    assert overrides(PipelineConfig(), preset="modernbert_tiny") == {}
     # ALBERT's attention everywhere else
     for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
                             (PipelineConfig(data="runs/data"), {}),
@@ -222,3 +224,27 @@ def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder(caplog):
                        (dict(init="runs/model"), "makes a new model")):
         with pytest.raises(ValueError, match=words):
             resolve_recipe(PipelineConfig(recipe="deberta_v3"), PretrainConfig(**bad))
+
+
+@pytest.mark.sampled(keep=2, group="pretrain_cli_runs")  # CI: 2 of the pretraining command-line runs per commit
+def test_a_modernbert_preset_trains_its_byte_level_bpe_and_learns(tmp_path):
+    """``pretrain --preset modernbert_tiny`` on the built-in corpus: the
+    family's tokenizer kind (byte-level BPE, what transformers reads as
+    ModernBERT's), and a held-out masked LM above the most frequent token's."""
+    import transformers
+
+    from albert_keras.cli import main
+    from albert_keras.text.registry import load_tokenizer
+
+    out = tmp_path / "modernbert"
+    assert main(["pretrain", "--preset", "modernbert_tiny", "--out", str(out), "--steps", "120",
+                 "--vocab-size", "2000"]) == 0
+    record = json.load(open(out / "tokenizer_kind.json"))
+    assert record["kind"] == "bpe"
+    ours = load_tokenizer(str(out / "tokenizer.json"))
+    theirs = transformers.PreTrainedTokenizerFast(tokenizer_file=str(out / "tokenizer.json"))
+    text = "The Congress shall have power to lay and collect taxes, naïve café 😀."
+    assert theirs(text)["input_ids"][1:-1] == ours.encode([text])[0]
+    metrics = json.load(open(out / "metrics.json"))
+    # a model that learned nothing stays at the most frequent token's accuracy
+    assert metrics["masked_lm_accuracy"] > metrics["most_frequent_token_accuracy"] + 0.03

@@ -1,23 +1,17 @@
 // Opens an export --web page in headless Chromium and runs texts through it.
 // usage: node drive.mjs URL TEXTS.json OUT.json [SCREENSHOT.png]
-// Writes {texts: [{text, pack, result}], console: [...]} where result is what
-// classify (or embed) gave. The page's own albert.js does the work.
+// Writes {texts: [{text, pack, result} or {text, error}], console: [...]} where
+// result is what classify (or embed) gave and error what it threw. The page's own albert.js does the work.
 import {readFileSync, writeFileSync} from 'node:fs';
-import puppeteer from 'puppeteer-core';
+import {launch, listen} from './browser.mjs';
 
 const [url, textsPath, outPath, screenshot] = process.argv.slice(2);
 const texts = JSON.parse(readFileSync(textsPath, 'utf8'));
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 const messages = [];
 try {
   const page = await browser.newPage();
-  page.on('console', m => messages.push(`${m.type()}: ${m.text()}`));
-  page.on('pageerror', e => messages.push(`pageerror: ${e.message}`));
+  listen(page, messages);
   await page.goto(url);
   await page.waitForFunction(() => document.body.dataset.ready === 'true' ||
                              document.body.dataset.error, {timeout: 120000});
@@ -25,13 +19,17 @@ try {
     const model = window.albertModel;
     const out = [];
     for (const text of texts) {
-      const pack = model.pack ? model.pack(text) : null;  // MediaPipe packs itself
-      const result = model.config.kind === 'classifier' ?
-          await model.classify(text) : {embedding: Array.from(await model.embed(text))};
-      for (const key of ['logits', 'probabilities']) {
-        if (result[key]) result[key] = Array.from(result[key]);
+      try {
+        const pack = model.pack ? model.pack(text) : null;  // MediaPipe packs itself
+        const result = model.config.kind === 'classifier' ?
+            await model.classify(text) : {embedding: Array.from(await model.embed(text))};
+        for (const key of ['logits', 'probabilities']) {
+          if (result[key]) result[key] = Array.from(result[key]);
+        }
+        out.push({text, pack, result});
+      } catch (e) {  // what the page says of a text it refuses
+        out.push({text, error: e.message});
       }
-      out.push({text, pack, result});
     }
     return out;
   }, texts);

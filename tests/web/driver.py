@@ -23,6 +23,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# the driver's scripts, copied beside its node_modules
+_SCRIPTS = ("browser.mjs", "drive.mjs", "drive_transformers.mjs")
 
 
 def need_browser():
@@ -52,7 +54,8 @@ def _driver_folder():
                        capture_output=True, timeout=600)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(staging, folder)
-    shutil.copyfile(os.path.join(HERE, "drive.mjs"), os.path.join(folder, "drive.mjs"))
+    for name in _SCRIPTS:
+        shutil.copyfile(os.path.join(HERE, name), os.path.join(folder, name))
     return folder
 
 
@@ -75,9 +78,11 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def run_page(folder, texts, screenshot=None):
+def run_page(folder, texts, screenshot=None, console=None):
     """The page's ``pack`` and ``classify`` (or ``embed``) of each text:
-    ``[{"text", "pack", "result"}]``; fails with the page's console on error."""
+    ``[{"text", "pack", "result"}]``; fails with the page's console on error.
+    ``console``: a list the page's console messages are added to
+    (``"type: text"``)."""
     need_browser()
     driver = _driver_folder()
     with tempfile.TemporaryDirectory() as tmp, served(folder) as url:
@@ -89,6 +94,8 @@ def run_page(folder, texts, screenshot=None):
         done = subprocess.run(args, cwd=driver, capture_output=True, text=True, timeout=600)
         with open(out_path, encoding="utf-8") as f:
             out = json.load(f)
+    if console is not None:
+        console.extend(out["console"])
     errors = [m for m in out["console"] if m.startswith(("pageerror", "error: Uncaught"))]
     assert done.returncode == 0 and not errors, (out.get("error"), out["console"], done.stderr)
     return out["texts"]
@@ -97,18 +104,17 @@ def run_page(folder, texts, screenshot=None):
 _ENCODE = """
 import {Tokenizer} from '%s';
 import {readFileSync} from 'node:fs';
-const [tokenizer, config, texts] = process.argv.slice(2).map(p => JSON.parse(readFileSync(p)));
+const [tokenizer, config, texts, specials] = process.argv.slice(2).map(
+    p => JSON.parse(readFileSync(p)));
 const t = new Tokenizer(tokenizer, config);
-console.log(JSON.stringify(texts.map(s => t.encode(s, {add_special_tokens: false}).ids)));
+console.log(JSON.stringify(texts.map(s => t.encode(s, {add_special_tokens: specials}).ids)));
 """
 
 
-def encode_in_node(tokenizer, texts):
-    """Ids of ``texts`` from tokenizers.js (the page's copy, in Node.js)
-    reading ``tokenizer``'s ``tokenizer.json``."""
+def _tokenizers_js(tokenizer_text, config_text, texts, special_tokens):
+    """Ids of ``texts`` from tokenizers.js (the web page's copy, in Node.js)
+    reading a ``tokenizer.json`` and ``tokenizer_config.json`` given as text."""
     from albert_keras.export.web_folder import runtime_folder
-    from albert_keras.text.tokenizer_json import tokenizer_config
-    from albert_keras.text.tokenizer_json import tokenizer_json
 
     if not shutil.which("node"):
         if os.environ.get("CI"):
@@ -117,9 +123,9 @@ def encode_in_node(tokenizer, texts):
     module = os.path.join(runtime_folder(), "@huggingface/tokenizers/dist/tokenizers.mjs")
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
-        for name, text in (("tokenizer.json", tokenizer_json(tokenizer)),
-                           ("config.json", tokenizer_config(tokenizer)),
-                           ("texts.json", json.dumps(texts))):
+        for name, text in (("tokenizer.json", tokenizer_text), ("config.json", config_text),
+                           ("texts.json", json.dumps(texts)),
+                           ("specials.json", json.dumps(special_tokens))):
             paths.append(os.path.join(tmp, name))
             with open(paths[-1], "w", encoding="utf-8") as f:
                 f.write(text)
@@ -129,3 +135,76 @@ def encode_in_node(tokenizer, texts):
         done = subprocess.run(["node", script, *paths], capture_output=True, text=True,
                               timeout=300, check=True)
     return json.loads(done.stdout)
+
+
+def encode_in_node(tokenizer, texts):
+    """Ids of ``texts`` from tokenizers.js reading ``tokenizer``'s web
+    ``tokenizer.json`` (no special tokens: the page packs them)."""
+    from albert_keras.text.tokenizer_json import tokenizer_config
+    from albert_keras.text.tokenizer_json import tokenizer_json
+
+    return _tokenizers_js(tokenizer_json(tokenizer), tokenizer_config(tokenizer), texts, False)
+
+
+def encode_hf_folder_in_node(folder, texts):
+    """Ids of ``texts`` from tokenizers.js reading an HF folder's
+    ``tokenizer.json`` and ``tokenizer_config.json``, with the special
+    tokens its post-processor adds."""
+    files = []
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            files.append(f.read())
+    return _tokenizers_js(*files, texts, True)
+
+
+_TRANSFORMERS_PAGE = """<!doctype html>
+<meta charset="utf-8"><title>transformers.js</title>
+<script type="module">
+import {AutoTokenizer, env, pipeline} from './transformers.min.js';
+env.allowRemoteModels = false;  // the folder beside the page, never the hub
+env.allowLocalModels = true;
+env.localModelPath = './models/';
+env.backends.onnx.wasm.wasmPaths = './ort/';
+env.backends.onnx.wasm.numThreads = 1;
+window.run = async (texts, {task, dtype}) => {
+  const run = await pipeline(task, 'model', {dtype, device: 'wasm'});
+  const tokenizer = await AutoTokenizer.from_pretrained('model');
+  const out = [];
+  for (const text of texts) {
+    const ids = Array.from(tokenizer(text).input_ids.data, Number);
+    out.push({ids, result: await run(text, {top_k: null})});
+  }
+  return out;
+};
+</script>
+"""
+
+
+def run_transformers_js(hf_folder, texts, task="text-classification", dtype="fp32"):
+    """What transformers.js's ``pipeline(task)`` gives for each text in
+    headless Chromium, with ``hf_folder`` as its local model (no hub) and
+    ONNX Runtime Web's wasm files from the pinned package: ``[{"ids",
+    "result"}]``, the ids its tokenizer gives and the pipeline's result."""
+    need_browser()
+    driver = _driver_folder()
+    modules = os.path.join(driver, "node_modules")
+    with tempfile.TemporaryDirectory() as site:
+        with open(os.path.join(site, "index.html"), "w", encoding="utf-8") as f:
+            f.write(_TRANSFORMERS_PAGE)
+        shutil.copyfile(os.path.join(modules, "@huggingface/transformers/dist/transformers.min.js"),
+                        os.path.join(site, "transformers.min.js"))
+        os.symlink(os.path.join(modules, "onnxruntime-web", "dist"), os.path.join(site, "ort"))
+        os.makedirs(os.path.join(site, "models"))
+        os.symlink(os.path.abspath(hf_folder), os.path.join(site, "models", "model"))
+        input_path, out_path = os.path.join(site, "input.json"), os.path.join(site, "out.json")
+        with open(input_path, "w", encoding="utf-8") as f:
+            json.dump({"texts": texts, "options": {"task": task, "dtype": dtype}}, f)
+        with served(site) as url:
+            done = subprocess.run(["node", os.path.join(driver, "drive_transformers.mjs"),
+                                   url + "index.html", input_path, out_path], cwd=driver,
+                                  capture_output=True, text=True, timeout=600)
+        with open(out_path, encoding="utf-8") as f:
+            out = json.load(f)
+    assert done.returncode == 0 and "results" in out, (out.get("error"), out["console"],
+                                                        done.stderr)
+    return out["results"]

@@ -170,25 +170,12 @@ def save_keras_hub_preset(encoder, tokenizer, folder):
 
 
 def _save_tokenizer(tokenizer, backbone_name, folder):
-    cls = getattr(keras_hub().tokenizers, TOKENIZERS[backbone_name])
-    if backbone_name == "AlbertBackbone":
-        if tokenizer.kind != "sentencepiece":
-            raise ConversionError("keras-hub's AlbertTokenizer is SentencePiece; this model's "
-                                  f"tokenizer is {tokenizer.kind}")
-        options = getattr(tokenizer, "options", {}) or {}
-        if options.get("lowercase") or options.get("keep_accents") is False:
-            raise ConversionError("this tokenizer lower-cases or strips accents before its "
-                                  "SentencePiece model, which keras-hub's AlbertTokenizer "
-                                  "does not do: its ids would differ")
-        hub_tokenizer = cls(proto=bytes(tokenizer.proto_bytes))
-    else:
-        if tokenizer.kind != "wordpiece":
-            raise ConversionError("keras-hub's BertTokenizer is WordPiece; this model's "
-                                  f"tokenizer is {tokenizer.kind}")
-        options = tokenizer.options
-        # HF's rule: accents are stripped with lower-casing unless told otherwise
-        strip = options["lowercase"] if options.get("strip_accents") is None else \
-            options["strip_accents"]
-        hub_tokenizer = cls(vocabulary=list(tokenizer.pieces),
-                            lowercase=bool(options["lowercase"]), strip_accents=bool(strip))
+    wanted = TOKENIZERS[backbone_name]
+    if tokenizer.keras_hub_tokenizer != wanted:
+        raise ConversionError(f"keras-hub's {wanted} is not this model's {tokenizer.kind} "
+                              "tokenizer")
+    try:
+        hub_tokenizer = tokenizer.to_keras_hub(getattr(keras_hub().tokenizers, wanted))
+    except ValueError as e:
+        raise ConversionError(str(e)) from None
     hub_tokenizer.save_to_preset(folder)

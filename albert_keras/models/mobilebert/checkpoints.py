@@ -19,6 +19,8 @@ from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.hf import HF_GENERIC_KEYS
 from albert_keras.convert.hf import read_hf_tensors
 from albert_keras.convert.hf import write_hf_folder
+from albert_keras.convert.weight_layout import hf_linear
+from albert_keras.convert.weight_layout import hf_norm
 from albert_keras.convert.weight_layout import model_variables
 from albert_keras.models.backbone import backbone_of
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer
@@ -75,8 +77,8 @@ def hf_names(config):
     names = {"embeddings/word": ("embeddings.word_embeddings.weight", None),
              "embeddings/position": ("embeddings.position_embeddings.weight", None),
              "embeddings/segment": ("embeddings.token_type_embeddings.weight", None)}
-    names.update(_linear("embeddings.embedding_transformation", "embeddings/projection"))
-    names.update(_norm("embeddings.LayerNorm", "embeddings/norm"))
+    names.update(hf_linear("embeddings.embedding_transformation", "embeddings/projection"))
+    names.update(hf_norm("embeddings.LayerNorm", "embeddings/norm"))
     parts = {"query": "attention.self.query", "key": "attention.self.key",
              "value": "attention.self.value", "attention_output": "attention.output.dense",
              "output_ffn/intermediate": "intermediate.dense",
@@ -94,25 +96,17 @@ def hf_names(config):
         norms[f"ffn_{j}/norm"] = f"ffn.{j}.output.LayerNorm"
     for k in range(config.num_hidden_layers):
         for ours, theirs in parts.items():
-            names.update(_linear(f"encoder.layer.{k}.{theirs}", f"block_{k}/{ours}"))
+            names.update(hf_linear(f"encoder.layer.{k}.{theirs}", f"block_{k}/{ours}"))
         for ours, theirs in norms.items():
-            names.update(_norm(f"encoder.layer.{k}.{theirs}", f"block_{k}/{ours}"))
-    names.update(_linear("pooler.dense", "pooler"))
-    names.update(_linear("cls.predictions.transform.dense", "mlm/dense"))
-    names.update(_norm("cls.predictions.transform.LayerNorm", "mlm/layer_norm"))
+            names.update(hf_norm(f"encoder.layer.{k}.{theirs}", f"block_{k}/{ours}"))
+    names.update(hf_linear("pooler.dense", "pooler"))
+    names.update(hf_linear("cls.predictions.transform.dense", "mlm/dense"))
+    names.update(hf_norm("cls.predictions.transform.LayerNorm", "mlm/layer_norm"))
     names["mlm/output_bias"] = ("cls.predictions.bias", None)
     names["mlm/extra_output"] = ("cls.predictions.dense.weight", "T")
-    names.update(_linear("cls.seq_relationship", "sop"))
-    names.update(_linear("classifier", "classifier"))
+    names.update(hf_linear("cls.seq_relationship", "sop"))
+    names.update(hf_linear("classifier", "classifier"))
     return names
-
-
-def _linear(hf, ours):
-    return {f"{ours}/kernel": (f"{hf}.weight", "T"), f"{ours}/bias": (f"{hf}.bias", None)}
-
-
-def _norm(hf, ours):
-    return {f"{ours}/gamma": (f"{hf}.weight", None), f"{ours}/beta": (f"{hf}.bias", None)}
 
 
 def _build(config, tensors, dtype, data, source):

@@ -150,6 +150,12 @@ class MobileBertConfig:
         pooler = h * h + h if with_pooler and self.classifier_activation else 0
         return embeddings + self.num_blocks * block + pooler
 
+    def with_dropout(self, rate):
+        """This config with every dropout of the encoder at ``rate`` (a
+        run's ``--dropout``; no weight changes)."""
+        return dataclasses.replace(self, hidden_dropout_prob=rate,
+                                   attention_probs_dropout_prob=rate)
+
     def to_dict(self):
         return dataclasses.asdict(self)
 

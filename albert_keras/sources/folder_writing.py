@@ -1,23 +1,23 @@
 """Writing our model folders: a pretraining run's (``pretrainer.keras``,
 ``encoder.keras``, the tokenizer, ``config.json``) and a fine-tuned one's
 (``model.keras``, the tokenizer, ``task.json``, its metrics and settings).
-``albert_keras.model_folder`` reads them."""
+``albert_keras.sources`` reads them."""
 
 import os
 
 from albert_keras.files import write_json
-from albert_keras.model_folder import CONFIG_FILE
-from albert_keras.model_folder import DISCRIMINATOR_FILE
-from albert_keras.model_folder import ENCODER_FILE
-from albert_keras.model_folder import GENERATOR_FILE
-from albert_keras.model_folder import METRICS_FILE
-from albert_keras.model_folder import PRETRAINER_FILE
-from albert_keras.model_folder import TASK_FILE
-from albert_keras.model_folder import TASK_MODEL_FILE
-from albert_keras.model_folder import TRAIN_CONFIG_FILE
-from albert_keras.model_folder import carry_tokenizer
-from albert_keras.model_folder import write_tokenizer
 from albert_keras.saving import save_model
+from albert_keras.sources.layout import CONFIG_FILE
+from albert_keras.sources.layout import DISCRIMINATOR_FILE
+from albert_keras.sources.layout import ENCODER_FILE
+from albert_keras.sources.layout import GENERATOR_FILE
+from albert_keras.sources.layout import METRICS_FILE
+from albert_keras.sources.layout import PRETRAINER_FILE
+from albert_keras.sources.layout import TASK_FILE
+from albert_keras.sources.layout import TASK_MODEL_FILE
+from albert_keras.sources.layout import TRAIN_CONFIG_FILE
+from albert_keras.sources.tokenizers import carry_tokenizer
+from albert_keras.sources.tokenizers import write_tokenizer
 
 
 def write_pretraining_folder(folder, pretrainer, tokenizer):

@@ -1,0 +1,164 @@
+"""ModernBertConfig: ModernBERT's and Ettin's encoder settings, HF's names."""
+
+import dataclasses
+
+FULL, SLIDING = "full_attention", "sliding_attention"
+LAYER_TYPES = (FULL, SLIDING)
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu")
+
+
+@dataclasses.dataclass
+class ModernBertConfig:
+    """What a ModernBERT encoder is, as transformers 5's ``ModernBertConfig``
+    names it.
+
+    Args:
+        vocab_size: the token table's rows (50,368 for ModernBERT and Ettin).
+        hidden_size: H.
+        intermediate_size: the GeGLU's inner width (its input projection is
+            twice that: value and gate).
+        num_hidden_layers: blocks.
+        num_attention_heads: heads (H must divide by it).
+        hidden_activation: the GeGLU's activation (HF's ``gelu`` is exact).
+        max_position_embeddings: the longest input (rotary positions have no
+            table; this bounds what the model was trained on).
+        initializer_range: the weights' initial standard deviation.
+        norm_eps: the LayerNorms' epsilon.
+        norm_bias: whether the LayerNorms have a bias.
+        attention_bias: whether ``Wqkv`` and the attention's ``Wo`` have one.
+        mlp_bias: whether the GeGLU's ``Wi`` and ``Wo`` have one.
+        local_attention: the sliding window's width: a token sees the keys
+            at most ``local_attention // 2`` positions away.
+        layer_types: per layer, ``full_attention`` or ``sliding_attention``
+            (default: every ``global_attn_every_n_layers``-th layer full,
+            the first included).
+        global_attn_every_n_layers: the default pattern's period.
+        global_rope_theta: the rotary base of the full-attention layers.
+        local_rope_theta: the rotary base of the sliding-window layers.
+        classifier_activation: the prediction head's activation.
+        classifier_bias: whether the head's dense layer has a bias.
+        classifier_pooling: ``cls`` or ``mean``, what a sequence
+            classifier's head reads.
+        decoder_bias: whether the masked-LM decoder has a bias.
+        embedding_dropout, attention_dropout, mlp_dropout: dropout rates.
+        pad_token_id: the padding piece's id.
+
+    Example:
+    >>> ModernBertConfig(num_hidden_layers=4).layer_types
+    ['full_attention', 'sliding_attention', 'sliding_attention', 'full_attention']
+    """
+
+    vocab_size: int = 50368
+    hidden_size: int = 768
+    intermediate_size: int = 1152
+    num_hidden_layers: int = 22
+    num_attention_heads: int = 12
+    hidden_activation: str = "gelu"
+    max_position_embeddings: int = 8192
+    initializer_range: float = 0.02
+    norm_eps: float = 1e-5
+    norm_bias: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    local_attention: int = 128
+    layer_types: list = None
+    global_attn_every_n_layers: int = 3
+    global_rope_theta: float = 160000.0
+    local_rope_theta: float = 10000.0
+    classifier_activation: str = "gelu"
+    classifier_bias: bool = False
+    classifier_pooling: str = "cls"
+    decoder_bias: bool = True
+    embedding_dropout: float = 0.0
+    attention_dropout: float = 0.0
+    mlp_dropout: float = 0.0
+    pad_token_id: int = 50283
+
+    def __post_init__(self):
+        if self.layer_types is None:
+            period = self.global_attn_every_n_layers
+            self.layer_types = [SLIDING if i % period else FULL
+                                for i in range(self.num_hidden_layers)]
+        self.layer_types = list(self.layer_types)
+        self.validate()
+
+    def validate(self):
+        """A one-line ``ValueError`` naming the first field out of range."""
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} must divide by "
+                             f"num_attention_heads {self.num_attention_heads}")
+        if (self.hidden_size // self.num_attention_heads) % 2:
+            raise ValueError("rotary positions need an even head size (hidden_size / "
+                             "num_attention_heads)")
+        if len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(f"layer_types lists {len(self.layer_types)} layers; "
+                             f"num_hidden_layers is {self.num_hidden_layers}")
+        unknown = sorted(set(self.layer_types) - set(LAYER_TYPES))
+        if unknown:
+            raise ValueError(f"layer_types: {unknown[0]!r} is not one of {LAYER_TYPES}")
+        for name, value, choices in (
+                ("hidden_activation", self.hidden_activation, ACTIVATIONS),
+                ("classifier_activation", self.classifier_activation, ACTIVATIONS),
+                ("classifier_pooling", self.classifier_pooling, ("cls", "mean"))):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        if self.local_attention < 2:
+            raise ValueError(f"local_attention must be at least 2, got {self.local_attention}")
+
+    @property
+    def head_size(self):
+        return self.hidden_size // self.num_attention_heads
+
+    def window(self, layer):
+        """How far layer ``layer`` looks each way (None: everywhere)."""
+        return self.local_attention // 2 if self.layer_types[layer] == SLIDING else None
+
+    def rope_theta(self, layer):
+        """Layer ``layer``'s rotary base."""
+        return self.local_rope_theta if self.layer_types[layer] == SLIDING else \
+            self.global_rope_theta
+
+    @property
+    def embedding_size(self):
+        """The token table's width: ModernBERT's is H (no factorization)."""
+        return self.hidden_size
+
+    def count_parameters(self, with_pooler=True):
+        """Parameters of the encoder, by formula (the pooler is HF's
+        prediction head: dense and norm).
+
+        Example:
+        >>> round(ModernBertConfig().count_parameters(with_pooler=False) / 1e6, 1)
+        149.0
+        """
+        h, i = self.hidden_size, self.intermediate_size
+        norm = h * (2 if self.norm_bias else 1)
+        attention = h * 3 * h + h * h + (4 * h if self.attention_bias else 0)
+        mlp = h * 2 * i + i * h + (2 * i + h if self.mlp_bias else 0)
+        layers = self.num_hidden_layers * (attention + mlp + 2 * norm) - norm  # layer 0: no attn_norm
+        head = h * h + (h if self.classifier_bias else 0) + norm
+        return self.vocab_size * h + norm + layers + norm + (head if with_pooler else 0)
+
+    def with_dropout(self, rate):
+        """This config with every dropout of the encoder at ``rate`` (a
+        run's ``--dropout``; no weight changes)."""
+        return dataclasses.replace(self, embedding_dropout=rate, attention_dropout=rate,
+                                   mlp_dropout=rate)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def of(cls, config):
+        """``config`` itself, or the config of its dict (what a layer's
+        ``get_config`` stored)."""
+        return cls.from_dict(config) if isinstance(config, dict) else config
+
+    @classmethod
+    def from_dict(cls, data, source="config"):
+        """The config of ``data``; an unknown field is an error naming it."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"{source}: unknown ModernBERT config field {unknown[0]!r}")
+        return cls(**data)
