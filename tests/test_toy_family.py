@@ -128,7 +128,7 @@ class ToyEncoder(Backbone):
             states.append(block(states[-1], inputs["padding_mask"], training=training))
         return {"hidden_states": states, "sequence_output": states[-1]}
 
-    def pool(self, rows, training=False):
+    def pool(self, rows, training=False, padding_mask=None):
         return self.pooler(rows[:, 0])
 
     def variables_by_depth(self):

@@ -7,7 +7,8 @@ encoder only through its entry, so they accept any family's encoder:
   must hold);
 - ``encode(inputs, training, embedded=, token_table=, query_positions=,
   return_attention=)``, ``embed(inputs, training, token_table=)``,
-  ``pool(rows, training)``: the forward pass in its parts;
+  ``pool(rows, training, padding_mask=)``: the forward pass in its parts
+  (``padding_mask`` for a family that pools by a mean over the real rows);
 - ``variables_by_depth()``: ``{variable path: depth}`` for layer decay;
 - ``token_embedding``: the word table's layer (the masked-LM head ties its
   decoder to it; ELECTRA's generator shares it) and ``pooler``: the layer
@@ -24,6 +25,8 @@ encoder only through its entry, so they accept any family's encoder:
 - ``embedding_state()`` / ``load_embedding_state(state)``: the embedding layer
   as a whole, so a student can start from its teacher's (``Backbone`` has them
   for a family whose encoder keeps its embedding layer as ``embeddings``).
+- ``pools_first_row``: whether the pooled output reads the first row
+  alone, so an export may compute only that row (``Backbone`` says yes);
 - optional, for DeBERTa's enhanced mask decoder only: ``position_rows`` and
   ``decode_rows`` (the absolute positions it adds, and its last block).
 
@@ -241,10 +244,18 @@ class Backbone(keras.Model):
         first = ops.zeros_like(inputs["token_ids"][:, :1]) if self.cls_only else None
         out = self.encode(inputs, training, embedded=embedded, query_positions=first)
         sequence = out["sequence_output"]
-        result = {"sequence_output": sequence, "pooled_output": self.pool(sequence, training)}
+        result = {"sequence_output": sequence,
+                  "pooled_output": self.pool(sequence, training,
+                                             padding_mask=inputs["padding_mask"])}
         if self.output_hidden_states:
             result["hidden_states"] = ops.stack(out["hidden_states"], axis=1)
         return result
+
+    @property
+    def pools_first_row(self):
+        """Whether the pooled output reads the first row alone (a family
+        that pools by a mean says no)."""
+        return True
 
     def save_assets(self, dir_path):
         if self.tokenizer_asset is not None:

@@ -62,8 +62,9 @@ class ChoiceScorer(TaskModel):
 
     @property
     def reads_only_cls(self):
-        """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
-        return True
+        """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``), unless
+        the encoder pools by a mean."""
+        return self.encoder.pools_first_row
 
     def __init__(self, encoder, dropout=0.1, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)

@@ -113,7 +113,7 @@ class SentenceEmbedder(TaskModel):
     @property
     def reads_only_cls(self):
         """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
-        return self.pooling == "pooled"
+        return self.pooling == "pooled" and self.encoder.pools_first_row
 
     def __init__(self, encoder, layers=(-1,), pooling="mean", combine="concat",
                  normalize=False, dtype=None, **kwargs):

@@ -54,7 +54,7 @@ class SequenceClassifier(TaskModel):
     @property
     def reads_only_cls(self):
         """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
-        return self.pooling == "pooled"
+        return self.pooling == "pooled" and self.encoder.pools_first_row
 
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled", dtype=None,
                  **kwargs):

@@ -194,16 +194,21 @@ def _kill_group(proc):
         os.killpg(proc.pid, 0)
     except ProcessLookupError:
         return 0
-    left = sum(1 for pid in os.listdir("/proc") if pid.isdigit() and _group_of(pid) == proc.pid)
+    # a zombie has ended (a child that exited as the run was stopped, waiting
+    # for init to reap it: one run in six here): only a live process is left behind
+    left = sum(1 for pid in os.listdir("/proc")
+               if pid.isdigit() and _group_and_state(pid) == (proc.pid, True))
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     return left
 
 
-def _group_of(pid):
+def _group_and_state(pid):
+    """``(process group, alive)`` of ``pid`` (alive: not a zombie), or None."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[2])
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[2]), fields[0] != "Z"
     except (OSError, IndexError, ValueError):
         return None
 

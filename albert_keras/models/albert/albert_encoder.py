@@ -291,8 +291,9 @@ class AlbertEncoder(Backbone):
             out["attention"] = attention
         return out
 
-    def pool(self, rows, training=False):
-        """The pooled output ``[B, H]`` of sequence rows whose first is ``[CLS]``."""
+    def pool(self, rows, training=False, padding_mask=None):
+        """The pooled output ``[B, H]`` of sequence rows whose first is ``[CLS]``
+        (``padding_mask`` is not read: the first row alone is pooled)."""
         return self.pooler(rows, training=training)
 
     def position_rows(self, positions, training=False):

@@ -176,8 +176,9 @@ class MobileBertEncoder(Backbone):
         return _forward(self.config, (self.embeddings, self.blocks, self.pooler), inputs,
                         training, embedded, token_table, query_positions, return_attention)
 
-    def pool(self, rows, training=False):
-        """The pooled output ``[B, H]`` of rows whose first is ``[CLS]``."""
+    def pool(self, rows, training=False, padding_mask=None):
+        """The pooled output ``[B, H]`` of rows whose first is ``[CLS]``
+        (``padding_mask`` is not read: the first row alone is pooled)."""
         return self.pooler(rows, training=training)
 
     def variables_by_depth(self):

@@ -11,8 +11,9 @@ Linear weights are ``[out, in]`` (ours ``[in, out]``).
 
 ``ModernBertModel``, ``...ForMaskedLM`` and the task classes read and
 write as our encoder, ``EncoderPretrainer`` (no sentence head) and task
-models: the sentence and choice heads read the pooled first row (HF's
-``classifier_pooling: cls``; ``mean`` is refused in one line), the token
+models: the sentence and choice heads read the encoder's pooled output (the
+prediction head on the first row, or on the mean of the real rows: HF's
+``classifier_pooling`` ``cls`` or ``mean``, a field of our config too), the token
 and span heads the prediction head on every row (``token_rows``); the span
 head's ``classifier`` is our ``qa_outputs``.
 """
@@ -41,8 +42,6 @@ MODEL_TYPE = "modernbert"
 PREFIX = "model."
 _DECODER = "decoder.weight"  # tied to the token table
 _OWN_NAMES = ("head.", "decoder.", "classifier.")  # outside the encoder's prefix
-# HF's classes that read the pooled first row (the others: every row)
-_POOLED_TASKS = ("SequenceClassification", "MultipleChoice")
 
 # HF fields that say nothing about the encoder's computation (ids, labels,
 # bookkeeping and kernels' switches)
@@ -138,9 +137,6 @@ def _build(data, config, tensors, folder, dtype):
     """Our model for the class the folder holds."""
     task = hf_heads.folder_task(data)
     encoder = ModernBertEncoder(config, dtype=dtype)
-    if task in _POOLED_TASKS and config.classifier_pooling != "cls":
-        raise ConversionError(f"{folder}: classifier_pooling {config.classifier_pooling!r} "
-                              "does not convert yet (only 'cls')")
     if task is not None:
         return task_model_from_hf(data, tensors, encoder, folder, dtype)
     if any(name.startswith("decoder.") for name in tensors) or \

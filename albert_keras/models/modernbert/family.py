@@ -3,18 +3,37 @@
 ``modernbert_base`` and ``modernbert_large`` are Answer.AI's and LightOn's
 published shapes (``answerdotai/ModernBERT-base``: 22 layers of 768;
 ``-large``: 28 of 1024, GeGLU 2624); ``modernbert_tiny`` is a small shape
-for tests and the built-in corpus. Ettin's encoders share the architecture
-and load from their HF folders as they are.
+for tests and the built-in corpus. The ``ettin_encoder_*`` presets are the
+shapes of Ettin's encoders (``jhu-clsp/ettin-encoder-17m`` ... ``-1b``), read
+from the model configs of their final training phase in
+JHU-CLSP/ettin-encoder-vs-decoder (``pretraining/configs/standard/*/
+prolong_decay/encoder_*.yaml``): ModernBERT's architecture with one rotary
+base (160,000) for the global and the local layers and 7,999 positions.
 """
 
 from albert_keras.families import Family
 from albert_keras.families import register_family
 from albert_keras.models.modernbert.modernbert_config import ModernBertConfig
 
+
+def _ettin(layers, hidden, inner):
+    """An Ettin encoder's shape: heads of 64, both rotary bases 160,000,
+    7,999 positions (the rest is ModernBERT-base's)."""
+    return dict(num_hidden_layers=layers, hidden_size=hidden, intermediate_size=inner,
+                num_attention_heads=hidden // 64, local_rope_theta=160000.0,
+                max_position_embeddings=7999)
+
+
 PRESETS = {
     "modernbert_base": {},  # the config's defaults
     "modernbert_large": dict(hidden_size=1024, intermediate_size=2624, num_hidden_layers=28,
                              num_attention_heads=16),
+    "ettin_encoder_17m": _ettin(layers=7, hidden=256, inner=384),
+    "ettin_encoder_32m": _ettin(layers=10, hidden=384, inner=576),
+    "ettin_encoder_68m": _ettin(layers=19, hidden=512, inner=768),
+    "ettin_encoder_150m": _ettin(layers=22, hidden=768, inner=1152),
+    "ettin_encoder_400m": _ettin(layers=28, hidden=1024, inner=2624),
+    "ettin_encoder_1b": _ettin(layers=28, hidden=1792, inner=3840),
     "modernbert_tiny": dict(hidden_size=128, intermediate_size=192, num_hidden_layers=4,
                             num_attention_heads=2, max_position_embeddings=512,
                             local_attention=64),

@@ -50,8 +50,9 @@ class ModernBertEmbedding(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class ModernBertHead(keras.layers.Layer):
-    """HF's ``ModernBertPredictionHead`` on the first row: ``norm(act(W h_0))``,
-    what the task heads read (``classifier_pooling`` ``cls``).
+    """HF's ``ModernBertPredictionHead`` on the pooled rows: ``norm(act(W h))``,
+    where ``h`` is the first row (``classifier_pooling`` ``cls``) or the mean
+    of the real rows (``mean``): what the sentence and choice heads read.
 
     Example:
     >>> head = ModernBertHead(ModernBertConfig(hidden_size=16, num_attention_heads=2))
@@ -74,18 +75,40 @@ class ModernBertHead(keras.layers.Layer):
         self.norm.build((None, self.config.hidden_size))
         self.built = True
 
-    def call(self, rows, training=False, every_row=False):
-        """The head on the first row ``[B, H]``, or on ``every_row`` ``[B, S, H]``
-        (what HF's token and span classes put before their classifier)."""
-        rows = rows if every_row else rows[:, 0, :]
-        return self.norm(activation(self.config.classifier_activation)(self.dense(rows)))
+    def call(self, rows, training=False, every_row=False, padding_mask=None):
+        """The head on the pooled rows ``[B, H]``, or on ``every_row``
+        ``[B, S, H]`` (what HF's token and span classes put before their
+        classifier). ``padding_mask`` ``[B, S]``: the rows a mean reads (all
+        of them when None, as transformers without an attention mask)."""
+        if every_row:
+            pooled = rows
+        elif self.config.classifier_pooling == "mean":
+            pooled = masked_mean(rows, padding_mask)
+        else:
+            pooled = rows[:, 0, :]
+        return self.norm(activation(self.config.classifier_activation)(self.dense(pooled)))
 
-    def compute_output_spec(self, rows, training=False, every_row=False):
+    def compute_output_spec(self, rows, training=False, every_row=False, padding_mask=None):
         shape = tuple(rows.shape) if every_row else (rows.shape[0], self.config.hidden_size)
         return keras.KerasTensor(shape, dtype=self.compute_dtype)
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict()}
+
+
+def masked_mean(rows, padding_mask=None):
+    """The mean of ``rows`` ``[B, S, H]`` over the positions where
+    ``padding_mask`` is 1 (transformers' ``classifier_pooling: mean``).
+
+    Example:
+    >>> rows = keras.ops.convert_to_tensor([[[1.0], [3.0], [9.0]]])
+    >>> float(masked_mean(rows, keras.ops.convert_to_tensor([[1, 1, 0]]))[0, 0])
+    2.0
+    """
+    if padding_mask is None:
+        return ops.mean(rows, axis=1)
+    weights = ops.cast(padding_mask, rows.dtype)[:, :, None]
+    return ops.sum(rows * weights, axis=1) / ops.sum(weights, axis=1)
 
 
 def _named(prefix, layer):
@@ -171,13 +194,15 @@ class ModernBertEncoder(Backbone):
             raise ValueError("quantize_aware: ModernBERT has no quantization-aware form yet")
         if cls_only and output_hidden_states:
             raise ValueError("cls_only and output_hidden_states cannot be combined")
+        if cls_only and config.classifier_pooling == "mean":
+            raise ValueError("cls_only: classifier_pooling 'mean' reads every row")
         made = _make_layers(config, mask_value, dtype)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ("token_ids", "segment_ids", "padding_mask")}
         ran = _forward(made, inputs)
         sequence = ran["sequence_output"]
         outputs = {"sequence_output": sequence[:, :1] if cls_only else sequence,
-                   "pooled_output": made[3](sequence)}
+                   "pooled_output": made[3](sequence, padding_mask=inputs["padding_mask"])}
         if output_hidden_states:
             outputs["hidden_states"] = StackHiddenStates(dtype=dtype, name="hidden_states")(
                 ran["hidden_states"])
@@ -207,9 +232,16 @@ class ModernBertEncoder(Backbone):
         return _forward(self._made(), inputs, training, embedded, token_table,
                         query_positions, return_attention)
 
-    def pool(self, rows, training=False):
-        """The prediction head on the first of ``rows`` ``[B, H]``."""
-        return self.pooler(rows, training=training)
+    def pool(self, rows, training=False, padding_mask=None):
+        """The prediction head on the first of ``rows``, or on their mean
+        over ``padding_mask`` (``classifier_pooling``): ``[B, H]``."""
+        return self.pooler(rows, training=training, padding_mask=padding_mask)
+
+    @property
+    def pools_first_row(self):
+        """Whether the pooled output reads the first row alone (``cls``
+        pooling), so an export may compute only that row."""
+        return self.config.classifier_pooling == "cls"
 
     def variables_by_depth(self):
         """``{variable path: depth}``: 0 the embeddings, ``i + 1`` block ``i``

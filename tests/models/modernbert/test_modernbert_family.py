@@ -8,7 +8,6 @@ import torch
 import transformers
 
 from albert_keras import Backbone
-from albert_keras.convert import ConversionError
 from albert_keras.convert import load_checkpoint
 from albert_keras.convert import save_hf
 from albert_keras.families import family_of
@@ -16,7 +15,6 @@ from albert_keras.models.encoder_settings import EncoderSettings
 from albert_keras.models.modernbert.modernbert_encoder import ModernBertEncoder
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model
-from albert_keras.sources.model_source import ModelSource
 from tests.models.modernbert.test_modernbert_parity import BASE
 from tests.models.modernbert.test_modernbert_parity import _batch
 
@@ -164,11 +162,67 @@ def test_a_choice_head_reads_the_pooled_first_row(tmp_path):
     np.testing.assert_allclose(keras.ops.convert_to_numpy(got), want, atol=1e-5)
 
 
-def test_mean_pooling_is_refused_in_one_line(tmp_path):
-    folder, _ = _hf(tmp_path, "ModernBertForSequenceClassification", classifier_pooling="mean")
-    with pytest.raises(ConversionError, match="classifier_pooling 'mean' does not convert"):
-        load_checkpoint(folder)
-    assert isinstance(ModelSource(folder).encoder(), ModernBertEncoder)  # its encoder starts a run
+def test_mean_pooling_reads_and_writes_as_transformers(tmp_path):
+    """``classifier_pooling: mean``: the head on the mean of the real rows,
+    padded rows left out, in the graph and in SiFT's perturbed pass; the
+    export computes every row (not ``[CLS]`` alone)."""
+    folder, hf = _hf(tmp_path, "ModernBertForSequenceClassification", classifier_pooling="mean",
+                     num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
+    ours, _ = load_checkpoint(folder)
+    ids, mask = _batch()
+    want = _classifier_logits(hf, ids, mask)
+    first_row = _classifier_logits(_hf(tmp_path, "ModernBertForSequenceClassification",
+                                       name="cls", num_labels=3)[1], ids, mask)
+    assert np.abs(want - first_row).max() > 0.05  # the pooling changes the answer
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(ours(_inputs(ids, mask))["logits"]),
+                               want, atol=1e-5)
+    with ours.encoder.perturbing(lambda e: e):
+        perturbed = ours(_inputs(ids, mask))["logits"]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(perturbed), want, atol=1e-5)
+    assert not ours.reads_only_cls and not ours.encoder.pools_first_row
+    save_hf(ours, str(tmp_path / "out"))
+    back = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(tmp_path / "out"), attn_implementation="eager").eval()
+    assert back.config.classifier_pooling == "mean"
+    np.testing.assert_allclose(_classifier_logits(back, ids, mask), want, atol=1e-5)
+
+
+def test_a_choice_head_pools_by_the_mean_as_transformers(tmp_path):
+    folder, hf = _hf(tmp_path, "ModernBertForMultipleChoice", classifier_pooling="mean")
+    ours, _ = load_checkpoint(folder)
+    ids, mask = _batch()
+    with torch.no_grad():
+        want = hf(input_ids=torch.tensor(ids[None], dtype=torch.long),
+                  attention_mask=torch.tensor(mask[None])).logits.numpy()
+    got = ours(_inputs(ids[None], mask[None]))["logits"]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(got), want, atol=1e-5)
+    assert not ours.reads_only_cls
+
+
+def test_a_mean_pooling_encoder_refuses_cls_only():
+    from albert_keras.families import preset_config
+
+    config = preset_config("modernbert_tiny", classifier_pooling="mean")
+    with pytest.raises(ValueError, match="classifier_pooling 'mean' reads every row"):
+        ModernBertEncoder(config, cls_only=True)
+
+
+# Ettin's encoders by the sizes their names give (jhu-clsp/ettin-encoder-*)
+ETTIN_SIZES = {"17m": 17e6, "32m": 32e6, "68m": 68e6, "150m": 150e6, "400m": 400e6, "1b": 1e9}
+
+
+@pytest.mark.parametrize("size", sorted(ETTIN_SIZES))
+def test_the_ettin_presets_have_their_published_sizes(size):
+    from albert_keras.presets import get_preset
+
+    config = get_preset(f"ettin_encoder_{size}")
+    assert family_of(config).name == "modernbert"
+    assert config.global_rope_theta == config.local_rope_theta == 160000.0
+    assert config.layer_types[:4] == ["full_attention", "sliding_attention",
+                                      "sliding_attention", "full_attention"]
+    # the names round the count (with the masked LM's head) to two figures
+    count = config.count_parameters()
+    assert abs(count / ETTIN_SIZES[size] - 1) < 0.05, count
 
 
 @pytest.mark.parametrize("fields", [{}, dict(norm_bias=True, attention_bias=True,
