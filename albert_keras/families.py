@@ -72,6 +72,9 @@ class Family:
             cannot be split (that strategy refuses it).
         tokenizer_kind: the tokenizer kind ``pretrain`` trains for a new
             model of the family (``sentencepiece``; ModernBERT's ``bpe``).
+        mask_rate: the share of tokens its authors masked in pretraining,
+            which the small-corpus recipe masks when ``--mask-rate`` is not
+            given (ModernBERT's 30%); None: the recipe's own (40%).
 
     Example:
     >>> Family("toy", dict, "my_models:ToyEncoder").hf_model_types
@@ -89,6 +92,7 @@ class Family:
     keras_hub: str = None
     layout: str = None
     tokenizer_kind: str = "sentencepiece"
+    mask_rate: float = None
 
     @property
     def backbone_class(self):

@@ -15,6 +15,7 @@ Example:
 import dataclasses
 import logging
 
+from albert_keras.families import family_of
 from albert_keras.families import preset_config
 from albert_keras.models.deberta.family import DEBERTA_V3_ENCODER
 from albert_keras.options import name_of
@@ -84,7 +85,8 @@ def small_corpus_recipe(pipeline, train_config):
       (docs/reports/alibi-and-plateau.md).
     * The learning rate and warmup, when not given, are 1.6e-2 and 150 steps.
     * ``mlm`` and ``rtd`` training batches mask 40% of the tokens: each step
-      learns from more than twice the targets.
+      learns from more than twice the targets; a family whose authors
+      pretrained at another rate masks that (ModernBERT: 30%).
     * With ``mlm`` on ``albert_tiny`` and no depth given: 2 shared layers and
       1,600 steps, the same weights at half the compute per token.
     """
@@ -100,7 +102,8 @@ def small_corpus_recipe(pipeline, train_config):
     # measured for mlm and rtd (docs/reports/small-corpus-recipe.md); mlm_sop
     # keeps the data's rate
     if mask_rate is None and train_config.dynamic_masking and objective in ("mlm", "rtd"):
-        mask_rate = SMALL_CORPUS_MASK_RATE
+        mask_rate = (family_of(preset_config(train_config.preset)).mask_rate
+                     or SMALL_CORPUS_MASK_RATE)
     train_config = train_config.with_defaults(SMALL_CORPUS_LEARNING_RATE, SMALL_CORPUS_WARMUP_STEPS,
                                               total_steps)
     return dataclasses.replace(train_config, objective=objective, model_overrides=overrides,

@@ -98,6 +98,9 @@ def test_the_built_in_corpus_masks_more_unless_told_otherwise():
     assert rate(PipelineConfig(), objective="rtd") == 0.4
     assert rate(PipelineConfig(), objective="rtd", mask_rate=0.15) == 0.15
     assert rate(PipelineConfig(), objective="mlm_sop") is None
+    # a family pretrained at its own rate keeps it (ModernBERT's 30%), unless told
+    assert rate(PipelineConfig(), preset="modernbert_tiny") == 0.3
+    assert rate(PipelineConfig(), preset="modernbert_tiny", mask_rate=0.4) == 0.4
     # the data's rate everywhere else
     for pipeline, train in ((PipelineConfig(input=["corpus.txt"]), {}),
                             (PipelineConfig(data="runs/data"), {}),

@@ -48,4 +48,5 @@ FAMILY = register_family(Family(
     checkpoints="albert_keras.models.modernbert.checkpoints",
     layout="albert_keras.models.modernbert.layout:LAYOUT_RULES",
     tokenizer_kind="bpe",
+    mask_rate=0.3,  # ModernBERT's and Ettin's pretraining masked 30% (ModernBERT, sec. 2.2)
 ))
