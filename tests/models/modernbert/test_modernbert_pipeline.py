@@ -51,12 +51,20 @@ def modernbert_folder(tmp_path_factory):
     return str(folder)
 
 
-def test_a_checkpoint_fine_tunes_exports_and_goes_back_to_transformers(modernbert_folder,
-                                                                        tmp_path):
-    train, held_out = _rows(tmp_path / "train.csv", 200, 1), _rows(tmp_path / "eval.csv", 60, 2)
-    out = str(tmp_path / "cls")
+@pytest.fixture(scope="module")
+def modernbert_classifier(modernbert_folder, tmp_path_factory):
+    """``(folder, held-out file, metrics)``: a classifier fine-tuned here."""
+    where = tmp_path_factory.mktemp("modernbert-cls")
+    train, held_out = _rows(where / "train.csv", 200, 1), _rows(where / "eval.csv", 60, 2)
+    out = str(where / "cls")
     metrics = finetune(modernbert_folder, train, held_out, out, FinetuneConfig(
         task="classify", epochs=6, batch_size=16, sequence_length=32, learning_rate=1e-3))
+    return out, held_out, metrics
+
+
+def test_a_checkpoint_fine_tunes_exports_and_goes_back_to_transformers(modernbert_classifier,
+                                                                        tmp_path):
+    out, held_out, metrics = modernbert_classifier
     # the label word is in the text: a model that learns nothing stays near 0.5
     assert metrics["accuracy"] >= 0.9
     rows = predict(out, held_out)
@@ -72,3 +80,19 @@ def test_a_checkpoint_fine_tunes_exports_and_goes_back_to_transformers(modernber
     for mine, their in zip(rows, theirs):
         for d in their:
             assert d["score"] == pytest.approx(mine["probabilities"][d["label"]], abs=1e-5)
+
+
+def test_a_web_page_tokenizes_byte_level_bpe_as_ours(modernbert_classifier, tmp_path):
+    """``export --web``: tokenizers.js reads the BPE ``tokenizer.json`` in
+    Chromium to our ids on hard texts (accents, CJK, emoji, odd spaces, a
+    text longer than the model's input), and LiteRT.js gives our runner's
+    logits."""
+    from tests.export.test_web_folder import TEXTS
+    from tests.export.test_web_folder import _check_page
+
+    out = modernbert_classifier[0]
+    site = str(tmp_path / "site")
+    sidecar = export_tflite(out, None, ExportConfig(examples=8, web=site))
+    assert sidecar["tokenizer"] == "bpe"
+    results = _check_page(out, site, TEXTS)
+    assert {r["result"]["label"] for r in results} <= {"dog", "fox"}
