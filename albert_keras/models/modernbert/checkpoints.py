@@ -84,8 +84,13 @@ def config_from_hf(data, source="config.json"):
 
 def config_to_hf(config):
     """The HF ``config.json`` dict of our config (transformers 5's
-    ``rope_parameters`` per layer type)."""
+    ``rope_parameters`` per layer type); a lite config (a factorized table,
+    shared layers) has none."""
+    if config.is_lite:
+        raise ConversionError("a lite ModernBERT (embedding_size below hidden_size, or "
+                              "share_layers) has no transformers class; save it as .keras")
     data = config.to_dict()
+    del data["embedding_size"], data["share_layers"]
     rope = {"full_attention": data.pop("global_rope_theta"),
             "sliding_attention": data.pop("local_rope_theta")}
     data["rope_parameters"] = {kind: {"rope_type": "default", "rope_theta": theta}

@@ -6,12 +6,13 @@ reduction per pair. ``Wqkv`` and ``Wi`` are fused (query, key and value;
 value and gate), so a shard of their columns is not a whole set of heads or
 the value beside its gate: XLA's partitioner moves what each half needs
 (exact, with more traffic than an unfused split). The token table, the norms
-and the prediction head stay replicated.
+and the prediction head stay replicated. A lite encoder's one shared block
+(``shared_layer``) splits as each block does.
 """
 
 LAYOUT_RULES = {
-    "layer_\\d+/attn/Wqkv/kernel": "out",
-    "layer_\\d+/attn/Wo/kernel": "in",
-    "layer_\\d+/mlp/Wi/kernel": "out",
-    "layer_\\d+/mlp/Wo/kernel": "in",
+    "(layer_\\d+|shared_layer)/attn/Wqkv/kernel": "out",
+    "(layer_\\d+|shared_layer)/attn/Wo/kernel": "in",
+    "(layer_\\d+|shared_layer)/mlp/Wi/kernel": "out",
+    "(layer_\\d+|shared_layer)/mlp/Wo/kernel": "in",
 }

@@ -112,10 +112,16 @@ class ModernBertBlock(keras.layers.Layer):
         self.mlp.build(shape)
         self.built = True
 
-    def call(self, x, padding_mask, training=False, return_attention=False):
-        read = x if self.attention_norm is None else self.attention_norm(x)
+    def call(self, x, padding_mask, training=False, return_attention=False, layer=None):  # noqa: PLR0913 (Keras' call keywords)
+        """``layer``: the index of the layer this call computes, where the
+        block's weights serve every layer (``share_layers``): its window,
+        rotary base and, at 0, no attention norm. None: the block's own."""
+        layer = self.layer if layer is None else int(layer)
+        read = x if layer == 0 or self.attention_norm is None else self.attention_norm(x)
         attended = self.attention(read, padding_mask, training=training,
-                                  return_attention=return_attention)
+                                  return_attention=return_attention,
+                                  layer_shape=(self.config.window(layer),
+                                               self.config.rope_theta(layer)))
         if return_attention:
             attended, probs = attended
         x = x + attended

@@ -42,6 +42,13 @@ class ModernBertConfig:
         decoder_bias: whether the masked-LM decoder has a bias.
         embedding_dropout, attention_dropout, mlp_dropout: dropout rates.
         pad_token_id: the padding piece's id.
+        embedding_size: the token table's width (None: H, ModernBERT's
+            own). A smaller width factorizes the table as ALBERT does: a
+            V x E table, then an E x H projection. Ours alone: no
+            transformers class holds it.
+        share_layers: every layer runs one block's weights (ALBERT's
+            cross-layer sharing), each keeping its own attention window and
+            rotary base. Ours alone, as ``embedding_size``.
 
     Example:
     >>> ModernBertConfig(num_hidden_layers=4).layer_types
@@ -73,6 +80,8 @@ class ModernBertConfig:
     attention_dropout: float = 0.0
     mlp_dropout: float = 0.0
     pad_token_id: int = 50283
+    embedding_size: int = None
+    share_layers: bool = False
 
     def __post_init__(self):
         if self.layer_types is None:
@@ -80,6 +89,8 @@ class ModernBertConfig:
             self.layer_types = [SLIDING if i % period else FULL
                                 for i in range(self.num_hidden_layers)]
         self.layer_types = list(self.layer_types)
+        if self.embedding_size is None:
+            self.embedding_size = self.hidden_size
         self.validate()
 
     def validate(self):
@@ -119,9 +130,10 @@ class ModernBertConfig:
             self.global_rope_theta
 
     @property
-    def embedding_size(self):
-        """The token table's width: ModernBERT's is H (no factorization)."""
-        return self.hidden_size
+    def is_lite(self):
+        """Whether the table is factorized or the layers shared (what no
+        transformers class holds)."""
+        return self.embedding_size != self.hidden_size or self.share_layers
 
     def count_parameters(self, with_pooler=True):
         """Parameters of the encoder, by formula (the pooler is HF's
@@ -131,13 +143,16 @@ class ModernBertConfig:
         >>> round(ModernBertConfig().count_parameters(with_pooler=False) / 1e6, 1)
         149.0
         """
-        h, i = self.hidden_size, self.intermediate_size
+        h, i, e = self.hidden_size, self.intermediate_size, self.embedding_size
         norm = h * (2 if self.norm_bias else 1)
         attention = h * 3 * h + h * h + (4 * h if self.attention_bias else 0)
         mlp = h * 2 * i + i * h + (2 * i + h if self.mlp_bias else 0)
-        layers = self.num_hidden_layers * (attention + mlp + 2 * norm) - norm  # layer 0: no attn_norm
+        block = attention + mlp + 2 * norm
+        # layer 0 has no attn_norm; a shared block keeps it for the layers after
+        layers = block if self.share_layers else self.num_hidden_layers * block - norm
+        table = self.vocab_size * e + (e * h if e != h else 0)
         head = h * h + (h if self.classifier_bias else 0) + norm
-        return self.vocab_size * h + norm + layers + norm + (head if with_pooler else 0)
+        return table + norm + layers + norm + (head if with_pooler else 0)
 
     def with_dropout(self, rate):
         """This config with every dropout of the encoder at ``rate`` (a

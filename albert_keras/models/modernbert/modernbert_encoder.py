@@ -14,7 +14,8 @@ from albert_keras.models.modernbert.modernbert_config import ModernBertConfig
 @keras.saving.register_keras_serializable(package="albert_keras")
 class ModernBertEmbedding(keras.layers.Layer):
     """The token table, then a LayerNorm and dropout (no positions: the
-    attention rotates queries and keys instead; no segments).
+    attention rotates queries and keys instead; no segments). A table
+    narrower than H (``embedding_size``) is projected to H before the norm.
 
     Example:
     >>> layer = ModernBertEmbedding(ModernBertConfig(vocab_size=50, hidden_size=16,
@@ -27,21 +28,30 @@ class ModernBertEmbedding(keras.layers.Layer):
         super().__init__(**kwargs)
         config = ModernBertConfig.of(config)
         self.config = config
+        init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         self.token_embedding = keras.layers.Embedding(
-            config.vocab_size, config.hidden_size, dtype=self.dtype_policy,
-            embeddings_initializer=keras.initializers.TruncatedNormal(
-                stddev=config.initializer_range), name="tok_embeddings")
+            config.vocab_size, config.embedding_size, dtype=self.dtype_policy,
+            embeddings_initializer=init, name="tok_embeddings")
+        self.projection = None
+        if config.embedding_size != config.hidden_size:
+            self.projection = keras.layers.Dense(config.hidden_size, use_bias=False,
+                                                 kernel_initializer=init,
+                                                 dtype=self.dtype_policy, name="projection")
         self.norm = layer_norm(config, "norm", self.dtype_policy)
         self.drop = keras.layers.Dropout(config.embedding_dropout, dtype=self.dtype_policy)
 
     def build(self, shape):
         self.token_embedding.build(shape)
+        if self.projection is not None:
+            self.projection.build((None, self.config.embedding_size))
         self.norm.build((*shape, self.config.hidden_size))
         self.built = True
 
     def call(self, token_ids, training=False, token_table=None):
         rows = (self.token_embedding(token_ids) if token_table is None
                 else ops.take(token_table, token_ids, axis=0))
+        if self.projection is not None:
+            rows = self.projection(rows)
         return self.drop(self.norm(rows), training=training)
 
     def get_config(self):
@@ -119,9 +129,13 @@ def _named(prefix, layer):
 
 
 def _make_layers(config, mask_value, dtype):
-    return (ModernBertEmbedding(config, dtype=dtype, name="embeddings"),
-            [ModernBertBlock(config, k, mask_value, dtype=dtype, name=f"layer_{k}")
-             for k in range(config.num_hidden_layers)],
+    if config.share_layers:  # one block, run at every layer (layer 1's: with its attn_norm)
+        shared = ModernBertBlock(config, 1, mask_value, dtype=dtype, name="shared_layer")
+        blocks = [shared] * config.num_hidden_layers
+    else:
+        blocks = [ModernBertBlock(config, k, mask_value, dtype=dtype, name=f"layer_{k}")
+                  for k in range(config.num_hidden_layers)]
+    return (ModernBertEmbedding(config, dtype=dtype, name="embeddings"), blocks,
             layer_norm(config, "final_norm", dtype),
             ModernBertHead(config, dtype=dtype, name="head"))
 
@@ -136,9 +150,9 @@ def _forward(made, inputs, training=False, embedded=None, token_table=None,  # n
     x = (embeddings(inputs["token_ids"], training=training, token_table=token_table)
          if embedded is None else embedded)
     states, attention = [x], []
-    for block in blocks:
+    for k, block in enumerate(blocks):
         ran = block(states[-1], padding_mask, training=training,
-                    return_attention=return_attention)
+                    return_attention=return_attention, layer=k)
         if return_attention:
             ran, probs = ran
             attention.append(probs)
@@ -245,7 +259,8 @@ class ModernBertEncoder(Backbone):
 
     def variables_by_depth(self):
         """``{variable path: depth}``: 0 the embeddings, ``i + 1`` block ``i``
-        (the final norm and the head with the last block)."""
+        (the final norm and the head with the last block; a shared block at
+        the deepest layer that runs it)."""
         depth = {v.path: 0 for v in self.embeddings.trainable_variables}
         for k, block in enumerate(self.blocks):
             depth.update({v.path: k + 1 for v in block.trainable_variables})
@@ -260,13 +275,17 @@ class ModernBertEncoder(Backbone):
         ``layer_{k}/attn/Wqkv/kernel``, ``layer_{k}/mlp/Wi/kernel``,
         ``final_norm/gamma``, ``pooler/dense/kernel`` (HF's prediction
         head) ... (HF's module names; a bias or norm bias only where the
-        config has it)."""
+        config has it; a lite encoder's projection ``embeddings/projection``
+        and its shared block once, as ``layer_0``)."""
         out = {"embeddings/tok_embeddings": self.embeddings.token_embedding.embeddings,
                **_named("embeddings/norm", self.embeddings.norm),
                **_named("final_norm", self.final_norm),
                **_named("pooler/dense", self.pooler.dense),
                **_named("pooler/norm", self.pooler.norm)}
-        for k, block in enumerate(self.blocks):
+        if self.embeddings.projection is not None:
+            out.update(_named("embeddings/projection", self.embeddings.projection))
+        blocks = self.blocks[:1] if self.config.share_layers else self.blocks
+        for k, block in enumerate(blocks):
             parts = {"attn/Wqkv": block.attention.qkv, "attn/Wo": block.attention.output_dense,
                      "mlp_norm": block.mlp_norm, "mlp/Wi": block.mlp.wi, "mlp/Wo": block.mlp.wo}
             if block.attention_norm is not None:
@@ -282,8 +301,15 @@ class ModernBertEncoder(Backbone):
     def mlm_head_options(self):
         """HF's ``ModernBertPredictionHead`` before the tied decoder: the
         pooler itself (one ``head`` in transformers, which a classifier
-        fine-tuned from a masked LM starts from)."""
-        return {"transform": self.pooler, "output_bias": self.config.decoder_bias}
+        fine-tuned from a masked LM starts from). A factorized table is
+        narrower than the pooler: its head maps H to the table's width
+        itself, as ALBERT's."""
+        config = self.config
+        if config.embedding_size != config.hidden_size:
+            return {"activation": config.classifier_activation, "layer_norm_eps": config.norm_eps,
+                    "dense_bias": config.classifier_bias, "norm_bias": config.norm_bias,
+                    "output_bias": config.decoder_bias}
+        return {"transform": self.pooler, "output_bias": config.decoder_bias}
 
     @property
     def num_hidden_states(self):

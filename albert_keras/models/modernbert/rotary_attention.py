@@ -78,16 +78,20 @@ class RotaryAttention(keras.layers.Layer):
         self.output_dense.build((None, self.hidden_size))
         self.built = True
 
-    def call(self, x, padding_mask, training=False, return_attention=False):
+    def call(self, x, padding_mask, training=False, return_attention=False, layer_shape=None):  # noqa: PLR0913 (Keras' call keywords)
+        """``layer_shape``: ``(window, rope_theta)`` of the layer this call
+        computes, where one layer's weights serve several (a shared block);
+        None: the layer's own."""
+        window, theta = (self.window, self.rope_theta) if layer_shape is None else layer_shape
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         size = self.hidden_size // self.num_heads
         qkv = ops.reshape(self.qkv(x), (batch, length, 3, self.num_heads, size))
-        cos, sin = rotary_tables(length, size, self.rope_theta)
+        cos, sin = rotary_tables(length, size, theta)
         query = rotate(ops.cast(qkv[:, :, 0], "float32"), cos, sin)
         key = rotate(ops.cast(qkv[:, :, 1], "float32"), cos, sin)
         scores = ops.einsum("bqnd,bknd->bnqk", ops.cast(query, self.compute_dtype),
                             ops.cast(key, self.compute_dtype)) / math.sqrt(size)
-        scores = ops.cast(scores, "float32") + self._bias(padding_mask, length)
+        scores = ops.cast(scores, "float32") + self._bias(padding_mask, length, window)
         probs = ops.softmax(scores, axis=-1)
         heads = ops.einsum("bnqk,bknd->bqnd",
                            ops.cast(self.drop(probs, training=training), self.compute_dtype),
@@ -96,15 +100,15 @@ class RotaryAttention(keras.layers.Layer):
                         training=training)
         return (out, probs) if return_attention else out
 
-    def _bias(self, padding_mask, length):
+    def _bias(self, padding_mask, length, window):
         """``[B, 1, S, S]`` float32: ``mask_value`` where a query may not look."""
         seen = ops.cast(padding_mask, "float32")[:, None, None, :]
         bias = (1.0 - seen) * self.mask_value
-        if self.window is None:
+        if window is None:
             return bias
         positions = ops.arange(length)
         apart = ops.abs(positions[:, None] - positions[None, :])
-        return bias + ops.where(apart <= self.window, 0.0, self.mask_value)[None, None]
+        return bias + ops.where(apart <= window, 0.0, self.mask_value)[None, None]
 
     def get_config(self):
         return {**super().get_config(), "hidden_size": self.hidden_size,
