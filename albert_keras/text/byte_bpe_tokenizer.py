@@ -107,10 +107,6 @@ class ByteLevelBPE(HFHostSide, Tokenizer):
         return True
 
     @property
-    def source(self):
-        return self._source
-
-    @property
     def vocabulary_size(self):
         return self._hf.get_vocab_size(with_added_tokens=True)
 

@@ -159,10 +159,6 @@ class SentencePiece(Tokenizer):
         return True
 
     @property
-    def source(self):
-        return self._source
-
-    @property
     def vocabulary_size(self):
         return self.processor.get_piece_size()
 

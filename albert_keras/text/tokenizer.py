@@ -56,8 +56,9 @@ class Tokenizer:
 
     @property
     def source(self):
-        """The file it was read from (for error messages)."""
-        raise NotImplementedError
+        """The file it was read from (for error messages; each kind sets
+        ``_source`` when it reads its file)."""
+        return self._source
 
     def check(self):
         """Refuses files the in-graph layer would get wrong; returns self."""

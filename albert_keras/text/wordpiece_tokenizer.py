@@ -299,10 +299,6 @@ class WordPiece(HFHostSide, Tokenizer):
         return "[UNK]" in head or "[CLS]" in head
 
     @property
-    def source(self):
-        return self._source
-
-    @property
     def vocabulary_size(self):
         return len(self.pieces)
 
