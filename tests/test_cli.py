@@ -126,9 +126,7 @@ def test_tokenizer_and_data_commands(tmp_path, corpus_file, capsys):
     assert main(["data", "create", "--input", corpus_file, "--tokenizer", model,
                  "--out", out, "--max-seq-length", "32", "--max-predictions", "5",
                  "--dupe-factor", "1", "--eval-fraction", "0.1"]) == 0
-    # one worker: a pool forked from this test process, whose TensorFlow threads
-    # are live, deadlocked once in CI (2026-12-06); tests/data/test_create.py's
-    # `made` fixture still runs a forked pool
+    # one worker: tests/data/test_create.py's `made` fixture runs a pool
     printed = capsys.readouterr().out
     assert "train:" in printed and "eval:" in printed
     assert os.path.isfile(os.path.join(out, "manifest.json"))

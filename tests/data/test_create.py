@@ -105,8 +105,7 @@ def test_progress_lines_give_documents_and_examples_per_second(
     with caplog.at_level(logging.INFO, logger="albert_keras"):
         create_pretraining_data([corpus_file], spm_path, str(tmp_path / "d"),
                                 DataConfig(max_seq_length=32, max_predictions=5, dupe_factor=1),
-                                workers=1)  # a pool forked from this test process deadlocked
-    # once in CI (its TensorFlow threads are live); the `made` fixture still runs one
+                                workers=1)  # the `made` fixture runs a pool
     lines = [r.getMessage() for r in caplog.records]
     tokenizing = [m for m in lines if m.startswith("tokenizing: ")]
     making = [m for m in lines if m.startswith("making examples: ")]
