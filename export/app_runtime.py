@@ -23,18 +23,26 @@ OUTPUT_DESCRIPTIONS = {
     "start_logits": "Per token: the score of the answer starting there.",
     "end_logits": "Per token: the score of the answer ending there.",
 }
+# MediaPipe Tasks' text tasks by the name a kind gives (``ExportKind.app_task``):
+# the class and its call. Other app tasks (the Task Library's
+# BertQuestionAnswerer) have none in MediaPipe.
+MEDIAPIPE_TASKS = {"text_classifier": ("TextClassifier", "classify"),
+                   "text_embedder": ("TextEmbedder", "embed")}
+
+
 def check_app_model(kind, output_names, pair, tokenizer):
-    """The output names of an app-runtime export of a ``kind`` model; one line
-    for what these runtimes cannot run."""
-    if kind not in ("classifier", "embedder", "qa"):
+    """The output names of an app-runtime export of a ``kind`` model (an
+    ``ExportKind``); one line for what these runtimes cannot run."""
+    if kind.app_task is None:
         raise ExportError(f"{arg('metadata')}: MediaPipe Tasks and the Task Library run text "
-                          f"classifiers, embedders and QA models; this model is a {kind} model")
-    if pair and kind != "qa":
+                          f"classifiers, embedders and QA models; this model is "
+                          f"{kind.article()} {kind} model")
+    if pair and not kind.app_pairs:
         raise ExportError(f"{arg('metadata')}: MediaPipe's text tasks take one text; this model was "
                           "trained on text pairs")
     if tokenizer.app_tokenizer is None:
         raise ExportError(f"{arg('metadata')}: no app runtime reads a {tokenizer.kind} tokenizer")
-    if kind == "classifier":
+    if kind.probabilities:
         return ("probability",)  # MediaPipe uses the scores as given: softmax in the graph
     return tuple(output_names)
 
@@ -47,9 +55,10 @@ def run_in_mediapipe(blob, job, config, checks):
     Returns a report (``{"ran": False, "why": ...}`` when it cannot run);
     raises ``ExportError`` when MediaPipe disagrees beyond the bound.
     """
-    if job.kind == "qa":
-        return {"ran": False, "why": "MediaPipe Tasks has no question-answering task; the "
-                                     "Task Library's BertQuestionAnswerer reads this metadata"}
+    if job.kind.app_task not in MEDIAPIPE_TASKS:
+        return {"ran": False, "why": f"MediaPipe Tasks has no task for {job.kind.article()} "
+                                     f"{job.kind} model; the Task Library's "
+                                     f"{job.kind.app_task} reads this metadata"}
     if not checks.texts:
         return {"ran": False, "why": f"no validation texts (pass {arg('validation_data')})"}
     try:
@@ -76,7 +85,7 @@ def _run(job, config, checks, expected, options):
     from mediapipe.tasks.python.text import text_classifier
     from mediapipe.tasks.python.text import text_embedder
 
-    if job.kind == "classifier":
+    if job.kind.app_task == "text_classifier":
         task = text_classifier.TextClassifier.create_from_options(
             text_classifier.TextClassifierOptions(base_options=options))
         report = _compare_classes(task, checks.texts, expected, job.spec.labels)

@@ -30,27 +30,23 @@ from albert_keras.export.int8 import Int8Recipe
 from albert_keras.export.int8 import int8_quantized
 from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.native_output import stderr_silenced
 
 logger = logging.getLogger(__name__)
-
-# The kinds a model may declare (its class's ``export_kind``), each with its
-# serving outputs (``export_outputs``) and its reading at validation.
-EXPORT_KINDS = ("encoder", "classifier", "tagger", "qa", "choice", "embedder", "mlm",
-                "discriminator")
 
 # Our encoder inputs under the TFLite Task Library's names.
 INPUT_NAMES = {"ids": "token_ids", "mask": "padding_mask", "segment_ids": "segment_ids"}
 
 
 def model_kind(model):
-    """``(kind, output names)`` that ``model`` declares (``export_kind`` and
-    ``export_outputs`` on its class, inherited by subclasses)."""
+    """``(kind, output names)`` that ``model`` declares: the ``ExportKind``
+    of its class (``export_kind``, inherited by subclasses) and its outputs."""
     kind = getattr(model, "export_kind", None)
-    if kind not in EXPORT_KINDS:
-        raise ExportError(f"cannot export a {type(model).__name__}: its class declares "
-                          f"export_kind {kind!r}; one of {', '.join(EXPORT_KINDS)} is needed")
-    return kind, tuple(model.export_outputs)
+    if not isinstance(kind, ExportKind):
+        raise ExportError(f"cannot export a {type(model).__name__}: its class declares no "
+                          f"ExportKind (export_kind is {kind!r})")
+    return kind, tuple(kind.outputs)
 
 
 def rebuild(model, **encoder_options):
@@ -259,16 +255,17 @@ def serving_function(model, sequence_length=128, signature=None, **fields):
 
     def run(ids, mask, segment_ids, extra=None):
         inputs = {"token_ids": ids, "padding_mask": mask, "segment_ids": segment_ids}
-        if kind == "mlm":
+        if kind.masked_positions:
             inputs["masked_positions"] = extra
         out = model(inputs, training=False)
-        if sig.probabilities and kind == "classifier":
+        if sig.probabilities and kind.probabilities:
             return {"probability": tf.nn.softmax(tf.cast(out["logits"], tf.float32), -1)}
         return {name: tf.cast(out[name], tf.float32) for name in output_names}
 
     if sig.tokenizer is not None:
-        if kind in ("choice", "mlm"):
-            raise ExportError(f"{arg('with_tokenizer')} does not support a {kind} model")
+        if not kind.one_text:
+            raise ExportError(f"{arg('with_tokenizer')} does not support {kind.article()} "
+                              f"{kind} model")
         return _string_in(run, int(sequence_length), sig)
     return _ids_in(run, kind, int(sequence_length), sig)
 
@@ -294,10 +291,10 @@ def _string_in(run, S, sig):
 
 def _ids_in(run, kind, S, sig):
     """``ids``, ``mask``, ``segment_ids`` in (and ``masked_positions`` for the MLM)."""
-    if kind == "choice" and not sig.num_choices:
+    if kind.per_choice and not sig.num_choices:
         raise ExportError("a multiple-choice export needs the number of choices")
-    shape = [1, int(sig.num_choices), S] if kind == "choice" else [1, S]
-    if kind == "mlm":
+    shape = [1, int(sig.num_choices), S] if kind.per_choice else [1, S]
+    if kind.masked_positions:
         @tf.function(input_signature=[_int_spec(shape, "ids"), _int_spec(shape, "mask"),
                                       _int_spec(shape, "segment_ids"),
                                       _int_spec([1, sig.max_predictions], "masked_positions")])

@@ -63,7 +63,7 @@ def build_examples(path, job, count, seed, string_in=False):
     source = path or "random ids (no data given)"
     n = min(count, len(x["token_ids"]))
     x = {k: v[:n] for k, v in x.items()}
-    if job.kind == "mlm":
+    if job.kind.masked_positions:
         x["masked_positions"] = np.tile(np.minimum(np.arange(1, Signature.max_predictions + 1),
                                                    job.sequence_length - 1), (n, 1)).astype(np.int32)
     if string_in:
@@ -81,7 +81,7 @@ def build_examples(path, job, count, seed, string_in=False):
 def _random_ids(job, count, rng):
     """Random packed ids of random lengths, ``[CLS]`` first (no data given)."""
     S = job.sequence_length
-    shape = (count, job.num_choices, S) if job.kind == "choice" else (count, S)
+    shape = (count, job.num_choices, S) if job.kind.per_choice else (count, S)
     ids = rng.integers(5, job.model.config.vocab_size, shape).astype(np.int32)
     lengths = rng.integers(3, S + 1, shape[:-1])
     mask = (np.arange(S) < lengths[..., None]).astype(np.int32)

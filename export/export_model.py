@@ -42,7 +42,7 @@ from albert_keras.export.metadata import metadata_schema
 from albert_keras.export.metadata import signature_order
 from albert_keras.export.metadata import with_metadata
 from albert_keras.export.model_card import model_card
-from albert_keras.export.source import classifier_spec
+from albert_keras.export.source import default_spec
 from albert_keras.export.source import load_source
 from albert_keras.export.validation import validate
 from albert_keras.export.web_folder import MODEL_FILE
@@ -123,7 +123,7 @@ def export_tflite(source, out=None, config=None):
         blob, report["mediapipe"] = _add_metadata(job, c, blob, checks)
     sidecar = _sidecar(job, c, exported, blob, report)
     sidecar["sha256"] = hashlib.sha256(blob).hexdigest()
-    card_text = model_card(sidecar, os.path.basename(out or MODEL_FILE))
+    card_text = model_card(sidecar, os.path.basename(out or MODEL_FILE), job.kind)
     if out is not None:
         _write_files(out, paths, blob, sidecar, card_text)
     if c.web:
@@ -258,7 +258,7 @@ def _load(origin, c):
                           "so its special ids ([CLS], [SEP], padding) are unknown: pass "
                           f"{arg('tokenizer')}")
     kind, output_names = model_kind(model)
-    spec = spec or classifier_spec(kind, model, source)
+    spec = spec or default_spec(model, source)
     S = int(c.sequence_length or (spec.sequence_length if spec else 128))
     if S > model.config.max_position_embeddings:
         raise ExportError(f"{arg('sequence_length')} {S} exceeds max_position_embeddings "
@@ -267,7 +267,7 @@ def _load(origin, c):
     if pair is None:
         pair = bool(spec and (spec.text_pair_column or get_task(spec.task).always_pairs))
     num_choices = c.num_choices
-    if kind == "choice":
+    if kind.per_choice:
         num_choices = num_choices or (spec.num_choices if spec else None)
     if c.metadata:
         output_names = check_app_model(kind, output_names, pair, tokenizer)
@@ -307,7 +307,7 @@ def _convert(job, c, calibration):
         truncate=job.spec.truncate if job.spec else DEFAULT_TRUNCATE,
         num_choices=job.num_choices,
         special_ids=job.tokenizer.special_ids if job.tokenizer else None,
-        probabilities=c.metadata and job.kind == "classifier"), job.sequence_length, job.lengths)
+        probabilities=c.metadata and job.kind.probabilities), job.sequence_length, job.lengths)
     logger.info(f"converting the {job.kind} ({c.quantize}, sequence "
                 f"{', '.join(map(str, [*job.lengths, job.sequence_length]))}"
                 + (", string-in" if c.with_tokenizer else "") + ") ...")
@@ -370,7 +370,7 @@ def _add_metadata(job, c, blob, checks):
     """The blob with app-runtime metadata, and MediaPipe's own check of it."""
     info = ModelInfo(name=_model_name(job), description=_description(job),
                      version=__version__)
-    labels = list(job.spec.labels) if job.kind == "classifier" and job.spec else None
+    labels = list(job.spec.labels) if job.kind.named_labels and job.spec else None
     blob = with_metadata(blob, info, job.tokenizer, OUTPUT_DESCRIPTIONS, labels=labels)
     return blob, run_in_mediapipe(blob, job, c, checks)
 
@@ -380,7 +380,7 @@ def _sidecar(job, c, exported, blob, report):
     tensor_order = signature_order(blob)
     return {
         "format": SIDECAR_FORMAT,
-        "kind": job.kind,
+        "kind": job.kind.name,
         "task": spec.task if spec else None,
         "labels": list(spec.labels or []) if spec else [],
         "sequence_length": job.sequence_length,
@@ -432,11 +432,9 @@ def _model_name(job):
 
 
 def _description(job):
-    what = {"classifier": "Classifies a text", "embedder": "Embeds a text",
-            "qa": "Finds the answer to a question in a text"}[job.kind]
-    labels = f" into {', '.join(job.spec.labels)}" if job.kind == "classifier" and \
+    labels = f" into {', '.join(job.spec.labels)}" if job.kind.named_labels and \
         job.spec and job.spec.labels and len(job.spec.labels) <= 10 else ""
-    return f"{what}{labels}. An ALBERT-family encoder exported by albert-keras."
+    return f"{job.kind.summary}{labels}. An ALBERT-family encoder exported by albert-keras."
 
 
 def _encoder(model):

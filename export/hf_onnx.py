@@ -48,11 +48,6 @@ QUANTIZED_COSINE = 0.99  # an encoder has no labels: its vectors' mean cosine
 OPSET = 17  # what ONNX Runtime Web 1.2x runs
 INPUTS = {"input_ids": "token_ids", "attention_mask": "padding_mask",
           "token_type_ids": "segment_ids"}
-# our outputs by the names HF's classes give them, per kind of model
-OUTPUTS = {"classifier": {"logits": "logits"}, "tagger": {"logits": "logits"},
-           "discriminator": {"logits": "logits"},
-           "qa": {"start_logits": "start_logits", "end_logits": "end_logits"},
-           "encoder": {"last_hidden_state": "sequence_output"}}
 
 
 class OnnxError(ValueError):
@@ -63,9 +58,10 @@ def check_onnx_request(model):
     """Refuses, before any work, a model with no ONNX form here, or an
     install without the ``onnx`` extra."""
     kind = getattr(model, "export_kind", None)
-    if kind not in OUTPUTS:
-        raise OnnxError(f"--onnx writes {', '.join(sorted(OUTPUTS))} models; this is "
-                        f"{'a ' + kind if kind else 'not one of them'}")
+    if getattr(kind, "hf_outputs", None) is None:
+        raise OnnxError("--onnx writes models whose kind names transformers' outputs (an "
+                        "encoder, classifier, tagger or QA model); this is "
+                        f"{kind.article() + ' ' + str(kind) + ' model' if kind else 'none'}")
     if backbone_of(model) is None or backbone_of(model).tokenizer is None:
         raise OnnxError("--onnx validates on text: the model must carry its tokenizer")
     missing = [name for name in ("tf2onnx", "onnx", "onnxruntime")
@@ -155,7 +151,7 @@ def _keras_outputs(model, batch):
     inputs = {ours: batch[hf].astype(np.int32) for hf, ours in INPUTS.items()}
     outputs = model(inputs, training=False)
     return {hf: keras.ops.convert_to_numpy(outputs[ours]).astype(np.float32)
-            for hf, ours in OUTPUTS[model.export_kind].items()}
+            for hf, ours in model.export_kind.hf_outputs.items()}
 
 
 def _convert(model, path):
@@ -163,7 +159,7 @@ def _convert(model, path):
     import tf2onnx
     from keras.src.export.tf2onnx_lib import patch_tf2onnx
 
-    names = OUTPUTS[model.export_kind]
+    names = model.export_kind.hf_outputs
     spec = [tf.TensorSpec([None, None], tf.int64, name=name) for name in INPUTS]
 
     @tf.function(input_signature=spec)
@@ -190,9 +186,10 @@ def _compare(path, batches, reference, kind):
     """The file's outputs in ONNX Runtime against Keras': the largest
     difference, and how often the top label agrees (rows, or the real
     tokens of a per-token model) or, for an encoder, the mean cosine of
-    the token vectors."""
+    the token vectors (outputs the kind's validation reads as vectors)."""
     import onnxruntime
 
+    by_cosine = all(kind.measure(ours) == "vectors" for ours in kind.hf_outputs.values())
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     fed = {i.name for i in session.get_inputs()}
     names = [o.name for o in session.get_outputs()]
@@ -204,11 +201,11 @@ def _compare(path, batches, reference, kind):
             a, b = (got[name][real], expected[real]) if expected.ndim == 3 else (
                 got[name], expected)  # per token: padding is not compared
             diff = max(diff, float(np.abs(a - b).max()))
-            if kind == "encoder":
+            if by_cosine:
                 scores += list(np.sum(a * b, -1) / (np.linalg.norm(a, axis=-1) *
                                                     np.linalg.norm(b, axis=-1) + 1e-12))
             else:
                 scores += list(a.argmax(-1) == b.argmax(-1))
-    metric = "mean_cosine" if kind == "encoder" else "top1_agreement"
+    metric = "mean_cosine" if by_cosine else "top1_agreement"
     return {"max_abs_diff": diff, metric: float(np.mean(scores)),
             "size_bytes": os.path.getsize(path)}

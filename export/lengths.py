@@ -21,8 +21,6 @@ DEFAULT_SIGNATURE = "serving_default"
 # sentences (33 pieces on average) steps of 16 ran 41 positions a text where powers of
 # two ran 48, and each signature adds only its op records to the file.
 DEFAULT_STEP, DEFAULT_STEP_UNTIL = 16, 128
-# The kinds whose input is one packed text that a shorter length can hold.
-KINDS = ("classifier", "embedder", "encoder", "tagger", "qa", "discriminator")
 
 
 def signature_name(length):
@@ -54,18 +52,19 @@ def extra_lengths(c, sequence_length, kind):
         c: the ``ExportConfig`` (its ``lengths``, or with ``web`` the
             default powers of two where the mode allows them).
         sequence_length: the main signature's length.
-        kind: the model's export kind.
+        kind: the model's ``ExportKind``.
     """
     asked = c.lengths
     if asked is None:
         defaults = c.web and not (c.with_tokenizer or c.metadata or
-                                  c.quantize in ("int8", "qat")) and kind in KINDS
+                                  c.quantize in ("int8", "qat")) and kind.one_text
         asked = default_lengths(sequence_length) if defaults else []
     lengths = sorted({int(n) for n in asked})
     if not lengths:
         return []
-    if kind not in KINDS:
-        raise ExportError(f"{arg('lengths')}: a {kind} model takes one input length")
+    if not kind.one_text:
+        raise ExportError(f"{arg('lengths')}: {kind.article()} {kind} model takes one input "
+                          "length")
     if lengths[-1] >= sequence_length:
         raise ExportError(f"{arg('lengths')} {lengths[-1]} is not below "
                           f"{arg('sequence_length')} {sequence_length}, the length of the "

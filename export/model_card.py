@@ -8,19 +8,15 @@ exporting machine.
 """
 
 from albert_keras.cpu import cpu_name
-
-_TASKS = {"classifier": "text-classification", "embedder": "feature-extraction",
-          "qa": "question-answering", "tagger": "token-classification",
-          "choice": "multiple-choice", "mlm": "fill-mask", "encoder": "feature-extraction",
-          "discriminator": "token-classification"}
+from albert_keras.export.app_runtime import MEDIAPIPE_TASKS
 
 
-def _front_matter(sidecar):
+def _front_matter(sidecar, kind):
     tags = ["albert-keras", "tflite", f"quantize-{sidecar['quantize']}"]
     if sidecar.get("metadata"):
         tags.append("mediapipe")
     base = [f"base_model: {sidecar['base_model']}"] if sidecar.get("base_model") else []
-    return "\n".join(["---", "library_name: litert", f"pipeline_tag: {_TASKS[sidecar['kind']]}",
+    return "\n".join(["---", "library_name: litert", f"pipeline_tag: {kind.pipeline_tag}",
                       *base, "tags:", *[f"- {t}" for t in tags], "---", ""])
 
 
@@ -46,11 +42,10 @@ def _validation(report):
     return "\n".join(lines)
 
 
-def _how_to_run(sidecar, file_name):
-    if sidecar.get("metadata") and sidecar["kind"] in ("classifier", "embedder"):
-        task = "TextClassifier" if sidecar["kind"] == "classifier" else "TextEmbedder"
-        call = "classify" if sidecar["kind"] == "classifier" else "embed"
-        module = "text_classifier" if sidecar["kind"] == "classifier" else "text_embedder"
+def _how_to_run(sidecar, file_name, kind):
+    if sidecar.get("metadata") and kind.app_task in MEDIAPIPE_TASKS:
+        module = kind.app_task
+        task, call = MEDIAPIPE_TASKS[module]
         return (f"MediaPipe Tasks ({task}; the same on Android, iOS and the web):\n\n"
                 "```python\nfrom mediapipe.tasks.python.core.base_options import BaseOptions\n"
                 f"from mediapipe.tasks.python.text import {module}\n\n"
@@ -64,21 +59,22 @@ def _how_to_run(sidecar, file_name):
             f"runner = TFLiteRunner(\"{file_name}\")\n```\n")
 
 
-def model_card(sidecar, file_name):
+def model_card(sidecar, file_name, kind):
     """The Markdown model card of an export described by ``sidecar``.
 
     Args:
         sidecar: the export's sidecar dict.
         file_name: the ``.tflite`` file's name.
+        kind: the model's ``ExportKind``.
 
     Example:
-    >>> card = model_card(sidecar, "century.tflite")  # doctest: +SKIP
+    >>> card = model_card(sidecar, "century.tflite", model.export_kind)  # doctest: +SKIP
     """
     report = sidecar["validation"]
     labels = ", ".join(f"`{label}`" for label in sidecar.get("labels") or []) or "none"
     latency = report.get("median_ms")
     parts = [
-        _front_matter(sidecar),
+        _front_matter(sidecar, kind),
         f"# {sidecar['source']} ({sidecar['kind']}, {sidecar['quantize']})", "",
         f"An ALBERT-family {sidecar['kind']} exported to TFLite by albert-keras from "
         f"`{sidecar['source']}`"
@@ -98,6 +94,6 @@ def model_card(sidecar, file_name):
         f"- {sidecar['size_bytes'] / 1e6:.2f} MB",
         (f"- about {latency:.2g} ms per example in LiteRT on a {cpu_name()} (2 threads; "
          "`albert-keras bench` measures it properly)") if latency else "- latency not measured",
-        "", "## How to run it", "", _how_to_run(sidecar, file_name),
+        "", "## How to run it", "", _how_to_run(sidecar, file_name, kind),
     ]
     return "\n".join(parts)

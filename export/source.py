@@ -5,7 +5,6 @@ checkpoint folder or a lone ``.keras`` file; each knows its tokenizer in its
 own way, and the export asks here once.
 """
 
-import logging
 import os
 
 from albert_keras.export.converter import ExportError
@@ -17,8 +16,6 @@ from albert_keras.sources.layout import folder_of
 from albert_keras.sources.layout import part_file
 from albert_keras.sources.registry import read_tokenizer
 from albert_keras.tasks.task import TaskSpec
-
-logger = logging.getLogger(__name__)
 
 
 def load_source(origin, part="auto"):
@@ -94,15 +91,9 @@ def _tokenizer_of(model, source, given):
         return None
 
 
-def classifier_spec(kind, model, source):
-    """A classifier built by hand carries no task: its classes are named by
-    id (said, since an app shows these names), so validation data with
-    labels ``0 .. n-1`` still measures accuracy. Other models: None."""
-    if kind != "classifier":
-        return None
-    if model.num_classes == 1:
-        return TaskSpec(task="classify", regression=True, labels=())
-    logger.warning(f"{source}: the classifier carries no label names; its classes are named "
-                   f"by id 0..{model.num_classes - 1} (fine-tune it with albert-keras, or "
-                   "give the model a task_spec with labels, to name them)")
-    return TaskSpec(task="classify", labels=tuple(str(i) for i in range(model.num_classes)))
+def default_spec(model, source):
+    """The ``TaskSpec`` a model without one is exported with, as its class
+    says (a classifier built by hand: its classes named by id), or None."""
+    default = getattr(model, "default_task_spec", None)
+    data = default(source) if default else None
+    return TaskSpec.from_json(data, source) if data else None

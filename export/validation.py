@@ -31,23 +31,10 @@ DEFAULT_MAX_PROBABILITY_DIFF = 0.1  # class logits: mean |p_tflite - p_keras| of
 DEFAULT_MAX_ACCURACY_DROP = 0.03  # with labels: Keras accuracy minus TFLite accuracy
 DEFAULT_EXAMPLES = 200  # one disagreement moves the agreement by half a point
 
-# How each model kind's outputs are judged.
-MEASURES = {
-    ("classifier", "logits"): "classes",
-    ("classifier", "probability"): "probabilities",
-    ("choice", "logits"): "classes",
-    ("mlm", "sop_logits"): "classes",
-    ("tagger", "logits"): "token_classes",
-    ("mlm", "mlm_logits"): "token_classes",
-    ("qa", "start_logits"): "span",
-    ("qa", "end_logits"): "span",
-    ("discriminator", "rtd_logits"): "binary",
-}
-
-
 def measure_of(kind, name):
-    """How the output ``name`` of a ``kind`` model is judged."""
-    return MEASURES.get((kind, name), "vectors")
+    """How the output ``name`` of a ``kind`` model (an ``ExportKind``, or
+    None: vectors) is judged."""
+    return kind.measure(name) if kind is not None else "vectors"
 
 
 class ValidationError(ValueError):
@@ -97,8 +84,8 @@ def validate(blob, feeds, expected, quantize, bounds=None, labels=None,  # noqa:
         bounds: the ``Bounds`` to hold the file to.
         labels: optional gold class per example, for task accuracy.
         label_output: the output whose argmax is the prediction.
-        kind: the model kind (``export.converter.model_kind``), which picks
-            each output's measure (default: every output is a vector).
+        kind: the model's ``ExportKind``, which picks each output's
+            measure (default: every output is a vector).
         signature: the file's signature that runs the feeds.
         **fields: ``Bounds`` fields, as a shorthand for ``bounds``.
 

@@ -38,7 +38,6 @@ from albert_keras.export.export_config import arg
 from albert_keras.files import write_json
 
 WEB_FORMAT = "albert-keras-web/1"
-KINDS = ("classifier", "embedder")
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web")
 # our own files, copied as they are
 PAGE_FILES = ("index.html", "albert.js", "mediapipe.js")
@@ -69,9 +68,9 @@ CARD_FILE = "MODEL.md"
 
 def check_web_kind(c, kind):
     """Refuses a ``web`` export of a model the page cannot run."""
-    if c.web and kind not in KINDS:
+    if c.web and not kind.web:
         raise ExportError(f"{arg('web')}: the page runs classifiers and embedders; this is "
-                          f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} model")
+                          f"{kind.article()} {kind} model")
 
 
 def check_web_request(c, out):

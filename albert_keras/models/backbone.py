@@ -41,6 +41,7 @@ import contextlib
 import keras
 from keras import ops
 
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.sources.registry import encoder_from_preset
 from albert_keras.text.tokenizer_asset import TokenizerAsset
 
@@ -131,8 +132,8 @@ class Backbone(keras.Model):
 
     # what export, validation, app metadata and the model card read (the
     # export's vocabulary; a subclass inherits it)
-    export_kind = "encoder"
-    export_outputs = ("sequence_output", "pooled_output")
+    export_kind = ExportKind("encoder", outputs=("sequence_output", "pooled_output"),
+                             hf_outputs={"last_hidden_state": "sequence_output"})
     tokenizer_asset = None
 
     @property

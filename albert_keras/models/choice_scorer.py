@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from albert_keras.models import output_divergence
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
@@ -54,9 +56,10 @@ class ChoiceScorer(TaskModel):
     (2, 4)
     """
 
-    # TaskModel's export declaration
-    export_kind = "choice"
-    export_outputs = ("logits",)
+    # TaskModel's export declaration: one question's choices in, no text
+    # a tokenizer in the graph could pack
+    export_kind = ExportKind("choice", outputs=("logits",), measures={"logits": "classes"},
+                             one_text=False, per_choice=True, pipeline_tag="multiple-choice")
     hf_task = "MultipleChoice"
     head_layers = {"classifier": "choice_score"}
 
@@ -65,6 +68,11 @@ class ChoiceScorer(TaskModel):
         """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``), unless
         the encoder pools by a mean."""
         return self.encoder.pools_first_row
+
+    @staticmethod
+    def divergence(outputs, target, padding_mask, kl):
+        """Adversarial fine-tuning's term: ``kl`` over the questions' rows."""
+        return output_divergence.per_row(outputs["logits"], target["logits"], kl)
 
     def __init__(self, encoder, dropout=0.1, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)

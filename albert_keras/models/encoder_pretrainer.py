@@ -10,6 +10,7 @@ from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.layers.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.replicas import scale_for_replicas
@@ -54,9 +55,11 @@ class EncoderPretrainer(TaskModel):
     (1, 2, 30000)
     """
 
-    # TaskModel's export declaration
-    export_kind = "mlm"
-    export_outputs = ("mlm_logits", "sop_logits")
+    # TaskModel's export declaration: masked positions in, no text a
+    # tokenizer in the graph could pack
+    export_kind = ExportKind("mlm", outputs=("mlm_logits", "sop_logits"),
+                             measures={"mlm_logits": "token_classes", "sop_logits": "classes"},
+                             one_text=False, masked_positions=True, pipeline_tag="fill-mask")
 
     def __init__(self, encoder, sop_dropout=0.1, dtype=None, sentence_order=True,  # noqa: PLR0913 (Keras model arguments mirror get_config)
                  enhanced_mask_decoder=False, **kwargs):

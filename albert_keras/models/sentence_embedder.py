@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from albert_keras.models.backbone import rebuilt
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 
@@ -107,8 +108,8 @@ class SentenceEmbedder(TaskModel):
     """
 
     # TaskModel's export declaration
-    export_kind = "embedder"
-    export_outputs = ("embeddings",)
+    export_kind = ExportKind("embedder", outputs=("embeddings",), web=True,
+                             app_task="text_embedder", summary="Embeds a text")
 
     @property
     def reads_only_cls(self):

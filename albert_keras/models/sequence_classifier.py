@@ -1,12 +1,18 @@
 """SequenceClassifier: sentence(-pair) classification or regression."""
 
+import logging
+
 import keras
 
 from albert_keras.config import CLASSIFIER_POOLINGS
+from albert_keras.models import output_divergence
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
+
+logger = logging.getLogger(__name__)
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -46,8 +52,12 @@ class SequenceClassifier(TaskModel):
     """
 
     # TaskModel's export declaration
-    export_kind = "classifier"
-    export_outputs = ("logits",)
+    export_kind = ExportKind(
+        "classifier", outputs=("logits",),
+        measures={"logits": "classes", "probability": "probabilities"},
+        web=True, app_task="text_classifier", probabilities=True, named_labels=True,
+        pipeline_tag="text-classification", summary="Classifies a text",
+        hf_outputs={"logits": "logits"})
     hf_task = "SequenceClassification"
     head_layers = {"classifier": "classifier"}
 
@@ -55,6 +65,26 @@ class SequenceClassifier(TaskModel):
     def reads_only_cls(self):
         """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
         return self.pooling == "pooled" and self.encoder.pools_first_row
+
+    @staticmethod
+    def divergence(outputs, target, padding_mask, kl):
+        """Adversarial fine-tuning's term (``training.adversarial``): ``kl``
+        over the rows of logits, or a regressor's squared error."""
+        logits, clean = outputs["logits"], target["logits"]
+        if logits.shape[-1] == 1:
+            return output_divergence.squared_error(logits, clean)
+        return output_divergence.per_row(logits, clean, kl)
+
+    def default_task_spec(self, source):
+        """A classifier built by hand carries no task: its classes are named
+        by id (said, since an app shows these names), so validation data with
+        labels ``0 .. n-1`` still measures accuracy."""
+        if self.num_classes == 1:
+            return {"task": "classify", "regression": True, "labels": []}
+        logger.warning(f"{source}: the classifier carries no label names; its classes are "
+                       f"named by id 0..{self.num_classes - 1} (fine-tune it with "
+                       "albert-keras, or give the model a task_spec with labels, to name them)")
+        return {"task": "classify", "labels": [str(i) for i in range(self.num_classes)]}
 
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled", dtype=None,
                  **kwargs):

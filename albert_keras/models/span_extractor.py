@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from albert_keras.models import output_divergence
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
@@ -51,10 +53,21 @@ class SpanExtractor(TaskModel):
     """
 
     # TaskModel's export declaration
-    export_kind = "qa"
-    export_outputs = ("start_logits", "end_logits")
+    export_kind = ExportKind(
+        "qa", outputs=("start_logits", "end_logits"),
+        measures={"start_logits": "span", "end_logits": "span"},
+        app_task="bert_question_answerer", app_pairs=True,
+        pipeline_tag="question-answering", summary="Finds the answer to a question in a text",
+        hf_outputs={"start_logits": "start_logits", "end_logits": "end_logits"})
     hf_task = "QuestionAnswering"
     head_layers = {"qa_outputs": "qa_outputs"}
+
+    @staticmethod
+    def divergence(outputs, target, padding_mask, kl):
+        """Adversarial fine-tuning's term: ``kl`` over the positions, for the
+        start and for the end."""
+        return sum(output_divergence.over_positions(outputs[k], target[k], padding_mask, kl)
+                   for k in ("start_logits", "end_logits"))
 
     def __init__(self, encoder, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)

@@ -38,12 +38,10 @@ class TaskModel(keras.Model):
     through the encoder, so a model file alone can be exported or run.
     """
 
-    # What export, validation, app metadata and the model card read: the
-    # kind (one of ``export.converter.EXPORT_KINDS``) and the serving
-    # outputs. Each task model sets them (a subclass inherits them); a model
-    # without a kind does not export.
+    # What the exports, their validation, app metadata and the model card
+    # read (an ``ExportKind``). Each task model declares it (a subclass
+    # inherits it); a model without a kind does not export.
     export_kind = None
-    export_outputs = ()
     # What an HF folder of the model is: the task of its ``...For<Task>``
     # class, and the head's dense layers by canonical name (the name a
     # checkpoint table maps) -> layer name. None: no HF class.
@@ -72,6 +70,11 @@ class TaskModel(keras.Model):
             raise TypeError(f"task_spec must be a dict, got {type(spec).__name__}")
         # kept as JSON text: Keras would wrap a dict attribute in its trackers
         self._task_spec_json = None if spec is None else json.dumps(spec, sort_keys=True)
+
+    def default_task_spec(self, source):
+        """The task dict an export reads for this model when it carries none
+        (a model built by hand), or None; ``source`` names it in messages."""
+        return None
 
     @property
     def labels(self):

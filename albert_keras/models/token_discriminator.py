@@ -4,6 +4,7 @@ import keras
 
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_model import TaskModel
 
 
@@ -28,9 +29,11 @@ class TokenDiscriminator(TaskModel):
     (1, 16)
     """
 
-    # TaskModel's export declaration
-    export_kind = "discriminator"
-    export_outputs = ("rtd_logits",)
+    # TaskModel's export declaration (no ONNX form: its one logit per token
+    # is not what the ONNX validation's top-label agreement reads)
+    export_kind = ExportKind("discriminator", outputs=("rtd_logits",),
+                             measures={"rtd_logits": "binary"},
+                             pipeline_tag="token-classification")
 
     def __init__(self, encoder, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)

@@ -2,6 +2,8 @@
 
 import keras
 
+from albert_keras.models import output_divergence
+from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_model import TaskModel
 from albert_keras.models.task_model import head_dense
@@ -34,10 +36,17 @@ class TokenTagger(TaskModel):
     """
 
     # TaskModel's export declaration
-    export_kind = "tagger"
-    export_outputs = ("logits",)
+    export_kind = ExportKind("tagger", outputs=("logits",),
+                             measures={"logits": "token_classes"},
+                             pipeline_tag="token-classification", hf_outputs={"logits": "logits"})
     hf_task = "TokenClassification"
     head_layers = {"classifier": "tagger"}
+
+    @staticmethod
+    def divergence(outputs, target, padding_mask, kl):
+        """Adversarial fine-tuning's term: ``kl`` over the real tokens."""
+        return output_divergence.per_token(outputs["logits"], target["logits"], padding_mask,
+                                           kl)
 
     def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)

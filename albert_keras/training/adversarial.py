@@ -35,7 +35,6 @@ import keras
 from keras import ops
 
 _NORM_EPSILON = 1e-7  # SiFT's LayerNorm
-_SPAN_MASK = -1e4  # a padded position's span logit, out of the softmax
 
 
 def check_backend(adversarial):
@@ -99,32 +98,18 @@ def _log_probs(logits):
     return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
 
 
-def divergence(kind, outputs, target, padding_mask, kl=symmetric_kl):  # noqa: PLR0913 (the two outputs, and how to read them)
+def divergence(model, outputs, target, padding_mask, kl=symmetric_kl):  # noqa: PLR0913 (the two outputs, and how to read them)
     """The adversarial term between a task model's perturbed ``outputs``
-    and its clean ones (``target``), both dicts, for its ``export_kind``.
-
-    A classifier's and multiple choice's logits are one row per example;
-    a tagger's, one row per real token; QA's start and end logits, one row
-    each over the sequence, padded positions left out; ``kl`` per row
-    (``symmetric_kl`` or ``full_symmetric_kl``), the mean over the rows. A
-    regressor's (one output) is the squared error, DeBERTa's ``mse``.
-    """
-    if kind in ("classifier", "choice"):
-        logits, clean = outputs["logits"], target["logits"]
-        if kind == "classifier" and logits.shape[-1] == 1:
-            return ops.mean(ops.square(ops.cast(logits, "float32") - ops.cast(clean, "float32")))
-        return ops.mean(kl(logits, clean))
-    if kind == "tagger":
-        weights = ops.cast(padding_mask, "float32")
-        rows = kl(outputs["logits"], target["logits"])  # [B, S]
-        return ops.sum(rows * weights) / ops.maximum(ops.sum(weights), 1.0)
-    if kind == "qa":
-        pad = (1.0 - ops.cast(padding_mask, "float32")) * _SPAN_MASK
-        return sum(ops.mean(kl(ops.cast(outputs[k], "float32") + pad,
-                               ops.cast(target[k], "float32") + pad))
-                   for k in ("start_logits", "end_logits"))
-    raise ValueError(f"adversarial fine-tuning is for task models; a {kind!r} model has "
-                     "no task outputs")
+    and its clean ones (``target``), both dicts, as ``model``'s class
+    reads them (its ``divergence``, over ``albert_keras.models.output_divergence``):
+    ``kl`` per row (``symmetric_kl`` or ``full_symmetric_kl``), padded
+    positions left out."""
+    read = getattr(model, "divergence", None)
+    if read is None:
+        kind = getattr(model, "export_kind", None)
+        raise ValueError(f"adversarial fine-tuning is for task models; {kind or model!s} "
+                         "models have no task outputs")
+    return read(outputs, target, padding_mask, kl)
 
 
 def ascent_step(delta, gradient, step):
@@ -181,7 +166,7 @@ def r3f_noise(shape, noise, seed):
 
 def task_model_term(setting, task_model, x, clean, seed):
     """The adversarial term of one training step of ``task_model`` (a
-    package task model: its ``encoder`` and ``export_kind``), not yet
+    package task model: its ``encoder`` and ``divergence``), not yet
     weighted: what fine-tuning and distillation's student add to their loss.
 
     Args:
@@ -198,7 +183,7 @@ def task_model_term(setting, task_model, x, clean, seed):
             return task_model(x, training=True)
 
     def divergence_of(outputs, target):
-        return divergence(task_model.export_kind, outputs, target, x["padding_mask"],
+        return divergence(task_model, outputs, target, x["padding_mask"],
                           KL_OF[setting.method])
 
     return adversarial_loss(setting, run, clean, divergence_of, seed)

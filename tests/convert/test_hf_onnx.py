@@ -103,7 +103,7 @@ def test_transformers_js_in_chromium_gives_our_labels(onnx_folder, classifier_fo
 
 @pytest.mark.parametrize("argv, message", [
     (["--to", "keras", "--onnx"], "--onnx is for --to hf"),
-    (["--to", "hf", "--onnx", "--pretrainer"], "--onnx writes classifier"),
+    (["--to", "hf", "--onnx", "--pretrainer"], "this is a mlm model"),
 ])
 def test_what_has_no_onnx_form_is_refused_before_work(classifier_folder, init_folder, tmp_path,
                                                       capsys, argv, message):

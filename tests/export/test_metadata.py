@@ -249,7 +249,7 @@ def test_metadata_without_mediapipe_is_refused_before_any_work(classifier_folder
 
 @pytest.mark.parametrize("extra, words", [
     ({"with_tokenizer": True}, "drop with_tokenizer$"),  # Python names the argument
-    ({"part": "encoder"}, "this model is a encoder model"),
+    ({"part": "encoder"}, "this model is an encoder model"),
 ])
 def test_what_app_runtimes_cannot_run_is_refused_before_work(init_folder, tmp_path,
                                                              extra, words):

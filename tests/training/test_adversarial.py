@@ -218,7 +218,7 @@ def test_divergence_reads_each_task_models_rows(kl):
     mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], "int32")
     a, b = rng.normal(size=(2, 4, 5)).astype("float32"), rng.normal(size=(2, 4, 5)).astype("float32")
     # a tagger: one row per real token, the padded ones left out
-    tagged = adversarial.divergence("tagger", {"logits": a}, {"logits": b}, mask, kl)
+    tagged = adversarial.divergence(albert_keras.TokenTagger, {"logits": a}, {"logits": b}, mask, kl)
     assert float(tagged) == pytest.approx(_np_kl_rows(a, b)[mask == 1].mean(), rel=1e-5)
     # QA: the start and end rows over the real positions only
     spans = {"start_logits": a[..., 0], "end_logits": a[..., 1]}
@@ -226,17 +226,17 @@ def test_divergence_reads_each_task_models_rows(kl):
     expected = sum(np.mean([_np_kl_rows(s[i][mask[i] == 1], c[i][mask[i] == 1])
                             for i in range(2)])
                    for s, c in [(a[..., 0], b[..., 0]), (a[..., 1], b[..., 1])])
-    got = adversarial.divergence("qa", spans, clean, mask, kl)
+    got = adversarial.divergence(albert_keras.SpanExtractor, spans, clean, mask, kl)
     assert float(got) == pytest.approx(expected, rel=1e-5)
     # a classifier and multiple choice: one row per example; a regressor: MSE
-    for kind in ("classifier", "choice"):
+    for kind in (albert_keras.SequenceClassifier, albert_keras.ChoiceScorer):
         got = adversarial.divergence(kind, {"logits": a[:, 0]}, {"logits": b[:, 0]}, mask, kl)
         assert float(got) == pytest.approx(_np_kl_rows(a[:, 0], b[:, 0]).mean(), rel=1e-5)
-    got = adversarial.divergence("classifier", {"logits": a[:, 0, :1]}, {"logits": b[:, 0, :1]},
+    got = adversarial.divergence(albert_keras.SequenceClassifier, {"logits": a[:, 0, :1]}, {"logits": b[:, 0, :1]},
                                  mask, kl)
     assert float(got) == pytest.approx(np.mean((a[:, 0, 0] - b[:, 0, 0]) ** 2), rel=1e-5)
     with pytest.raises(ValueError, match="adversarial fine-tuning is for task models"):
-        adversarial.divergence("encoder", {}, {}, mask, kl)
+        adversarial.divergence(albert_keras.Backbone, {}, {}, mask, kl)
 
 
 def test_settings_refuse_what_does_not_apply(monkeypatch):
