@@ -14,22 +14,61 @@ Example:
 'BertForSequenceClassification'
 """
 
+import dataclasses
+
 from albert_keras.convert.assign import ConversionError
+
+
+@dataclasses.dataclass(frozen=True)
+class HfTask:
+    """One of transformers' task classes (``<Prefix>For<name>``): how a task
+    model that declares it (``hf_task = name``) is written and read.
+
+    Args:
+        name: the class' task, as ``SequenceClassification``.
+        unit: our task that reads a folder of it (``task.json``'s ``task``).
+        head: the head's dense layer, by its canonical name (which is also
+            HF's tensor prefix).
+        labels: ``config.json`` names the outputs (``id2label``).
+        problem_type: ``config.json`` says regression (one output) or
+            classification.
+        reads_pooler: HF's head reads the pooled vector (the encoder keeps
+            its pooler).
+        sequence_length: the ``task.json`` length a converted folder starts
+            with (the model's own position count caps it).
+    """
+
+    name: str
+    unit: str
+    head: str = "classifier"
+    labels: bool = True
+    problem_type: bool = False
+    reads_pooler: bool = False
+    sequence_length: int = 128
+
+
+# transformers' task classes that our task models read and write; a task
+# model with one more adds its line here
+HF_TASKS = {task.name: task for task in (
+    HfTask("SequenceClassification", "classify", problem_type=True, reads_pooler=True),
+    HfTask("TokenClassification", "tag"),
+    HfTask("QuestionAnswering", "qa", head="qa_outputs", labels=False, sequence_length=384),
+    HfTask("MultipleChoice", "choice", labels=False, reads_pooler=True),
+)}
 
 # HF's class prefix of each model_type
 _CLASS_PREFIX = {"albert": "Albert", "bert": "Bert", "electra": "Electra",
                  "deberta-v2": "DebertaV2", "mobilebert": "MobileBert"}
-# The head's dense layers by canonical name -> HF tensor name, where HF
-# keeps them outside the encoder's prefix. A pooler listed here is the
-# head's own (DeBERTa's ContextPooler); one not listed stays in the encoder.
-_HEAD_TENSORS = {"classifier": "classifier", "qa_outputs": "qa_outputs"}
+# The head's dense layers by canonical name (HF's tensor prefix, outside the
+# encoder's); a pooler is the encoder's.
+HEAD_NAMES = tuple(sorted({task.head for task in HF_TASKS.values()}))
 # (model_type, task) pairs HF computes differently from our head: ELECTRA's
 # sentence heads put a GELU dense where our pooler has tanh.
 _UNLIKE = {
     ("electra", "SequenceClassification"): "ELECTRA's classification head",
     ("electra", "MultipleChoice"): "ELECTRA's sequence summary",
 }
-HEAD_PREFIXES = tuple(f"{name}." for name in _HEAD_TENSORS.values())
+HEAD_PREFIXES = tuple(f"{name}." for name in HEAD_NAMES)
 
 
 def architecture(model_type, model, prefix=None):
@@ -57,9 +96,9 @@ def head_names():
     head's dense layers (torch's ``[out, in]`` weight is our kernel
     transposed)."""
     names = {}
-    for ours, theirs in _HEAD_TENSORS.items():
-        names[f"{ours}/kernel"] = (f"{theirs}.weight", "T")
-        names[f"{ours}/bias"] = (f"{theirs}.bias", None)
+    for head in HEAD_NAMES:
+        names[f"{head}/kernel"] = (f"{head}.weight", "T")
+        names[f"{head}/bias"] = (f"{head}.bias", None)
     return names
 
 
@@ -67,7 +106,8 @@ def reads_pooler(model):
     """Whether HF's class of a task model reads the pooled vector (its
     sentence and multiple-choice heads; the token and span heads do not,
     and HF builds their encoders without a pooler)."""
-    return getattr(model, "hf_task", None) in ("SequenceClassification", "MultipleChoice")
+    task = HF_TASKS.get(getattr(model, "hf_task", None))
+    return bool(task and task.reads_pooler)
 
 
 def keeps_pooler(model):
@@ -81,28 +121,21 @@ def label_fields(model):
     ``id2label``/``label2id`` (a classifier or tagger with named labels)
     and ``problem_type`` (a classifier: regression with one output); none
     for a model without labels (an encoder, a pretrainer, QA, choices)."""
-    task = getattr(model, "hf_task", None)
-    if task in (None, "QuestionAnswering", "MultipleChoice"):
+    task = HF_TASKS.get(getattr(model, "hf_task", None))
+    if task is None or not task.labels:
         return {}
     count = int(model.num_classes)
     labels = list(model.labels) if len(model.labels) == count else [
         f"LABEL_{i}" for i in range(count)]
     fields = {"num_labels": count, "id2label": dict(enumerate(labels)),
               "label2id": {name: i for i, name in enumerate(labels)}}
-    if task == "SequenceClassification":
+    if task.problem_type:
         fields["problem_type"] = ("regression" if count == 1
                                   else "single_label_classification")
     return fields
 
 
-# HF's task of a ``...For<Task>`` class -> our task unit's name
-TASK_UNITS = {"SequenceClassification": "classify", "TokenClassification": "tag",
-              "QuestionAnswering": "qa", "MultipleChoice": "choice"}
-# The task.json sequence length a converted task folder starts with (the
-# length fine-tuning and HF's pipelines default to); the model's own
-# position count caps it.
-_SPEC_LENGTH = {"qa": 384}
-_DEFAULT_LENGTH = 128
+_DEFAULT_LENGTH = 128  # a config.json without max_position_embeddings
 
 
 def folder_task(data):
@@ -116,7 +149,7 @@ def folder_task(data):
     """
     for name in data.get("architectures") or ():
         task = str(name).rpartition("For")[2]
-        if "For" in str(name) and task in TASK_UNITS:
+        if "For" in str(name) and task in HF_TASKS:
             return task
     return None
 
@@ -137,21 +170,19 @@ def task_spec(data, source="config.json"):
     ...            "id2label": {"0": "neg", "1": "pos"}})["labels"]
     ['neg', 'pos']
     """
-    task = folder_task(data)
+    task = HF_TASKS.get(folder_task(data))
     if task is None:
         return {}
-    unit = TASK_UNITS[task]
-    length = min(_SPEC_LENGTH.get(unit, _DEFAULT_LENGTH),
+    length = min(task.sequence_length,
                  int(data.get("max_position_embeddings") or _DEFAULT_LENGTH))
-    spec = {"task": unit, "sequence_length": length, "labels": []}
-    if task in ("QuestionAnswering", "MultipleChoice"):
+    spec = {"task": task.unit, "sequence_length": length, "labels": []}
+    if not task.labels:
         return spec
     names = data.get("id2label") or {}
     if not isinstance(names, dict):
         raise ConversionError(f"{source}: id2label is not a mapping")
     count = len(names) or int(data.get("num_labels") or 2)
-    if task == "SequenceClassification" and (
-            data.get("problem_type") == "regression" or count == 1):
+    if task.problem_type and (data.get("problem_type") == "regression" or count == 1):
         return {**spec, "regression": True}
     labels = {str(k): str(v) for k, v in names.items()}
     labels = [labels.get(str(i), f"LABEL_{i}") for i in range(count)]
@@ -174,8 +205,8 @@ def head_dropout(data):
 
 
 def head_outputs(task, tensors, source):
-    """The number of outputs of a task head read from its tensors."""
-    name = "qa_outputs.weight" if task == "QuestionAnswering" else "classifier.weight"
+    """The number of outputs of HF's ``task`` head, read from its tensors."""
+    name = f"{HF_TASKS[task].head}.weight"
     if name not in tensors:
         raise ConversionError(f"{source}: a ...For{task} folder without its head tensor "
                               f"{name}")

@@ -94,8 +94,9 @@ def _exit_with(parent):
     os._exit(1)
 
 
-def _pool(workers, state):
-    """A pool of ``workers`` processes holding ``state`` (see ``start_method``).
+def _pool(workers, state, preload=()):
+    """A pool of ``workers`` processes holding ``state`` (see ``start_method``;
+    a fork server first imports the modules ``preload``).
 
     SIGTERM is held while the workers are forked, so none can take it with
     the inherited handler before ``_init_worker`` gives it the default
@@ -107,7 +108,7 @@ def _pool(workers, state):
     method = start_method()
     context = multiprocessing.get_context(method)
     if method == "forkserver":
-        context.set_forkserver_preload(["albert_keras.data.create"])
+        context.set_forkserver_preload(list(preload))
     if not hasattr(signal, "pthread_sigmask"):
         return context.Pool(workers, _init_worker, (state,))
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
@@ -129,7 +130,7 @@ def parallel(fn, tasks, state, workers, progress=None):
         _init_worker(state)
         stream = map(fn, tasks)
     else:
-        pool = _pool(workers, state)
+        pool = _pool(workers, state, [fn.__module__])  # the server imports it once
         stream = pool.imap(fn, tasks)  # in order, as they complete
     try:
         for result in stream:

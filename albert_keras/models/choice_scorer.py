@@ -74,6 +74,12 @@ class ChoiceScorer(TaskModel):
         """Adversarial fine-tuning's term: ``kl`` over the questions' rows."""
         return output_divergence.per_row(outputs["logits"], target["logits"], kl)
 
+    @classmethod
+    def from_hf_head(cls, encoder, outputs, dropout, dtype=None):
+        """The model of an HF ``...ForMultipleChoice`` head (one score per
+        choice: ``outputs`` is 1)."""
+        return cls(encoder, dropout=dropout, dtype=dtype)
+
     def __init__(self, encoder, dropout=0.1, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs(shape=(None, None))

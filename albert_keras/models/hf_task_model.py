@@ -15,6 +15,10 @@ from albert_keras.models.sequence_classifier import SequenceClassifier
 from albert_keras.models.span_extractor import SpanExtractor
 from albert_keras.models.token_tagger import TokenTagger
 
+# Our task model of each of transformers' task classes (``hf_heads.HF_TASKS``)
+TASK_MODELS = {cls.hf_task: cls for cls in (SequenceClassifier, TokenTagger, SpanExtractor,
+                                            ChoiceScorer)}
+
 
 def task_model_from_hf(data, tensors, encoder, source, dtype=None):
     """The task model of an HF folder's class on ``encoder``, carrying the
@@ -38,14 +42,7 @@ def task_model_from_hf(data, tensors, encoder, source, dtype=None):
     spec = hf_heads.task_spec(data, source)
     outputs = hf_heads.head_outputs(task, tensors, source)
     dropout = hf_heads.head_dropout(data)  # what training the head further uses
-    if task == "SequenceClassification":
-        model = SequenceClassifier(encoder, outputs, dropout=dropout, dtype=dtype)
-    elif task == "TokenClassification":
-        model = TokenTagger(encoder, outputs, dropout=dropout, dtype=dtype)
-    elif task == "QuestionAnswering":
-        model = SpanExtractor(encoder, dtype=dtype)
-    else:
-        model = ChoiceScorer(encoder, dropout=dropout, dtype=dtype)
+    model = TASK_MODELS[task].from_hf_head(encoder, outputs, dropout=dropout, dtype=dtype)
     expected = 1 if spec.get("regression") else len(spec["labels"]) or outputs
     if outputs != expected:
         raise ConversionError(f"{source}: the head has {outputs} outputs and config.json "

@@ -86,6 +86,12 @@ class SequenceClassifier(TaskModel):
                        "albert-keras, or give the model a task_spec with labels, to name them)")
         return {"task": "classify", "labels": [str(i) for i in range(self.num_classes)]}
 
+    @classmethod
+    def from_hf_head(cls, encoder, outputs, dropout, dtype=None):
+        """The model of an HF ``...ForSequenceClassification`` head of
+        ``outputs`` classes (its tensors are loaded by the caller)."""
+        return cls(encoder, outputs, dropout=dropout, dtype=dtype)
+
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="pooled", dtype=None,
                  **kwargs):
         if pooling not in CLASSIFIER_POOLINGS:

@@ -69,6 +69,12 @@ class SpanExtractor(TaskModel):
         return sum(output_divergence.over_positions(outputs[k], target[k], padding_mask, kl)
                    for k in ("start_logits", "end_logits"))
 
+    @classmethod
+    def from_hf_head(cls, encoder, outputs, dropout, dtype=None):
+        """The model of an HF ``...ForQuestionAnswering`` head (a start and
+        an end score per token: ``outputs`` is 2; no dropout before it)."""
+        return cls(encoder, dtype=dtype)
+
     def __init__(self, encoder, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs()

@@ -48,6 +48,12 @@ class TokenTagger(TaskModel):
         return output_divergence.per_token(outputs["logits"], target["logits"], padding_mask,
                                            kl)
 
+    @classmethod
+    def from_hf_head(cls, encoder, outputs, dropout, dtype=None):
+        """The model of an HF ``...ForTokenClassification`` head of
+        ``outputs`` classes (its tensors are loaded by the caller)."""
+        return cls(encoder, outputs, dropout=dropout, dtype=dtype)
+
     def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         inputs = self._encoder_inputs()

@@ -41,7 +41,8 @@ from albert_keras.models.modernbert.modernbert_encoder import ModernBertEncoder
 MODEL_TYPE = "modernbert"
 PREFIX = "model."
 _DECODER = "decoder.weight"  # tied to the token table
-_OWN_NAMES = ("head.", "decoder.", "classifier.")  # outside the encoder's prefix
+_HEAD = "classifier"  # every task head's tensor prefix in transformers' ModernBERT
+_OWN_NAMES = ("head.", "decoder.", f"{_HEAD}.")  # outside the encoder's prefix
 
 # HF fields that say nothing about the encoder's computation (ids, labels,
 # bookkeeping and kernels' switches)
@@ -125,17 +126,18 @@ def _read(folder):
         config = config_from_hf(data, path)
     except ValueError as e:
         raise ConversionError(str(e)) from None
-    span = hf_heads.folder_task(data) == "QuestionAnswering"
-    tensors = {_ours(name, span): value for name, value in read_hf_tensors(folder).items()}
+    task = hf_heads.HF_TASKS.get(hf_heads.folder_task(data))
+    head = task.head if task else _HEAD
+    tensors = {_ours(name, head): value for name, value in read_hf_tensors(folder).items()}
     return data, config, tensors
 
 
-def _ours(name, span):
+def _ours(name, head):
     """An HF tensor's name as our tables name it: the encoder's without its
-    prefix; a span head's ``classifier`` (ModernBERT's name) as ``qa_outputs``."""
+    prefix; the task head's (ModernBERT names every head ``classifier``) as
+    the head's canonical name ``head``."""
     name = name[len(PREFIX):] if name.startswith(PREFIX) else name
-    return "qa_outputs" + name[len("classifier"):] if span and name.startswith("classifier.") \
-        else name
+    return head + name[len(_HEAD):] if name.startswith(f"{_HEAD}.") else name
 
 
 def _build(data, config, tensors, folder, dtype):
@@ -228,7 +230,9 @@ def save_hf(model, folder, overwrite=False, model_type=None):
             continue  # HF's encoder alone has no prediction head
         src, transform = names[ours]
         array = np.asarray(variable.numpy(), np.float32)
-        src = "classifier" + src[len("qa_outputs"):] if src.startswith("qa_outputs.") else src
+        head = src.partition(".")[0]
+        if head in hf_heads.HEAD_NAMES:  # ModernBERT names every head "classifier"
+            src = _HEAD + src[len(head):]
         key = src if src.startswith(_OWN_NAMES) else prefix + src
         tensors[key] = np.ascontiguousarray(array.T if transform == "T" else array)
     if architecture == "ModernBertForMaskedLM":  # the tied decoder, as transformers writes it
