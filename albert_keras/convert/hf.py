@@ -229,5 +229,6 @@ def write_hf_folder(folder, tensors, hf_config, overwrite=False, tokenizer_asset
         save_file(tensors, os.path.join(tmp, "model.safetensors"), {"format": "pt"})
         write_json(os.path.join(tmp, "config.json"), hf_config)
         if tokenizer_asset is not None:
-            write_hf_tokenizer(tmp, tokenizer_asset)
+            write_hf_tokenizer(tmp, tokenizer_asset,
+                               token_types=bool(hf_config.get("type_vocab_size")))
     return folder

@@ -42,12 +42,21 @@ TOKENIZER_JSON = "tokenizer.json"
 VOCABULARY_FILES = ("spiece.model", "spm.model", "vocab.txt")
 
 
-def write_hf_tokenizer(folder, asset):
+# what a tokenizer gives a model that reads token types: transformers 5's
+# AlbertTokenizer (and its generic fast tokenizer) leave token_type_ids out by
+# default, so a text pair would reach the model as one segment
+_WITH_TOKEN_TYPES = ["input_ids", "token_type_ids", "attention_mask"]
+
+
+def write_hf_tokenizer(folder, asset, token_types=True):
     """Writes ``asset``'s tokenizer into ``folder`` in transformers' form.
 
     Args:
         folder: the HF folder (it exists).
         asset: a ``TokenizerAsset`` (a model's ``tokenizer_asset``).
+        token_types: the model reads token types (``type_vocab_size`` > 0):
+            the tokenizer gives ``token_type_ids``, whatever its class'
+            default.
 
     Returns:
         The names of the files written.
@@ -60,6 +69,8 @@ def write_hf_tokenizer(folder, asset):
     ['spiece.model', 'tokenizer_config.json']
     """
     vocabulary, config = asset.kind_class().hf_files(asset.files, asset.record)
+    if token_types:
+        config = {**config, "model_input_names": _WITH_TOKEN_TYPES}
     for name, data in vocabulary.items():
         _write_bytes(folder, name, data)
     write_json(os.path.join(folder, CONFIG_FILE), config)

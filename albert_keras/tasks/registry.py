@@ -1,7 +1,12 @@
-"""Fine-tuning tasks by name. Adding a task is one module and one line here.
+"""Fine-tuning tasks by name. Adding a task is one module and one line here
+(or, from your own code, one ``register_task`` call).
 
 Each entry is ``"module:Class"`` and is imported on first use, so the task
 names (``--task`` choices, ``--help``) cost no Keras or TensorFlow import.
+
+Example:
+>>> sorted(TASKS)[:2]
+['choice', 'classify']
 """
 
 import functools
@@ -13,6 +18,25 @@ TASKS = {
     "qa": "albert_keras.tasks.qa:QuestionAnswering",
     "choice": "albert_keras.tasks.choice:MultipleChoice",
 }
+
+
+def register_task(name, target):
+    """Adds the task unit ``target`` (``"module:Class"``, a ``Task``
+    subclass) as ``name``: ``--task name``, ``task.json`` and the Python
+    class find it from then on.
+
+    Args:
+        name: the task's name.
+        target: where its ``Task`` class is, imported on first use.
+
+    Example:
+    >>> register_task("similarity", "my_tasks.similarity:Similarity")  # doctest: +SKIP
+    """
+    if name in TASKS and TASKS[name] != target:
+        raise ValueError(f"task {name!r} is already registered as {TASKS[name]}")
+    if ":" not in target:
+        raise ValueError(f"{target!r}: a task unit is given as 'module:Class'")
+    TASKS[name] = target
 
 
 @functools.cache
