@@ -53,7 +53,9 @@ class ExportConfig:
         max_probability_diff: quantized classifiers: the largest mean change
             of the top class's probability.
         max_accuracy_drop: quantized modes with labels: the largest accuracy
-            drop. Each bound is judged on the outputs it fits
+            drop.
+        max_score_error: quantized regressions (one output): the largest
+            mean error, in standard deviations of Keras' scores. Each bound is judged on the outputs it fits
             (``albert_keras.export.validation``).
         mask_value: the additive attention mask in the exported graph.
         part: which model of a folder.
@@ -120,6 +122,9 @@ class ExportConfig:
                                               "of the top class's probability", valid="(0, 1)")
     max_accuracy_drop: float = option(0.03, "quantized modes with labelled data: largest "
                                             "accuracy drop against Keras", valid="[0, 1)")
+    max_score_error: float = option(0.1, "quantized regressions: largest mean error, in "
+                                         "standard deviations of Keras' scores",
+                                    valid="(0, inf)")
     mask_value: float = option(-120.0, "additive attention mask in the export (bounded "
                                        "for int8)", valid="[-1000000000, 0)")
     part: str = option("auto", "which model of a folder (pretraining folder: encoder or mlm; "

@@ -334,7 +334,8 @@ def _validate(job, c, blob, reference, checks):
     logger.info(f"validating {len(checks)} examples in LiteRT against Keras ...")
     expected = reference_outputs(reference, checks.keras_inputs, job.output_names)
     given = {name: getattr(c, name) for name in ("tolerance", "min_cosine", "min_agreement",
-                                                 "max_probability_diff", "max_accuracy_drop")
+                                                 "max_probability_diff", "max_accuracy_drop",
+                                                 "max_score_error")
              if getattr(c, name) is not None}
     bounds = v.Bounds(**given)
     report = validate(blob, checks.feeds, expected, c.quantize, bounds,

@@ -3,6 +3,9 @@
 Float modes are held to a max absolute difference on every output.
 Quantized modes are judged by what a user of each output sees:
 
+* one number per example (a regression's score): its mean error is small
+  against the spread of Keras' numbers over the examples (the class checks
+  below would pass any file: one class always agrees).
 * class logits (classifier, multiple choice, SOP): the top-1 class agrees,
   the probabilities move little, and with labels the accuracy drops by
   little. Not cosine: the cosine of a 2-class logit vector near the origin
@@ -29,6 +32,7 @@ DEFAULT_MIN_COSINE = 0.98  # vectors: mean cosine over examples
 DEFAULT_MIN_AGREEMENT = 0.9  # top-1 class, span or replaced-token agreement
 DEFAULT_MAX_PROBABILITY_DIFF = 0.1  # class logits: mean |p_tflite - p_keras| of the top class
 DEFAULT_MAX_ACCURACY_DROP = 0.03  # with labels: Keras accuracy minus TFLite accuracy
+DEFAULT_MAX_SCORE_ERROR = 0.1  # scores: mean |s_tflite - s_keras| / spread of s_keras
 DEFAULT_EXAMPLES = 200  # one disagreement moves the agreement by half a point
 
 def measure_of(kind, name):
@@ -63,6 +67,8 @@ class Bounds:
         max_probability_diff: class logits: largest mean change of the top
             class's probability.
         max_accuracy_drop: with labels: largest drop in accuracy.
+        max_score_error: one number per example: largest mean error, in
+            standard deviations of Keras' numbers.
     """
 
     tolerance: float = None
@@ -70,6 +76,7 @@ class Bounds:
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     max_probability_diff: float = DEFAULT_MAX_PROBABILITY_DIFF
     max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
+    max_score_error: float = DEFAULT_MAX_SCORE_ERROR
 
 
 def validate(blob, feeds, expected, quantize, bounds=None, labels=None,  # noqa: PLR0913 (the file, its feeds and Keras' answers, and what to hold them to)
@@ -108,6 +115,8 @@ def validate(blob, feeds, expected, quantize, bounds=None, labels=None,  # noqa:
             failures.append(f"output {name} is missing from the TFLite model")
             continue
         measure = measure_of(kind, name)
+        if measure == "classes" and np.shape(expected[0][name])[-1] == 1:
+            measure = "scores"  # one output: a regression's number, not a class
         pairs = [(np.asarray(g[name], np.float64), np.asarray(e[name], np.float64))
                  for g, e in zip(got, expected)]
         entry = report["outputs"][name] = _measure(pairs, measure, float_mode)
@@ -163,6 +172,11 @@ def _measure(pairs, measure, float_mode):
         moved = np.concatenate(moved)
         entry.update(mean_probability_diff=float(moved.mean()),
                      max_probability_diff=float(moved.max()))
+    if measure == "scores":
+        g = np.concatenate([g.ravel() for g, _ in pairs])
+        e = np.concatenate([e.ravel() for _, e in pairs])
+        spread = float(e.std()) or float(np.abs(e).mean()) or 1.0
+        entry["score_error"] = float(np.abs(g - e).mean() / spread)
     if measure == "binary":
         entry["top1_agreement"] = float(np.mean([np.mean((g > 0) == (e > 0))
                                                  for g, e in pairs]))
@@ -185,6 +199,9 @@ def _output_failures(name, entry, measure, float_mode, bounds, limit):  # noqa: 
             entry["top1_agreement"] < bounds.min_agreement:
         failures.append(
             f"{name}: top-1 agreement {entry['top1_agreement']:.3f} < {bounds.min_agreement}")
+    if measure == "scores" and entry["score_error"] > bounds.max_score_error:
+        failures.append(f"{name}: mean score error {entry['score_error']:.3f} spreads > "
+                        f"{bounds.max_score_error}")
     if measure in ("classes", "probabilities") and \
             entry["mean_probability_diff"] > bounds.max_probability_diff:
         failures.append(f"{name}: mean probability change "

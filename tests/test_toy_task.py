@@ -110,6 +110,12 @@ def test_it_exports_to_a_validated_tflite(tuned):
            for i in range(len(rows))]
     want = scorer.predict(([r["sentence1"] for r in rows], [r["sentence2"] for r in rows]))
     np.testing.assert_allclose(got, want, atol=1e-4)
+    # quantized, its one output is judged as a score (one class would agree always)
+    assert main(["export", out, "--out", str(root / "dynamic.tflite"), "--quantize", "dynamic",
+                 "--validation-data", evaluation]) == 0
+    with open(str(root / "dynamic.json")) as f:
+        entry = json.load(f)["validation"]["outputs"]["logits"]
+    assert entry["measure"] == "scores" and entry["score_error"] < 0.1, entry
 
 
 def test_it_goes_out_to_transformers_and_comes_back(tuned):

@@ -68,6 +68,21 @@ def test_class_bounds_refuse_disagreement_probability_moves_and_accuracy_drops(f
         _run(fake_runner, some, expected, "classifier", labels=[0] * 100)
 
 
+def test_a_regressions_one_output_is_judged_by_its_error_not_by_a_class(fake_runner):
+    """One output is one class, so top-1 agreement and the probability
+    change would pass any file: a regressor's score is judged by its mean
+    error against the spread of Keras' scores."""
+    rng = np.random.default_rng(2)
+    scores = rng.normal(size=100) * 2 + 3
+    expected = [{"logits": np.array([[s]])} for s in scores]
+    close = [{"logits": np.array([[s + 0.05 * rng.normal()]])} for s in scores]
+    entry = _run(fake_runner, close, expected, "classifier")["outputs"]["logits"]
+    assert entry["measure"] == "scores" and entry["score_error"] < 0.05
+    shuffled = [{"logits": np.array([[s]])} for s in rng.permutation(scores)]
+    with pytest.raises(ValidationError, match="logits: mean score error"):
+        _run(fake_runner, shuffled, expected, "classifier")
+
+
 def test_vectors_keep_the_cosine_bound_and_nan_is_refused(fake_runner):
     rng = np.random.default_rng(1)
     vectors = [{"embeddings": rng.normal(size=(1, 16))} for _ in range(10)]
@@ -96,4 +111,5 @@ def test_help_defaults_are_the_code_defaults():
     assert config.min_agreement == validation.DEFAULT_MIN_AGREEMENT
     assert config.max_probability_diff == validation.DEFAULT_MAX_PROBABILITY_DIFF
     assert config.max_accuracy_drop == validation.DEFAULT_MAX_ACCURACY_DROP
+    assert config.max_score_error == validation.DEFAULT_MAX_SCORE_ERROR
     assert config.examples == validation.DEFAULT_EXAMPLES
