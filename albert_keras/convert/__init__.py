@@ -1,7 +1,7 @@
 """Checkpoint interop: HF transformers folders, original TF1 checkpoints and
 keras-hub preset folders."""
 
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import is_hf_folder
 from albert_keras.convert.hf import load_hf
 from albert_keras.convert.hf import save_hf

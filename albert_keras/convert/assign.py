@@ -6,13 +6,10 @@ a failed conversion never leaves a half-loaded model.
 
 import numpy as np
 
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.weight_layout import REQUIRED_GROUP
 from albert_keras.convert.weight_layout import group_of
 from albert_keras.convert.weight_layout import model_variables
-
-
-class ConversionError(ValueError):
-    """A checkpoint that does not fit the model, with the tensor named."""
 
 
 def assign_tensors(model, tensors, names, source, ignored=(), strict=True):

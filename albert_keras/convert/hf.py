@@ -11,7 +11,7 @@ import json
 import os
 
 from albert_keras.convert import hf_heads
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.families import family_for_hf
 from albert_keras.families import family_of
 from albert_keras.files import write_json

@@ -16,7 +16,7 @@ Example:
 
 import dataclasses
 
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 
 
 @dataclasses.dataclass(frozen=True)

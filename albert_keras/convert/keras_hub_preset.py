@@ -9,7 +9,7 @@ import json
 import os
 import tempfile
 
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.families import families
 from albert_keras.families import family_of
 from albert_keras.text.registry import TOKENIZERS as KINDS

@@ -12,7 +12,7 @@ import re
 
 import tensorflow as tf
 
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.families import families
 
 _CONFIG_NAMES = ("albert_config.json", "bert_config.json")

@@ -9,7 +9,7 @@ elsewhere reads back with its labels, as ours go out.
 """
 
 from albert_keras.convert import hf_heads
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.models.choice_scorer import ChoiceScorer
 from albert_keras.models.sequence_classifier import SequenceClassifier
 from albert_keras.models.span_extractor import SpanExtractor

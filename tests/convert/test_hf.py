@@ -197,7 +197,7 @@ def test_partial_head_is_an_error(tmp_path):
 def test_failed_assignment_leaves_the_model_untouched(tmp_path):
     from albert_keras.convert.assign import assign_tensors
     from albert_keras.convert.hf import read_hf_tensors
-    from albert_keras.convert.weight_layout import hf_albert_names
+    from albert_keras.models.albert.weight_names import hf_albert_names
 
     make_hf_model("AlbertForPreTraining", tmp_path)
     good, _ = load_hf(str(tmp_path))

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import load_hf
 from albert_keras.convert.hf import save_hf
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer

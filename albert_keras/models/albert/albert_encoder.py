@@ -10,6 +10,7 @@ from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.stack_hidden_states import StackHiddenStates
 from albert_keras.models.albert.factorized_embedding import FactorizedEmbedding
 from albert_keras.models.albert.shared_encoder import SharedEncoder
+from albert_keras.models.albert.weight_names import albert_variables
 from albert_keras.models.backbone import Backbone
 
 
@@ -336,6 +337,12 @@ class AlbertEncoder(Backbone):
         rest = [v for v in transformer.trainable_variables if v.path not in depth]
         depth.update({v.path: transformer.num_layers for v in rest})
         return depth
+
+    def checkpoint_variables(self):
+        """``{canonical name: variable}``, what checkpoint converters map
+        (``embeddings/word``, ``attention_3/query/kernel``, ``pooler/kernel``
+        ...: ``albert_keras.models.albert.weight_names``)."""
+        return albert_variables(self)
 
     @property
     def num_hidden_states(self):

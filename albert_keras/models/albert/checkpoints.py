@@ -17,21 +17,21 @@ import os
 import numpy as np
 
 from albert_keras.convert import hf_heads
-from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import read_hf_config
 from albert_keras.convert.hf import read_hf_tensors
 from albert_keras.convert.hf import strip_prefix
 from albert_keras.convert.hf import write_hf_folder
-from albert_keras.convert.weight_layout import hf_albert_names
-from albert_keras.convert.weight_layout import hf_bert_names
-from albert_keras.convert.weight_layout import hf_deberta_names
-from albert_keras.convert.weight_layout import hf_electra_names
 from albert_keras.convert.weight_layout import model_variables
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
 from albert_keras.models.albert.config_files import read_config_file
 from albert_keras.models.albert.hf_config import to_hf_dict
+from albert_keras.models.albert.weight_names import hf_albert_names
+from albert_keras.models.albert.weight_names import hf_bert_names
+from albert_keras.models.albert.weight_names import hf_electra_names
 from albert_keras.models.backbone import backbone_of
+from albert_keras.models.deberta.weight_names import hf_deberta_names
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.hf_task_model import task_model_from_hf
 from albert_keras.models.sequence_classifier import SequenceClassifier

@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 
 from albert_keras.config import AlbertConfig
-from albert_keras.convert.assign import ConversionError
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import load_hf
 from albert_keras.convert.hf import read_hf_tensors
 from albert_keras.convert.hf import save_hf

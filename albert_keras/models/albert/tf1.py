@@ -8,10 +8,10 @@ is ``albert_keras.convert.tf1``'s.
 """
 
 from albert_keras.convert.assign import assign_tensors
-from albert_keras.convert.weight_layout import tf1_albert_names
-from albert_keras.convert.weight_layout import tf1_bert_names
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
 from albert_keras.models.albert.config_files import read_config_file
+from albert_keras.models.albert.weight_names import tf1_albert_names
+from albert_keras.models.albert.weight_names import tf1_bert_names
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 
 

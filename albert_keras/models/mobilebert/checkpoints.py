@@ -14,8 +14,8 @@ import numpy as np
 
 from albert_keras.config import ConfigError
 from albert_keras.convert import hf_heads
-from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import HF_GENERIC_KEYS
 from albert_keras.convert.hf import read_hf_tensors
 from albert_keras.convert.hf import write_hf_folder

@@ -23,8 +23,8 @@ import os
 import numpy as np
 
 from albert_keras.convert import hf_heads
-from albert_keras.convert.assign import ConversionError
 from albert_keras.convert.assign import assign_tensors
+from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import read_hf_config
 from albert_keras.convert.hf import read_hf_tensors
 from albert_keras.convert.hf import write_hf_folder
