@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "LayerwiseAdamW": "albert_keras.optimizers.optimizer",
     "SequenceClassifier": "albert_keras.models.sequence_classifier",
-    "AlbertConfig": "albert_keras.config",
+    "AlbertConfig": "albert_keras.models.albert.albert_config",
     "TokenDiscriminator": "albert_keras.models.token_discriminator",
     "Distiller": "albert_keras.models.distiller",
     "ElectraPretrainer": "albert_keras.models.electra_pretrainer",
@@ -36,7 +36,7 @@ _PUBLIC = {
     "SpanExtractor": "albert_keras.models.span_extractor",
     "TokenTagger": "albert_keras.models.token_tagger",
     "Backbone": "albert_keras.models.backbone",
-    "ConfigError": "albert_keras.config",
+    "ConfigError": "albert_keras.config_dicts",
     "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
     "DebertaConfig": "albert_keras.models.deberta.deberta_config",
     "MobileBertEncoder": "albert_keras.models.mobilebert.mobilebert_encoder",

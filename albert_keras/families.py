@@ -194,7 +194,7 @@ def family_config(config):
     field is copied, so no default of either class fills in.
 
     Example:
-    >>> from albert_keras.config import AlbertConfig
+    >>> from albert_keras.models.albert.albert_config import AlbertConfig
     >>> type(family_config(AlbertConfig(relative_attention=True))).__name__
     'DebertaConfig'
     """

@@ -22,7 +22,6 @@ import warnings
 import keras
 import tensorflow as tf
 
-from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.export.export_config import QUANTIZE_MODES
 from albert_keras.export.export_config import ExportError
 from albert_keras.export.export_config import arg
@@ -32,6 +31,7 @@ from albert_keras.export.runtime import to_feed
 from albert_keras.export.string_input import pack_one
 from albert_keras.models.export_kind import ExportKind
 from albert_keras.native_output import stderr_silenced
+from albert_keras.text.truncation import DEFAULT_TRUNCATE
 
 logger = logging.getLogger(__name__)
 

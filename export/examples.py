@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.export.converter import ExportError
 from albert_keras.export.converter import Signature
 from albert_keras.export.export_config import arg
@@ -15,6 +14,7 @@ from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import ValidationTexts
 from albert_keras.text.packer import SegmentPacker
 from albert_keras.text.packer import pack_texts
+from albert_keras.text.truncation import DEFAULT_TRUNCATE
 
 
 def _texts_from_file(path, spec, tokenizer, pair):

@@ -19,7 +19,6 @@ import keras
 import numpy as np
 
 from albert_keras import __version__
-from albert_keras.config import DEFAULT_TRUNCATE
 from albert_keras.export.app_runtime import OUTPUT_DESCRIPTIONS
 from albert_keras.export.app_runtime import check_app_model
 from albert_keras.export.app_runtime import run_in_mediapipe
@@ -57,6 +56,7 @@ from albert_keras.saving import save_model
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import softmax
+from albert_keras.text.truncation import DEFAULT_TRUNCATE
 from albert_keras.training.strategy import where_it_runs
 
 logger = logging.getLogger(__name__)

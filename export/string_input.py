@@ -9,9 +9,9 @@ hand; the tests check it equals ``SegmentPacker`` for every length pair.
 
 import tensorflow as tf
 
-from albert_keras.config import ALBERT_SPECIAL_IDS
-from albert_keras.config import DEFAULT_TRUNCATE
-from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
+from albert_keras.text.special_ids import ALBERT_SPECIAL_IDS
+from albert_keras.text.truncation import DEFAULT_TRUNCATE
+from albert_keras.text.truncation import SINGLE_TEXT_TRUNCATIONS
 
 
 def _keep_lengths(len_a, len_b, budget, truncate):

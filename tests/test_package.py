@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import albert_keras
-from albert_keras.config import AlbertConfig
+from albert_keras.models.albert.albert_config import AlbertConfig
 from tests.helpers import MOBILEBERT
 from tests.helpers import SMALL
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from albert_keras import AlbertEncoder
-from albert_keras.config import AlbertConfig
+from albert_keras.models.albert.albert_config import AlbertConfig
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model
 from tests.helpers import SMALL

@@ -20,7 +20,7 @@ reproduced; here one seeded ``random.Random`` drives everything. The
 
 import dataclasses
 
-from albert_keras.config import ALBERT_SPECIAL_IDS as ALBERT_IDS
+from albert_keras.text.special_ids import ALBERT_SPECIAL_IDS as ALBERT_IDS
 
 FIRST_NORMAL_ID = 5  # random replacements never pick a special token
 

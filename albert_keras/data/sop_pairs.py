@@ -20,7 +20,7 @@ task (B from another document half the time) for ablations.
 
 import dataclasses
 
-from albert_keras.config import ALBERT_SPECIAL_IDS
+from albert_keras.text.special_ids import ALBERT_SPECIAL_IDS
 
 
 @dataclasses.dataclass

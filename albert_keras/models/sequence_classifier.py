@@ -4,7 +4,7 @@ import logging
 
 import keras
 
-from albert_keras.config import CLASSIFIER_POOLINGS
+from albert_keras.heads.poolings import CLASSIFIER_POOLINGS
 from albert_keras.models import output_divergence
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.export_kind import ExportKind

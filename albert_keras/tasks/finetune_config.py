@@ -6,14 +6,14 @@ its flags (and answer ``--help``) without importing it.
 
 import dataclasses
 
-from albert_keras.config import CLASSIFIER_POOLINGS
-from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
+from albert_keras.heads.poolings import CLASSIFIER_POOLINGS
 from albert_keras.options import check_options
 from albert_keras.options import config_from_keywords
 from albert_keras.options import option
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task_fields import TaskFields
 from albert_keras.tasks.training_fields import TrainingFields
+from albert_keras.text.truncation import SINGLE_TEXT_TRUNCATIONS
 from albert_keras.training.adversarial_config import AdversarialFields
 from albert_keras.training.pretrain_config import STRATEGIES
 

@@ -8,10 +8,10 @@ only. Free of Keras, so the command line builds its flags without it.
 
 import dataclasses
 
-from albert_keras.config import DEFAULT_TRUNCATE
-from albert_keras.config import TRUNCATE_MODES
 from albert_keras.options import option
 from albert_keras.tasks.registry import TASKS
+from albert_keras.text.truncation import DEFAULT_TRUNCATE
+from albert_keras.text.truncation import TRUNCATE_MODES
 
 
 @dataclasses.dataclass

@@ -7,11 +7,11 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_keras.config import ALBERT_SPECIAL_IDS
-from albert_keras.config import DEFAULT_TRUNCATE
-from albert_keras.config import SINGLE_TEXT_TRUNCATIONS
-from albert_keras.config import TRUNCATE_MODES
 from albert_keras.text.preprocessing_layer import PreprocessingLayer
+from albert_keras.text.special_ids import ALBERT_SPECIAL_IDS
+from albert_keras.text.truncation import DEFAULT_TRUNCATE
+from albert_keras.text.truncation import SINGLE_TEXT_TRUNCATIONS
+from albert_keras.text.truncation import TRUNCATE_MODES
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

@@ -12,7 +12,7 @@ Example:
 'AlbertTokenizer'
 """
 
-from albert_keras.config import CLS_ID
+from albert_keras.text.special_ids import CLS_ID
 from albert_keras.text.spm_model import read_model_proto
 from albert_keras.text.spm_model import special_ids_of
 

@@ -4,11 +4,11 @@ import collections
 import functools
 import os
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import MASK_ID
-from albert_keras.config import PAD_ID
-from albert_keras.config import SEP_ID
-from albert_keras.config import UNK_ID
+from albert_keras.text.special_ids import CLS_ID
+from albert_keras.text.special_ids import MASK_ID
+from albert_keras.text.special_ids import PAD_ID
+from albert_keras.text.special_ids import SEP_ID
+from albert_keras.text.special_ids import UNK_ID
 
 SPECIAL_PIECES = {PAD_ID: "<pad>", UNK_ID: "<unk>", CLS_ID: "[CLS]", SEP_ID: "[SEP]",
                   MASK_ID: "[MASK]"}

@@ -9,10 +9,10 @@ import pytest
 from albert_keras import AlbertEncoder
 from albert_keras import EncoderPretrainer
 from albert_keras import SequenceClassifier
-from albert_keras.config import AlbertConfig
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
+from albert_keras.models.albert.albert_config import AlbertConfig
 from tests.helpers import DEBERTA_V3
 from tests.helpers import all_positions
 from tests.helpers import make_hf_model

@@ -76,7 +76,7 @@ def test_electra_model_parity_and_export(tmp_path):
 
 
 def test_shared_layers_do_not_export_as_electra(tmp_path):
-    from albert_keras.config import ConfigError
+    from albert_keras.config_dicts import ConfigError
     from albert_keras.presets import get_preset
 
     encoder = AlbertEncoder(get_preset("albert_tiny", vocab_size=99))

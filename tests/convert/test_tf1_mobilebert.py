@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.convert import load_checkpoint
 from albert_keras.convert import load_tf1
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import MASK_ID
-from albert_keras.config import SEP_ID
 from albert_keras.data.dynamic_masking import mask_batch
 from albert_keras.data.masking import candidate_words
 from albert_keras.data.masking import mask_sequence
 from albert_keras.data.masking import masking_scheme
+from albert_keras.text.special_ids import CLS_ID
+from albert_keras.text.special_ids import MASK_ID
+from albert_keras.text.special_ids import SEP_ID
 
 V = 200
 WORD_STARTS = [True] * 5 + [random.Random(7).random() < 0.55 for _ in range(V - 5)]

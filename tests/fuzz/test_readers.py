@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import read_documents

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from albert_keras import AlbertEncoder
-from albert_keras.config import AlbertConfig
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.layers.disentangled_attention import DisentangledAttentionBlock
 from albert_keras.layers.relative_position import RelativeEmbedding
 from albert_keras.layers.relative_position import log_bucket_position
 from albert_keras.layers.relative_position import relative_index
+from albert_keras.models.albert.albert_config import AlbertConfig
 from tests.helpers import run_layer_test
 from tests.helpers import run_model_test
 

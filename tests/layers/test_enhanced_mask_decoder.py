@@ -7,7 +7,7 @@ from scipy.special import erf
 
 from albert_keras import AlbertEncoder
 from albert_keras import EncoderPretrainer
-from albert_keras.config import AlbertConfig
+from albert_keras.models.albert.albert_config import AlbertConfig
 from tests.helpers import sample_inputs
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from albert_keras import AlbertConfig
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.position_bias import alibi_bias
 from albert_keras.layers.position_bias import alibi_slopes

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import SEP_ID
 from albert_keras.tasks.tag_features import decode_tags
 from albert_keras.tasks.tag_features import tag_features
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
+from albert_keras.text.special_ids import CLS_ID
+from albert_keras.text.special_ids import SEP_ID
 
 
 def test_first_piece_is_labelled(spm_path):

@@ -198,7 +198,7 @@ def test_another_objective_says_it_keeps_the_presets_depth(caplog):
 
 
 def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder(caplog):
-    from albert_keras.config import AlbertConfig
+    from albert_keras.models.albert.albert_config import AlbertConfig
     from albert_keras.models.deberta.family import DEBERTA_V3_ENCODER
 
     with caplog.at_level("WARNING", logger="albert_keras.training.recipes"):

@@ -2,11 +2,11 @@
 
 import json
 
-from albert_keras.config import AlbertConfig
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.files import write_json
 from albert_keras.models.albert import hf_config
 from albert_keras.models.albert import tf1_config
+from albert_keras.models.albert.albert_config import AlbertConfig
 
 DIALECTS = ("albert_keras", "original", "hf")
 

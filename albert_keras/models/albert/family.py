@@ -4,9 +4,9 @@ One ``register_family`` call: the config, the encoder, the named sizes and
 the HF ``model_type`` values that ``albert_keras.convert.hf`` reads.
 """
 
-from albert_keras.config import AlbertConfig
 from albert_keras.families import Family
 from albert_keras.families import register_family
+from albert_keras.models.albert.albert_config import AlbertConfig
 
 # The original ALBERT sizes (paper Table 1, albert_config.json of each
 # release). ``albert_tiny`` is ours, for tests and CPU runs.

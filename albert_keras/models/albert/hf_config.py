@@ -6,14 +6,14 @@ are accepted; any other unknown key is an error that names it.
 
 import dataclasses
 
-from albert_keras.config import CLS_ID
-from albert_keras.config import PAD_ID
-from albert_keras.config import SEP_ID
-from albert_keras.config import AlbertConfig
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.convert.hf import HF_GENERIC_KEYS
+from albert_keras.models.albert.albert_config import AlbertConfig
 from albert_keras.models.albert.tf1_config import INERT_FIELDS
 from albert_keras.models.deberta import hf_config as hf_deberta_config
+from albert_keras.text.special_ids import CLS_ID
+from albert_keras.text.special_ids import PAD_ID
+from albert_keras.text.special_ids import SEP_ID
 
 _DEFAULTS = AlbertConfig()
 

@@ -26,7 +26,6 @@ import tempfile
 
 import numpy as np
 
-from albert_keras.config import AlbertConfig
 from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import load_hf
 from albert_keras.convert.hf import read_hf_tensors
@@ -36,6 +35,7 @@ from albert_keras.convert.keras_hub_preset import from_preset
 from albert_keras.convert.keras_hub_preset import keras_hub
 from albert_keras.convert.keras_hub_preset import preset_backbone
 from albert_keras.convert.keras_hub_preset import preset_tokenizer
+from albert_keras.models.albert.albert_config import AlbertConfig
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 

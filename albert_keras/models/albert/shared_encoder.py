@@ -2,11 +2,11 @@
 
 import keras
 
-from albert_keras.config import block_plan
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.disentangled_attention import DisentangledAttentionBlock
 from albert_keras.layers.feed_forward_block import FeedForwardBlock
 from albert_keras.layers.relative_position import RelativeEmbedding
+from albert_keras.models.albert.albert_config import block_plan
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

@@ -7,8 +7,8 @@ their inert values; any other unknown key is an error that names it.
 
 import dataclasses
 
-from albert_keras.config import AlbertConfig
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
+from albert_keras.models.albert.albert_config import AlbertConfig
 
 _DEFAULTS = AlbertConfig()
 

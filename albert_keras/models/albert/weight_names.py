@@ -7,7 +7,7 @@ Linear weight into a Keras ``[in, out]`` kernel). The generic machinery
 (groups, heads, loading) is ``albert_keras.convert``'s.
 
 Example:
->>> from albert_keras.config import AlbertConfig
+>>> from albert_keras.models.albert.albert_config import AlbertConfig
 >>> names = hf_albert_names(AlbertConfig(num_hidden_layers=2))
 >>> names["attention_0/query/kernel"]
 ('encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight', 'T')

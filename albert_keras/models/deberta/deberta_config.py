@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from albert_keras.config import AlbertConfig
+from albert_keras.models.albert.albert_config import AlbertConfig
 
 
 @dataclasses.dataclass(frozen=True)

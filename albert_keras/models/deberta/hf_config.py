@@ -8,10 +8,10 @@ layer (``conv_kernel_size``), an embedding width other than the hidden width
 width, a head size other than ``hidden_size / heads``.
 """
 
-from albert_keras.config import PAD_ID
-from albert_keras.config import AlbertConfig
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
+from albert_keras.models.albert.albert_config import AlbertConfig
 from albert_keras.models.deberta.deberta_config import DebertaConfig
+from albert_keras.text.special_ids import PAD_ID
 
 MODEL_TYPE = "deberta-v2"
 

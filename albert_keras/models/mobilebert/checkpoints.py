@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.convert import hf_heads
 from albert_keras.convert.assign import assign_tensors
 from albert_keras.convert.conversion_error import ConversionError

@@ -6,9 +6,9 @@ keys and layouts no implementation computes are one-line errors.
 
 import dataclasses
 
-from albert_keras.config import ACTIVATIONS
-from albert_keras.config import ConfigError
-from albert_keras.config import config_from_dict
+from albert_keras.config_dicts import ConfigError
+from albert_keras.config_dicts import config_from_dict
+from albert_keras.models.albert.albert_config import ACTIVATIONS
 
 NORMALIZATIONS = ("no_norm", "layer_norm")
 

@@ -15,7 +15,7 @@ where HF passes no epsilon use PyTorch's 1e-5, where the original uses 1e-12.
 
 import re
 
-from albert_keras.config import ConfigError
+from albert_keras.config_dicts import ConfigError
 from albert_keras.convert.assign import assign_tensors
 from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.mobilebert.checkpoints import hf_names

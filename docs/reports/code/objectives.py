@@ -36,8 +36,8 @@ import time
 
 from finetune_recipe import tfidf_baseline  # the same baseline as the recipe table
 
-from albert_keras.config import CLASSIFIER_POOLINGS
 from albert_keras.files import write_json
+from albert_keras.heads.poolings import CLASSIFIER_POOLINGS
 
 OBJECTIVES = ("mlm_sop", "mlm", "rtd")
 
