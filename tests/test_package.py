@@ -268,6 +268,58 @@ def test_only_the_tokenizer_kinds_branch_on_a_kind():
                           {"bpe", "wordpiece"}) == [1, 2]
 
 
+def _task_branches(text, names):
+    """``[line]`` where ``text`` compares something with a task's, export
+    kind's or transformers task class' name, or compares a model's
+    ``export_kind`` or ``hf_task`` with anything."""
+    import ast
+
+    def names_one(node):
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(map(names_one, node.elts))
+        return isinstance(node, ast.Attribute) and node.attr in ("export_kind", "hf_task")
+
+    return [node.lineno for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Compare)
+            and any(map(names_one, [node.left, *node.comparators]))]
+
+
+def test_only_the_task_units_branch_on_a_task():
+    """Export, conversion, training and the command line ask a task unit, a
+    model's ``ExportKind`` or transformers' task table what they need, so a
+    new task is its folder and one registry line (tests/test_toy_task.py).
+    The names of a folder's parts (``export --part``: ``embedder``,
+    ``discriminator``...) are left out: reading a part is not a branch on
+    the model's kind."""
+    import dataclasses
+
+    import albert_keras
+    from albert_keras.convert.hf_heads import HF_TASKS
+    from albert_keras.export.export_config import ExportConfig
+    from albert_keras.tasks.registry import TASKS
+
+    kinds = {getattr(albert_keras, name).export_kind.name for name in (
+        "SequenceClassifier", "TokenTagger", "SpanExtractor", "ChoiceScorer",
+        "SentenceEmbedder", "TokenDiscriminator")}
+    parts = next(f for f in dataclasses.fields(ExportConfig) if f.name == "part")
+    names = (set(TASKS) | set(HF_TASKS) | kinds) - set(parts.metadata["choices"])
+    found = []
+    for top in ("albert_keras", "export"):
+        for folder, _, files in os.walk(os.path.join(_ROOT, top)):
+            relative = os.path.relpath(folder, _ROOT)
+            if relative.startswith(os.path.join("albert_keras", "tasks")):
+                continue
+            for name in sorted(n for n in files if n.endswith(".py")):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    found += [f"{relative}/{name}:{line}"
+                              for line in _task_branches(f.read(), names)]
+    assert not found, "\n".join(found)
+    # the check itself sees every form
+    assert _task_branches('a = k == "classify"\nb = t in ("QuestionAnswering",)\n'
+                          'c = model.export_kind == x', names) == [1, 2, 3]
+
+
 def _package_modules():
     """Module name -> file of every module of the package (``export`` is
     installed as ``albert_keras.export``)."""
