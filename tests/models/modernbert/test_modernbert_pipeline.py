@@ -4,6 +4,7 @@ exported to a validated ``.tflite`` and written back as an HF folder whose
 ``pipeline`` gives our predictions."""
 
 import csv
+import os
 
 import numpy as np
 import pytest
@@ -111,3 +112,44 @@ def test_a_modernbert_teacher_distils_into_a_modernbert_student(modernbert_class
         student_init=modernbert_folder, epochs=4, batch_size=16, learning_rate=1e-3))
     # the label word is in the text: a student that learns nothing stays near 0.5
     assert metrics["teacher_accuracy"] >= 0.9 and metrics["accuracy"] >= 0.9, metrics
+
+
+def test_shrink_distils_into_a_smaller_pretrained_modernbert_folder(modernbert_classifier,
+                                                                      modernbert_folder,
+                                                                      tmp_path):
+    """``shrink`` with an Ettin-like student: a smaller pretrained HF
+    ModernBERT folder (Ettin's encoders are ModernBERT folders; here the
+    teacher's masked LM with its last layer dropped, as DistilBERT was
+    made) with the teacher's tokenizer, distilled from the fine-tuned
+    classifier, exported, validated and scored: it keeps the teacher's
+    accuracy in a smaller file and is recommended."""
+    import shutil
+
+    from albert_keras.tasks.shrink import shrink
+    from albert_keras.tasks.shrink_config import ShrinkConfig
+
+    teacher, held_out, _ = modernbert_classifier
+    student = tmp_path / "ettin_like"
+    full = transformers.ModernBertForMaskedLM.from_pretrained(modernbert_folder)
+    config = full.config
+    config.num_hidden_layers -= 1
+    config.layer_types = config.layer_types[:config.num_hidden_layers]
+    smaller = transformers.ModernBertForMaskedLM(config)
+    missing = smaller.load_state_dict(full.state_dict(), strict=False).missing_keys
+    assert not missing, missing
+    smaller.save_pretrained(str(student))
+    for name in os.listdir(modernbert_folder):
+        if name.startswith("tokenizer"):
+            shutil.copy(os.path.join(modernbert_folder, name), student / name)
+    train = _rows(tmp_path / "train.csv", 200, 4)
+    out = str(tmp_path / "shrink")
+    result = shrink(teacher, train, held_out, out, ShrinkConfig(
+        students=(str(student),), modes=("none", "dynamic"), epochs=20, runs=3, baselines=False,
+        tolerance=0.05))
+    rows = {(r["candidate"], r["mode"]): r for r in result["rows"]}
+    mine = rows[("ettin_like", "none")]
+    assert mine["validated"] and rows[("ettin_like", "dynamic")]["validated"]
+    # the label word is in the text: a student that learned nothing stays near 0.5
+    assert mine["tflite_accuracy"] >= 0.9, mine
+    assert mine["size_bytes"] < rows[("teacher", "none")]["size_bytes"]
+    assert result["recommended"]["candidate"] == "ettin_like"
