@@ -153,3 +153,38 @@ def test_shrink_distils_into_a_smaller_pretrained_modernbert_folder(modernbert_c
     assert mine["tflite_accuracy"] >= 0.9, mine
     assert mine["size_bytes"] < rows[("teacher", "none")]["size_bytes"]
     assert result["recommended"]["candidate"] == "ettin_like"
+
+
+def test_a_long_text_run_at_1024_pieces_fine_tunes_on_a_cpu(tmp_path):
+    """Fine-tuning and prediction at 1,024 pieces (ModernBERT's positions
+    are rotary: the folder says how many it takes); the label word sits
+    anywhere in ~1,000 pieces, past every 64-piece local window."""
+    from tokenizers import Tokenizer
+
+    folder = tmp_path / "long"
+    folder.mkdir()
+    tokenizer = Tokenizer.from_file(make_bpe_file(folder))
+    torch.manual_seed(0)
+    config = transformers.ModernBertConfig(
+        vocab_size=tokenizer.get_vocab_size(), hidden_size=32, intermediate_size=48,
+        num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=2048,
+        local_attention=64, pad_token_id=tokenizer.token_to_id("[PAD]"))
+    transformers.ModernBertForMaskedLM(config).save_pretrained(str(folder))
+    rng = np.random.default_rng(0)
+    path = tmp_path / "long.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        out.writerow(["text", "label"])
+        for _ in range(16):
+            label = str(rng.choice(["dog", "fox"]))
+            words = list(rng.choice(WORDS, 360))
+            words.insert(int(rng.integers(360)), label)
+            out.writerow([" ".join(words), label])
+    pieces = [len(tokenizer.encode(row[0]).ids) for row in csv.reader(open(path))][1:]
+    assert 700 < min(pieces) and max(pieces) < 1022  # long, and whole at 1,024
+    out = str(tmp_path / "cls")
+    metrics = finetune(str(folder), str(path), str(path), out, FinetuneConfig(
+        task="classify", epochs=1, batch_size=8, sequence_length=1024))
+    assert metrics["examples"] == 16
+    rows = predict(out, str(path))
+    assert len(rows) == 16 and {r["label"] for r in rows} <= {"dog", "fox"}
