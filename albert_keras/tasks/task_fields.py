@@ -30,8 +30,8 @@ class TaskFields:
             null_threshold, version_2: QA windows and decoding.
     """
 
-    # the live registry, so a task registered after this import is a choice
-    task: str = option("classify", "the task", choices=TASKS)
+    # a live view of the registry, so a task registered after this import is a choice
+    task: str = option("classify", "the task", choices=TASKS.keys())
     sequence_length: int = option(128, "pieces per input, specials included",
                                   flag="--seq-length", valid="[8, inf)")
     truncate: str = option(DEFAULT_TRUNCATE, "how inputs are cut to fit: pairs longest_first "
