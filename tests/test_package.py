@@ -178,7 +178,7 @@ def _imported_modules_of_text(text):
 # mapping (which names each weight) may reach them.
 _BACKBONE_INSIDES = ("embeddings", "transformer", "attention_blocks", "ffn_blocks")
 _BACKBONE_OWNERS = ("albert_keras/models/albert/albert_encoder.py",
-                    "albert_keras/models/albert/weight_names.py")
+                    "albert_keras/models/albert/encoder_variables.py")
 
 
 def _backbone_reads(text):

@@ -7,6 +7,8 @@ PyTorch ``[out, in]`` Linear weight into a Keras ``[in, out]`` kernel).
 """
 
 from albert_keras.convert.hf_heads import HEAD_NAMES
+from albert_keras.models.variable_names import dense_variables
+from albert_keras.models.variable_names import norm_variables
 
 # Tensors come in groups. The encoder group must be complete; the others are
 # loaded whole or not at all (e.g. AlbertForMaskedLM has no pooler).
@@ -22,18 +24,6 @@ def group_of(name):
     """The group of a canonical name (``REQUIRED_GROUP``: the encoder's)."""
     head = name.split("/")[0]
     return head if head in _OPTIONAL else REQUIRED_GROUP
-
-
-def dense_variables(prefix, layer):
-    """A dense layer's variables (its bias where it has one)."""
-    out = {f"{prefix}/kernel": layer.kernel, f"{prefix}/bias": layer.bias}
-    return {name: v for name, v in out.items() if v is not None}
-
-
-def norm_variables(prefix, layer):
-    """A LayerNorm's variables (its beta where it centres)."""
-    out = {f"{prefix}/gamma": layer.gamma, f"{prefix}/beta": layer.beta}
-    return {name: v for name, v in out.items() if v is not None}
 
 
 def model_variables(model):

@@ -8,9 +8,9 @@ from albert_keras.layers.activations import get_activation
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.stack_hidden_states import StackHiddenStates
 from albert_keras.models.albert.albert_config import AlbertConfig
+from albert_keras.models.albert.encoder_variables import albert_variables
 from albert_keras.models.albert.factorized_embedding import FactorizedEmbedding
 from albert_keras.models.albert.shared_encoder import SharedEncoder
-from albert_keras.models.albert.weight_names import albert_variables
 from albert_keras.models.backbone import Backbone
 
 

@@ -4,7 +4,7 @@ decoder's position table).
 
 Example:
 >>> from albert_keras.models.deberta.deberta_config import DebertaConfig
->>> hf_deberta_names(DebertaConfig(num_hidden_layers=1))["attention_0/pos_key/kernel"]
+>>> hf_deberta_names(DebertaConfig())["attention_0/pos_key/kernel"]
 ('encoder.layer.0.attention.self.pos_key_proj.weight', 'T')
 """
 
