@@ -7,8 +7,8 @@ PyTorch ``[out, in]`` Linear weight into a Keras ``[in, out]`` kernel).
 """
 
 from albert_keras.convert.hf_heads import HEAD_NAMES
-from albert_keras.models.variable_names import dense_variables
-from albert_keras.models.variable_names import norm_variables
+from albert_keras.layers.variable_names import dense_variables
+from albert_keras.layers.variable_names import norm_variables
 
 # Tensors come in groups. The encoder group must be complete; the others are
 # loaded whole or not at all (e.g. AlbertForMaskedLM has no pooler).

@@ -3,8 +3,8 @@
 tables (``weight_names``) map. The one place besides the encoder itself
 that walks its inner layers."""
 
-from albert_keras.models.variable_names import dense_variables
-from albert_keras.models.variable_names import norm_variables
+from albert_keras.layers.variable_names import dense_variables
+from albert_keras.layers.variable_names import norm_variables
 
 
 def albert_variables(encoder):
