@@ -246,22 +246,28 @@ def _kind_branches(text, kinds):
             and any(map(names_a_kind, [node.left, *node.comparators]))]
 
 
+def _branches_outside(own, branches):
+    """``["file:line"]`` of ``branches(text)`` in every module of the
+    package and ``export`` but those under ``albert_keras/<own>``."""
+    found = []
+    for top in ("albert_keras", "export"):
+        for folder, _, files in os.walk(os.path.join(_ROOT, top)):
+            relative = os.path.relpath(folder, _ROOT)
+            if relative.startswith(os.path.join("albert_keras", own)):
+                continue
+            for name in sorted(n for n in files if n.endswith(".py")):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    found += [f"{relative}/{name}:{line}" for line in branches(f.read())]
+    return found
+
+
 def test_only_the_tokenizer_kinds_branch_on_a_kind():
     """Export, the web folder, app metadata, HF and keras-hub folders ask a
     tokenizer kind what they need (``Tokenizer.app_files``, ``hf_files``...),
     so a new kind is its module and one registry line."""
     from albert_keras.text.registry import TOKENIZERS
 
-    found = []
-    for top in ("albert_keras", "export"):
-        for folder, _, names in os.walk(os.path.join(_ROOT, top)):
-            relative = os.path.relpath(folder, _ROOT)
-            if relative.startswith(os.path.join("albert_keras", "text")):
-                continue
-            for name in sorted(n for n in names if n.endswith(".py")):
-                with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    found += [f"{relative}/{name}:{line}"
-                              for line in _kind_branches(f.read(), set(TOKENIZERS))]
+    found = _branches_outside("text", lambda text: _kind_branches(text, set(TOKENIZERS)))
     assert not found, "\n".join(found)
     # the check itself sees both forms
     assert _kind_branches('if tokenizer.kind != "bpe": pass\nok = k in ("wordpiece",)',
@@ -304,16 +310,7 @@ def test_only_the_task_units_branch_on_a_task():
         "SentenceEmbedder", "TokenDiscriminator")}
     parts = next(f for f in dataclasses.fields(ExportConfig) if f.name == "part")
     names = (set(TASKS) | set(HF_TASKS) | kinds) - set(parts.metadata["choices"])
-    found = []
-    for top in ("albert_keras", "export"):
-        for folder, _, files in os.walk(os.path.join(_ROOT, top)):
-            relative = os.path.relpath(folder, _ROOT)
-            if relative.startswith(os.path.join("albert_keras", "tasks")):
-                continue
-            for name in sorted(n for n in files if n.endswith(".py")):
-                with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    found += [f"{relative}/{name}:{line}"
-                              for line in _task_branches(f.read(), names)]
+    found = _branches_outside("tasks", lambda text: _task_branches(text, names))
     assert not found, "\n".join(found)
     # the check itself sees every form
     assert _task_branches('a = k == "classify"\nb = t in ("QuestionAnswering",)\n'
