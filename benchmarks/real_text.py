@@ -218,7 +218,7 @@ def _parser():
     p.add_argument("--vocab-size", type=int, default=None,
                    help="rows of the word table (the corpus's vocabulary, padded; default: "
                         "the family's, 30,522 for BERT, 128,100 for DeBERTa-v3)")
-    p.add_argument("--also-precision", default=None, choices=("mixed_bfloat16",),
+    p.add_argument("--also-precision", default=None, choices=("mixed_bfloat16", "float32"),
                    help="also fine-tune ours at this --precision, once per repeat (bf16 on "
                         "CPUs with AMX)")
     p.add_argument("--no-fixed", action="store_true",

@@ -25,6 +25,10 @@ import weakref
 
 import numpy as np
 
+from albert_keras.precision import batch_precision
+from albert_keras.precision import float32_trace
+from albert_keras.precision import machine_precision
+
 # The bucket lengths up to the sequence length: 16 apart up to 64, then
 # about 1.5x apart, so no row is padded by more than half its bucket.
 _LENGTHS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
@@ -197,33 +201,50 @@ def along_the_sequence(model):
 _RUNNERS = weakref.WeakKeyDictionary()
 
 
-def _batch_runner(model, x):
+def _batch_runner(model, x, precision="auto"):
     """``(run, any_length)``: ``model`` on one batch, as numpy, and whether
     a batch may have any length. On TensorFlow, one graph traced for any
     number of rows and any length (Keras' ``predict_on_batch`` traces a
     graph for the first shapes it sees, then relaxes and traces again:
     seconds each for a base-sized model), so a batch is cut to its longest
-    row, as HF's pipeline pads it; elsewhere ``predict_on_batch``, which
-    compiles per shape, at the bucket lengths."""
+    row, as HF's pipeline pads it; a model that computes in bf16 also gets
+    a float32 graph of the same weights for the batches that
+    ``batch_precision`` sends there (a few short rows). Elsewhere
+    ``predict_on_batch``, which compiles per shape, at the bucket lengths."""
     import keras
 
     if keras.backend.backend() != "tensorflow":
         return model.predict_on_batch, False
+    graphs = _RUNNERS.setdefault(model, {})
+    machine = machine_precision()
+    policy = model.dtype_policy.name
+
+    def run(batch):
+        tokens = int(np.prod(np.shape(batch["padding_mask"])))
+        name = batch_precision(precision, policy, tokens, machine)
+        if name not in graphs:
+            graphs[name] = _traced(model, x, in_float32=name != policy)
+        return {k: v.numpy() for k, v in graphs[name](batch).items()}
+    return run, True
+
+
+def _traced(model, x, in_float32):
+    """``model``'s prediction graph for batches like ``x``'s of any shape;
+    ``in_float32``: traced with its layers computing in float32."""
     import tensorflow as tf
 
-    runner = _RUNNERS.get(model)
-    if runner is None:
-        signature = {name: tf.TensorSpec([None] * np.ndim(value), tf.as_dtype(
-            np.asarray(value).dtype)) for name, value in x.items()}
-        owner = weakref.ref(model)  # the cache must not keep the model alive
-        graph = tf.function(lambda batch: owner()(batch, training=False),
-                            input_signature=[signature])
-        runner = _RUNNERS[model] = lambda batch: {
-            k: v.numpy() for k, v in graph(batch).items()}
-    return runner, True
+    signature = {name: tf.TensorSpec([None] * np.ndim(value), tf.as_dtype(
+        np.asarray(value).dtype)) for name, value in x.items()}
+    owner = weakref.ref(model)  # the cache must not keep the model alive
+    graph = tf.function(lambda batch: owner()(batch, training=False),
+                        input_signature=[signature])
+    if in_float32:
+        with float32_trace(model):
+            graph.get_concrete_function()  # traced now; later calls reuse it
+    return graph
 
 
-def predict_in_buckets(model, x, batch_size=64):
+def predict_in_buckets(model, x, batch_size=64, precision="auto"):
     """``model``'s outputs on the rows of ``x``, batched by length, in row order.
 
     Outputs that run along the sequence (a tagger's logits, a QA model's
@@ -235,6 +256,9 @@ def predict_in_buckets(model, x, batch_size=64):
         model: a functional Keras model on the encoder inputs.
         x: the encoder inputs, numpy arrays of one sequence length.
         batch_size: rows per batch.
+        precision: ``float32`` runs a bf16 model's batches in float32;
+            ``auto`` lets ``albert_keras.precision.batch_precision`` choose
+            per batch (a few short rows in float32 on a CPU).
 
     Example:
     >>> outputs = predict_in_buckets(classifier, data.x)  # doctest: +SKIP
@@ -250,7 +274,7 @@ def predict_in_buckets(model, x, batch_size=64):
     lengths = row_lengths(x)
     plan = plan_batches(lengths, batch_size, bucket_lengths(S))
     n, results = len(lengths), {}
-    run, any_length = _batch_runner(model, x)
+    run, any_length = _batch_runner(model, x, precision)
     for rows, length in plan:
         if any_length:  # one graph for every shape: no padding to the bucket's length
             length = int(lengths[rows].max())

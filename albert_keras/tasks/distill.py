@@ -29,6 +29,7 @@ from albert_keras.models.layer_distiller import LayerDistiller
 from albert_keras.models.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
+from albert_keras.precision import resolve_precision
 from albert_keras.presets import get_preset
 from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
@@ -285,11 +286,11 @@ def _student_encoder(taught, cfg):
             raise ValueError(f"{cfg.student_init}: its tokenizer is not the teacher's "
                              f"({taught.pieces.source}); the student must read the same "
                              "pieces")
-        encoder = source.encoder(dtype=cfg.precision)
+        encoder = source.encoder(dtype=resolve_precision(cfg.precision))
     else:
         config = get_preset(cfg.student, vocab_size=taught.vocab_size,
                             **(cfg.student_overrides or {}))
-        encoder = build_backbone(config, dtype=cfg.precision)
+        encoder = build_backbone(config, dtype=resolve_precision(cfg.precision))
     if encoder.config.vocab_size != taught.vocab_size:
         raise ValueError(f"{cfg.student_init}: vocabulary of {encoder.config.vocab_size}, "
                          f"the teacher's has {taught.vocab_size}")

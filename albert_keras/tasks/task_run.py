@@ -206,13 +206,14 @@ def fit_with_selection(model, dataset, run, folder=None, callbacks=(), fit=None,
     return history, best
 
 
-def predict_outputs(model, data, batch_size=64, length_buckets=True):
+def predict_outputs(model, data, batch_size=64, length_buckets=True, precision="auto"):
     """The model's outputs on a ``TaskData``'s inputs, in row order; with
     ``length_buckets``, run in batches cut to their rows' lengths
     (``albert_keras.data.length_buckets``: the same outputs at every
-    position a task reads)."""
+    position a task reads), each in the precision ``batch_precision``
+    gives it (``float32``: a bf16 model's batches too)."""
     if length_buckets:
-        return predict_in_buckets(model, data.x, batch_size)
+        return predict_in_buckets(model, data.x, batch_size, precision)
     return model.predict(data.x, batch_size=batch_size, verbose=0)
 
 

@@ -19,6 +19,7 @@ import os
 import keras
 
 from albert_keras.files import writing_into
+from albert_keras.precision import resolve_precision
 from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.model_source import ModelSource
@@ -320,7 +321,8 @@ class TextTask(keras.Model):
         """The task model's outputs on ``data`` (batched by length unless
         ``length_buckets`` or the settings say not)."""
         buckets = self.settings.length_buckets if length_buckets is None else length_buckets
-        return predict_outputs(self.task_model, data, batch_size, buckets)
+        return predict_outputs(self.task_model, data, batch_size, buckets,
+                               self.settings.precision)
 
     def _outputs(self, x, batch_size):
         self._need_model("predict")
@@ -421,7 +423,7 @@ class TextTask(keras.Model):
             origin.give_tokenizer(model.encoder)
             return cls(task_model=model, settings=_kept_settings(settings, model)), model
         encoder = origin.give_tokenizer(origin.encoder(
-            dtype=settings.precision, from_scratch=settings.from_scratch,
+            dtype=resolve_precision(settings.precision), from_scratch=settings.from_scratch,
             dropout=settings.encoder_dropout))
         settings = fit_length(settings, encoder.config.max_position_embeddings, origin.path)
         options = get_task(cls.task_name).head_options(settings, origin)

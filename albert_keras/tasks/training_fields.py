@@ -9,7 +9,7 @@ Free of Keras, so the command line builds its flags without it.
 import dataclasses
 
 from albert_keras.options import option
-from albert_keras.precision import PRECISIONS
+from albert_keras.precision import PRECISION_CHOICES
 
 
 @dataclasses.dataclass
@@ -24,7 +24,8 @@ class TrainingFields:
             decoupled weight decay (not on LayerNorm or biases).
         layer_decay: layer-wise learning-rate decay (1 turns it off).
         dropout: dropout on the head's input.
-        precision: the Keras dtype policy.
+        precision: the Keras dtype policy, or ``auto``
+            (``albert_keras.precision.resolve_precision``).
         validation_split: hold out this share of the training rows'
             examples and choose the best epoch on them.
         select_metric, patience: keep the best epoch by this metric (the
@@ -46,8 +47,12 @@ class TrainingFields:
                                      "the full rate, each layer below at this factor of the "
                                      "one above, the embeddings lowest; 1 turns it off", valid="(0, 1]")
     dropout: float = option(0.1, "dropout on the head's input", valid="[0, 1)")
-    precision: str = option("float32", "Keras dtype policy",
-                            choices=PRECISIONS)
+    precision: str = option("auto", "Keras dtype policy (auto: mixed_bfloat16 where the "
+                                    "CPU multiplies bf16 natively (AMX, AVX512-BF16) on "
+                                    "TensorFlow or torch, on recent GPUs and TPUs; else "
+                                    "float32); float32 keeps float32 numbers. Prediction "
+                                    "runs batches of a few short rows in float32 either way",
+                            choices=PRECISION_CHOICES)
     validation_split: float = option(None, "hold out this share of the training rows' "
                                            "examples (stratified by label, drawn by --seed) "
                                            "and choose the best epoch on it", valid="(0, 1)")

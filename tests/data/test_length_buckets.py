@@ -136,3 +136,51 @@ def test_layer_transfer_losses_of_a_cut_batch_equal_the_padded_one():
         tracker.reset_state()
     assert full[0] > 1e-2 and full[1] > 1e-6  # two random encoders differ
     np.testing.assert_allclose(losses(cut), full, rtol=1e-3)
+
+
+def _family_encoders(dtype):
+    """A tiny encoder of each family in ``dtype``, the same weights for a seed."""
+    import keras
+
+    from albert_keras.families import build_backbone
+    from albert_keras.presets import get_preset
+
+    small = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    configs = {"albert": get_preset("albert_tiny", vocab_size=99, **small),
+               "deberta": get_preset("deberta_v3_tiny", vocab_size=99, **small),
+               "mobilebert": get_preset("mobilebert_tiny", vocab_size=99, **small),
+               "modernbert": get_preset("modernbert_tiny", vocab_size=99)}
+    made = {}
+    for name, config in configs.items():
+        keras.utils.set_random_seed(0)
+        made[name] = build_backbone(config, dtype=dtype)
+    return made
+
+
+@pytest.mark.parametrize("family", ["albert", "deberta", "mobilebert", "modernbert"])
+def test_a_bf16_model_predicts_small_batches_in_float32_with_its_own_weights(family,
+                                                                            monkeypatch):
+    """On a CPU with native bf16 (pretended here: the tests run TensorFlow
+    without oneDNN), a bf16 classifier runs one row in float32, exactly as
+    the same weights built in float32 do, and a full batch in bf16 (close,
+    not equal); ``precision="float32"`` runs every batch in float32."""
+    from albert_keras import SequenceClassifier
+    from albert_keras.data import length_buckets
+
+    monkeypatch.setattr(length_buckets, "machine_precision",
+                        lambda: ("mixed_bfloat16", False))
+    fast = SequenceClassifier(_family_encoders("mixed_bfloat16")[family], 3)
+    exact = SequenceClassifier(_family_encoders("float32")[family], 3)
+    exact.set_weights(fast.get_weights())
+    x, _ = _mixed_inputs(n=16)
+    # the float32 model through the same batches: cut to the same lengths
+    expected = predict_in_buckets(exact, x, batch_size=16)["logits"]
+    one = {k: v[:1] for k, v in x.items()}
+    np.testing.assert_allclose(predict_in_buckets(fast, one, batch_size=1)["logits"],
+                               predict_in_buckets(exact, one, batch_size=1)["logits"], atol=1e-6)
+    in_bf16 = predict_in_buckets(fast, x, batch_size=16)["logits"]
+    assert 1e-4 < np.abs(in_bf16 - expected).max() < 0.1
+    np.testing.assert_allclose(
+        predict_in_buckets(fast, x, batch_size=16, precision="float32")["logits"], expected,
+        atol=1e-6)
+    assert fast.dtype_policy.name == "mixed_bfloat16"  # the swap was put back
