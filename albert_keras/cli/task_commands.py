@@ -79,7 +79,7 @@ def cmd_evaluate(args):
     _progress_to_stderr()  # stdout holds the metrics' JSON
 
     _print_metrics(evaluate(args.model, args.data, batch_size=args.batch_size,
-                            length_buckets=args.length_buckets))
+                            length_buckets=args.length_buckets, precision=args.precision))
     return 0
 
 
@@ -138,7 +138,8 @@ def cmd_predict(args):
             path = f.name
     try:
         _write_jsonl(predict(args.model, path, batch_size=args.batch_size,
-                             length_buckets=args.length_buckets), args.out)
+                             length_buckets=args.length_buckets, precision=args.precision),
+                     args.out)
     except ValueError as e:
         if path == args.input:
             raise
@@ -275,6 +276,7 @@ def _add_evaluate_and_predict(sub):
     p.add_argument("data", help="a labelled file in the task's format")
     p.add_argument("--batch-size", type=int, default=64, help="(default: %(default)s)")
     _add_length_buckets(p)
+    _add_prediction_precision(p)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("predict", help="predictions of a fine-tuned folder, as JSONL")
@@ -286,6 +288,7 @@ def _add_evaluate_and_predict(sub):
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out file (default: refuse)")
     _add_length_buckets(p)
+    _add_prediction_precision(p)
     p.set_defaults(func=cmd_predict)
 
 
@@ -293,6 +296,15 @@ def _add_length_buckets(p):
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     add_flags(p, FinetuneConfig, only=("length_buckets",))
+
+
+def _add_prediction_precision(p):
+    p.add_argument("--precision", default="auto", choices=("auto", "float32"),
+                   help="how a model trained in bf16 computes: auto runs batches of 256 "
+                        "pieces or more in bf16 where the CPU multiplies it natively and "
+                        "smaller ones in float32; float32 runs every batch in float32 "
+                        "(a float32 model computes in float32 either way) (default: "
+                        "%(default)s)")
 
 
 def _add_fill_mask(sub):

@@ -373,13 +373,16 @@ class TextTask(keras.Model):
         return config
 
     @classmethod
-    def load(cls, folder, tokenizer=None):
+    def load(cls, folder, tokenizer=None, precision="auto"):
         """The task object of a fine-tuned folder, of its task's class
-        (``TextClassifier`` for a ``classify`` folder)."""
+        (``TextClassifier`` for a ``classify`` folder). ``precision``:
+        how a folder trained in bf16 predicts (``auto``: each batch where
+        it is faster, ``float32``: every batch in float32)."""
         spec = ModelSource(os.fspath(folder), tokenizer).task_spec
         if not spec:
             raise FileNotFoundError(f"{folder}: not a fine-tuned model folder (no {TASK_FILE})")
-        made = cls.for_task(spec.get("task")).from_preset(folder, tokenizer=tokenizer)
+        made = cls.for_task(spec.get("task")).from_preset(folder, tokenizer=tokenizer,
+                                                          precision=precision)
         if not isinstance(made, cls):
             raise ValueError(f"{folder}: a fine-tuned {spec.get('task')} folder, "
                              f"not {cls.__name__}")

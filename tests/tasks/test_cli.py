@@ -4,6 +4,7 @@ import csv
 import json
 import os
 
+import numpy as np
 import pytest
 
 from albert_keras.cli import main
@@ -43,6 +44,44 @@ def test_finetune_evaluate_predict_commands(init_folder, task_files, tmp_path, c
     json.load(open(os.path.join(out, "task.json")))
     assert main(["predict", out, "--input", task_files["cls_eval"], "--out", predictions,
                  "--overwrite"]) == 0
+
+
+def test_predict_precision_of_a_bf16_folder(init_folder, task_files, tmp_path, capsys,
+                                            monkeypatch):
+    """A folder fine-tuned in bf16, on a CPU that multiplies bf16 natively
+    (pretended: the tests run TensorFlow without oneDNN): ``predict`` runs
+    a full batch in bf16 by default and in float32 with ``--precision
+    float32``, whose scores are those of the rows one by one (small
+    batches run in float32 either way)."""
+    from albert_keras.data import length_buckets
+
+    out = str(tmp_path / "bf16")
+    assert main(["finetune", "--task", "classify", "--init", init_folder, "--train",
+                 task_files["cls_train"], "--out", out, "--epochs", "1", "--batch-size", "8",
+                 "--seq-length", "32", "--precision", "mixed_bfloat16"]) == 0
+    assert json.load(open(os.path.join(out, "metrics.json")))["precision"] == "mixed_bfloat16"
+    monkeypatch.setattr(length_buckets, "machine_precision", lambda: ("mixed_bfloat16", False))
+
+    rows = list(csv.DictReader(open(task_files["cls_eval"], encoding="utf-8")))
+    many = str(tmp_path / "many.csv")  # 64 rows: one batch of several hundred pieces
+    with open(many, "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows((rows * 4)[:64])
+
+    def scores(*flags):
+        path = str(tmp_path / f"p{len(flags)}{flags[-1] if flags else ''}.jsonl")
+        assert main(["predict", out, "--input", many, "--out", path, *flags]) == 0
+        return np.array([max(json.loads(line)["probabilities"].values())
+                         for line in open(path, encoding="utf-8")])
+
+    auto, exact, single = scores(), scores("--precision", "float32"), scores(
+        "--batch-size", "1")
+    assert np.abs(single - exact).max() < 1e-6
+    assert 1e-5 < np.abs(auto - exact).max() < 0.05
+    with pytest.raises(SystemExit):
+        main(["predict", out, "--precision", "bfloat16"])
+    assert "--precision: invalid choice: 'bfloat16'" in capsys.readouterr().err
 
 
 def test_errors_are_one_line_naming_the_file(init_folder, task_files, tmp_path, capsys):
