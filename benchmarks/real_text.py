@@ -152,6 +152,46 @@ split.update(steps=len(steps), step_median=median, first_step=steps[0],
 print("RESULT " + json.dumps(split))
 """
 
+# Our prediction process, step by step through the Python API (the path of
+# ``albert-keras predict``): import, load, read and tokenize, the first
+# batch (tracing the graph), the other batches, records and writing.
+OURS_PREDICT_SPLIT = r"""
+import json, sys, time
+started = time.time()
+import numpy as np
+from albert_keras.tasks.text_task import TextTask
+from albert_keras.data import length_buckets
+folder, path, out, batch = sys.argv[1:5]
+split = {"import": time.time() - started}
+def lap(name, since):
+    split[name] = time.time() - since
+    return time.time()
+t = time.time()
+model = TextTask.load(folder)
+t = lap("load", t)
+data = model._file_data(path, require_labels=False)
+t = lap("tokenize", t)
+batches = []
+runner = length_buckets._batch_runner
+def timed(*args, **kwargs):
+    run, any_length = runner(*args, **kwargs)
+    def each(batch):
+        began = time.perf_counter()
+        result = run(batch)
+        batches.append(time.perf_counter() - began)
+        return result
+    return each, any_length
+length_buckets._batch_runner = timed
+outputs = model._predicted(data, int(batch))
+t = lap("predict", t)
+records = model.task.records(model.spec, data, outputs)
+with open(out, "w", encoding="utf-8") as f:
+    f.writelines(json.dumps({"row": i, **r}) + "\n" for i, r in enumerate(records))
+lap("write", t)
+split.update(batches=len(batches), first_batch=batches[0], batches_after_first=sum(batches[1:]))
+print("RESULT " + json.dumps(split))
+"""
+
 # One text at a time, as a service answers requests: the median latency.
 LATENCY = r"""
 import csv, json, sys, time
@@ -265,6 +305,8 @@ def _measure(folder, files, work, case, args):
                 _ours_predict(out, files["predict"], "--no-length-buckets"))
     split = _child(OURS_SPLIT, folder, files["train"], os.path.join(work, f"{case}_split"),
                    BATCH)
+    predict_split = _child(OURS_PREDICT_SPLIT, out, files["predict"],
+                           os.path.join(work, f"{case}_predict_split.jsonl"), PREDICT_BATCH)
     latency = {side: _child(LATENCY, side, out if side == "ours" else hf_out,
                             files["predict"], LATENCY_TEXTS)
                for side in ("ours", "hf")}
@@ -280,7 +322,8 @@ def _measure(folder, files, work, case, args):
              latency["hf"]["median"] / latency[f"ours_{also_precision}"]["median"]}
             if also_precision else {})
     return {**also, "pieces": files["pieces"], "runs": runs, "median_s": medians,
-            "ours_split_s": split, "one_text_latency_s": latency,
+            "ours_split_s": split, "ours_predict_split_s": predict_split,
+            "one_text_latency_s": latency,
             "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
             "accuracy": accuracy,
             "finetune_speedup_vs_hf": medians["hf_trainer"] / medians["ours_finetune"],
@@ -336,6 +379,9 @@ def _print(results):
     _table(results, "our process: import / load / tokenize / first step / other steps "
            "(median) / write (s) | one text: ours / HF (ms) | HF/ours", "---|---|---:",
            _split_cells)
+    print()
+    _table(results, "our prediction process: import / load / read and tokenize / first batch "
+           "/ other batches / write (s)", "---", _predict_split_cells)
 
 
 def _table(results, header, rule, cells):
@@ -355,6 +401,13 @@ def _speed_cells(r):
             f"{r['finetune_speedup_vs_hf']:.2f}x | {m['ours_predict']:.0f} / "
             f"{fixed['ours_predict_fixed']} / {m['hf_pipeline']:.0f} | "
             f"{r['predict_speedup_vs_hf']:.2f}x")
+
+
+def _predict_split_cells(r):
+    s = r["ours_predict_split_s"]
+    return (f"{s['import']:.1f} / {s['load']:.1f} / {s['tokenize']:.1f} / "
+            f"{s['first_batch']:.1f} / {s['batches_after_first']:.1f} ({s['batches']} "
+            f"batches) / {s['write']:.1f}")
 
 
 def _split_cells(r):

@@ -61,3 +61,85 @@ def test_tag_loss_is_the_mean_over_labelled_pieces():
     expected = -(picked * weights).sum() / weights.sum()
     assert ours == pytest.approx(expected, rel=1e-5)
     assert isinstance(loss, keras.losses.Loss)
+
+
+def test_a_tagger_trains_step_for_step_as_transformers_with_torch(tmp_path):
+    """The fine-tuning loop on the same batches, no dropout: our tagger with
+    the run's optimizer (AdamW, 10% warmup then linear decay, decay 0.01
+    off LayerNorms and biases, clipping at 1.0) and the task's loss, against
+    transformers' BertForTokenClassification with torch's AdamW,
+    ``get_linear_schedule_with_warmup`` and ``clip_grad_norm_``: the same
+    loss at every step and the same head after them."""
+    import keras
+    import torch
+    import transformers
+
+    from albert_keras.sources.model_source import ModelSource
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+    from albert_keras.tasks.tag import Tag
+    from albert_keras.tasks.task_run import task_optimizer
+    from tests.helpers import make_hf_model
+
+    steps, batch, seq, lr = 12, 8, 16, 1e-3
+    make_hf_model("BertModel", str(tmp_path), hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    keras.utils.set_random_seed(0)
+    encoder = ModelSource(str(tmp_path)).encoder(dtype="float32", dropout=0.0)
+    model = Tag().build_model(types_labels(3), encoder, dropout=0.0)
+    cfg = FinetuneConfig(task="tag", learning_rate=lr, batch_size=batch, epochs=1)
+    model.compile(optimizer=task_optimizer(cfg, encoder, steps),
+                  **Tag().compile_args(types_labels(3)))
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(4, seq + 1, steps * batch)
+    mask = (np.arange(seq) < lengths[:, None]).astype("int32")
+    x = {"token_ids": rng.integers(5, 99, mask.shape).astype("int32") * mask,
+         "segment_ids": np.zeros_like(mask), "padding_mask": mask}
+    y = x["token_ids"] % 3  # learnable: the tag follows the piece
+    w = (mask * (rng.random(mask.shape) < 0.6)).astype("float32")
+    hf = transformers.BertForTokenClassification.from_pretrained(
+        str(tmp_path), num_labels=3, classifier_dropout=0.0)
+    kernel, bias = (np.asarray(v) for v in model.get_layer("tagger").weights)
+    with torch.no_grad():
+        hf.classifier.weight.copy_(torch.tensor(kernel.T))
+        hf.classifier.bias.copy_(torch.tensor(bias))
+
+    running = []
+    logged = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda step, logs: running.append(logs["loss"]))
+    model.fit(x, {"logits": y}, sample_weight={"logits": w}, batch_size=batch, shuffle=False,
+              verbose=0, callbacks=[logged])
+    # Keras logs the mean so far; each step's own loss from it
+    ours = [running[0]] + [(i + 1) * running[i] - i * running[i - 1]
+                           for i in range(1, steps)]
+
+    no_decay = [p for n, p in hf.named_parameters() if "bias" in n or "LayerNorm" in n]
+    decay = [p for n, p in hf.named_parameters() if not ("bias" in n or "LayerNorm" in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, eps=1e-6)
+    schedule = transformers.get_linear_schedule_with_warmup(opt, int(0.1 * steps), steps)
+    labels = torch.tensor(np.where(w > 0, y, -100)).long()
+    theirs = []
+    for step in range(steps):
+        rows = slice(step * batch, (step + 1) * batch)
+        loss = hf(input_ids=torch.tensor(x["token_ids"][rows]).long(),
+                  token_type_ids=torch.tensor(x["segment_ids"][rows]).long(),
+                  attention_mask=torch.tensor(mask[rows]).long(), labels=labels[rows]).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
+        opt.step()
+        schedule.step()
+        opt.zero_grad()
+        theirs.append(float(loss))
+    np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=2e-5)
+    after = hf.classifier.weight.detach().numpy().T
+    moved = np.abs(after - kernel).max()
+    assert moved > 2e-3  # the steps moved the head: the comparison is not of still weights
+    np.testing.assert_allclose(np.asarray(model.get_layer("tagger").weights[0]), after,
+                               atol=moved * 1e-2)
+
+
+def types_labels(n):
+    """A tag spec of ``n`` labels."""
+    from albert_keras.tasks.task import TaskSpec
+
+    return TaskSpec(task="tag", sequence_length=16, labels=tuple(f"L{i}" for i in range(n)))
