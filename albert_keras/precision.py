@@ -21,9 +21,9 @@ oneDNN on), so ``auto`` picks float32 there too.
 
 Prediction on a CPU mixes the two: a batch of a few short rows runs slower
 in bf16 than in float32 (AMX's tiles are set up per product and the rows do
-not fill them), so ``batch_precision`` sends batches under
-``BF16_MIN_TOKENS`` through a float32 graph of the same weights
-(``float32_trace``).
+not fill them), so ``batch_precision`` sends a call whose batches are all
+under ``BF16_MIN_TOKENS`` (one text at a time) through a float32 graph of
+the same weights (``float32_trace``).
 """
 
 import contextlib
@@ -129,8 +129,8 @@ BF16_MIN_TOKENS = 256
 
 
 def batch_precision(precision, model_policy, tokens, machine=None):
-    """The compute dtype policy one prediction batch runs in: the model's
-    own, or ``float32``.
+    """The compute dtype policy a prediction call runs in, by its largest
+    batch: the model's own, or ``float32``.
 
     Args:
         precision: the run's setting: ``float32`` runs every batch in
@@ -140,7 +140,7 @@ def batch_precision(precision, model_policy, tokens, machine=None):
             ones in the model's policy; on an accelerator, the model's. Any
             other value runs the model's policy.
         model_policy: the name of the model's dtype policy.
-        tokens: rows x length of the batch.
+        tokens: rows x length of the call's largest batch.
         machine: ``resolve_precision("auto")``'s answer (computed when None)
             and whether an accelerator gave it: ``(name, on_accelerator)``.
 

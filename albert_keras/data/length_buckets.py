@@ -201,31 +201,29 @@ def along_the_sequence(model):
 _RUNNERS = weakref.WeakKeyDictionary()
 
 
-def _batch_runner(model, x, precision="auto"):
+def _batch_runner(model, x, precision="auto", tokens=None):
     """``(run, any_length)``: ``model`` on one batch, as numpy, and whether
     a batch may have any length. On TensorFlow, one graph traced for any
     number of rows and any length (Keras' ``predict_on_batch`` traces a
     graph for the first shapes it sees, then relaxes and traces again:
     seconds each for a base-sized model), so a batch is cut to its longest
     row, as HF's pipeline pads it; a model that computes in bf16 also gets
-    a float32 graph of the same weights for the batches that
-    ``batch_precision`` sends there (a few short rows). Elsewhere
-    ``predict_on_batch``, which compiles per shape, at the bucket lengths."""
+    a float32 graph of the same weights for calls whose largest batch
+    (``tokens`` pieces) ``batch_precision`` sends there (a few short rows:
+    one text at a time). A call decides once, so the remainder of a large
+    call does not trace a second graph. Elsewhere ``predict_on_batch``,
+    which compiles per shape, at the bucket lengths."""
     import keras
 
     if keras.backend.backend() != "tensorflow":
         return model.predict_on_batch, False
     graphs = _RUNNERS.setdefault(model, {})
-    machine = machine_precision()
     policy = model.dtype_policy.name
-
-    def run(batch):
-        tokens = int(np.prod(np.shape(batch["padding_mask"])))
-        name = batch_precision(precision, policy, tokens, machine)
-        if name not in graphs:
-            graphs[name] = _traced(model, x, in_float32=name != policy)
-        return {k: v.numpy() for k, v in graphs[name](batch).items()}
-    return run, True
+    name = batch_precision(precision, policy, tokens or 0, machine_precision())
+    if name not in graphs:
+        graphs[name] = _traced(model, x, in_float32=name != policy)
+    graph = graphs[name]
+    return (lambda batch: {k: v.numpy() for k, v in graph(batch).items()}), True
 
 
 def _traced(model, x, in_float32):
@@ -258,7 +256,8 @@ def predict_in_buckets(model, x, batch_size=64, precision="auto"):
         batch_size: rows per batch.
         precision: ``float32`` runs a bf16 model's batches in float32;
             ``auto`` lets ``albert_keras.precision.batch_precision`` choose
-            per batch (a few short rows in float32 on a CPU).
+            by the call's largest batch (a few short rows in float32 on a
+            CPU).
 
     Example:
     >>> outputs = predict_in_buckets(classifier, data.x)  # doctest: +SKIP
@@ -274,7 +273,9 @@ def predict_in_buckets(model, x, batch_size=64, precision="auto"):
     lengths = row_lengths(x)
     plan = plan_batches(lengths, batch_size, bucket_lengths(S))
     n, results = len(lengths), {}
-    run, any_length = _batch_runner(model, x, precision)
+    per_row = int(np.prod(np.shape(x["padding_mask"])[1:-1]))  # choices of a row, or 1
+    largest = max(len(rows) * int(lengths[rows].max()) for rows, _ in plan) * per_row
+    run, any_length = _batch_runner(model, x, precision, largest)
     for rows, length in plan:
         if any_length:  # one graph for every shape: no padding to the bucket's length
             length = int(lengths[rows].max())

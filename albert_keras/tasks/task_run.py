@@ -210,8 +210,8 @@ def predict_outputs(model, data, batch_size=64, length_buckets=True, precision="
     """The model's outputs on a ``TaskData``'s inputs, in row order; with
     ``length_buckets``, run in batches cut to their rows' lengths
     (``albert_keras.data.length_buckets``: the same outputs at every
-    position a task reads), each in the precision ``batch_precision``
-    gives it (``float32``: a bf16 model's batches too)."""
+    position a task reads), in the precision ``batch_precision`` gives
+    the call (``float32``: a bf16 model's batches too)."""
     if length_buckets:
         return predict_in_buckets(model, data.x, batch_size, precision)
     return model.predict(data.x, batch_size=batch_size, verbose=0)

@@ -51,7 +51,7 @@ class TrainingFields:
                                     "CPU multiplies bf16 natively (AMX, AVX512-BF16) on "
                                     "TensorFlow or torch, on recent GPUs and TPUs; else "
                                     "float32); float32 keeps float32 numbers. Prediction "
-                                    "runs batches of a few short rows in float32 either way",
+                                    "runs a few short rows in float32 either way",
                             choices=PRECISION_CHOICES)
     validation_split: float = option(None, "hold out this share of the training rows' "
                                            "examples (stratified by label, drawn by --seed) "
