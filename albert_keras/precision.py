@@ -27,6 +27,7 @@ the same weights (``float32_trace``).
 """
 
 import contextlib
+import functools
 import os
 
 from albert_keras.cpu import CPUINFO
@@ -162,8 +163,11 @@ def batch_precision(precision, model_policy, tokens, machine=None):
     return model_policy
 
 
+@functools.cache
 def machine_precision():
-    """``(resolve_precision("auto"), on_accelerator)`` for this process."""
+    """``(resolve_precision("auto"), on_accelerator)`` for this process,
+    found once (each prediction call asks; the answer reads
+    /proc/cpuinfo and lists the devices)."""
     accelerator = _accelerator_precision()
     return (accelerator, True) if accelerator else (resolve_precision("auto"), False)
 

@@ -122,6 +122,16 @@ class Steps(keras.callbacks.Callback):
         steps.append(time.perf_counter() - self.began)
 """
 
+# Child-process code after its imports (``started`` is the process's
+# start): ``split`` gets the import time, and ``lap(name, t)`` each step's.
+LAPS = r"""
+split = {"import": time.time() - started}
+def lap(name, since):
+    split[name] = time.time() - since
+    return time.time()
+t = time.time()
+"""
+
 # Our process, step by step through the Python API (the same path as
 # ``albert-keras finetune``): where the seconds go.
 OURS_SPLIT = r"""
@@ -130,11 +140,7 @@ started = time.time()
 import numpy as np, keras
 from albert_keras.tasks.text_classifier import TextClassifier
 folder, train_csv, out, batch = sys.argv[1:5]
-split = {"import": time.time() - started}
-def lap(name, since):
-    split[name] = time.time() - since
-    return time.time()
-t = time.time()
+""" + LAPS + r"""
 rows = list(csv.DictReader(open(train_csv, encoding="utf-8")))
 model = TextClassifier.from_preset(folder)
 t = lap("load", t)
@@ -162,11 +168,7 @@ import numpy as np
 from albert_keras.tasks.text_task import TextTask
 from albert_keras.data import length_buckets
 folder, path, out, batch = sys.argv[1:5]
-split = {"import": time.time() - started}
-def lap(name, since):
-    split[name] = time.time() - since
-    return time.time()
-t = time.time()
+""" + LAPS + r"""
 model = TextTask.load(folder)
 t = lap("load", t)
 data = model._file_data(path, require_labels=False)

@@ -375,9 +375,7 @@ class TextTask(keras.Model):
     @classmethod
     def load(cls, folder, tokenizer=None, precision="auto"):
         """The task object of a fine-tuned folder, of its task's class
-        (``TextClassifier`` for a ``classify`` folder). ``precision``:
-        how a folder trained in bf16 predicts (``auto``: each batch where
-        it is faster, ``float32``: every batch in float32)."""
+        (``TextClassifier`` for ``classify``); ``precision``: ``predict --precision``'s."""
         spec = ModelSource(os.fspath(folder), tokenizer).task_spec
         if not spec:
             raise FileNotFoundError(f"{folder}: not a fine-tuned model folder (no {TASK_FILE})")

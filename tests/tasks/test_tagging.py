@@ -85,10 +85,10 @@ def test_a_tagger_trains_step_for_step_as_transformers_with_torch(tmp_path):
                   attention_probs_dropout_prob=0.0)
     keras.utils.set_random_seed(0)
     encoder = ModelSource(str(tmp_path)).encoder(dtype="float32", dropout=0.0)
-    model = Tag().build_model(types_labels(3), encoder, dropout=0.0)
+    model = Tag().build_model(tag_spec(3), encoder, dropout=0.0)
     cfg = FinetuneConfig(task="tag", learning_rate=lr, batch_size=batch, epochs=1)
     model.compile(optimizer=task_optimizer(cfg, encoder, steps),
-                  **Tag().compile_args(types_labels(3)))
+                  **Tag().compile_args(tag_spec(3)))
     rng = np.random.default_rng(0)
     lengths = rng.integers(4, seq + 1, steps * batch)
     mask = (np.arange(seq) < lengths[:, None]).astype("int32")
@@ -138,7 +138,7 @@ def test_a_tagger_trains_step_for_step_as_transformers_with_torch(tmp_path):
                                atol=moved * 1e-2)
 
 
-def types_labels(n):
+def tag_spec(n):
     """A tag spec of ``n`` labels."""
     from albert_keras.tasks.task import TaskSpec
 
