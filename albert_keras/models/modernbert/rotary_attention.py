@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from albert_keras.layers.quantized_dense import make_dense
+
 
 def rotary_tables(length, head_size, theta):
     """``(cos, sin)``, each ``[length, head_size]`` float32: the rotation of
@@ -48,6 +50,7 @@ class RotaryAttention(keras.layers.Layer):
         dropout: on the attention probabilities and the output.
         mask_value: the additive bias at a key a query may not see.
         initializer_range: the projections' initial standard deviation.
+        quantize_aware: fake-quantize both projections (QAT).
 
     Example:
     >>> layer = RotaryAttention(32, 4, window=2)
@@ -58,19 +61,20 @@ class RotaryAttention(keras.layers.Layer):
 
     def __init__(self, hidden_size, num_heads, window=None, rope_theta=10000.0,  # noqa: PLR0913 (a layer constructor: its arguments mirror get_config)
                  use_bias=False, dropout=0.0, mask_value=-10000.0, initializer_range=0.02,
-                 **kwargs):
+                 quantize_aware=False, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size, self.num_heads = int(hidden_size), int(num_heads)
         self.window = None if window is None else int(window)
         self.rope_theta, self.use_bias = float(rope_theta), bool(use_bias)
         self.dropout, self.mask_value = float(dropout), float(mask_value)
         self.initializer_range = float(initializer_range)
+        self.quantize_aware = bool(quantize_aware)
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.qkv = keras.layers.Dense(3 * hidden_size, use_bias=use_bias, kernel_initializer=init,
-                                      dtype=self.dtype_policy, name="Wqkv")
-        self.output_dense = keras.layers.Dense(hidden_size, use_bias=use_bias,
-                                               kernel_initializer=init,
-                                               dtype=self.dtype_policy, name="Wo")
+        self.qkv = make_dense(3 * hidden_size, self.quantize_aware, use_bias=use_bias,
+                              kernel_initializer=init, dtype=self.dtype_policy, name="Wqkv")
+        self.output_dense = make_dense(hidden_size, self.quantize_aware, use_bias=use_bias,
+                                       kernel_initializer=init, dtype=self.dtype_policy,
+                                       name="Wo")
         self.drop = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, shape):
@@ -115,4 +119,5 @@ class RotaryAttention(keras.layers.Layer):
                 "num_heads": self.num_heads, "window": self.window,
                 "rope_theta": self.rope_theta, "use_bias": self.use_bias,
                 "dropout": self.dropout, "mask_value": self.mask_value,
-                "initializer_range": self.initializer_range}
+                "initializer_range": self.initializer_range,
+                "quantize_aware": self.quantize_aware}

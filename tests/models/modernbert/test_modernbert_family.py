@@ -225,6 +225,35 @@ def test_the_ettin_presets_have_their_published_sizes(size):
     assert abs(count / ETTIN_SIZES[size] - 1) < 0.05, count
 
 
+# Fields of two published Ettin config.json files, as quoted where they were
+# copied whole: jhu-clsp/ettin-encoder-32m's inside knowledgator's
+# gliner-pii-edge-v1.0 gliner_config.json (its vocab_size there is 50,370:
+# GLiNER adds two tokens to the 50,368 rows), -1b's in a GGUF converter's
+# table (its rotary base given once, for both layer kinds). No hub is
+# reachable here; a test of the files themselves needs them on disk.
+PUBLISHED_ETTIN = {
+    "32m": dict(hidden_size=384, intermediate_size=576, num_hidden_layers=10,
+                num_attention_heads=6, vocab_size=50368, max_position_embeddings=7999,
+                global_attn_every_n_layers=3, global_rope_theta=160000.0, local_attention=128,
+                local_rope_theta=160000.0, pad_token_id=50283),
+    "1b": dict(hidden_size=1792, intermediate_size=3840, num_hidden_layers=28,
+               num_attention_heads=28, max_position_embeddings=7999, hidden_activation="gelu",
+               norm_eps=1e-5, norm_bias=False, attention_bias=False, mlp_bias=False,
+               local_attention=128, global_attn_every_n_layers=3, global_rope_theta=160000.0,
+               local_rope_theta=160000.0),
+}
+
+
+@pytest.mark.parametrize("size", sorted(PUBLISHED_ETTIN))
+def test_the_ettin_presets_are_their_published_configs(size):
+    from albert_keras.models.modernbert.checkpoints import config_from_hf
+    from albert_keras.presets import get_preset
+
+    published = config_from_hf(PUBLISHED_ETTIN[size]).to_dict()
+    ours = get_preset(f"ettin_encoder_{size}").to_dict()
+    assert {k: ours[k] for k in published} == published
+
+
 @pytest.mark.parametrize("fields", [{}, dict(norm_bias=True, attention_bias=True,
                                              mlp_bias=True, classifier_bias=True)])
 def test_the_parameter_formula_counts_the_built_encoder(fields):

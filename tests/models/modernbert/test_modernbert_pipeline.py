@@ -83,6 +83,40 @@ def test_a_checkpoint_fine_tunes_exports_and_goes_back_to_transformers(modernber
             assert d["score"] == pytest.approx(mine["probabilities"][d["label"]], abs=1e-5)
 
 
+def test_quantization_aware_training_fake_quantizes_every_dense_layer_and_exports(
+        modernbert_classifier, tmp_path):
+    """``--quantize qat``: the copy fake-quantizes each dense layer the float
+    model has (per block ``Wqkv``, ``Wo``, ``Wi``, ``Wo``; the head's dense
+    layer, the classifier), saves and loads with its ranges, and the file it
+    gives is validated and keeps the float model's held-out accuracy."""
+    import keras
+
+    from albert_keras.export.qat import quantization_aware_copy
+    from albert_keras.layers.quantized_dense import QuantizedDense
+    from albert_keras.saving import save_model
+
+    out, held_out, metrics = modernbert_classifier
+    model = keras.saving.load_model(os.path.join(out, "model.keras"))
+    qat = quantization_aware_copy(model)
+    dense = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.Dense)]
+    quantized = [layer for layer in qat._flatten_layers() if isinstance(layer, QuantizedDense)]
+    assert len(quantized) == len(dense) == 3 * 4 + 1 + 1
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 200, (4, 16)).astype("int32"),
+         "segment_ids": np.zeros((4, 16), "int32"), "padding_mask": np.ones((4, 16), "int32")}
+    qat(x, training=True)  # the activation ranges from one batch
+    want = keras.ops.convert_to_numpy(qat(x)["logits"])
+    save_model(qat, str(tmp_path / "qat.keras"))
+    again = keras.saving.load_model(str(tmp_path / "qat.keras"))
+    assert again.encoder.quantize_aware
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(again(x)["logits"]), want, atol=1e-5)
+    sidecar = export_tflite(out, str(tmp_path / "qat.tflite"), ExportConfig(
+        quantize="qat", qat_epochs=1, qat_learning_rate=1e-4, examples=16))
+    assert sidecar["validation"]["passed"] and sidecar["quantize"] == "qat"
+    # the label word is in the text: the float model is at >= 0.9, chance 0.5
+    assert sidecar["validation"]["tflite_accuracy"] >= metrics["accuracy"] - 0.1
+
+
 def test_a_web_page_tokenizes_byte_level_bpe_as_ours(modernbert_classifier, tmp_path):
     """``export --web``: tokenizers.js reads the BPE ``tokenizer.json`` in
     Chromium to our ids on hard texts (accents, CJK, emoji, odd spaces, a
