@@ -135,35 +135,27 @@ def _wordpiece_vocabulary(folder, texts, vocab_size):
 
 
 def _byte_bpe_tokenizer(folder, texts):
-    """ModernBERT's tokenizer files: byte-level BPE trained on ``texts`` (up
-    to ModernBERT's 50,280 pieces; a corpus this small gives fewer), no
-    prefix space, its special tokens after the learned pieces, ``[CLS] a
-    [SEP]`` packing. The word table keeps ModernBERT's rows whatever the
-    tokenizer's size, as the published checkpoints pad theirs. Returns the
-    special ids as ``ModernBertConfig`` names them."""
+    """ModernBERT's tokenizer files: our byte-level BPE trainer (what
+    ``pretrain --preset modernbert_*`` trains) on ``texts``, up to
+    ModernBERT's 50,280 pieces (a corpus this small gives fewer), cased;
+    with transformers' ``tokenizer_config.json`` beside it. The word table
+    keeps ModernBERT's rows whatever the tokenizer's size, as the published
+    checkpoints pad theirs. Returns the special ids as ``ModernBertConfig``
+    names them."""
     import transformers
-    from tokenizers import Tokenizer
-    from tokenizers import decoders
-    from tokenizers import models
-    from tokenizers import pre_tokenizers
-    from tokenizers import processors
-    from tokenizers import trainers
 
-    hf = Tokenizer(models.BPE())
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    hf.decoder = decoders.ByteLevel()
-    hf.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=50280, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    hf.add_special_tokens(["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"])
-    ids = {t: hf.token_to_id(t) for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")}
-    hf.post_processor = processors.TemplateProcessing(
-        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-        special_tokens=[(t, ids[t]) for t in ("[CLS]", "[SEP]")])
-    transformers.PreTrainedTokenizerFast(
-        tokenizer_object=hf, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
-        pad_token="[PAD]", mask_token="[MASK]").save_pretrained(folder)
-    return dict(pad_token_id=ids["[PAD]"], cls_token_id=ids["[CLS]"], sep_token_id=ids["[SEP]"],
-                bos_token_id=ids["[CLS]"], eos_token_id=ids["[SEP]"])
+    from albert_keras.text.bpe_trainer import train_byte_bpe
+    from albert_keras.text.spm_trainer import TokenizerConfig
+
+    path = train_byte_bpe(texts, os.path.join(folder, "tokenizer.json"),
+                          TokenizerConfig(vocab_size=50280, lowercase=False))
+    hf = transformers.PreTrainedTokenizerFast(
+        tokenizer_file=path, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
+        pad_token="[PAD]", mask_token="[MASK]")
+    hf.save_pretrained(folder)
+    return dict(pad_token_id=hf.pad_token_id, cls_token_id=hf.cls_token_id,
+                sep_token_id=hf.sep_token_id, bos_token_id=hf.cls_token_id,
+                eos_token_id=hf.sep_token_id)
 
 
 def _deberta_tokenizer(folder, texts, rows):

@@ -6,8 +6,9 @@ BERT-base's, with a WordPiece vocabulary trained on the corpus and padded to
 BERT's 30,522 pieces; or DeBERTa-v3-xsmall's or -base's, with a
 SentencePiece vocabulary padded to DeBERTa-v3's 128,000 pieces and a
 128,100-row word table; or Ettin's 17M or 32M encoder's (ModernBERT), with
-a byte-level BPE and ModernBERT's 50,368-row word table; random weights, since no hub is reachable; so the
-word table, its gradient and its optimizer slots are a real model's)
+a byte-level BPE and ModernBERT's 50,368-row word table; random weights,
+since no hub is reachable; so the word table, its gradient and its
+optimizer slots are a real model's)
 and labelled text whose lengths come from a real distribution:
 
 * ``short``: State of the Union sentences (labelled with their paragraph's
