@@ -23,6 +23,8 @@ Example:
 import dataclasses
 import importlib
 
+from albert_keras.config_dicts import ConfigError
+
 # One module per built-in family; importing it registers the family.
 BUILT_IN = (
     "albert_keras.models.albert.family",
@@ -47,7 +49,10 @@ class Family:
             and ``with_dropout(rate)`` (the config with every dropout at
             ``rate``).
             One family's class may extend another's (``DebertaConfig`` is
-            ``AlbertConfig`` with DeBERTa-v3's defaults).
+            ``AlbertConfig`` with DeBERTa's relative-attention fields); the
+            extending class then has ``extending(config, source, **fields)``,
+            so that those fields given on the other family's preset or file
+            make its config (``config_from_fields``).
         backbone: ``"module:Class"`` of its encoder; the class is built as
             ``Class(config, **options)`` and has the backbone entry.
         presets: preset name -> config fields.
@@ -57,9 +62,9 @@ class Family:
             ``save_hf(model, folder, overwrite, model_type)``, or None.
         claims: ``"module:function"``: given any config, whether it is this
             family's, for a family whose configs another family's class
-            can hold too (DeBERTa's: a ``DebertaConfig``, or an ALBERT
-            config with relative attention); None claims every instance of
-            ``config_class``.
+            can hold too; None claims every instance of ``config_class``
+            (where two classes claim one, the more derived wins: a
+            ``DebertaConfig`` is an ``AlbertConfig`` too).
         tf1: ``"module"`` with ``reads_tf1_config(data)`` and
             ``load_tf1(prefix, data, tensors, source, strict, dtype)`` for
             original TF1 checkpoints, or None.
@@ -75,6 +80,9 @@ class Family:
         mask_rate: the share of tokens its authors masked in pretraining,
             which the small-corpus recipe masks when ``--mask-rate`` is not
             given (ModernBERT's 30%); None: the recipe's own (40%).
+        recipe_fields: the config fields its authors' recipe sets on any
+            preset's model (DeBERTa-v3's attention, which ``--recipe
+            deberta_v3`` puts on an ALBERT preset), or None.
 
     Example:
     >>> Family("toy", dict, "my_models:ToyEncoder").hf_model_types
@@ -93,6 +101,7 @@ class Family:
     layout: str = None
     tokenizer_kind: str = "sentencepiece"
     mask_rate: float = None
+    recipe_fields: dict = None
 
     @property
     def backbone_class(self):
@@ -184,24 +193,47 @@ def family_of(config):
     if not candidates:
         raise ValueError(f"no registered model family takes a {type(config).__name__} "
                          f"config; registered: {sorted(_FAMILIES)}")
-    return min(candidates, key=lambda f: f.claims is None)
+    # the most specific: a claiming function first, then the deepest class
+    # (DeBERTa's config extends ALBERT's, whose family takes every instance)
+    return min(candidates, key=lambda f: (f.claims is None, -len(f.config_class.__mro__)))
 
 
-def family_config(config):
-    """``config`` as an instance of its family's config class, where that
-    class extends ``config``'s with the same fields (an ``AlbertConfig`` with
-    relative attention, read from a file, is a ``DebertaConfig``); every
-    field is copied, so no default of either class fills in.
+def config_from_fields(config_class, fields, source="config"):
+    """A config of ``config_class`` (a family's) from a dict of its fields
+    (a file's, or a preset's with overrides); where the dict also names
+    fields that only a registered family's extending class has (DeBERTa's
+    relative attention on an ALBERT preset, or in a file written before
+    DeBERTa's class held those fields), that class's, through its
+    ``extending(config, source, **fields)``. Errors name ``source``.
 
     Example:
     >>> from albert_keras.models.albert.albert_config import AlbertConfig
-    >>> type(family_config(AlbertConfig(relative_attention=True))).__name__
+    >>> type(config_from_fields(AlbertConfig, {"relative_attention": True})).__name__
     'DebertaConfig'
     """
-    wanted = family_of(config).config_class
-    if type(config) is not wanted and issubclass(wanted, type(config)):
-        return wanted(**dataclasses.asdict(config))
-    return config
+    if not hasattr(config_class, "from_dict"):  # a bare dataclass: its own checks only
+        return config_class(**fields)
+    own = {f.name for f in dataclasses.fields(config_class)}
+    extra = {k: v for k, v in fields.items() if k not in own}
+    wider = _extending_class(config_class, extra) if extra else None
+    if wider is not None:
+        try:  # a file of this class's that once held such fields reads as this class's
+            return config_class.from_dict(fields, source)
+        except ConfigError:
+            base = config_class.from_dict({k: v for k, v in fields.items() if k in own}, source)
+            return wider.extending(base, source, **extra)
+    return config_class.from_dict(fields, source)
+
+
+def _extending_class(config_class, extra):
+    """A registered family's config class that extends ``config_class`` and
+    has every field in ``extra``, or None."""
+    for family in families():
+        wider = family.config_class
+        if (wider is not config_class and issubclass(wider, config_class)
+                and set(extra) <= {f.name for f in dataclasses.fields(wider)}):
+            return wider
+    return None
 
 
 def build_backbone(config, **options):
@@ -218,7 +250,8 @@ def preset_config(name, **overrides):
     """The config of preset ``name`` (any family), with field overrides."""
     for family in families():
         if name in family.presets:
-            return family.config_class(**{**family.presets[name], **overrides})
+            return config_from_fields(family.config_class, {**family.presets[name], **overrides},
+                                      f"preset {name}")
     raise ValueError(f"unknown preset {name!r}; choose one of {preset_names()}")
 
 

@@ -45,11 +45,12 @@ def count_parameters(config, with_pooler=True):
     projection = (e * h + h) if c.has_embedding_projection else 0
     attention = 4 * (h * h + h) + 2 * h
     relative = 0
-    if c.relative_attention:
-        relative = 2 * c.relative_span * h
-        relative += 2 * h if c.norm_rel_ebd == "layer_norm" else 0
-        if not c.share_att_key:  # a pos_key / pos_query projection per term
-            attention += len(c.pos_att_type.split("|")) * (h * h + h)
+    options = c.relative_options()
+    if options is not None:  # DeBERTa's table, and its projections
+        relative = 2 * options["span"] * h
+        relative += 2 * h if options["norm_rel_ebd"] == "layer_norm" else 0
+        if not options["share_att_key"]:  # a pos_key / pos_query projection per term
+            attention += len(options["pos_att_type"].split("|")) * (h * h + h)
     ffn = (h * i + i) + (i * h + h) + 2 * h
     pooler = (h * h + h) if with_pooler else 0
     return (

@@ -10,6 +10,9 @@ import keras
 import numpy as np
 from keras import tree
 
+from albert_keras.families import config_from_fields
+from albert_keras.models.albert.albert_config import AlbertConfig
+
 _WORDS = (
     "the quick brown fox jumps over a lazy dog while people watch from their "
     "windows and talk about weather markets congress nation freedom union "
@@ -217,6 +220,13 @@ MOBILEBERT = dict(vocab_size=99, hidden_size=32, embedding_size=8, intra_bottlen
                   num_hidden_layers=3, num_attention_heads=4, intermediate_size=24,
                   num_feedforward_networks=3, max_position_embeddings=64,
                   classifier_activation=False)
+
+
+def albert_config(**fields):
+    """An ALBERT config of ``fields``, or DeBERTa's where they name its
+    relative attention (what ``--model-overrides`` builds on an ALBERT
+    preset)."""
+    return config_from_fields(AlbertConfig, fields)
 
 
 # DeBERTa-v3's layout in miniature: relative attention with log buckets (a

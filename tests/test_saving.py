@@ -75,3 +75,26 @@ def test_files_written_before_the_renaming_load_with_the_same_outputs(name):
     if name == "classifier":  # a training checkpoint: its optimizer came back too
         assert model.optimizer is not None and model.optimizer.iterations.numpy() == 1
         assert model.labels == ("neg", "pos")
+
+
+def test_a_file_written_when_albert_config_held_debertas_fields_loads_as_deberta():
+    """A classifier whose ``AlbertConfig`` had relative attention on, saved
+    before those fields moved to ``DebertaConfig`` (at f348750:
+    ``saved_models/write_albert_relative.py``), loads as DeBERTa's class
+    with every field and the logits it computed then."""
+    import dataclasses
+
+    import numpy as np
+
+    from albert_keras import DebertaConfig
+
+    stored = np.load(os.path.join(_SAVED, "albert_relative_outputs.npz"))
+    inputs = {k.split("/", 1)[1]: stored[k] for k in stored.files if k.startswith("inputs/")}
+    model = load_model(os.path.join(_SAVED, "albert_relative_classifier.keras"))
+    config = model.encoder.config
+    assert type(config) is DebertaConfig
+    assert (config.sharing, config.embedding_size, config.position_buckets,
+            config.share_att_key, config.position_biased_input) == ("all", 16, 4, True, False)
+    assert dataclasses.asdict(config)["pooler_hidden_act"] == "tanh"  # ALBERT's, not DeBERTa's
+    np.testing.assert_allclose(np.asarray(model(inputs, training=False)["logits"]), stored["logits"],
+                               atol=1e-6, rtol=0)

@@ -6,7 +6,7 @@ from keras import ops
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.relative_position import relative_index
-from albert_keras.models.albert.albert_config import POSITION_ATTENTION_TERMS
+from albert_keras.models.deberta.deberta_config import POSITION_ATTENTION_TERMS
 
 
 def _gather_rows(scores, index):

@@ -15,9 +15,9 @@ Example:
 import dataclasses
 import logging
 
+from albert_keras.families import family_named
 from albert_keras.families import family_of
 from albert_keras.families import preset_config
-from albert_keras.models.deberta.family import DEBERTA_V3_ENCODER
 from albert_keras.options import name_of
 from albert_keras.training.pipeline_config import RECIPES as RECIPE_NAMES
 from albert_keras.training.pipeline_config import PipelineConfig
@@ -147,8 +147,9 @@ def deberta_v3_recipe(pipeline, train_config):
     """DeBERTa-v3's pretraining on the small-corpus recipe's budget.
 
     ``rtd`` (ELECTRA's replaced-token detection) with ``gdes`` embedding
-    sharing, on an encoder with DeBERTa-v3's disentangled attention
-    (``DEBERTA_V3_ENCODER``; ALBERT's sharing of the preset stays). The
+    sharing, on an encoder with DeBERTa-v3's disentangled attention (the
+    DeBERTa family's ``recipe_fields``; ALBERT's sharing of the preset
+    stays). The
     warmup, steps and 40% masking are the small-corpus recipe's for
     ``rtd``; the learning rate is 1e-3, since at the small-corpus recipe's
     1.6e-2 this encoder's discriminator collapsed on the built-in corpus. It
@@ -162,7 +163,7 @@ def deberta_v3_recipe(pipeline, train_config):
     if train_config.objective not in ("auto", "rtd"):
         raise ValueError(f"{name_of(PipelineConfig, 'recipe')} deberta_v3 trains --objective "
                          f"rtd, not {train_config.objective}")
-    overrides = {**DEBERTA_V3_ENCODER, **(train_config.model_overrides or {})}
+    overrides = {**family_named("deberta").recipe_fields, **(train_config.model_overrides or {})}
     sharing = train_config.embedding_sharing
     mask_rate = train_config.mask_rate
     if mask_rate is None and train_config.dynamic_masking:

@@ -11,10 +11,10 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import MobileBertConfig
 from albert_keras import MobileBertEncoder
+from tests.helpers import albert_config
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "backend_check.py")
 BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -44,7 +44,7 @@ def reference(tmp_path_factory, request):
             num_hidden_layers=3, num_attention_heads=4, intermediate_size=12,
             num_feedforward_networks=2, max_position_embeddings=32))
     else:
-        encoder = AlbertEncoder(AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
+        encoder = AlbertEncoder(albert_config(vocab_size=60, embedding_size=8, hidden_size=16,
                                              num_hidden_layers=3, num_hidden_groups=1,
                                              num_attention_heads=4, intermediate_size=32,
                                              max_position_embeddings=32, **attention))

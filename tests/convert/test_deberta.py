@@ -12,8 +12,8 @@ from albert_keras import SequenceClassifier
 from albert_keras.config_dicts import ConfigError
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
-from albert_keras.models.albert.albert_config import AlbertConfig
 from tests.helpers import DEBERTA_V3
+from tests.helpers import albert_config
 from tests.helpers import all_positions
 from tests.helpers import make_hf_model
 from tests.helpers import max_diff
@@ -116,7 +116,7 @@ def test_masked_lm_written_by_us_loads_in_transformers(tmp_path, variant):
 def test_keras_hub_debertav3_backbone_matches_on_the_same_weights():
     import keras_hub
 
-    config = AlbertConfig.from_dict(dict(
+    config = albert_config(**dict(
         vocab_size=99, embedding_size=32, hidden_size=32, num_hidden_layers=2,
         num_hidden_groups=2, num_attention_heads=4, intermediate_size=37,
         max_position_embeddings=64, type_vocab_size=0, layer_norm_eps=1e-7,
@@ -175,19 +175,17 @@ def _copy_keras_hub_weights(theirs, ours):
     ("some_new_field", 1, "unknown config key 'some_new_field'"),
 ])
 def test_unsupported_fields_are_one_line_errors_naming_them(tmp_path, field, value, words):
-    from albert_keras.models.albert.config_files import read_config_file
-
     config = {"model_type": "deberta-v2", **DEBERTA_V3, field: value}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    with pytest.raises(ConfigError) as info:
-        read_config_file(str(path), dialect="hf")
+    with pytest.raises(ConfigError) as info:  # found before any tensor is read
+        load_hf(str(tmp_path))
     message = str(info.value)
     assert words in message and "\n" not in message and str(path) in message
 
 
 def test_an_albert_shared_deberta_shares_its_blocks_and_refuses_hf_export(tmp_path):
-    config = AlbertConfig(vocab_size=99, embedding_size=16, hidden_size=32,
+    config = albert_config(vocab_size=99, embedding_size=16, hidden_size=32,
                           num_hidden_layers=4, num_attention_heads=4, intermediate_size=37,
                           max_position_embeddings=64, relative_attention=True,
                           position_buckets=8, share_att_key=True, norm_rel_ebd="layer_norm",

@@ -23,6 +23,7 @@ from albert_keras.export.int8 import Int8Recipe
 from albert_keras.export.runtime import TFLiteRunner
 from albert_keras.export.validation import validate
 from albert_keras.saving import load_model
+from tests.helpers import albert_config
 
 QUIET = dict(examples=16)
 
@@ -380,9 +381,8 @@ def test_pooled_heads_export_only_the_cls_row_of_the_last_block(head):
 
 
 def _deberta_v3_config(**changes):
-    from albert_keras import AlbertConfig
 
-    return AlbertConfig(**{**dict(
+    return albert_config(**{**dict(
         vocab_size=300, embedding_size=32, hidden_size=64, num_hidden_layers=3,
         num_attention_heads=4, intermediate_size=128, max_position_embeddings=64,
         relative_attention=True, position_buckets=8, share_att_key=True,

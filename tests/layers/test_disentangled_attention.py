@@ -10,7 +10,7 @@ from albert_keras.layers.disentangled_attention import DisentangledAttentionBloc
 from albert_keras.layers.relative_position import RelativeEmbedding
 from albert_keras.layers.relative_position import log_bucket_position
 from albert_keras.layers.relative_position import relative_index
-from albert_keras.models.albert.albert_config import AlbertConfig
+from tests.helpers import albert_config
 from tests.helpers import run_layer_test
 from tests.helpers import run_model_test
 
@@ -115,7 +115,7 @@ def test_scores_from_the_rows_in_use_equal_the_whole_table(monkeypatch, span, bu
 
 
 def test_encoder_contract_in_float32_and_bfloat16():
-    config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
+    config = albert_config(vocab_size=60, embedding_size=8, hidden_size=16,
                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
                           max_position_embeddings=32, relative_attention=True,
                           position_buckets=4, share_att_key=True, norm_rel_ebd="layer_norm",
@@ -146,12 +146,12 @@ def test_encoder_contract_in_float32_and_bfloat16():
 ])
 def test_bad_relative_fields_are_named(fields, words):
     with pytest.raises(ConfigError, match=words):
-        AlbertConfig(**fields)
+        albert_config(**fields)
 
 
 @pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
 def test_every_sharing_variant_shares_one_relative_table(sharing):
-    config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16,
+    config = albert_config(vocab_size=60, embedding_size=8, hidden_size=16,
                           num_hidden_layers=4, num_hidden_groups=1, num_attention_heads=4,
                           intermediate_size=32, max_position_embeddings=32, sharing=sharing,
                           relative_attention=True, position_buckets=4)
@@ -171,7 +171,7 @@ def test_a_one_head_model_trains():
     crashed TensorFlow's CPU kernel on these shapes."""
     from albert_keras import EncoderPretrainer
 
-    config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=8,
+    config = albert_config(vocab_size=60, embedding_size=8, hidden_size=8,
                           num_hidden_layers=2, num_attention_heads=1, intermediate_size=16,
                           max_position_embeddings=32, relative_attention=True,
                           position_buckets=4, share_att_key=True)

@@ -8,6 +8,7 @@ from scipy.special import erf
 from albert_keras import AlbertEncoder
 from albert_keras import EncoderPretrainer
 from albert_keras.models.albert.albert_config import AlbertConfig
+from tests.helpers import albert_config
 from tests.helpers import sample_inputs
 
 
@@ -104,7 +105,7 @@ def test_decoder_matches_numpy(sharing):
 
 
 def test_a_deberta_v3_pretrainer_with_the_decoder_saves_and_loads(tmp_path):
-    config = AlbertConfig(vocab_size=99, embedding_size=16, hidden_size=32,
+    config = albert_config(vocab_size=99, embedding_size=16, hidden_size=32,
                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
                           max_position_embeddings=64, relative_attention=True,
                           position_buckets=8, share_att_key=True, norm_rel_ebd="layer_norm",

@@ -5,17 +5,17 @@ import keras
 import numpy as np
 import pytest
 
-from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import LayerwiseAdamW
 from albert_keras.optimizers.optimizer import LayerwiseLamb
 from albert_keras.optimizers.optimizer import make_optimizer
 from tests.helpers import TINY
+from tests.helpers import albert_config
 
 
 def _encoder(**changes):
-    encoder = AlbertEncoder(AlbertConfig(**{**TINY, "inner_group_num": 1, **changes}))
+    encoder = AlbertEncoder(albert_config(**{**TINY, "inner_group_num": 1, **changes}))
     return encoder
 
 

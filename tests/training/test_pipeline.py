@@ -198,7 +198,7 @@ def test_another_objective_says_it_keeps_the_presets_depth(caplog):
 
 
 def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder(caplog):
-    from albert_keras.models.albert.albert_config import AlbertConfig
+    from albert_keras.families import preset_config
     from albert_keras.models.deberta.family import DEBERTA_V3_ENCODER
 
     with caplog.at_level("WARNING", logger="albert_keras.training.recipes"):
@@ -214,8 +214,9 @@ def test_deberta_v3_recipe_is_rtd_with_gdes_on_deberta_v3s_encoder(caplog):
     assert "fine-tuned below" not in caplog.text and own.learning_rate == 2e-3
     assert (t.objective, t.embedding_sharing, t.mask_rate) == ("rtd", "gdes", 0.4)
     assert t.model_overrides == DEBERTA_V3_ENCODER
-    config = AlbertConfig(**t.model_overrides)  # a valid encoder
+    config = preset_config("albert_tiny", **t.model_overrides)  # a valid encoder
     assert config.relative_attention and not config.position_biased_input
+    assert config.sharing == "all"  # ALBERT's sharing of the preset stays
     # values given win over the recipe's
     mine = resolve_recipe(
         PipelineConfig(recipe="deberta_v3"),

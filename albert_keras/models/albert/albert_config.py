@@ -19,10 +19,14 @@ SHARING_MODES = ("all", "attention", "ffn", "none")
 # config does not import the layers (it must load without Keras).
 POSITION_BIASES = ("none", "alibi")
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "relu6", "tanh", "linear", "gelu_pytorch_tanh")
-# DeBERTa's disentangled attention: the terms a head may add to content-to-
-# content scores (content-to-position, position-to-content), HF's names.
-POSITION_ATTENTION_TERMS = ("c2p", "p2c")
-RELATIVE_EMBEDDING_NORMS = ("none", "layer_norm")
+# Files written before DeBERTa's config held its own fields carry them, at
+# these values for every ALBERT, BERT or ELECTRA model: such a file reads as
+# this class's (with any other value it is DeBERTa's, which the DeBERTa
+# family reads).
+FORMER_RELATIVE_FIELDS = {"relative_attention": False, "max_relative_positions": -1,
+                          "position_buckets": -1, "pos_att_type": "c2p|p2c",
+                          "share_att_key": False, "norm_rel_ebd": "none",
+                          "position_biased_input": True}
 
 
 def block_plan(num_hidden_layers, num_hidden_groups, inner_group_num, sharing):
@@ -89,27 +93,13 @@ class AlbertConfig:
         alibi_slope_scale: multiplies ALiBi's slopes (1: the paper's, made
             for sequences of a thousand tokens and more; larger makes every
             head more local). Only with ``position_bias="alibi"``.
-        relative_attention: DeBERTa's disentangled attention (He et al.
-            2021): every head also scores query content against the key's
-            relative position (``c2p``) and the query's relative position
-            against key content (``p2c``), from one shared table of
-            relative-position embeddings. The fields below (HF
-            ``DebertaV2Config``'s names) apply only with it.
-        max_relative_positions: the largest distance with its own embedding;
-            -1 takes ``max_position_embeddings``.
-        position_buckets: with a positive value, distances beyond
-            ``position_buckets // 2`` share log-spaced buckets, and the
-            table has ``2 * position_buckets`` rows (DeBERTa-v3: 256).
-        pos_att_type: the relative terms, ``"c2p|p2c"`` (either order),
-            ``"c2p"``, ``"p2c"`` or ``""``.
-        share_att_key: the position projections reuse the content query and
-            key projections (DeBERTa-v3) instead of their own.
-        norm_rel_ebd: ``layer_norm`` normalises the relative table before
-            use (DeBERTa-v3), ``none`` does not.
-        position_biased_input: add absolute position embeddings to the input
-            (ALBERT, BERT, DeBERTa-v1); DeBERTa-v3 does not.
         pooler_hidden_act: the pooler's activation: ``tanh`` (ALBERT, BERT)
             or DeBERTa's ``gelu`` (``ContextPooler``).
+
+    DeBERTa's disentangled attention runs in this encoder too; its fields
+    are ``DebertaConfig``'s (``albert_keras.models.deberta``), which extends
+    this class, so ``DebertaConfig(sharing="all", ...)`` shares it ALBERT's
+    way.
 
     Example:
     >>> config = AlbertConfig(vocab_size=30000)
@@ -135,13 +125,6 @@ class AlbertConfig:
     sharing: str = "all"
     position_bias: str = "none"
     alibi_slope_scale: float = 1.0
-    relative_attention: bool = False
-    max_relative_positions: int = -1
-    position_buckets: int = -1
-    pos_att_type: str = "c2p|p2c"
-    share_att_key: bool = False
-    norm_rel_ebd: str = "none"
-    position_biased_input: bool = True
     pooler_hidden_act: str = "tanh"
 
     def __post_init__(self):
@@ -155,7 +138,6 @@ class AlbertConfig:
         self._validate_rates()
         self._validate_choices()
         self._validate_alibi()
-        self._validate_relative()
 
     def _validate_sizes(self):
         for name in (
@@ -204,16 +186,11 @@ class AlbertConfig:
         for name, allowed in (("sharing", SHARING_MODES),
                               ("position_bias", POSITION_BIASES),
                               ("hidden_act", ACTIVATIONS),
-                              ("pooler_hidden_act", ACTIVATIONS),
-                              ("norm_rel_ebd", RELATIVE_EMBEDDING_NORMS)):
+                              ("pooler_hidden_act", ACTIVATIONS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(
                     f"{name} must be one of {allowed}, got {getattr(self, name)!r}"
                 )
-        for name in ("relative_attention", "share_att_key", "position_biased_input"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name} must be true or false, got "
-                                  f"{getattr(self, name)!r}")
 
     def _validate_alibi(self):
         scale = self.alibi_slope_scale
@@ -226,62 +203,22 @@ class AlbertConfig:
                 f"(got {self.position_bias!r})"
             )
 
-    def _validate_relative(self):
-        if not isinstance(self.pos_att_type, str):
-            raise ConfigError(f"pos_att_type must be a string such as 'c2p|p2c', "
-                              f"got {self.pos_att_type!r}")
-        unknown = set(self.position_attention_terms) - set(POSITION_ATTENTION_TERMS)
-        if unknown:
-            raise ConfigError(f"pos_att_type: unknown term {sorted(unknown)[0]!r} "
-                              f"(known: {', '.join(POSITION_ATTENTION_TERMS)})")
-        for name in ("max_relative_positions", "position_buckets"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or (
-                    value < 1 and value != -1):
-                raise ConfigError(f"{name} must be a positive integer or -1, got {value!r}")
-        if self.position_buckets == 1:
-            raise ConfigError("position_buckets must be at least 2 (or -1)")
-        if self.relative_attention:
-            if self.position_bias != "none":
-                raise ConfigError("relative_attention and position_bias="
-                                  f"{self.position_bias!r} cannot be combined")
-            return
-        defaults = AlbertConfig.__dataclass_fields__
-        for name in ("max_relative_positions", "position_buckets", "pos_att_type",
-                     "share_att_key", "norm_rel_ebd"):
-            if getattr(self, name) != defaults[name].default:
-                raise ConfigError(f"{name}={getattr(self, name)!r} needs "
-                                  "relative_attention=true")
-        if not self.position_biased_input:
-            raise ConfigError("position_biased_input=false needs relative_attention=true "
-                              "(the model would have no position information)")
-
     # -- derived -----------------------------------------------------------
 
     @property
     def head_size(self):
         return self.hidden_size // self.num_attention_heads
 
-    @property
-    def position_attention_terms(self):
-        """The relative terms as a tuple, e.g. ``("c2p", "p2c")``."""
-        return tuple(t.strip() for t in self.pos_att_type.lower().split("|") if t.strip())
+    def relative_options(self):
+        """The shared stack's relative-attention options (None: ALBERT's
+        attention scores content alone; ``DebertaConfig`` gives DeBERTa's)."""
+        return None
 
     @property
-    def relative_span(self):
-        """Half the rows of the relative table: the attention span."""
-        if self.position_buckets > 0:
-            return self.position_buckets
-        if self.max_relative_positions > 0:
-            return self.max_relative_positions
-        return self.max_position_embeddings
-
-    @property
-    def max_relative_distance(self):
-        """The distance where log bucketing ends (HF's max_relative_positions)."""
-        if self.max_relative_positions > 0:
-            return self.max_relative_positions
-        return self.max_position_embeddings
+    def adds_absolute_positions(self):
+        """Whether the input adds the absolute position table (ALBERT,
+        BERT: always; DeBERTa-v3 does not)."""
+        return True
 
     @property
     def has_embedding_projection(self):
@@ -323,7 +260,15 @@ class AlbertConfig:
 
     @classmethod
     def from_dict(cls, data, source="config"):
-        """Builds a config from our own dialect; unknown keys are errors."""
+        """Builds a config from our own dialect; unknown keys are errors.
+        The DeBERTa fields of files written before ``DebertaConfig`` held
+        them are dropped where they are off (``FORMER_RELATIVE_FIELDS``)."""
+        if cls is AlbertConfig and isinstance(data, dict):
+            if not is_former_albert(data):
+                field = next(k for k in data if k in FORMER_RELATIVE_FIELDS)
+                raise ConfigError(f"{source}: {field} is DeBERTa's field: read this config "
+                                  "with DebertaConfig.from_dict")
+            data = {k: v for k, v in data.items() if k not in FORMER_RELATIVE_FIELDS}
         return config_from_dict(cls, data, source)
 
     # -- layouts other formats can hold --------------------------------------
@@ -344,8 +289,8 @@ class AlbertConfig:
         the paper's partial sharings have no equivalent there, and neither
         has ALiBi (the formats have no field for it).
         """
-        if self.position_bias != "none" or self.relative_attention:
-            what = ("relative_attention" if self.relative_attention
+        if self.position_bias != "none" or self.relative_options() is not None:
+            what = ("relative_attention" if self.relative_options() is not None
                     else f"position_bias={self.position_bias!r}")
             raise ConfigError(
                 f"{what} has no equivalent in {target}; keep the model as .keras"
@@ -382,3 +327,17 @@ class AlbertConfig:
         from albert_keras.files import write_json
 
         write_json(path, self.to_dict())
+
+
+def is_former_albert(data):
+    """Whether a config dict written before ``DebertaConfig`` held DeBERTa's
+    fields is an ALBERT (BERT, ELECTRA) model's: each of those fields it
+    carries is at its off value.
+
+    Example:
+    >>> is_former_albert({"hidden_size": 8, "relative_attention": False}), is_former_albert(
+    ...     {"relative_attention": True})
+    (True, False)
+    """
+    return all(data[k] == v and type(data[k]) is type(v)
+               for k, v in FORMER_RELATIVE_FIELDS.items() if k in data)

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from albert_keras.families import family_config
+from albert_keras.families import config_from_fields
 from albert_keras.layers.activations import get_activation
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.stack_hidden_states import StackHiddenStates
@@ -71,20 +71,6 @@ class TokenPooler(keras.layers.Layer):
         return config
 
 
-def _relative_options(config):
-    """The ``SharedEncoder(relative=...)`` dict of a DeBERTa-style config."""
-    if not config.relative_attention:
-        return None
-    return {
-        "span": config.relative_span,
-        "position_buckets": config.position_buckets,
-        "max_relative_positions": config.max_relative_distance,
-        "pos_att_type": config.pos_att_type,
-        "share_att_key": config.share_att_key,
-        "norm_rel_ebd": config.norm_rel_ebd,
-    }
-
-
 def _layers(config, quantize_aware, mask_value, dtype):
     """``(embeddings, transformer, pooler)`` of an encoder with ``config``."""
     embeddings = FactorizedEmbedding(
@@ -97,8 +83,8 @@ def _layers(config, quantize_aware, mask_value, dtype):
         layer_norm_eps=config.layer_norm_eps,
         initializer_range=config.initializer_range,
         quantize_aware=quantize_aware,
-        position_biased_input=config.position_biased_input,
-        mask_padding=config.relative_attention,
+        position_biased_input=config.adds_absolute_positions,
+        mask_padding=config.relative_options() is not None,
         dtype=dtype,
         name="embeddings",
     )
@@ -119,7 +105,7 @@ def _layers(config, quantize_aware, mask_value, dtype):
         mask_value=mask_value,
         position_bias=config.position_bias,
         alibi_slope_scale=config.alibi_slope_scale,
-        relative=_relative_options(config),
+        relative=config.relative_options(),
         dtype=dtype,
         name="transformer",
     )
@@ -183,9 +169,9 @@ class AlbertEncoder(Backbone):
         **kwargs,
     ):
         if isinstance(config, dict):
-            # a DeBERTa config comes back as DebertaConfig (the dict has
-            # every field; the class is the family's)
-            config = family_config(AlbertConfig.from_dict(config))
+            # a DeBERTa config comes back as DebertaConfig, the registered
+            # class that holds its relative fields
+            config = config_from_fields(AlbertConfig, config)
         if cls_only and output_hidden_states:
             raise ValueError("cls_only and output_hidden_states cannot be combined: "
                              "the last hidden state would hold only the [CLS] row")

@@ -3,6 +3,7 @@
 import json
 
 from albert_keras.config_dicts import ConfigError
+from albert_keras.families import config_from_fields
 from albert_keras.files import write_json
 from albert_keras.models.albert import hf_config
 from albert_keras.models.albert import tf1_config
@@ -36,7 +37,8 @@ def read_config_file(path, dialect="auto"):
         else:
             dialect = "original"
     reader = {
-        "albert_keras": AlbertConfig.from_dict,
+        # a DeBERTa model's file holds DeBERTa's fields too: its class reads it
+        "albert_keras": lambda data, source: config_from_fields(AlbertConfig, data, source),
         "original": tf1_config.from_original_dict,
         "hf": hf_config.from_hf_dict,
     }.get(dialect)

@@ -10,7 +10,6 @@ from albert_keras.config_dicts import ConfigError
 from albert_keras.convert.hf import HF_GENERIC_KEYS
 from albert_keras.models.albert.albert_config import AlbertConfig
 from albert_keras.models.albert.tf1_config import INERT_FIELDS
-from albert_keras.models.deberta import hf_config as hf_deberta_config
 from albert_keras.text.special_ids import CLS_ID
 from albert_keras.text.special_ids import PAD_ID
 from albert_keras.text.special_ids import SEP_ID
@@ -18,22 +17,20 @@ from albert_keras.text.special_ids import SEP_ID
 _DEFAULTS = AlbertConfig()
 
 # HF keys that carry model hyperparameters we map one to one.
-# (DeBERTa's relative fields belong to model_type deberta-v2 only.)
 _HF_MODEL_FIELDS = {f.name for f in dataclasses.fields(AlbertConfig)} - {
-    "sharing", "relative_attention", "max_relative_positions", "position_buckets",
-    "pos_att_type", "share_att_key", "norm_rel_ebd", "position_biased_input",
-    "pooler_hidden_act"}
+    "sharing", "pooler_hidden_act"}
 # Model-specific HF keys that do not change the encoder's computation.
 _HF_ALBERT_KEYS = {"classifier_dropout_prob"}
 _HF_BERT_KEYS = {"classifier_dropout", "use_cache", "is_decoder", "add_cross_attention"}
 # ELECTRA's sequence-summary keys configure HF's classification head only.
 _HF_ELECTRA_KEYS = _HF_BERT_KEYS | {"summary_type", "summary_use_proj", "summary_activation",
                                     "summary_last_dropout", "embedding_size"}
-MODEL_TYPES = ("albert", "bert", "electra", hf_deberta_config.MODEL_TYPE)
+MODEL_TYPES = ("albert", "bert", "electra")
 
 
 def from_hf_dict(data, source="config.json"):
-    """Reads a HF transformers ``config.json`` (ALBERT, BERT, ELECTRA or DeBERTa-v2/v3)."""
+    """Reads a HF transformers ``config.json`` (ALBERT, BERT or ELECTRA; the
+    DeBERTa family reads ``deberta-v2``)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
     model_type = data.get("model_type")
@@ -41,8 +38,6 @@ def from_hf_dict(data, source="config.json"):
         raise ConfigError(
             f"{source}: model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type!r}"
         )
-    if model_type == hf_deberta_config.MODEL_TYPE:
-        return hf_deberta_config.from_deberta_dict(data, source, HF_GENERIC_KEYS)
     known = {"albert": _HF_ALBERT_KEYS, "bert": _HF_BERT_KEYS,
              "electra": _HF_ELECTRA_KEYS}[model_type]
     out = {}
@@ -108,7 +103,7 @@ def _fill_model_type(model_type, out, source):
 
 def _check_expressible(config, model_type):
     """Refuses what HF ALBERT, BERT and ELECTRA have no field for, in one line."""
-    if config.relative_attention:
+    if config.relative_options() is not None:
         raise ConfigError(f"relative_attention has no equivalent in HF {model_type}; "
                           "write model_type deberta-v2 or keep the model as .keras")
     if config.pooler_hidden_act != "tanh" or config.type_vocab_size == 0:
@@ -169,14 +164,10 @@ def to_hf_dict(config, model_type=None):
 
     Args:
         config: our ``AlbertConfig``.
-        model_type: ``bert``, ``albert``, ``electra`` or ``deberta-v2``
-            (default: ``deberta-v2`` with relative attention, else ``bert``
+        model_type: ``bert``, ``albert`` or ``electra`` (default: ``bert``
             when the layout is BERT's, else ``albert``). ELECTRA takes any
             unshared layout, with or without an E -> H projection.
     """
-    if model_type == hf_deberta_config.MODEL_TYPE or (
-            model_type is None and config.relative_attention):
-        return hf_deberta_config.to_deberta_dict(config)
     _check_expressible(config, model_type)
     common = _common_fields(config)
     if model_type == "electra":

@@ -1,9 +1,9 @@
 """The DeBERTa family's registration and presets.
 
-DeBERTa has its own config class (``DebertaConfig``: ALBERT's fields with
-DeBERTa-v3's values) and ALBERT's encoder, whose ``relative_attention``
-turns its attention on; so it claims every ALBERT config with relative
-attention too. Its presets are microsoft/deberta-v3-*'s shapes.
+DeBERTa has its own config class (``DebertaConfig``: ALBERT's fields and
+DeBERTa's relative attention, with DeBERTa-v3's values), ALBERT's encoder,
+which runs that attention, and its own HF reader and writer
+(``checkpoints``). Its presets are microsoft/deberta-v3-*'s shapes.
 """
 
 from albert_keras.families import Family
@@ -47,7 +47,7 @@ FAMILY = register_family(Family(
     backbone="albert_keras.models.albert.albert_encoder:AlbertEncoder",
     presets=PRESETS,
     hf_model_types=("deberta-v2",),
-    checkpoints="albert_keras.models.albert.checkpoints",
-    claims="albert_keras.models.deberta.deberta_config:is_deberta",
+    checkpoints="albert_keras.models.deberta.checkpoints",
     layout="albert_keras.models.albert.layout:LAYOUT_RULES",
+    recipe_fields=DEBERTA_V3_ENCODER,
 ))

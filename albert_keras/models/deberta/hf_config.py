@@ -8,6 +8,8 @@ layer (``conv_kernel_size``), an embedding width other than the hidden width
 width, a head size other than ``hidden_size / heads``.
 """
 
+import dataclasses
+
 from albert_keras.config_dicts import ConfigError
 from albert_keras.models.albert.albert_config import AlbertConfig
 from albert_keras.models.deberta.deberta_config import DebertaConfig
@@ -101,7 +103,10 @@ def from_deberta_dict(data, source, generic_keys):
         out["pos_att_type"], out["norm_rel_ebd"] = "c2p|p2c", "none"
     out.update(embedding_size=out["hidden_size"], num_hidden_groups=out["num_hidden_layers"],
                sharing="none")
-    return DebertaConfig.of(AlbertConfig.from_dict(out, source))
+    albert = {f.name for f in dataclasses.fields(AlbertConfig)}
+    return DebertaConfig.extending(
+        AlbertConfig.from_dict({k: v for k, v in out.items() if k in albert}, source), source,
+        **{k: v for k, v in out.items() if k not in albert})
 
 
 def to_deberta_dict(config):

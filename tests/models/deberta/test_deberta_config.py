@@ -6,11 +6,14 @@ import dataclasses
 
 import keras
 import numpy as np
+import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import DebertaConfig
+from albert_keras.config_dicts import ConfigError
 from albert_keras.families import family_of
+from albert_keras.families import preset_config
 from albert_keras.presets import get_preset
 
 # microsoft/deberta-v3-base's config.json, in our field names.
@@ -33,16 +36,28 @@ def test_the_defaults_are_deberta_v3_base():
     assert type(get_preset("deberta_v3_tiny")) is DebertaConfig
 
 
-def test_the_family_claims_its_class_and_albert_configs_with_relative_attention():
+def test_the_family_claims_its_class_and_albert_presets_with_relative_fields():
     assert family_of(DebertaConfig()).name == "deberta"
-    assert family_of(AlbertConfig(relative_attention=True)).name == "deberta"
     assert family_of(AlbertConfig()).name == "albert"
     assert family_of(get_preset("bert_tiny")).name == "albert"
+    # --model-overrides '{"relative_attention": true}' on an ALBERT preset:
+    # DeBERTa's class, every other field the preset's
+    config = preset_config("albert_tiny", relative_attention=True, position_buckets=8)
+    assert type(config) is DebertaConfig and family_of(config).name == "deberta"
+    albert = dataclasses.asdict(preset_config("albert_tiny"))
+    assert {k: v for k, v in dataclasses.asdict(config).items() if k in albert} == albert
+    assert (config.position_buckets, config.share_att_key, config.position_biased_input) == (
+        8, False, True)  # the fields not given are off, as ALBERT files held them
+    # ALBERT's config has no relative fields of its own
+    with pytest.raises(TypeError, match="relative_attention"):
+        AlbertConfig(relative_attention=True)
+    with pytest.raises(ConfigError, match="needs relative_attention=true"):
+        preset_config("albert_tiny", share_att_key=True)
 
 
 def _tiny(**fields):
     return dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                intermediate_size=64, max_position_embeddings=32, position_buckets=4,
+                intermediate_size=64, max_position_embeddings=32,
                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **fields)
 
 
@@ -51,10 +66,15 @@ def test_an_albert_file_with_relative_attention_reads_back_as_deberta(tmp_path):
     (what every file written before ``DebertaConfig`` holds: the saved
     config is the field dict, no class name): it loads with every field and
     output unchanged, as its family's class."""
-    config = AlbertConfig(**_tiny(embedding_size=16, relative_attention=True,
-                                  share_att_key=True, norm_rel_ebd="layer_norm",
-                                  position_biased_input=False, type_vocab_size=0))
-    encoder = AlbertEncoder(config)
+    albert = dataclasses.asdict(AlbertConfig(**_tiny(embedding_size=16, type_vocab_size=0)))
+    relative = dict(relative_attention=True, max_relative_positions=-1, position_buckets=4,
+                    pos_att_type="c2p|p2c", share_att_key=True, norm_rel_ebd="layer_norm",
+                    position_biased_input=False)
+    # the encoder's config entry as those files hold it
+    encoder = AlbertEncoder({**albert, **relative})
+    config = encoder.config
+    assert type(config) is DebertaConfig
+    assert dataclasses.asdict(config) == {**albert, **relative}
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(5, 64, (2, 11)).astype("int32"),
          "segment_ids": np.zeros((2, 11), "int32"),
@@ -71,8 +91,8 @@ def test_an_albert_file_with_relative_attention_reads_back_as_deberta(tmp_path):
 
 def test_a_deberta_config_with_albert_sharing_builds_a_shared_stack():
     shared = AlbertEncoder(DebertaConfig(**_tiny(embedding_size=16, sharing="all",
-                                                  num_hidden_groups=1)))
-    unshared = AlbertEncoder(DebertaConfig(**_tiny(num_hidden_groups=2)))
+                                                  num_hidden_groups=1, position_buckets=4)))
+    unshared = AlbertEncoder(DebertaConfig(**_tiny(num_hidden_groups=2, position_buckets=4)))
     # one block's weights for both layers, and the factorized embedding
     assert shared.count_params() < unshared.count_params()
     assert family_of(shared).name == "deberta"
