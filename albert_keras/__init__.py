@@ -15,6 +15,8 @@ Example:
 import importlib
 import sys
 
+from albert_keras.moved_modules import install as install_moved_modules
+
 __version__ = "0.1.0"
 
 # Public name -> the module that defines it. Loading these modules registers
@@ -22,19 +24,19 @@ __version__ = "0.1.0"
 # optimizers); tests/test_package.py checks that no registering module is missed.
 _PUBLIC = {
     "LayerwiseAdamW": "albert_keras.optimizers.optimizer",
-    "SequenceClassifier": "albert_keras.models.sequence_classifier",
+    "SequenceClassifier": "albert_keras.models.task_models.sequence_classifier",
     "AlbertConfig": "albert_keras.models.albert.albert_config",
-    "TokenDiscriminator": "albert_keras.models.token_discriminator",
-    "Distiller": "albert_keras.models.distiller",
-    "ElectraPretrainer": "albert_keras.models.electra_pretrainer",
-    "SentenceEmbedder": "albert_keras.models.sentence_embedder",
+    "TokenDiscriminator": "albert_keras.models.pretrainers.token_discriminator",
+    "Distiller": "albert_keras.models.distillers.distiller",
+    "ElectraPretrainer": "albert_keras.models.pretrainers.electra_pretrainer",
+    "SentenceEmbedder": "albert_keras.models.task_models.sentence_embedder",
     "AlbertEncoder": "albert_keras.models.albert.albert_encoder",
     "LayerwiseLamb": "albert_keras.optimizers.optimizer",
-    "LayerDistiller": "albert_keras.models.layer_distiller",
-    "ChoiceScorer": "albert_keras.models.choice_scorer",
-    "EncoderPretrainer": "albert_keras.models.encoder_pretrainer",
-    "SpanExtractor": "albert_keras.models.span_extractor",
-    "TokenTagger": "albert_keras.models.token_tagger",
+    "LayerDistiller": "albert_keras.models.distillers.layer_distiller",
+    "ChoiceScorer": "albert_keras.models.task_models.choice_scorer",
+    "EncoderPretrainer": "albert_keras.models.pretrainers.encoder_pretrainer",
+    "SpanExtractor": "albert_keras.models.task_models.span_extractor",
+    "TokenTagger": "albert_keras.models.task_models.token_tagger",
     "Backbone": "albert_keras.models.backbone",
     "ConfigError": "albert_keras.config_dicts",
     "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
@@ -43,7 +45,7 @@ _PUBLIC = {
     "ModernBertConfig": "albert_keras.models.modernbert.modernbert_config",
     "ModernBertEncoder": "albert_keras.models.modernbert.modernbert_encoder",
     "PRESETS": "albert_keras.presets",
-    "ProgressiveDistiller": "albert_keras.models.progressive_distiller",
+    "ProgressiveDistiller": "albert_keras.models.distillers.progressive_distiller",
     "QuantizedDense": "albert_keras.layers.quantized_dense",
     "Tokenizer": "albert_keras.text.tokenizer",
     "WarmupPolynomialDecay": "albert_keras.optimizers.schedule",
@@ -134,6 +136,10 @@ def __getattr__(name):
                              f"this process runs Keras on {backend}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+# Modules that moved keep their former import paths (a finder answers them,
+# importing nothing until one is used).
+install_moved_modules()
 
 # The ``albert-keras`` command (module ``albert_keras_cli``, outside this
 # package) builds its parser from this package's light config modules and must

@@ -14,8 +14,8 @@ This table's job is to name modules (as ``albert_keras._PUBLIC`` does).
 
 Example:
 >>> install()
->>> from albert_keras.models.layer_map import layer_map
->>> layer_map.__module__
+>>> from albert_keras.models.layer_map import uniform_layer_map
+>>> uniform_layer_map.__module__
 'albert_keras.models.distillers.layer_map'
 """
 

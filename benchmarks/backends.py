@@ -173,7 +173,7 @@ else:
             # ELECTRA on the same discriminator: a generator of 1/4 its width
             # fills the masked positions by sampling, the discriminator reads
             # every token; the generator's targets are inputs too
-            from albert_keras.models.electra_pretrainer import (
+            from albert_keras.models.pretrainers.electra_pretrainer import (
                 ElectraPretrainer, generator_config)
             model = ElectraPretrainer(AlbertEncoder(config),
                                             AlbertEncoder(generator_config(config, 0.25)))

@@ -81,7 +81,7 @@ os.environ["KERAS_BACKEND"] = "jax"
 import keras
 from albert_keras import AlbertConfig, AlbertEncoder
 from albert_keras.data.length_buckets import bucket_lengths, cut, plan_batches
-from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 from albert_keras.optimizers.optimizer import make_optimizer
 keras.utils.set_random_seed(0)
 keras.mixed_precision.set_global_policy(args["precision"])

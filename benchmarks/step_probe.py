@@ -20,7 +20,7 @@ CHILD = r"""
 import json, statistics, sys, time
 import numpy as np, keras
 from albert_keras.families import build_backbone, preset_config
-from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 from albert_keras.optimizers.optimizer import make_optimizer
 case = json.loads(sys.argv[1])
 config = preset_config(case["preset"], **case["overrides"])

@@ -32,7 +32,7 @@ def load_source(origin, part="auto"):
     folder = folder_of(source)
     if part == "embedder":
         # what `albert-keras embed` computes by default: the last layer, mean-pooled
-        from albert_keras.models.sentence_embedder import SentenceEmbedder
+        from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 
         model = SentenceEmbedder(origin.encoder(dtype="float32", output_hidden_states=True))
         return model, None, _tokenizer_of(model, source, tokenizer), folder

@@ -437,3 +437,22 @@ def test_the_distribution_lists_every_package_folder_and_its_files():
                 found.add(package if relative == "." else
                           package + "." + relative.replace(os.sep, "."))
     assert found == listed, (sorted(found - listed), sorted(listed - found))
+
+
+def test_modules_that_moved_import_by_their_former_paths():
+    """Code written against the release before ``models/`` got its
+    subfolders imports the same objects by the former module paths, and
+    every former path names a module that exists."""
+    import importlib
+
+    from albert_keras.moved_modules import MOVED
+
+    for former, now in MOVED.items():
+        assert not os.path.exists(os.path.join(_ROOT, *former.split(".")) + ".py"), former
+        old, new = importlib.import_module(former), importlib.import_module(now)
+        public = [k for k in vars(new) if not k.startswith("_")]
+        assert public and all(getattr(old, k) is getattr(new, k) for k in public), former
+    from albert_keras.models.sequence_classifier import SequenceClassifier
+    from albert_keras.models.task_models.sequence_classifier import SequenceClassifier as now
+
+    assert SequenceClassifier is now

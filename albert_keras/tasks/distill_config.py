@@ -76,6 +76,6 @@ class DistillConfig(TrainingFields, AdversarialFields):
         check_options(self)
         self.check_adversarial()
         if self.layer_map:  # its form now; the depths are checked against the models
-            from albert_keras.models.layer_map import parse_layer_map
+            from albert_keras.models.distillers.layer_map import parse_layer_map
 
             parse_layer_map(self.layer_map, 10**6, 10**6)

@@ -4,7 +4,7 @@ import dataclasses
 
 import keras
 
-from albert_keras.models.span_extractor import SpanExtractor
+from albert_keras.models.task_models.span_extractor import SpanExtractor
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.python_inputs import python_questions

@@ -8,7 +8,7 @@ import numpy as np
 
 from albert_keras.data.corpus import sotu_files
 from albert_keras.data.sentence_split import split_sentences
-from albert_keras.models.token_tagger import TokenTagger
+from albert_keras.models.task_models.token_tagger import TokenTagger
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.metrics import bio_spans

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 from albert_keras.data.length_buckets import predict_in_buckets
-from albert_keras.models.sentence_embedder import SentenceEmbedder
+from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.text.packer import pack_texts

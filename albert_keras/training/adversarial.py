@@ -101,7 +101,7 @@ def _log_probs(logits):
 def divergence(model, outputs, target, padding_mask, kl=symmetric_kl):  # noqa: PLR0913 (the two outputs, and how to read them)
     """The adversarial term between a task model's perturbed ``outputs``
     and its clean ones (``target``), both dicts, as ``model``'s class
-    reads them (its ``divergence``, over ``albert_keras.models.output_divergence``):
+    reads them (its ``divergence``, over ``albert_keras.models.task_models.output_divergence``):
     ``kl`` per row (``symmetric_kl`` or ``full_symmetric_kl``), padded
     positions left out."""
     read = getattr(model, "divergence", None)

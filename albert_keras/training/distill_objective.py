@@ -16,9 +16,9 @@ writes holds the student alone.
 
 import logging
 
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
-from albert_keras.models.progressive_distiller import ProgressiveDistiller
-from albert_keras.models.progressive_distiller import stage_rate_scales
+from albert_keras.models.distillers.progressive_distiller import ProgressiveDistiller
+from albert_keras.models.distillers.progressive_distiller import stage_rate_scales
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.training.mlm_sop import Mlm
 from albert_keras.training.mlm_sop import split_features

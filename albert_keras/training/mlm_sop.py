@@ -12,7 +12,7 @@ import tensorflow as tf
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.heads.pretraining_losses import masked_lm_sums
 from albert_keras.heads.pretraining_losses import sentence_order_sums
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 from albert_keras.training.objective import Objective
 
 X_KEYS = ("token_ids", "segment_ids", "padding_mask", "masked_positions")

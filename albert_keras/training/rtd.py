@@ -12,8 +12,8 @@ import numpy as np
 from albert_keras.data.reader import pretraining_dataset
 from albert_keras.heads.pretraining_losses import masked_lm_sums
 from albert_keras.models.backbone import rebuilt
-from albert_keras.models.electra_pretrainer import ElectraPretrainer
-from albert_keras.models.electra_pretrainer import generator_config
+from albert_keras.models.pretrainers.electra_pretrainer import ElectraPretrainer
+from albert_keras.models.pretrainers.electra_pretrainer import generator_config
 from albert_keras.training.mlm_sop import eval_forward
 from albert_keras.training.mlm_sop import most_frequent_token_baseline
 from albert_keras.training.objective import Objective

@@ -10,8 +10,8 @@ import transformers
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
-from albert_keras.models.token_discriminator import TokenDiscriminator
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.pretrainers.token_discriminator import TokenDiscriminator
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model
 from tests.helpers import all_positions
@@ -89,7 +89,7 @@ def test_rtd_pretrainer_halves_export_to_hf_electra(tmp_path, sharing):
     """An ELECTRA pair from HF folders, put into our RTD pretrainer, comes
     back out as ElectraForPreTraining and ElectraForMaskedLM that transformers
     loads and that give the original models' logits."""
-    from albert_keras.models.electra_pretrainer import ElectraPretrainer
+    from albert_keras.models.pretrainers.electra_pretrainer import ElectraPretrainer
 
     hf_disc = make_hf_model("ElectraForPreTraining", tmp_path / "d", seed=1)
     hf_gen = make_hf_model("ElectraForMaskedLM", tmp_path / "g", seed=2,

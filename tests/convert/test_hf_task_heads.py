@@ -14,10 +14,10 @@ from albert_keras.cli import main
 from albert_keras.convert import ConversionError
 from albert_keras.convert import load_hf
 from albert_keras.convert import save_hf
-from albert_keras.models.choice_scorer import ChoiceScorer
-from albert_keras.models.sequence_classifier import SequenceClassifier
-from albert_keras.models.span_extractor import SpanExtractor
-from albert_keras.models.token_tagger import TokenTagger
+from albert_keras.models.task_models.choice_scorer import ChoiceScorer
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
+from albert_keras.models.task_models.span_extractor import SpanExtractor
+from albert_keras.models.task_models.token_tagger import TokenTagger
 from tests.helpers import make_hf_model
 from tests.helpers import sample_inputs
 

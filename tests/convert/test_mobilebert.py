@@ -10,7 +10,7 @@ import pytest
 from albert_keras.convert.conversion_error import ConversionError
 from albert_keras.convert.hf import load_hf
 from albert_keras.convert.hf import save_hf
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 from tests.helpers import all_positions
 from tests.helpers import make_hf_model
 from tests.helpers import run_hf

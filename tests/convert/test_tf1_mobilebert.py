@@ -17,8 +17,8 @@ import pytest
 from albert_keras.config_dicts import ConfigError
 from albert_keras.convert import load_checkpoint
 from albert_keras.convert import load_tf1
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.mobilebert.tf1 import config_from_original
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 from tests.convert.test_mobilebert import _close
 from tests.convert.test_tf1 import write_tf1_checkpoint
 from tests.helpers import MOBILEBERT

@@ -115,7 +115,7 @@ def test_layer_transfer_losses_of_a_cut_batch_equal_the_padded_one():
     """Distillation's layer stage trains on bucketed batches: its losses
     average over real positions, so a batch cut to its longest row scores
     what the same rows padded to the full length score."""
-    from albert_keras.models.layer_distiller import LayerDistiller
+    from albert_keras.models.distillers.layer_distiller import LayerDistiller
 
     x, lengths = _mixed_inputs(n=6)
     short = np.argsort(lengths)[:4]  # rows that fit a shorter bucket

@@ -322,7 +322,7 @@ def test_qat_copy_keeps_the_float_model_outputs_close(classifier_folder):
 
 
 def test_embedder_keras_file_string_in(init_folder, tmp_path):
-    from albert_keras.models.sentence_embedder import SentenceEmbedder
+    from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
     from albert_keras.sources.model_source import ModelSource
 
     model = SentenceEmbedder(ModelSource(init_folder).encoder(dtype="float32"), layers=(-2, -1),

@@ -201,7 +201,7 @@ def test_built_optimizer_means_one_trace_of_the_training_step(monkeypatch):
     import tensorflow as tf
     from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
 
-    from albert_keras.models.sequence_classifier import SequenceClassifier
+    from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
     from albert_keras.optimizers.optimizer import build_optimizer
 
     traces = []

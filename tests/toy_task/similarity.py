@@ -12,7 +12,7 @@ import json
 import keras
 import numpy as np
 
-from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks.readers import TaskDataError
 from albert_keras.tasks.task import Task

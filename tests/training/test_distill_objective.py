@@ -107,8 +107,8 @@ def test_the_layer_stage_moves_the_student_toward_the_teacher(data_dir, teacher,
     stage that trained nothing, or the wrong layer, would miss."""
     import tensorflow as tf
 
-    from albert_keras.models.progressive_distiller import ProgressiveDistiller
-    from albert_keras.models.progressive_distiller import feature_map_loss
+    from albert_keras.models.distillers.progressive_distiller import ProgressiveDistiller
+    from albert_keras.models.distillers.progressive_distiller import feature_map_loss
     from albert_keras.training.datasets import train_pipeline
     from albert_keras.training.objectives import get_objective
 

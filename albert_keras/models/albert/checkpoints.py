@@ -33,10 +33,10 @@ from albert_keras.models.albert.weight_names import hf_albert_names
 from albert_keras.models.albert.weight_names import hf_bert_names
 from albert_keras.models.albert.weight_names import hf_electra_names
 from albert_keras.models.backbone import backbone_of
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
-from albert_keras.models.hf_task_model import task_model_from_hf
-from albert_keras.models.sequence_classifier import SequenceClassifier
-from albert_keras.models.token_discriminator import TokenDiscriminator
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.pretrainers.token_discriminator import TokenDiscriminator
+from albert_keras.models.task_models.hf_task_model import task_model_from_hf
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 
 PRETRAINING_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.", "generator_predictions.",
                   "generator_lm_head.", "discriminator_predictions.", "lm_predictions.")

@@ -37,7 +37,7 @@ from albert_keras.convert.keras_hub_preset import preset_backbone
 from albert_keras.convert.keras_hub_preset import preset_tokenizer
 from albert_keras.models.albert.albert_config import AlbertConfig
 from albert_keras.models.albert.albert_encoder import AlbertEncoder
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 
 # keras-hub backbone class -> (our HF model type, keras-hub's HF converter)
 BACKBONES = {

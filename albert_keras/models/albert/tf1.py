@@ -12,7 +12,7 @@ from albert_keras.models.albert.albert_encoder import AlbertEncoder
 from albert_keras.models.albert.config_files import read_config_file
 from albert_keras.models.albert.weight_names import tf1_albert_names
 from albert_keras.models.albert.weight_names import tf1_bert_names
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 
 
 def reads_tf1_config(data):

@@ -23,11 +23,11 @@ from albert_keras.convert.weight_layout import hf_linear
 from albert_keras.convert.weight_layout import hf_norm
 from albert_keras.convert.weight_layout import model_variables
 from albert_keras.models.backbone import backbone_of
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
-from albert_keras.models.hf_task_model import task_model_from_hf
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
-from albert_keras.models.sequence_classifier import SequenceClassifier
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.task_models.hf_task_model import task_model_from_hf
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 
 MODEL_TYPE = "mobilebert"
 PREFIX = "mobilebert."

@@ -17,10 +17,10 @@ import re
 
 from albert_keras.config_dicts import ConfigError
 from albert_keras.convert.assign import assign_tensors
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.mobilebert.checkpoints import hf_names
 from albert_keras.models.mobilebert.mobilebert_config import MobileBertConfig
 from albert_keras.models.mobilebert.mobilebert_encoder import MobileBertEncoder
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 
 # The original BertConfig's own fields and defaults (modeling.py): not HF's
 # MobileBertConfig defaults, which describe the published model instead.

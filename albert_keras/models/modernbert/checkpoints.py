@@ -32,11 +32,11 @@ from albert_keras.convert.weight_layout import hf_linear
 from albert_keras.convert.weight_layout import hf_norm
 from albert_keras.convert.weight_layout import model_variables
 from albert_keras.models.backbone import backbone_of
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.encoder_settings import EncoderSettings
-from albert_keras.models.hf_task_model import task_model_from_hf
 from albert_keras.models.modernbert.modernbert_config import ModernBertConfig
 from albert_keras.models.modernbert.modernbert_encoder import ModernBertEncoder
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
+from albert_keras.models.task_models.hf_task_model import task_model_from_hf
 
 MODEL_TYPE = "modernbert"
 PREFIX = "model."

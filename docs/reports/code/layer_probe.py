@@ -28,7 +28,7 @@ import numpy as np
 from objectives import sample_task  # the same rows as the fine-tuning comparison
 
 from albert_keras.files import write_json
-from albert_keras.models.sentence_embedder import SentenceEmbedder
+from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.sources.registry import read_tokenizer
 from albert_keras.tasks.readers import read_text_table

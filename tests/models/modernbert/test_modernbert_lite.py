@@ -11,10 +11,10 @@ import transformers
 
 from albert_keras.convert import ConversionError
 from albert_keras.convert import save_hf
-from albert_keras.models.encoder_pretrainer import EncoderPretrainer
 from albert_keras.models.modernbert.checkpoints import config_from_hf
 from albert_keras.models.modernbert.checkpoints import load_hf_encoder
 from albert_keras.models.modernbert.modernbert_encoder import ModernBertEncoder
+from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 from albert_keras.presets import get_preset
 from albert_keras.saving import load_model
 from albert_keras.saving import save_model

@@ -6,8 +6,8 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras.models.electra_pretrainer import ElectraPretrainer
-from albert_keras.models.electra_pretrainer import generator_config
+from albert_keras.models.pretrainers.electra_pretrainer import ElectraPretrainer
+from albert_keras.models.pretrainers.electra_pretrainer import generator_config
 from albert_keras.optimizers.optimizer import LayerwiseAdamW
 from tests.helpers import TINY
 from tests.helpers import encoder_inputs

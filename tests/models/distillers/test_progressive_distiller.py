@@ -9,12 +9,12 @@ import pytest
 from albert_keras import EncoderPretrainer
 from albert_keras import MobileBertConfig
 from albert_keras import MobileBertEncoder
-from albert_keras.models.progressive_distiller import ProgressiveDistiller
-from albert_keras.models.progressive_distiller import attention_loss
-from albert_keras.models.progressive_distiller import distribution_losses
-from albert_keras.models.progressive_distiller import feature_map_loss
-from albert_keras.models.progressive_distiller import soft_masked_lm_loss
-from albert_keras.models.progressive_distiller import stage_rate_scales
+from albert_keras.models.distillers.progressive_distiller import ProgressiveDistiller
+from albert_keras.models.distillers.progressive_distiller import attention_loss
+from albert_keras.models.distillers.progressive_distiller import distribution_losses
+from albert_keras.models.distillers.progressive_distiller import feature_map_loss
+from albert_keras.models.distillers.progressive_distiller import soft_masked_lm_loss
+from albert_keras.models.distillers.progressive_distiller import stage_rate_scales
 from tests.helpers import MOBILEBERT
 
 RNG = np.random.default_rng(0)

@@ -11,8 +11,8 @@ from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.layers.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.export_kind import ExportKind
-from albert_keras.models.task_model import ENCODER_INPUTS
-from albert_keras.models.task_model import TaskModel
+from albert_keras.models.task_models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_models.task_model import TaskModel
 from albert_keras.replicas import scale_for_replicas
 
 

@@ -5,7 +5,7 @@ import keras
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.export_kind import ExportKind
-from albert_keras.models.task_model import TaskModel
+from albert_keras.models.task_models.task_model import TaskModel
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

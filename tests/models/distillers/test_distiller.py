@@ -9,8 +9,8 @@ from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
 from albert_keras import SequenceClassifier
 from albert_keras import TokenTagger
-from albert_keras.models.distiller import Distiller
-from albert_keras.models.distiller import soft_target_loss
+from albert_keras.models.distillers.distiller import Distiller
+from albert_keras.models.distillers.distiller import soft_target_loss
 from tests.helpers import TINY
 from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test

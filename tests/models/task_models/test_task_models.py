@@ -220,7 +220,7 @@ def test_multiple_choice_overfits():
 
 
 def test_discriminator():
-    from albert_keras.models.token_discriminator import TokenDiscriminator
+    from albert_keras.models.pretrainers.token_discriminator import TokenDiscriminator
 
     run_model_test(
         lambda dtype: TokenDiscriminator(_encoder(dtype)),

@@ -7,11 +7,11 @@ import pytest
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
-from albert_keras.models.layer_distiller import LayerDistiller
-from albert_keras.models.layer_distiller import attention_transfer_loss
-from albert_keras.models.layer_distiller import hidden_transfer_loss
-from albert_keras.models.layer_map import parse_layer_map
-from albert_keras.models.layer_map import uniform_layer_map
+from albert_keras.models.distillers.layer_distiller import LayerDistiller
+from albert_keras.models.distillers.layer_distiller import attention_transfer_loss
+from albert_keras.models.distillers.layer_distiller import hidden_transfer_loss
+from albert_keras.models.distillers.layer_map import parse_layer_map
+from albert_keras.models.distillers.layer_map import uniform_layer_map
 from tests.helpers import TINY
 from tests.helpers import encoder_inputs
 from tests.helpers import run_model_test

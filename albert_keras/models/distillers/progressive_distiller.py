@@ -19,7 +19,7 @@ from keras import ops
 
 from albert_keras.heads.pretraining_losses import masked_lm_loss
 from albert_keras.models.backbone import is_backbone
-from albert_keras.models.layer_map import uniform_layer_map
+from albert_keras.models.distillers.layer_map import uniform_layer_map
 from albert_keras.replicas import weighted_mean
 
 # Keras LayerNormalization's default, which Model Garden's loss normalises with

@@ -12,7 +12,7 @@ from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.layers.enhanced_mask_decoder import enhanced_mask_decode
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.backbone import rebuilt
-from albert_keras.models.encoder_pretrainer import metrics_by_name
+from albert_keras.models.pretrainers.encoder_pretrainer import metrics_by_name
 from albert_keras.replicas import scale_for_replicas
 from albert_keras.replicas import tf_replica_context
 from albert_keras.replicas import weighted_mean
@@ -240,7 +240,7 @@ class ElectraPretrainer(keras.Model):
     def standalone_discriminator(self):
         """A ``TokenDiscriminator`` (encoder with the table folded in, and
         the RTD head): what exports to HF ``ElectraForPreTraining``."""
-        from albert_keras.models.token_discriminator import TokenDiscriminator
+        from albert_keras.models.pretrainers.token_discriminator import TokenDiscriminator
 
         model = TokenDiscriminator(self.standalone_encoder())
         model.rtd_head.set_weights(self.rtd_head.get_weights())
@@ -249,7 +249,7 @@ class ElectraPretrainer(keras.Model):
     def standalone_generator(self):
         """The generator as an MLM-only ``EncoderPretrainer`` with its own word
         table: what exports to HF ``ElectraForMaskedLM``."""
-        from albert_keras.models.encoder_pretrainer import EncoderPretrainer
+        from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 
         source = self.generator
         encoder = rebuilt(source)

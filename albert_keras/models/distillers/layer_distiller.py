@@ -11,8 +11,8 @@ import keras
 from keras import ops
 
 from albert_keras.models.backbone import is_backbone
-from albert_keras.models.layer_map import parse_layer_map
-from albert_keras.models.layer_map import uniform_layer_map
+from albert_keras.models.distillers.layer_map import parse_layer_map
+from albert_keras.models.distillers.layer_map import uniform_layer_map
 
 # -- the losses ----------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ from keras import ops
 
 from albert_keras.models.backbone import rebuilt
 from albert_keras.models.export_kind import ExportKind
-from albert_keras.models.task_model import ENCODER_INPUTS
-from albert_keras.models.task_model import TaskModel
+from albert_keras.models.task_models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_models.task_model import TaskModel
 
 POOLINGS = ("mean", "max", "cls", "pooled")
 TOKEN_POOLINGS = ("mean", "max", "cls")

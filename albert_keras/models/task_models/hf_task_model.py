@@ -10,10 +10,10 @@ elsewhere reads back with its labels, as ours go out.
 
 from albert_keras.convert import hf_heads
 from albert_keras.convert.conversion_error import ConversionError
-from albert_keras.models.choice_scorer import ChoiceScorer
-from albert_keras.models.sequence_classifier import SequenceClassifier
-from albert_keras.models.span_extractor import SpanExtractor
-from albert_keras.models.token_tagger import TokenTagger
+from albert_keras.models.task_models.choice_scorer import ChoiceScorer
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
+from albert_keras.models.task_models.span_extractor import SpanExtractor
+from albert_keras.models.task_models.token_tagger import TokenTagger
 
 # Our task model of each of transformers' task classes (``hf_heads.HF_TASKS``)
 TASK_MODELS = {cls.hf_task: cls for cls in (SequenceClassifier, TokenTagger, SpanExtractor,

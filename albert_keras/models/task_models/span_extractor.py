@@ -5,9 +5,9 @@ from keras import ops
 
 from albert_keras.models import output_divergence
 from albert_keras.models.export_kind import ExportKind
-from albert_keras.models.task_model import ENCODER_INPUTS
-from albert_keras.models.task_model import TaskModel
-from albert_keras.models.task_model import head_dense
+from albert_keras.models.task_models.task_model import ENCODER_INPUTS
+from albert_keras.models.task_models.task_model import TaskModel
+from albert_keras.models.task_models.task_model import head_dense
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
