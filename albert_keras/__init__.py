@@ -65,22 +65,22 @@ _TENSORFLOW_ONLY = {
 # (so that the model code alone imports no TensorFlow there).
 _WITH_TF_DATA = {
     "MaskedLM": "albert_keras.tasks.masked_lm",
-    "MultipleChoice": "albert_keras.tasks.multiple_choice",
+    "MultipleChoice": "albert_keras.tasks.choice.multiple_choice",
     "MultipleChoicePreprocessor": "albert_keras.tasks.preprocessor",
     "Pretrainer": "albert_keras.training.pretrainer",
-    "QuestionAnswerer": "albert_keras.tasks.question_answerer",
+    "QuestionAnswerer": "albert_keras.tasks.qa.question_answerer",
     "QuestionAnswererPreprocessor": "albert_keras.tasks.preprocessor",
-    "ShrinkConfig": "albert_keras.tasks.shrink_config",
+    "ShrinkConfig": "albert_keras.drivers.shrink_config",
     "TaskPreprocessor": "albert_keras.tasks.preprocessor",
-    "TextClassifier": "albert_keras.tasks.text_classifier",
+    "TextClassifier": "albert_keras.tasks.classify.text_classifier",
     "TextClassifierPreprocessor": "albert_keras.tasks.preprocessor",
     "TextEmbedder": "albert_keras.tasks.text_embedder",
     "TextTask": "albert_keras.tasks.text_task",
-    "TokenClassifier": "albert_keras.tasks.token_classifier",
+    "TokenClassifier": "albert_keras.tasks.tag.token_classifier",
     "TokenClassifierPreprocessor": "albert_keras.tasks.preprocessor",
     "pretraining_data": "albert_keras.training.pretraining_inputs",
     "pretraining_inputs": "albert_keras.training.pretraining_inputs",
-    "shrink": "albert_keras.tasks.shrink",
+    "shrink": "albert_keras.drivers.shrink",
 }
 __all__ = sorted([*_PUBLIC, *_TENSORFLOW_ONLY, *_WITH_TF_DATA])
 # The names the generic parts had before (they took any family's encoder but

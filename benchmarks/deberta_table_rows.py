@@ -57,7 +57,7 @@ def main():
 def _measure(folder, sentences, repeats):
     """Both variants of each case, timed in turn; medians in ms."""
     import albert_keras.layers.disentangled_attention as attention
-    from albert_keras.tasks.text_classifier import TextClassifier
+    from albert_keras.tasks.classify.text_classifier import TextClassifier
 
     cut = attention._rows_in_use
     attention._rows_in_use = lambda table, index: (table, index)  # the whole table

@@ -94,7 +94,7 @@ def write_conll(path, texts):
 
 
 def run_ours(init, train_csv, eval_csv, args, seed):
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     cfg = FinetuneConfig(task=args.kind, epochs=args.epochs, batch_size=args.batch_size,

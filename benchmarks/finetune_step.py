@@ -51,7 +51,7 @@ def texts(count, length, vocab):
 OURS = TEXTS + r"""
 import json, sys, time
 import numpy as np, keras
-from albert_keras.tasks.text_classifier import TextClassifier
+from albert_keras.tasks.classify.text_classifier import TextClassifier
 folder, precision, batch, length, steps = sys.argv[1:6]
 batch, length, steps = int(batch), int(length), int(steps)
 x = texts(batch * steps, length, folder + "/vocab.txt")

@@ -31,7 +31,7 @@ from common import cpu_with_features  # noqa: E402
 OURS_PYTHON = r"""
 import csv, json, sys, time
 started = time.time()
-from albert_keras.tasks.text_classifier import TextClassifier
+from albert_keras.tasks.classify.text_classifier import TextClassifier
 folder, path, batch = sys.argv[1:4]
 texts = [r["text"] for r in csv.DictReader(open(path, encoding="utf-8"))]
 probabilities = TextClassifier.load(folder).predict(texts, batch_size=int(batch))

@@ -140,7 +140,7 @@ OURS_SPLIT = r"""
 import csv, json, sys, time
 started = time.time()
 import numpy as np, keras
-from albert_keras.tasks.text_classifier import TextClassifier
+from albert_keras.tasks.classify.text_classifier import TextClassifier
 folder, train_csv, out, batch = sys.argv[1:5]
 """ + LAPS + r"""
 rows = list(csv.DictReader(open(train_csv, encoding="utf-8")))
@@ -203,7 +203,7 @@ import numpy as np
 side, folder, path, count = sys.argv[1:5]
 texts = [r["text"] for r in csv.DictReader(open(path, encoding="utf-8"))][:int(count)]
 if side == "ours":
-    from albert_keras.tasks.text_classifier import TextClassifier
+    from albert_keras.tasks.classify.text_classifier import TextClassifier
     model = TextClassifier.load(folder)
     answer = lambda text: model.predict([text])
 else:

@@ -78,9 +78,9 @@ def _run(variant, run, files, read, work, seed):
 
 
 def _ours(run, files, seed, epsilon=None, **fields):
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.optimizers.optimizer import make_optimizer
     from albert_keras.tasks import task_run
-    from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     cfg = FinetuneConfig(task="tag", epochs=run.epochs, batch_size=run.batch_size,

@@ -152,7 +152,7 @@ def classifier_folder(tmp_path_factory, init_folder, task_files):
     classes (train loss about 0.01, eval accuracy 0.75; at 1e-3 for 4 epochs
     it stayed at the majority class with near-tied logits, which any
     quantization flips, so the export checks meant little)."""
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     out = os.path.join(str(tmp_path_factory.mktemp("cls")), "model")

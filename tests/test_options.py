@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from albert_keras.data.data_config import DataConfig
+from albert_keras.drivers.distill_config import DistillConfig
 from albert_keras.options import check_options
 from albert_keras.options import in_interval
 from albert_keras.options import option
-from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.training.pretrain_config import PretrainConfig
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from albert_keras.drivers.finetune import finetune
 from albert_keras.families import Family
 from albert_keras.families import build_backbone
 from albert_keras.families import register_family
@@ -28,7 +29,6 @@ from albert_keras.models.backbone import is_backbone
 from albert_keras.saving import save_model
 from albert_keras.sources.layout import ENCODER_FILE
 from albert_keras.sources.tokenizers import write_tokenizer
-from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.text.registry import load_tokenizer
 from tests.helpers import make_wordpiece_vocab

@@ -19,7 +19,7 @@ import transformers
 from albert_keras.cli import main
 from albert_keras.export.runtime import TFLiteRunner
 from albert_keras.tasks import registry
-from albert_keras.tasks.text_classifier import TextClassifier
+from albert_keras.tasks.classify.text_classifier import TextClassifier
 from albert_keras.tasks.text_task import TextTask
 from tests.helpers import make_sentences
 from tests.toy_task.similarity_scorer import SimilarityScorer

@@ -31,7 +31,7 @@ def _print_metrics(metrics):
 
 
 def cmd_finetune(args):
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     metrics = finetune(args.init, args.train, args.eval, args.out,
@@ -44,8 +44,8 @@ def cmd_finetune(args):
 
 
 def cmd_distill(args):
-    from albert_keras.tasks.distill import distill
-    from albert_keras.tasks.distill_config import DistillConfig
+    from albert_keras.drivers.distill import distill
+    from albert_keras.drivers.distill_config import DistillConfig
 
     metrics = distill(args.teacher, args.train, args.eval, args.out,
                       config_from_args(DistillConfig, args), unlabeled=args.unlabeled,
@@ -56,8 +56,8 @@ def cmd_distill(args):
 
 
 def cmd_shrink(args):
-    from albert_keras.tasks.shrink import shrink
-    from albert_keras.tasks.shrink_config import ShrinkConfig
+    from albert_keras.drivers.shrink import shrink
+    from albert_keras.drivers.shrink_config import ShrinkConfig
 
     result = shrink(args.teacher, args.train, args.eval, args.out,
                     config_from_args(ShrinkConfig, args), unlabeled=args.unlabeled)
@@ -74,7 +74,7 @@ def cmd_shrink(args):
 
 
 def cmd_evaluate(args):
-    from albert_keras.tasks.inference import evaluate
+    from albert_keras.drivers.inference import evaluate
 
     _progress_to_stderr()  # stdout holds the metrics' JSON
 
@@ -124,7 +124,7 @@ def _write_jsonl(records, out):
 
 
 def cmd_predict(args):
-    from albert_keras.tasks.inference import predict
+    from albert_keras.drivers.inference import predict
 
     _check_out(args, args.input)
     if args.out in (None, "-"):
@@ -152,7 +152,7 @@ def cmd_predict(args):
 
 
 def cmd_fill_mask(args):
-    from albert_keras.tasks.inference import fill_mask
+    from albert_keras.drivers.inference import fill_mask
 
     texts = args.text or _read_input_lines(None)
     for text, masks in zip(texts, fill_mask(args.model, texts, top_k=args.top_k,
@@ -169,7 +169,7 @@ def cmd_fill_mask(args):
 def cmd_embed(args):
     import numpy as np
 
-    from albert_keras.tasks.inference import embed
+    from albert_keras.drivers.inference import embed
 
     _check_out(args, args.input, args.tokenizer)
     texts = _read_input_lines(args.input)
@@ -227,7 +227,7 @@ def _add_finetune(sub, add_backend_flag):
 
 
 def _add_distill(sub, add_backend_flag):
-    from albert_keras.tasks.distill_config import DistillConfig
+    from albert_keras.drivers.distill_config import DistillConfig
 
     p = sub.add_parser(
         "distill", help="teach a fine-tuned model's task to a smaller student",
@@ -250,7 +250,7 @@ def _add_distill(sub, add_backend_flag):
 
 
 def _add_shrink(sub):
-    from albert_keras.tasks.shrink_config import ShrinkConfig
+    from albert_keras.drivers.shrink_config import ShrinkConfig
 
     p = sub.add_parser(
         "shrink", help="the smallest phone file that keeps a classifier's accuracy",

@@ -13,10 +13,10 @@ import functools
 import importlib
 
 TASKS = {
-    "classify": "albert_keras.tasks.classify:Classify",
-    "tag": "albert_keras.tasks.tag:Tag",
-    "qa": "albert_keras.tasks.qa:QuestionAnswering",
-    "choice": "albert_keras.tasks.choice:MultipleChoice",
+    "classify": "albert_keras.tasks.classify.classify_task:Classify",
+    "tag": "albert_keras.tasks.tag.tag_task:Tag",
+    "qa": "albert_keras.tasks.qa.qa_task:QuestionAnswering",
+    "choice": "albert_keras.tasks.choice.choice_task:MultipleChoice",
 }
 
 

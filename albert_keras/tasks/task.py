@@ -111,6 +111,9 @@ class Task:
     # ``head_options``); a field of another task's head set away from its
     # default is an error, not silently dropped.
     head_fields = ()
+    # Whether ``shrink`` takes a fine-tuned model of this task: its students
+    # learn the teacher's class probabilities and are scored by accuracy.
+    shrinks = False
 
     def new_spec(self, **fields):
         """The spec of a new run; labels are left to the training file."""

@@ -423,7 +423,7 @@ def deberta_classifier_folder(task_files, tmp_path_factory):
     """An ALBERT-shared DeBERTa encoder (with its tokenizer beside it),
     fine-tuned on the tiny classification task."""
     from albert_keras import AlbertEncoder
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.text.spm_trainer import train_sentencepiece
     from tests.helpers import make_sentences
@@ -456,8 +456,8 @@ def mobilebert_qat_folder(task_files, tmp_path_factory):
     relu6, NoNorm), with its tokenizer, fine-tuned on the tiny task."""
     from albert_keras import MobileBertConfig
     from albert_keras import MobileBertEncoder
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.presets import get_preset
-    from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
     from albert_keras.text.spm_trainer import train_sentencepiece
     from tests.helpers import MOBILEBERT

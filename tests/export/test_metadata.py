@@ -89,7 +89,7 @@ def _assert_same_as_predict(tflite, folder, texts, tmp_path, score_atol):
 def trained_classifier(tmp_path_factory, init_folder, task_files):
     """A SentencePiece classifier trained until its scores depend on the text
     (the label is the first word), so that agreeing with it means something."""
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     out = str(tmp_path_factory.mktemp("trained") / "cls")
@@ -148,7 +148,7 @@ def test_an_embedder_runs_in_mediapipe_with_embeds_vectors(init_folder, tmp_path
 @pytest.fixture(scope="module")
 def wordpiece_classifier(tmp_path_factory):
     """A BERT-style (WordPiece, uncased) classifier fine-tuned from an HF folder."""
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     folder = tmp_path_factory.mktemp("bert")
@@ -194,7 +194,7 @@ def test_a_tokenization_mediapipe_does_not_do_is_refused_in_one_line(
 
 
 def test_a_qa_export_carries_the_task_librarys_metadata(tmp_path, init_folder, task_files):
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     folder = str(tmp_path / "qa")

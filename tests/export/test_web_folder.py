@@ -69,7 +69,7 @@ def _refused_blank(results, texts):
 def bert_classifier(bert_folder, task_files, tmp_path_factory):
     """A BERT (WordPiece, lower-casing and accent-stripping) classifier
     fine-tuned here from an HF folder."""
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     out = str(tmp_path_factory.mktemp("bert-cls") / "model")

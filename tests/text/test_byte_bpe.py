@@ -165,12 +165,12 @@ def test_a_classifier_of_this_kind_fine_tunes_predicts_and_runs_in_the_browser(
     with tokenizers.js reading the kind's file), against our LiteRT runner."""
     from albert_keras import AlbertConfig
     from albert_keras import AlbertEncoder
+    from albert_keras.drivers.finetune import finetune
+    from albert_keras.drivers.inference import predict
     from albert_keras.export import ExportConfig
     from albert_keras.export import export_tflite
     from albert_keras.saving import save_model
-    from albert_keras.tasks.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
-    from albert_keras.tasks.inference import predict
     from tests.export.test_web_folder import _check_page
     from tests.helpers import SMALL
 

@@ -86,7 +86,7 @@ def test_rtd_objective_writes_the_discriminator_as_the_encoder(data_dir, tmp_pat
         assert np.abs(table - residual).max() > 1e-3
 
     # fill-mask reads the generator
-    from albert_keras.tasks.inference import fill_mask
+    from albert_keras.drivers.inference import fill_mask
     top = fill_mask(str(out), ["the [MASK] of"], top_k=3)
     assert len(top) == 1 and len(top[0][0]) == 3
     assert abs(sum(c["probability"] for c in top[0][0])) <= 1.0

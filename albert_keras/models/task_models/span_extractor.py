@@ -31,7 +31,7 @@ class SpanExtractor(TaskModel):
     """Start and end scores for every token, from ``dense(sequence_output)``.
 
     The question goes in segment 0 and a window of the context in segment 1
-    (``albert_keras.tasks.qa`` builds the windows and decodes spans back to
+    (``albert_keras.tasks.qa.qa_task`` builds the windows and decodes spans back to
     characters). For SQuAD v2 an unanswerable question points at ``[CLS]``
     (position 0), as in the original.
 

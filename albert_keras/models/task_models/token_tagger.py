@@ -13,7 +13,7 @@ from albert_keras.models.task_models.task_model import head_dense
 class TokenTagger(TaskModel):
     """Every position of ``sequence_output`` -> dropout -> dense.
 
-    Words are labelled on their first piece; ``albert_keras.tasks.tag``
+    Words are labelled on their first piece; ``albert_keras.tasks.tag.tag_task``
     builds that alignment and decodes BIO tags back to word spans.
 
     Inputs: the encoder's three. Output: ``logits`` ``[B, S, num_classes]``

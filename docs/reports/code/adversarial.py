@@ -47,7 +47,7 @@ def step_timer():
 
 def run_case(args, method, seed, train, evaluation):
     """One fine-tuning run: ``(accuracy, seconds, best epoch, median step seconds)``."""
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     knobs = {} if method == "none" else {"adversarial_noise": args.adversarial_noise,

@@ -63,7 +63,7 @@ def main():
                                                       "finetune_recipe"))
     args = parser.parse_args()
 
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     train, evaluation = (os.path.join(args.task, f"{s}.csv") for s in ("train", "eval"))

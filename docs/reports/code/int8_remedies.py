@@ -26,10 +26,10 @@ import os
 import tempfile
 
 from albert_keras.cpu import cpu_with_features
+from albert_keras.drivers.shrink import measure_export
+from albert_keras.drivers.shrink_config import ShrinkConfig
 from albert_keras.export import ExportConfig
 from albert_keras.files import write_json
-from albert_keras.tasks.shrink import measure_export
-from albert_keras.tasks.shrink_config import ShrinkConfig
 
 # name -> ExportConfig fields; the int8 ones calibrate on the training rows
 VARIANTS = {

@@ -184,7 +184,7 @@ def _pretrain_all(args, results, work):
 
 
 def _finetune_config(args, name, folder, seed):
-    from albert_keras.tasks.classify import resolve_pooling
+    from albert_keras.tasks.classify.classify_task import resolve_pooling
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     cfg = FinetuneConfig(task="classify", seed=seed, from_scratch=name == "from_scratch")
@@ -200,7 +200,7 @@ def _finetune_config(args, name, folder, seed):
 
 def _finetune_one(args, name, folder, seed, task):
     """One fine-tuning run's record."""
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
 
     cfg = _finetune_config(args, name, folder, seed)
     validation = os.path.join(task, "validation.csv") if args.validation_rows else None

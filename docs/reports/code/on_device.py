@@ -115,7 +115,7 @@ def _parse_args():
 
 def _teacher(args, results, files):
     """The teacher's folder, fine-tuned first unless --teacher names one."""
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     folder = args.teacher or os.path.join(args.work, "teacher")
@@ -132,9 +132,9 @@ def _teacher(args, results, files):
 def _student_run(args, how, folders, student, unlabeled, files):
     """One student trained one way (distilled, with layer transfer, or on the
     labels alone); its fields and metrics."""
-    from albert_keras.tasks.distill import distill
-    from albert_keras.tasks.distill_config import DistillConfig
-    from albert_keras.tasks.finetune import finetune
+    from albert_keras.drivers.distill import distill
+    from albert_keras.drivers.distill_config import DistillConfig
+    from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
     inits = dict(spec.split("=", 1) for spec in args.student_init)

@@ -6,7 +6,7 @@ table was written before the baselines were part of it (the century run
 of docs/reports/on-device-choice.md):
 
 * the average-word-embedding classifier of MediaPipe Model Maker's kind
-  (``albert_keras.tasks.shrink_baselines``): its ``.tflite`` in each float
+  (``albert_keras.drivers.shrink_baselines``): its ``.tflite`` in each float
   mode, size, median latency at batch 1 and accuracy on the eval rows;
 * TF-IDF + logistic regression's accuracy (needs scikit-learn).
 
@@ -20,13 +20,13 @@ import os
 import tempfile
 
 from albert_keras.cpu import cpu_with_features
+from albert_keras.drivers.shrink_baselines import baseline_rows
+from albert_keras.drivers.shrink_baselines import tfidf_accuracy
+from albert_keras.drivers.shrink_config import ShrinkConfig
 from albert_keras.files import write_json
 from albert_keras.tasks.readers import canonical_label
 from albert_keras.tasks.readers import discover_labels
 from albert_keras.tasks.readers import read_text_table
-from albert_keras.tasks.shrink_baselines import baseline_rows
-from albert_keras.tasks.shrink_baselines import tfidf_accuracy
-from albert_keras.tasks.shrink_config import ShrinkConfig
 
 
 def main(argv=None):

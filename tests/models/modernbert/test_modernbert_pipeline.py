@@ -12,11 +12,11 @@ import torch
 import transformers
 
 from albert_keras.cli import main
+from albert_keras.drivers.finetune import finetune
+from albert_keras.drivers.inference import predict
 from albert_keras.export import ExportConfig
 from albert_keras.export import export_tflite
-from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
-from albert_keras.tasks.inference import predict
 from tests.helpers import make_bpe_file
 
 WORDS = "the quick brown lazy jumps over runs a little big red old".split()
@@ -137,8 +137,8 @@ def test_a_modernbert_teacher_distils_into_a_modernbert_student(modernbert_class
                                                                  modernbert_folder, tmp_path):
     """``distill`` with ModernBERT on both sides: the fine-tuned classifier
     teaches a student started from the (HF) masked LM's weights."""
-    from albert_keras.tasks.distill import distill
-    from albert_keras.tasks.distill_config import DistillConfig
+    from albert_keras.drivers.distill import distill
+    from albert_keras.drivers.distill_config import DistillConfig
 
     teacher, held_out, _ = modernbert_classifier
     train = _rows(tmp_path / "train.csv", 200, 3)
@@ -159,8 +159,8 @@ def test_shrink_distils_into_a_smaller_pretrained_modernbert_folder(modernbert_c
     accuracy in a smaller file and is recommended."""
     import shutil
 
-    from albert_keras.tasks.shrink import shrink
-    from albert_keras.tasks.shrink_config import ShrinkConfig
+    from albert_keras.drivers.shrink import shrink
+    from albert_keras.drivers.shrink_config import ShrinkConfig
 
     teacher, held_out, _ = modernbert_classifier
     student = tmp_path / "ettin_like"

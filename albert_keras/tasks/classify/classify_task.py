@@ -29,7 +29,7 @@ class Classify(Task):
     """Text (or text pair) classification and regression (CSV/TSV/JSONL)."""
 
     name = "classify"
-    python_class = "albert_keras.tasks.text_classifier:TextClassifier"
+    python_class = "albert_keras.tasks.classify.text_classifier:TextClassifier"
 
     def new_spec(self, **fields):
         # Class names come from the training file; a regression has none.
@@ -82,6 +82,7 @@ class Classify(Task):
         return data, spec
 
     head_fields = ("pooling",)
+    shrinks = True
 
     def head_options(self, cfg, init):
         """The classifier reads ``cfg.pooling``, ``auto`` resolved for ``init``."""

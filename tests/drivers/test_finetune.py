@@ -11,9 +11,9 @@ import keras
 import numpy as np
 import pytest
 
+from albert_keras.drivers.finetune import finetune
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks import inference
-from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.readers import TaskDataError
 from tests.helpers import assert_layer_decay_slows
@@ -291,7 +291,7 @@ def test_a_failed_run_leaves_nothing(init_folder, task_files, out_dir):
     ({"task": "classify", "pooling": "mean"}, "mean"),  # a fine-tuned folder
 ])
 def test_auto_pooling_follows_how_the_folder_was_trained(tmp_path, trained, expected):
-    from albert_keras.tasks.classify import resolve_pooling
+    from albert_keras.tasks.classify.classify_task import resolve_pooling
 
     if trained is not None:
         (tmp_path / "train_config.json").write_text(json.dumps(trained))
@@ -430,7 +430,7 @@ def test_classify_warns_how_many_training_inputs_are_cut(init_folder, tmp_path, 
     train = tmp_path / "train.csv"
     train.write_text("text,label\n" + "".join(f"{t},{'ab'[i % 2]}\n" for i, t in enumerate(texts)))
     cfg = FinetuneConfig(task="classify", **{**QUICK, "epochs": 1, "sequence_length": 16})
-    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+    with caplog.at_level(logging.WARNING, logger="albert_keras.drivers.finetune"):
         metrics = finetune(init_folder, str(train), None, str(tmp_path / "out"), cfg)
     whole = pack_texts(read_tokenizer(init_folder, None), texts, None, 512)["padding_mask"].sum(1)
     expected = int((whole > 16).sum())
@@ -442,7 +442,7 @@ def test_classify_warns_how_many_training_inputs_are_cut(init_folder, tmp_path, 
     caplog.clear()
     assert whole.max() <= 64
     cfg = FinetuneConfig(task="classify", **{**QUICK, "epochs": 1, "sequence_length": 64})
-    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+    with caplog.at_level(logging.WARNING, logger="albert_keras.drivers.finetune"):
         metrics = finetune(init_folder, str(train), None, str(tmp_path / "out2"), cfg)
     assert metrics["train_inputs_cut"] == 0 and "are longer than" not in caplog.text
 
@@ -455,14 +455,14 @@ def test_truncation_warning_does_not_suggest_a_length_the_model_refuses(caplog):
 
     lengths = np.array([100] * 10 + [700] * 10)
     data = types.SimpleNamespace(extra={"lengths": lengths})
-    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+    with caplog.at_level(logging.WARNING, logger="albert_keras.drivers.finetune"):
         report = truncation_report(data, 128, max_length=512)
     p95 = int(np.ceil(np.percentile(lengths, 95)))
     assert report == {"train_inputs_cut": 10, "train_length_p95": p95}
     assert f"{p95} pieces keep 95% of the inputs whole, more than the model's 512 " \
         "(max_position_embeddings)" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="albert_keras.tasks.finetune"):
+    with caplog.at_level(logging.WARNING, logger="albert_keras.drivers.finetune"):
         truncation_report(data, 128, max_length=1024)
     assert f"{p95} pieces keep 95% of the inputs whole" in caplog.text
     assert "max_position_embeddings" not in caplog.text

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import pytest
 from PIL import Image
 
-from albert_keras.tasks.shrink_picture import picture
+from albert_keras.drivers.shrink_picture import picture
 
 
 def _rows():
@@ -59,9 +59,9 @@ def test_a_run_with_nothing_validated_still_writes_a_picture(tmp_path, rows):
 def test_the_table_says_where_a_quantized_file_is_slower_than_its_float_one():
     """A QAT file once ran 12x slower than the float one (17.9 against
     1.5 ms) with nothing said; the table says so now, recommended or not."""
-    from albert_keras.tasks.shrink_config import ShrinkConfig
-    from albert_keras.tasks.shrink_table import mark_slower_than_float
-    from albert_keras.tasks.shrink_table import markdown
+    from albert_keras.drivers.shrink_config import ShrinkConfig
+    from albert_keras.drivers.shrink_table import mark_slower_than_float
+    from albert_keras.drivers.shrink_table import markdown
 
     rows = [{"candidate": "teacher", "mode": mode, "validated": True, "params": 10,
              "size_mb": size, "median_ms": ms, "tflite_accuracy": 0.85,

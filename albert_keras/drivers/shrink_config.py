@@ -3,11 +3,11 @@
 import dataclasses
 import os
 
+from albert_keras.drivers.shrink_baselines import AVG_EMBEDDING
+from albert_keras.drivers.shrink_table import TEACHER
 from albert_keras.options import check_options
 from albert_keras.options import name_of
 from albert_keras.options import option
-from albert_keras.tasks.shrink_baselines import AVG_EMBEDDING
-from albert_keras.tasks.shrink_table import TEACHER
 
 # The quantization modes a candidate is tried in (the export's, without QAT,
 # which fine-tunes again, and int4, whose kernels few app runtimes have).

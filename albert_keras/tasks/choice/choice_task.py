@@ -18,7 +18,7 @@ class MultipleChoice(Task):
     """Each (context, choice) pair is scored; the best-scored choice wins."""
 
     name = "choice"
-    python_class = "albert_keras.tasks.multiple_choice:MultipleChoice"
+    python_class = "albert_keras.tasks.choice.multiple_choice:MultipleChoice"
 
     def read(self, path, spec, tokenizer, require_labels=True):
         examples = readers.read_choices(

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from albert_keras.tasks.shrink import ShrinkError
-from albert_keras.tasks.shrink import shrink
-from albert_keras.tasks.shrink_config import ShrinkConfig
+from albert_keras.drivers.shrink import ShrinkError
+from albert_keras.drivers.shrink import shrink
+from albert_keras.drivers.shrink_config import ShrinkConfig
 
 TINY = ShrinkConfig(students=("bert_tiny", "albert_tiny"), modes=("none", "dynamic"),
                     student_overrides={"num_hidden_layers": 2, "hidden_size": 16, "embedding_size": 8,
@@ -221,7 +221,7 @@ def test_auto_remedies_stop_at_the_first_that_keeps_the_accuracy(monkeypatch, tm
 
 
 def test_a_file_that_loses_to_its_own_float_model_is_not_recommended():
-    from albert_keras.tasks.shrink_table import recommend
+    from albert_keras.drivers.shrink_table import recommend
 
     rows = [{"candidate": "teacher", "mode": "none", "validated": True, "size_mb": 8.0,
              "tflite_accuracy": 0.80, "keras_accuracy": 0.80},
@@ -245,7 +245,7 @@ def test_refusals_before_any_work(classifier_folder, init_folder, task_files, tm
                TINY)
     assert os.listdir(mine) == ["notes.txt"]
     # a model fine-tuned with transformers is a teacher too; its other task classes are not
-    from albert_keras.tasks.shrink import _check_request
+    from albert_keras.drivers.shrink import _check_request
     from tests.helpers import make_hf_model
 
     make_hf_model("BertForSequenceClassification", tmp_path / "hf_cls")

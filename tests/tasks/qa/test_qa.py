@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from albert_keras.tasks.qa_features import decode_answers
-from albert_keras.tasks.qa_features import qa_features
+from albert_keras.tasks.qa.qa_features import decode_answers
+from albert_keras.tasks.qa.qa_features import qa_features
 from albert_keras.tasks.readers import QAExample
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from albert_keras.tasks.tag_features import decode_tags
-from albert_keras.tasks.tag_features import tag_features
+from albert_keras.tasks.tag.tag_features import decode_tags
+from albert_keras.tasks.tag.tag_features import tag_features
 from albert_keras.text.sentencepiece_tokenizer import SentencePiece
 from albert_keras.text.special_ids import CLS_ID
 from albert_keras.text.special_ids import SEP_ID
@@ -47,7 +47,7 @@ def test_tag_loss_is_the_mean_over_labelled_pieces():
     the padding and the later pieces of a word neither count nor dilute."""
     import keras
 
-    from albert_keras.tasks.tag import Tag
+    from albert_keras.tasks.tag.tag_task import Tag
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(3, 10, 4)).astype("float32")
@@ -76,7 +76,7 @@ def test_a_tagger_trains_step_for_step_as_transformers_with_torch(tmp_path):
 
     from albert_keras.sources.model_source import ModelSource
     from albert_keras.tasks.finetune_config import FinetuneConfig
-    from albert_keras.tasks.tag import Tag
+    from albert_keras.tasks.tag.tag_task import Tag
     from albert_keras.tasks.task_run import task_optimizer
     from tests.helpers import make_hf_model
 

@@ -8,8 +8,8 @@ from albert_keras.models.task_models.span_extractor import SpanExtractor
 from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.python_inputs import python_questions
-from albert_keras.tasks.qa_features import decode_answers
-from albert_keras.tasks.qa_features import qa_features
+from albert_keras.tasks.qa.qa_features import decode_answers
+from albert_keras.tasks.qa.qa_features import qa_features
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
@@ -21,7 +21,7 @@ class QuestionAnswering(Task):
     """Span extraction over sliding windows of the context."""
 
     name = "qa"
-    python_class = "albert_keras.tasks.question_answerer:QuestionAnswerer"
+    python_class = "albert_keras.tasks.qa.question_answerer:QuestionAnswerer"
     always_pairs = True  # a question and its context
 
     def read(self, path, spec, tokenizer, require_labels=True):

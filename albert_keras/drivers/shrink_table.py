@@ -3,9 +3,9 @@ its Markdown, JSON and picture."""
 
 import os
 
+from albert_keras.drivers.shrink_picture import picture
 from albert_keras.files import atomic_write
 from albert_keras.files import write_json
-from albert_keras.tasks.shrink_picture import picture
 
 TEACHER = "teacher"
 # a quantized file this much slower than its own float file is said to be

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import albert_keras
+from albert_keras.drivers.finetune import finetune
+from albert_keras.drivers.inference import evaluate as evaluate_folder
+from albert_keras.drivers.inference import predict as predict_folder
 from albert_keras.sources import checkpoint_reader
-from albert_keras.tasks.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
-from albert_keras.tasks.inference import evaluate as evaluate_folder
-from albert_keras.tasks.inference import predict as predict_folder
 
 SETTINGS = {"sequence_length": 16, "batch_size": 8, "epochs": 2, "learning_rate": 3e-3}
 
@@ -292,7 +292,7 @@ print(json.dumps([keras.backend.backend(), model.evaluate({test_texts!r}, {test_
 
 
 def test_masked_lm_fills_in_as_the_command_line_does(init_folder):
-    from albert_keras.tasks.inference import fill_mask
+    from albert_keras.drivers.inference import fill_mask
 
     texts = ["the quick [MASK] jumps", "a [MASK] dog [MASK]"]
     ours = albert_keras.MaskedLM.from_preset(init_folder).predict(texts, top_k=3)
@@ -329,7 +329,7 @@ def _tagged(n, seed):
 
 @pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_token_classifier_is_the_command_lines_tagger(bert_folder, tmp_path):
-    from albert_keras.tasks.inference import predict as predict_folder
+    from albert_keras.drivers.inference import predict as predict_folder
 
     train, train_tags = _tagged(96, seed=1)
     test, test_tags = _tagged(16, seed=2)
@@ -376,7 +376,7 @@ def _questions(n, seed):
 
 @pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
-    from albert_keras.tasks.inference import predict as predict_folder
+    from albert_keras.drivers.inference import predict as predict_folder
 
     questions, contexts, answers = _questions(96, seed=1)
     test_q, test_c, test_a = _questions(16, seed=2)
@@ -414,7 +414,7 @@ def test_question_answerer_is_the_command_lines(bert_folder, tmp_path):
 
 @pytest.mark.sampled(keep=2, group="task_is_the_cli")  # CI: 2 of the task-class-equals-command-line runs per commit
 def test_multiple_choice_is_the_command_lines(bert_folder, tmp_path):
-    from albert_keras.tasks.inference import predict as predict_folder
+    from albert_keras.drivers.inference import predict as predict_folder
 
     rng = np.random.default_rng(1)
 

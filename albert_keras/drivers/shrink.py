@@ -35,19 +35,21 @@ import os
 import shutil
 import time
 
+from albert_keras.drivers.shrink_baselines import baseline_rows
+from albert_keras.drivers.shrink_baselines import tfidf_accuracy
+from albert_keras.drivers.shrink_config import INT8_REMEDIES
+from albert_keras.drivers.shrink_config import ShrinkConfig
+from albert_keras.drivers.shrink_config import export_fields
+from albert_keras.drivers.shrink_config import student_name
+from albert_keras.drivers.shrink_table import TEACHER
+from albert_keras.drivers.shrink_table import loses_to_float
+from albert_keras.drivers.shrink_table import recommend
+from albert_keras.drivers.shrink_table import write_table
 from albert_keras.files import read_json
 from albert_keras.files import write_json
 from albert_keras.sources.model_source import ModelSource
-from albert_keras.tasks.shrink_baselines import baseline_rows
-from albert_keras.tasks.shrink_baselines import tfidf_accuracy
-from albert_keras.tasks.shrink_config import INT8_REMEDIES
-from albert_keras.tasks.shrink_config import ShrinkConfig
-from albert_keras.tasks.shrink_config import export_fields
-from albert_keras.tasks.shrink_config import student_name
-from albert_keras.tasks.shrink_table import TEACHER
-from albert_keras.tasks.shrink_table import loses_to_float
-from albert_keras.tasks.shrink_table import recommend
-from albert_keras.tasks.shrink_table import write_table
+from albert_keras.tasks.registry import TASKS
+from albert_keras.tasks.registry import get_task
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +110,7 @@ def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
 def _check_request(teacher, paths, out_dir):
     # ours (task.json), or one fine-tuned with transformers (...ForSequenceClassification)
     spec = ModelSource(teacher).task_spec if os.path.isdir(teacher) else None
-    if not spec or spec.get("task") != "classify":
+    if not spec or spec.get("task") not in TASKS or not get_task(spec["task"]).shrinks:
         raise ShrinkError(f"{teacher}: shrink takes a fine-tuned classifier folder "
                           f"(task.json with task classify, or an HF "
                           f"...ForSequenceClassification folder)")
@@ -136,8 +138,8 @@ def _references(spec, paths, out_dir):
 def _student(student, teacher, paths, out_dir, cfg, unlabeled):  # noqa: PLR0913 (the run's files and settings)
     """The student's folder, distilled now or by an earlier run; ``student``
     is a preset (new weights) or a pretrained model folder (its weights)."""
-    from albert_keras.tasks.distill import distill
-    from albert_keras.tasks.distill_config import DistillConfig
+    from albert_keras.drivers.distill import distill
+    from albert_keras.drivers.distill_config import DistillConfig
 
     name = student_name(student)
     folder = os.path.join(out_dir, "students", name)
@@ -239,8 +241,6 @@ def _export_config(mode, eval_path, train_path, **fields):
 
 
 def _parameters(folder):
-    from albert_keras.sources.model_source import ModelSource
-
     encoder = ModelSource(folder).encoder()
     return int(sum(int(w.numpy().size) for w in encoder.weights))
 

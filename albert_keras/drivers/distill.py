@@ -21,6 +21,7 @@ import numpy as np
 
 from albert_keras.data.length_buckets import ENCODER_INPUTS
 from albert_keras.data.length_buckets import bucketed_dataset
+from albert_keras.drivers.distill_config import DistillConfig
 from albert_keras.families import build_backbone
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
@@ -34,7 +35,6 @@ from albert_keras.presets import get_preset
 from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.model_source import ModelSource
-from albert_keras.tasks.distill_config import DistillConfig
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import TaskSpec

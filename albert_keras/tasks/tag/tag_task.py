@@ -13,9 +13,9 @@ from albert_keras.tasks import metrics as task_metrics
 from albert_keras.tasks import readers
 from albert_keras.tasks.metrics import bio_spans
 from albert_keras.tasks.python_inputs import python_sentences
-from albert_keras.tasks.tag_features import TagFeatures
-from albert_keras.tasks.tag_features import decode_tags
-from albert_keras.tasks.tag_features import tag_features
+from albert_keras.tasks.tag.tag_features import TagFeatures
+from albert_keras.tasks.tag.tag_features import decode_tags
+from albert_keras.tasks.tag.tag_features import tag_features
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
@@ -27,7 +27,7 @@ class Tag(Task):
     """Token classification (named entities, parts of speech) on CoNLL files."""
 
     name = "tag"
-    python_class = "albert_keras.tasks.token_classifier:TokenClassifier"
+    python_class = "albert_keras.tasks.tag.token_classifier:TokenClassifier"
     per_token_targets = ("logits",)
 
     def new_spec(self, **fields):
