@@ -394,7 +394,7 @@ def assert_fill_mask_is_hfs(folder, hf_model, vocab_path, text="the quick brown 
     transformers' own BertTokenizerFast on ``vocab_path``."""
     import torch
 
-    from albert_keras.tasks import inference
+    from albert_keras.drivers import inference
 
     ours = inference.fill_mask(str(folder), [text], top_k=3)[0][0]
     tokenizer = hf_bert_tokenizer(vocab_path, True)

@@ -95,7 +95,7 @@ def test_fill_mask_and_embed_equal_transformers(bert_folder):
     import torch
     import transformers
 
-    from albert_keras.tasks import inference
+    from albert_keras.drivers import inference
 
     text = "the quick brown [MASK] jumps"
     ours = inference.fill_mask(bert_folder, [text], top_k=3)[0][0]

@@ -200,7 +200,7 @@ def test_no_checkpoint_is_a_clear_error(tmp_path):
 def test_a_tf1_bert_folder_with_vocab_goes_straight_into_the_commands(tmp_path):
     """The original release layout (bert_config.json, vocab.txt, model.ckpt-*)
     works in fill-mask and embed with no convert step, and scores as HF."""
-    from albert_keras.tasks import inference
+    from albert_keras.drivers import inference
     from tests.helpers import assert_fill_mask_is_hfs
     from tests.helpers import make_wordpiece_vocab
 

@@ -9,10 +9,10 @@ import shutil
 import pytest
 
 from albert_keras.cli import main
+from albert_keras.drivers import inference
 from albert_keras.drivers.distill import distill
 from albert_keras.drivers.distill_config import DistillConfig
 from albert_keras.drivers.finetune import finetune
-from albert_keras.tasks import inference
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from tests.helpers import assert_layer_decay_slows
 

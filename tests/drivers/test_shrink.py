@@ -140,8 +140,8 @@ def test_int8_remedies_each_give_a_row_always(run, classifier_folder, task_files
     import dataclasses
     import shutil
 
+    from albert_keras.drivers import shrink as module
     from albert_keras.export.runtime import float_ops
-    from albert_keras.tasks import shrink as module
 
     ladder = ("int8+float2", "int8+float500", "qat")
     monkeypatch.setattr(module, "INT8_REMEDIES", ladder)
@@ -202,7 +202,7 @@ def test_a_pretrained_folder_is_a_student(run, classifier_folder, init_folder, t
 def test_auto_remedies_stop_at_the_first_that_keeps_the_accuracy(monkeypatch, tmp_path):
     """``auto``: the ladder runs while the last file loses more than the
     tolerance against its float model, and not at all when int8 keeps it."""
-    from albert_keras.tasks import shrink as module
+    from albert_keras.drivers import shrink as module
 
     def scripted(accuracies):
         def row(name, folder, mode, paths, out_dir, cfg, params):

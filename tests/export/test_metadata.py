@@ -15,11 +15,11 @@ from mediapipe.tasks.python.core.base_options import BaseOptions
 from mediapipe.tasks.python.text import text_classifier
 from mediapipe.tasks.python.text import text_embedder
 
+from albert_keras.drivers import inference
 from albert_keras.export import ExportConfig
 from albert_keras.export import export_tflite
 from albert_keras.export.converter import ExportError
 from albert_keras.export.metadata import read_metadata
-from albert_keras.tasks import inference
 from tests.helpers import make_hf_model
 from tests.helpers import make_sentences
 from tests.helpers import make_wordpiece_vocab
