@@ -79,9 +79,9 @@ def test_files_written_before_the_renaming_load_with_the_same_outputs(name):
 
 def test_a_file_written_when_albert_config_held_debertas_fields_loads_as_deberta():
     """A classifier whose ``AlbertConfig`` had relative attention on, saved
-    before those fields moved to ``DebertaConfig`` (at f348750:
-    ``saved_models/write_albert_relative.py``), loads as DeBERTa's class
-    with every field and the logits it computed then."""
+    before those fields moved to ``DebertaConfig`` (written at f348750 by
+    ``git show 5eecfe9:tests/saved_models/write_albert_relative.py``), loads
+    as DeBERTa's class with every field and the logits it computed then."""
     import dataclasses
 
     import numpy as np

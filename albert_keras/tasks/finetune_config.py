@@ -99,6 +99,7 @@ class FinetuneConfig(TrainingFields, AdversarialFields, TaskFields):
     def validate(self):
         check_options(self)
         self.check_adversarial()
+        self.check_task_fields()
         if self.truncate in SINGLE_TEXT_TRUNCATIONS and self.text_pair_column:
             raise ValueError(f"truncate={self.truncate!r} is for single texts; with "
                              "--text-pair-column use longest_first or waterfall")

@@ -108,3 +108,25 @@ def test_a_split_that_leaves_a_side_empty_is_refused(task_files, spm_path):
         task.split(single, 0.1, source="tiny.csv")
     with pytest.raises(ValueError, match=r"validation_split must be in \(0, 1\)"):
         task.split(data, 1.0)
+
+
+@pytest.mark.parametrize("task, setting, words", [
+    ("classify", {"stride": 64}, "stride is for task qa, not classify"),
+    ("tag", {"regression": True}, "regression is for task classify, not tag"),
+    ("qa", {"choices_column": "answers"}, "choices_column is for task choice, not qa"),
+])
+def test_a_setting_of_another_task_is_refused_not_dropped(task, setting, words):
+    """Each task's own settings are declared in its folder (``QaFields``...);
+    one given to a run of another task is an error naming it, in Python and
+    on the command line (as its flag)."""
+    from albert_keras.options import command_line_names
+    from albert_keras.tasks.finetune_config import finetune_settings
+
+    with pytest.raises(ValueError, match=words):
+        finetune_settings(task, setting, "test")
+    with command_line_names(), pytest.raises(ValueError, match="--" + words.replace("_", "-")
+                                             .split(" ")[0]):
+        finetune_settings(task, setting, "test")
+    own = {"classify": {"regression": True}, "tag": {}, "qa": {"stride": 64},
+           "choice": {"choices_column": "answers"}}[task]
+    assert all(getattr(finetune_settings(task, own, "test"), k) == v for k, v in own.items())

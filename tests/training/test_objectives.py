@@ -197,7 +197,7 @@ def _distinct(source):
 def test_continued_rtd_keeps_the_generator_when_the_heads_change():
     """``--init`` an rtd folder with ``--rtd-mlm-weight``: a new head, and
     the generator, the discriminator and the shared heads carried over."""
-    from tests.models.test_electra_pretrainer import make
+    from tests.models.pretrainers.test_electra_pretrainer import make
 
     source = _distinct(make("gdes", seed=1))
     model = _continued(source, embedding_sharing="gdes", rtd_mlm_weight=1.0)
@@ -212,7 +212,7 @@ def test_continued_rtd_under_another_sharing_keeps_the_discriminators_table(shar
     """A tied run continued as gdes or none: the discriminator starts from
     the tied table (not from the source's unused generator table added to
     it), and the generator decodes with that table too under gdes."""
-    from tests.models.test_electra_pretrainer import make
+    from tests.models.pretrainers.test_electra_pretrainer import make
 
     source = _distinct(make("tied", seed=1))
     model = _continued(source, embedding_sharing=sharing)
@@ -230,7 +230,7 @@ def test_continued_gdes_rtd_with_another_generator_size_keeps_the_folded_table()
     """A new generator size under gdes: the generator starts afresh on the
     discriminator's folded table, and the source's residual (which belongs
     with its old generator's table) is not added on top."""
-    from tests.models.test_electra_pretrainer import make
+    from tests.models.pretrainers.test_electra_pretrainer import make
 
     source = _distinct(make("gdes", seed=1))
     folded = keras.ops.convert_to_numpy(source._discriminator_table())

@@ -38,8 +38,9 @@ from albert_keras.models.pretrainers.token_discriminator import TokenDiscriminat
 from albert_keras.models.task_models.hf_task_model import task_model_from_hf
 from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 
-PRETRAINING_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.", "generator_predictions.",
-                  "generator_lm_head.", "discriminator_predictions.", "lm_predictions.")
+PRETRAINING_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "cls.",
+                             "generator_predictions.", "generator_lm_head.",
+                             "discriminator_predictions.", "lm_predictions.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,24 +83,31 @@ class HfLayout:
     headless_classifier: bool = False
 
 
-def _table(names_of):
-    return lambda config, tensors=None: names_of(config)
+def _albert_layout(model_type, prefix, names_of, **fields):
+    """The layout of one of ALBERT's own model types (a name table that does
+    not depend on the folder's tensors; the config through ``hf_config``)."""
+    return HfLayout(model_type=model_type, prefix=prefix,
+                    names=lambda config, tensors=None: names_of(config),
+                    read_config=from_hf_dict,
+                    write_config=lambda config: to_hf_dict(config, model_type), **fields)
 
 
 def _layouts():
     """ALBERT's, BERT's and ELECTRA's layouts, by ``model_type``."""
-    def layout(model_type, prefix, names_of, architectures, tied, output_bias):
-        return HfLayout(model_type, prefix, _table(names_of), architectures, tied, output_bias,
-                        from_hf_dict, lambda config: to_hf_dict(config, model_type))
-    return {layout_.model_type: layout_ for layout_ in (
-        layout("albert", "albert.", hf_albert_names, ("AlbertModel", "AlbertForPreTraining", None),
-               ("predictions.decoder.weight", "predictions.decoder.bias"), "predictions.bias"),
-        layout("bert", "bert.", hf_bert_names, ("BertModel", "BertForPreTraining", None),
-               ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
-               "cls.predictions.bias"),
-        layout("electra", "electra.", hf_electra_names,
-               ("ElectraModel", "ElectraForMaskedLM", "ElectraForPreTraining"),
-               ("generator_lm_head.weight", None), "generator_lm_head.bias"),
+    return {layout.model_type: layout for layout in (
+        _albert_layout("albert", "albert.", hf_albert_names,
+                       architectures=("AlbertModel", "AlbertForPreTraining", None),
+                       tied=("predictions.decoder.weight", "predictions.decoder.bias"),
+                       output_bias="predictions.bias"),
+        _albert_layout("bert", "bert.", hf_bert_names,
+                       architectures=("BertModel", "BertForPreTraining", None),
+                       tied=("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
+                       output_bias="cls.predictions.bias"),
+        _albert_layout("electra", "electra.", hf_electra_names,
+                       architectures=("ElectraModel", "ElectraForMaskedLM",
+                                      "ElectraForPreTraining"),
+                       tied=("generator_lm_head.weight", None),
+                       output_bias="generator_lm_head.bias"),
     )}
 
 
