@@ -13,9 +13,9 @@ from albert_keras.models.albert.albert_config import AlbertConfig
 POSITION_ATTENTION_TERMS = ("c2p", "p2c")
 RELATIVE_EMBEDDING_NORMS = ("none", "layer_norm")
 # The relative fields' values when relative attention is off (HF builds no
-# relative table then).
-_RELATIVE_OFF = {"max_relative_positions": -1, "position_buckets": -1,
-                 "pos_att_type": "c2p|p2c", "share_att_key": False, "norm_rel_ebd": "none"}
+# relative table then): those ALBERT's files held.
+_RELATIVE_OFF = {k: v for k, v in FORMER_RELATIVE_FIELDS.items()
+                 if k not in ("relative_attention", "position_biased_input")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,12 +178,3 @@ class DebertaConfig(AlbertConfig):
         return config_from_dict(cls, {**dataclasses.asdict(config), **FORMER_RELATIVE_FIELDS,
                                       **fields}, source)
 
-
-def is_deberta(config):
-    """Whether a config is DeBERTa's.
-
-    Example:
-    >>> is_deberta(DebertaConfig()), is_deberta(AlbertConfig())
-    (True, False)
-    """
-    return isinstance(config, DebertaConfig)
