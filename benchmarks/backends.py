@@ -157,15 +157,16 @@ else:
     x = {"token_ids": ids, "segment_ids": np.zeros((B, S), "int32"),
          "padding_mask": np.ones((B, S), "int32")}
     if who.startswith("ours"):
-        from albert_keras import AlbertConfig, AlbertEncoder, EncoderPretrainer
+        from albert_keras import AlbertConfig, AlbertEncoder, DebertaConfig, EncoderPretrainer
         config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
                               num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         if family == "deberta":  # DeBERTa-v3-base's layout
-            config = config.replace(embedding_size=H, num_hidden_groups=L, sharing="none",
+            config = DebertaConfig.extending(
+                config.replace(embedding_size=H, num_hidden_groups=L, sharing="none",
+                               type_vocab_size=0, hidden_act="gelu", pooler_hidden_act="gelu"),
                 relative_attention=True, position_buckets=256, pos_att_type="p2c|c2p",
-                share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
-                type_vocab_size=0, hidden_act="gelu", pooler_hidden_act="gelu")
+                share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False)
         y = {"masked_ids": labels, "masked_weights": np.ones((B, P), "float32"),
              "sop_label": np.zeros((B,), "int32")}
         x["masked_positions"] = positions

@@ -89,18 +89,20 @@ def test_model_on_backend(backend, reference, tmp_path):
 
 @pytest.mark.sampled(keep=2, group="jax_torch_runs")  # CI: 2 of the JAX/torch runs per commit
 def test_backend_benchmark_runs_on_cpu(tmp_path):
-    """benchmarks/backends.py's CPU mode: tiny cases, rows written, and the
-    rtd case's step cost read against ours on the same shape."""
+    """benchmarks/backends.py's CPU mode: tiny cases (DeBERTa's layout too),
+    rows written, and the rtd case's step cost read against ours on the
+    same shape."""
     stem = tmp_path / "bench"
     done = subprocess.run([sys.executable, BENCHMARK, "--device", "cpu", "--shapes", "2x16",
-                           "--cases", "ours-jax", "ours-rtd-jax", "--steps", "1",
+                           "--cases", "ours-jax", "ours-rtd-jax", "ours-deberta-jax",
+                           "--steps", "1",
                            "--repeats", "1",
                            "--out", str(stem)], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert [(r["who"], r["batch"], r["seq"]) for r in rows] == [
-        ("ours-jax", 2, 16), ("ours-rtd-jax", 2, 16)]
+        ("ours-jax", 2, 16), ("ours-rtd-jax", 2, 16), ("ours-deberta-jax", 2, 16)]
     for row in rows:
         assert row.get("tokens_per_s", 0) > 0, row
     table = (tmp_path / "bench.md").read_text()
