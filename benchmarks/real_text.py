@@ -26,14 +26,16 @@ users get by default), then ``albert-keras predict`` against HF's
 (every row padded to ``--seq-length``, as before). Then where our process's
 seconds go (import, loading, tokenizing, the first step with its tracing,
 the other steps, writing), and one text at a time, as a service answers
-requests (``TextClassifier.predict([text])`` against ``pipeline([text])``,
-median latency). Medians of the repeats; the CPU and its matrix features
+requests (``TextClassifier.predict([text])``, on TensorFlow and in LiteRT
+(``runtime="litert"``), against ``pipeline([text])``: the median latency,
+and the seconds to load). Medians of the repeats; the CPU and its matrix features
 are named in the results. Needs the ``bench`` extra (transformers, torch,
 accelerate; the rows are fed as lists).
 
     python benchmarks/real_text.py --out benchmarks/results/real_text.json
     python benchmarks/real_text.py --cases short --repeats 1 --rows 64 --predict-rows 64  # smoke
     python benchmarks/real_text.py --cases uniform --repeats 2 --no-fixed
+    python benchmarks/real_text.py --cases uniform --repeats 3 --latency-only
     python benchmarks/real_text.py --shape deberta_v3_xsmall --cases short --repeats 1 --no-fixed
     python benchmarks/real_text.py --shape ettin_encoder_32m --cases short uniform --no-fixed
 """
@@ -202,20 +204,23 @@ import csv, json, sys, time
 import numpy as np
 side, folder, path, count = sys.argv[1:5]
 texts = [r["text"] for r in csv.DictReader(open(path, encoding="utf-8"))][:int(count)]
-if side == "ours":
+began = time.perf_counter()
+if side.startswith("ours"):  # ours: TensorFlow's graph; ours_litert: LiteRT's XNNPACK
     from albert_keras.tasks.classify.text_classifier import TextClassifier
-    model = TextClassifier.load(folder)
+    model = TextClassifier.load(folder, runtime="litert" if side == "ours_litert" else "keras")
     answer = lambda text: model.predict([text])
 else:
     from transformers import pipeline
     classify = pipeline("text-classification", model=folder, device=-1)
     answer = lambda text: classify([text], truncation=True, max_length=128)
+load = time.perf_counter() - began
 seconds = []
 for text in texts:
     began = time.perf_counter()
     answer(text)
     seconds.append(time.perf_counter() - began)
-print("RESULT " + json.dumps({"first": seconds[0], "median": float(np.median(seconds[5:]))}))
+print("RESULT " + json.dumps({"load": load, "first": seconds[0],
+                             "median": float(np.median(seconds[5:]))}))
 """
 
 
@@ -243,7 +248,8 @@ def _run(args, work):
                "cases": {}}
     for case in args.cases:
         files = task_files(work, text, case, args.rows, args.predict_rows, folder)
-        results["cases"][case] = _measure(folder, files, work, case, args)
+        measure = _measure_latency if args.latency_only else _measure
+        results["cases"][case] = measure(folder, files, work, case, args)
         _write(args.out, results)
     _print(results)
 
@@ -268,6 +274,8 @@ def _parser():
     p.add_argument("--no-fixed", action="store_true",
                    help="leave out ours with every row padded to the sequence length (the "
                         "table's before; slow for large shapes)")
+    p.add_argument("--latency-only", action="store_true",
+                   help="fine-tune each side once (not timed), then only one text at a time")
     p.add_argument("--out", default=None, help="results JSON")
     return p
 
@@ -311,9 +319,7 @@ def _measure(folder, files, work, case, args):
                    BATCH)
     predict_split = _child(OURS_PREDICT_SPLIT, out, files["predict"],
                            os.path.join(work, f"{case}_predict_split.jsonl"), PREDICT_BATCH)
-    latency = {side: _child(LATENCY, side, out if side == "ours" else hf_out,
-                            files["predict"], LATENCY_TEXTS)
-               for side in ("ours", "hf")}
+    latency = _latency(out, hf_out, files["predict"], args.repeats)
     if also_precision:
         latency[f"ours_{also_precision}"] = _child(LATENCY, "ours", out + "_" + also_precision,
                                                    files["predict"], LATENCY_TEXTS)
@@ -329,6 +335,8 @@ def _measure(folder, files, work, case, args):
             "ours_split_s": split, "ours_predict_split_s": predict_split,
             "one_text_latency_s": latency,
             "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
+            "latency_litert_speedup_vs_hf":
+            latency["hf"]["median"] / latency["ours_litert"]["median"],
             "accuracy": accuracy,
             "finetune_speedup_vs_hf": medians["hf_trainer"] / medians["ours_finetune"],
             "predict_speedup_vs_hf": medians["hf_pipeline"] / medians["ours_predict"],
@@ -336,6 +344,32 @@ def _measure(folder, files, work, case, args):
                 medians["ours_finetune_fixed"] / medians["ours_finetune"],
                 "predict_speedup_vs_fixed":
                 medians["ours_predict_fixed"] / medians["ours_predict"]} if fixed else {})}
+
+
+def _measure_latency(folder, files, work, case, args):
+    """``--latency-only``: the fine-tuned folders once, then one text at a time."""
+    out, hf_out = os.path.join(work, f"{case}_ours"), os.path.join(work, f"{case}_hf")
+    _ours_finetune(folder, files, out)
+    _child(HF_TRAIN, folder, files["train"], files["eval"], hf_out, SEQ, BATCH)
+    latency = _latency(out, hf_out, files["predict"], args.repeats)
+    return {"pieces": files["pieces"], "one_text_latency_s": latency,
+            "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
+            "latency_litert_speedup_vs_hf":
+            latency["hf"]["median"] / latency["ours_litert"]["median"]}
+
+
+def _latency(out, hf_out, path, repeats):
+    """One text at a time, each side in its own process, the sides
+    interleaved repeat by repeat: ``{side: {load, first, median}}``, the
+    medians over the repeats (ours, ours_litert: the same folder in LiteRT,
+    hf: the pipeline)."""
+    runs = {"ours": [], "ours_litert": [], "hf": []}
+    for _ in range(repeats):
+        for side in runs:
+            runs[side].append(_child(LATENCY, side, hf_out if side == "hf" else out, path,
+                                     LATENCY_TEXTS))
+    return {side: {k: statistics.median(r[k] for r in results) for k in results[0]}
+            for side, results in runs.items()}
 
 
 def _ours_finetune(folder, files, out, *extra):
@@ -376,12 +410,18 @@ def _write(path, results):
 def _print(results):
     print(f"{results['cpu']}, {results['cores']} cores; {results['model']}; batch "
           f"{BATCH}, sequence length {SEQ}")
+    if all("median_s" not in r for r in results["cases"].values()):  # --latency-only
+        _table(results, "pieces mean/p95/max | one text: ours / ours in LiteRT / HF (ms) | "
+               "HF/ours (LiteRT) | load: ours / LiteRT / HF (s)", "---|---|---:|---",
+               _latency_cells)
+        return
     _table(results, "pieces mean/p95/max | fine-tune: ours / fixed / HF Trainer (s) | HF/ours "
            "| predict: ours / fixed / HF pipeline (s) | HF/ours", "---|---|---:|---|---:",
            _speed_cells)
     print()
     _table(results, "our process: import / load / tokenize / first step / other steps "
-           "(median) / write (s) | one text: ours / HF (ms) | HF/ours", "---|---|---:",
+           "(median) / write (s) | one text: ours / ours in LiteRT / HF (ms) | HF/ours "
+           "(LiteRT)", "---|---|---:",
            _split_cells)
     print()
     _table(results, "our prediction process: import / load / read and tokenize / first batch "
@@ -414,13 +454,23 @@ def _predict_split_cells(r):
             f"batches) / {s['write']:.1f}")
 
 
+def _latency_cells(r):
+    p, lat = r["pieces"], r["one_text_latency_s"]
+    sides = ("ours", "ours_litert", "hf")
+    return (f"{p['mean']}/{p['p95']}/{p['max']} | "
+            + " / ".join(f"{1000 * lat[s]['median']:.1f}" for s in sides)
+            + f" | {r['latency_speedup_vs_hf']:.2f}x ({r['latency_litert_speedup_vs_hf']:.2f}x) | "
+            + " / ".join(f"{lat[s]['load']:.1f}" for s in sides))
+
+
 def _split_cells(r):
     s, lat = r["ours_split_s"], r["one_text_latency_s"]
     return (f"{s['import']:.1f} / {s['load']:.1f} / {s['tokenize']:.1f} / "
             f"{s['first_step']:.1f} / {s['steps_after_first']:.1f} "
             f"({1000 * s['step_median']:.0f} ms) / {s['write']:.1f} | "
-            f"{1000 * lat['ours']['median']:.1f} / {1000 * lat['hf']['median']:.1f} | "
-            f"{r['latency_speedup_vs_hf']:.2f}x")
+            f"{1000 * lat['ours']['median']:.1f} / {1000 * lat['ours_litert']['median']:.1f} / "
+            f"{1000 * lat['hf']['median']:.1f} | {r['latency_speedup_vs_hf']:.2f}x "
+            f"({r['latency_litert_speedup_vs_hf']:.2f}x)")
 
 
 if __name__ == "__main__":

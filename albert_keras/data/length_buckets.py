@@ -242,7 +242,17 @@ def _traced(model, x, in_float32):
     return graph
 
 
-def predict_in_buckets(model, x, batch_size=64, precision="auto"):
+def predict_in_batches(run, x, batch_size=64):
+    """``run``'s outputs on the rows of ``x`` in batches of ``batch_size``
+    at their full length, concatenated in row order (``run``: a batch of
+    inputs to a dict of numpy outputs)."""
+    n = len(next(iter(x.values())))
+    parts = [run({k: np.asarray(v)[i:i + batch_size] for k, v in x.items()})
+             for i in range(0, n, batch_size)]
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def predict_in_buckets(model, x, batch_size=64, precision="auto", runner=None):
     """``model``'s outputs on the rows of ``x``, batched by length, in row order.
 
     Outputs that run along the sequence (a tagger's logits, a QA model's
@@ -258,6 +268,8 @@ def predict_in_buckets(model, x, batch_size=64, precision="auto"):
             ``auto`` lets ``albert_keras.precision.batch_precision`` choose
             by the call's largest batch (a few short rows in float32 on a
             CPU).
+        runner: runs a batch instead of ``model`` (a ``LiteRTRunner``:
+            any shape, float32).
 
     Example:
     >>> outputs = predict_in_buckets(classifier, data.x)  # doctest: +SKIP
@@ -275,7 +287,8 @@ def predict_in_buckets(model, x, batch_size=64, precision="auto"):
     n, results = len(lengths), {}
     per_row = int(np.prod(np.shape(x["padding_mask"])[1:-1]))  # choices of a row, or 1
     largest = max(len(rows) * int(lengths[rows].max()) for rows, _ in plan) * per_row
-    run, any_length = _batch_runner(model, x, precision, largest)
+    run, any_length = ((runner, True) if runner is not None else
+                       _batch_runner(model, x, precision, largest))
     for rows, length in plan:
         if any_length:  # one graph for every shape: no padding to the bucket's length
             length = int(lengths[rows].max())

@@ -10,24 +10,27 @@ from albert_keras.tasks.text_embedder import TextEmbedder
 from albert_keras.tasks.text_task import TextTask
 
 
-def evaluate(folder, path, batch_size=64, length_buckets=True, precision="auto"):
+def evaluate(folder, path, batch_size=64, length_buckets=True, precision="auto",  # noqa: PLR0913 (the command's flags)
+             runtime="keras"):
     """The task metrics of a fine-tuned folder on a labelled file (rows
-    batched by length unless ``length_buckets`` is False; ``precision``:
-    ``auto`` or ``float32``, as ``predict``'s)."""
-    return TextTask.load(folder, precision=precision).evaluate_file(path, batch_size,
-                                                                    length_buckets)
+    batched by length unless ``length_buckets`` is False; ``precision`` and
+    ``runtime`` as ``predict``'s)."""
+    model = TextTask.load(folder, precision=precision, runtime=runtime)
+    return model.evaluate_file(path, batch_size, length_buckets)
 
 
-def predict(folder, path, batch_size=64, length_buckets=True, precision="auto"):
+def predict(folder, path, batch_size=64, length_buckets=True, precision="auto",  # noqa: PLR0913 (the command's flags)
+            runtime="keras"):
     """Predictions for every row of ``path`` (labels not needed), as dicts,
     each with ``row``: the example's place in the file, from 0. Rows are
     batched by length unless ``length_buckets`` is False; the predictions
     come back in the file's order either way. A folder trained in bf16
     runs large batches in bf16 where the CPU multiplies it natively and
     small ones in float32 (``precision="auto"``), or every batch in
-    float32 (``"float32"``)."""
-    return TextTask.load(folder, precision=precision).predict_file(path, batch_size,
-                                                                   length_buckets)
+    float32 (``"float32"``). ``runtime="litert"`` converts the model to
+    LiteRT first and runs it there (``TextTask.use_runtime``)."""
+    model = TextTask.load(folder, precision=precision, runtime=runtime)
+    return model.predict_file(path, batch_size, length_buckets)
 
 
 def fill_mask(folder, texts, top_k=5, sequence_length=128, tokenizer=None):

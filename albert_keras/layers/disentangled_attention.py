@@ -24,7 +24,9 @@ def _gather_rows(scores, index):
     # Shape op and a slice (with three constants) per dynamic dimension
     batch, heads, rows, table = ops.shape(scores)
     keys = ops.shape(index)[-1]
-    index = ops.broadcast_to(index[:, None, :, :], (batch, heads, rows, keys))
+    # expand_dims, not index[:, None]: TFLite's converter cannot lower a
+    # new-axis slice of a tensor whose length is left open (LiteRTRunner's)
+    index = ops.broadcast_to(ops.expand_dims(index, 1), (batch, heads, rows, keys))
     flat_scores = ops.reshape(scores, (-1, table))
     flat_index = ops.reshape(index, (-1, keys))
     if keras.backend.backend() == "tensorflow":

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from albert_keras.data.length_buckets import ENCODER_INPUTS
 from albert_keras.data.length_buckets import bucketed_dataset
+from albert_keras.data.length_buckets import predict_in_batches
 from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import build_optimizer
@@ -206,14 +207,18 @@ def fit_with_selection(model, dataset, run, folder=None, callbacks=(), fit=None,
     return history, best
 
 
-def predict_outputs(model, data, batch_size=64, length_buckets=True, precision="auto"):
+def predict_outputs(model, data, batch_size=64, length_buckets=True, precision="auto",  # noqa: PLR0913 (the rows, and how they run)
+                    runner=None):
     """The model's outputs on a ``TaskData``'s inputs, in row order; with
     ``length_buckets``, run in batches cut to their rows' lengths
     (``albert_keras.data.length_buckets``: the same outputs at every
     position a task reads), in the precision ``batch_precision`` gives
-    the call (``float32``: a bf16 model's batches too)."""
+    the call (``float32``: a bf16 model's batches too); ``runner``: what
+    runs a batch instead of the Keras model (a ``LiteRTRunner``)."""
     if length_buckets:
-        return predict_in_buckets(model, data.x, batch_size, precision)
+        return predict_in_buckets(model, data.x, batch_size, precision, runner)
+    if runner is not None:
+        return predict_in_batches(runner, data.x, batch_size)
     return model.predict(data.x, batch_size=batch_size, verbose=0)
 
 

@@ -1,0 +1,141 @@
+"""Prediction in LiteRT (``use_runtime("litert")``, ``predict --runtime
+litert``): LiteRT's XNNPACK kernels give the Keras model's numbers, for each
+task's outputs and each encoder family, one text or many."""
+
+import json
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import albert_keras
+from albert_keras.families import build_backbone
+from albert_keras.families import preset_config
+from albert_keras.models.task_models.choice_scorer import ChoiceScorer
+from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
+from albert_keras.models.task_models.span_extractor import SpanExtractor
+from albert_keras.tasks.litert_runtime import LiteRTRunner
+from albert_keras.tasks.litert_runtime import PredictionRuntime
+from tests.helpers import make_sentences
+
+# float32 in both; the kernels sum in other orders
+ATOL = 2e-5
+
+
+def _texts():
+    """Texts of many lengths (3 to 40 words), so that the runner's input
+    is resized between calls."""
+    return [" ".join(s.split()[: 3 + 3 * i]) for i, s in
+            enumerate(make_sentences(12, seed=3, low=8, high=40))]
+
+
+def _ids(rows, length, vocab, seed=0):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, length + 1, rows)
+    mask = (np.arange(length)[None] < lengths[:, None]).astype("int32")
+    ids = rng.integers(5, vocab, (rows, length)).astype("int32") * mask
+    return {"token_ids": ids, "padding_mask": mask, "segment_ids": 0 * ids}
+
+
+def test_a_classifier_predicts_in_litert_as_in_keras(bert_folder):
+    keras.utils.set_random_seed(0)
+    model = albert_keras.TextClassifier.from_preset(bert_folder, num_classes=3,
+                                                    sequence_length=48)
+    texts = _texts()
+    keras_probabilities = model.predict(texts)
+    assert model.use_runtime("litert") is model
+    np.testing.assert_allclose(model.predict(texts), keras_probabilities, atol=ATOL)
+    # one text at a time, as a service asks, and without length buckets
+    one_by_one = np.concatenate([model.predict([text]) for text in texts])
+    np.testing.assert_allclose(one_by_one, keras_probabilities, atol=ATOL)
+    data, _ = model._data(texts, None)
+    whole = model._predicted(data, 5, length_buckets=False)["logits"]
+    keras_whole = model.task_model.predict(data.x, verbose=0)["logits"]
+    np.testing.assert_allclose(whole, keras_whole, atol=ATOL)
+
+
+def test_fit_after_use_runtime_converts_the_new_weights(bert_folder):
+    keras.utils.set_random_seed(0)
+    model = albert_keras.TextClassifier.from_preset(bert_folder, num_classes=2,
+                                                    sequence_length=16, epochs=1,
+                                                    learning_rate=1e-2)
+    texts = _texts()
+    model.use_runtime("litert")
+    before = model.predict(texts)
+    model.fit(texts, ["a", "b"] * 6, batch_size=4, verbose=0)
+    after = model.predict(texts)
+    assert np.abs(after - before).max() > 1e-3  # the weights moved (lr 1e-2)
+    np.testing.assert_allclose(after, model.use_runtime("keras").predict(texts), atol=ATOL)
+
+
+def test_taggers_and_span_outputs_along_the_sequence_are_keras(bert_folder):
+    keras.utils.set_random_seed(0)
+    tagger = albert_keras.TokenClassifier.from_preset(bert_folder, labels=["B-X", "I-X", "O"],
+                                                      sequence_length=48)
+    data, _ = tagger._data(_texts(), None)
+    keras_logits = tagger._predicted(data, 4)["logits"]
+    litert_logits = tagger.use_runtime("litert")._predicted(data, 4)["logits"]
+    # PAST_THE_ROW beyond each batch's rows, the same places in both
+    np.testing.assert_allclose(litert_logits, keras_logits, atol=ATOL)
+
+    encoder = tagger.encoder
+    spans = SpanExtractor(encoder)
+    x = _ids(5, 24, 300)
+    expected = spans.predict(x, verbose=0)
+    got = LiteRTRunner(spans)(x)
+    assert set(got) == set(expected) == {"start_logits", "end_logits"}
+    for name in got:
+        np.testing.assert_allclose(got[name], expected[name], atol=ATOL)
+
+
+@pytest.mark.parametrize("preset", ["deberta_v3_tiny", "modernbert_tiny", "albert_tiny"])
+def test_each_family_converts_for_any_length(preset):
+    """DeBERTa's relative table and ModernBERT's window and rotary positions
+    are cut to the length the runner is given, not a length fixed at
+    conversion."""
+    keras.utils.set_random_seed(0)
+    config = preset_config(preset, vocab_size=300, max_position_embeddings=64)
+    classifier = SequenceClassifier(build_backbone(config), 2)
+    runner = LiteRTRunner(classifier, threads=1)
+    for length in (7, 30, 64):  # ModernBERT-tiny's window is shorter than 64
+        x = _ids(3, length, 300, seed=length)
+        np.testing.assert_allclose(runner(x)["logits"],
+                                   classifier.predict(x, verbose=0)["logits"], atol=ATOL)
+
+
+def test_multiple_choice_is_refused_in_one_line_before_converting(bert_folder):
+    encoder = albert_keras.TextClassifier.from_preset(bert_folder, num_classes=2).encoder
+    with pytest.raises(ValueError, match=r"^runtime litert: a choice model does not run in "
+                                         r"LiteRT here; use runtime keras$"):
+        LiteRTRunner(ChoiceScorer(encoder))
+
+
+def test_a_wrong_runtime_or_thread_count_is_refused_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match=r"^runtime: 'onnx' is not one of keras, litert$"):
+        PredictionRuntime("onnx")
+    with pytest.raises(ValueError, match=r"^threads: 0 is not a positive integer$"):
+        PredictionRuntime("litert", threads=0)
+    # refused before the folder is read: this one does not exist
+    with pytest.raises(ValueError, match=r"^runtime: 'tflite' is not one of"):
+        albert_keras.TextClassifier.load(tmp_path / "missing", runtime="tflite")
+
+
+def test_predict_on_the_command_line_in_litert_is_keras(classifier_folder, task_files, tmp_path):
+    def predicted(*extra):
+        done = subprocess.run(
+            [sys.executable, "-m", "albert_keras.cli", "predict", classifier_folder,
+             "--input", task_files["cls_eval"], *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    keras_records, litert_records = predicted(), predicted("--runtime", "litert")
+    assert [r["label"] for r in litert_records] == [r["label"] for r in keras_records]
+    for ours, reference in zip(litert_records, keras_records):
+        for name, p in reference["probabilities"].items():
+            assert abs(ours["probabilities"][name] - p) < ATOL
+    done = subprocess.run([sys.executable, "-m", "albert_keras.cli", "predict",
+                           classifier_folder, "--runtime", "onnx"], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and "--runtime: invalid choice: 'onnx'" in done.stderr
