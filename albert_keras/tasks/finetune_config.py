@@ -126,3 +126,12 @@ def fit_length(settings, longest, source):
         raise ValueError(f"sequence_length {settings.sequence_length} exceeds {source}'s "
                          f"max_position_embeddings {longest}")
     return dataclasses.replace(settings, sequence_length=longest)
+
+
+def kept_settings(settings, model):
+    """The settings of a fine-tuned task model: its ``task.json``'s values
+    and its head's own choices over ``settings``, as a dict."""
+    kept = dataclasses.asdict(settings)
+    kept.update({k: v for k, v in (model.task_spec or {}).items() if k in kept and k != "task"})
+    kept.update({k: getattr(model, k) for k in ("pooling", "dropout") if hasattr(model, k)})
+    return kept

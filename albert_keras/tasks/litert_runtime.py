@@ -29,6 +29,7 @@ from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.native_output import stderr_silenced
+from albert_keras.training.strategy import where_it_runs
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,13 @@ class PredictionRuntime:
         if self._converted is None or self._converted[0] is not model:
             self._converted = (model, LiteRTRunner(model, self.threads))
         return self._converted[1]
+
+    def where(self, model, batch_size):
+        """The one line a prediction command logs about where it computes."""
+        if self.name == "keras":
+            return where_it_runs(None, batch_size=batch_size, model=model)
+        return (f"LiteRT (XNNPACK) on the CPU, {self.runner(model).threads} thread(s): "
+                f"one row at a time, precision float32")
 
     def forget(self):
         """Drops the converted model (its weights are out of date)."""

@@ -25,6 +25,7 @@ from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.finetune_config import finetune_settings
 from albert_keras.tasks.finetune_config import fit_length
+from albert_keras.tasks.finetune_config import kept_settings
 from albert_keras.tasks.litert_runtime import PredictionRuntime
 from albert_keras.tasks.preprocessor import TaskPreprocessor
 from albert_keras.tasks.registry import get_task
@@ -40,7 +41,6 @@ from albert_keras.tasks.task_run import truncation_report
 from albert_keras.tasks.task_run import with_size_defaults
 from albert_keras.tasks.tokenizer_fit import check_tokenizer_fit
 from albert_keras.training import adversarial as adversarial_training
-from albert_keras.training.strategy import where_it_runs
 from albert_keras.training.unused_weights import unused_pooler_quiet
 
 logger = logging.getLogger(__name__)
@@ -115,12 +115,9 @@ class TextTask(keras.Model):
         return self.task_model(inputs, training=training)
 
     def use_runtime(self, runtime, threads=None):
-        """Where ``predict`` and ``evaluate`` compute: ``keras`` (the
-        default) or ``litert``: the task model converted once to LiteRT
-        (seconds; again after ``fit``), whose XNNPACK kernels answer a few
-        texts at a time faster than TensorFlow's executor, with the same
-        float32 outputs up to rounding. ``threads``: LiteRT's (default: the
-        CPUs this process may use). Returns the object.
+        """Where ``predict`` and ``evaluate`` compute: ``keras`` or ``litert``
+        (``albert_keras.tasks.litert_runtime``; faster for a few short texts),
+        with ``threads`` (LiteRT's). Returns the object.
 
         Example:
         >>> model = TextClassifier.load("runs/reviews").use_runtime("litert")  # doctest: +SKIP
@@ -138,14 +135,8 @@ class TextTask(keras.Model):
         setting = self.settings.adversarial_setting()
         if not training or setting is None:
             return loss
-        return loss + setting.weight * self._adversarial_term(setting, x, y_pred)
-
-    def _adversarial_term(self, setting, x, clean):
-        """``adversarial.task_model_term`` of this step."""
-        seed = self.__dict__.get("_adversarial_seed")
-        if seed is None:  # a step outside fit (a test's own tape)
-            seed = adversarial_training.untracked_seed(self, self.settings.seed)
-        return adversarial_training.task_model_term(setting, self.task_model, x, clean, seed)
+        return loss + setting.weight * adversarial_training.text_task_term(self, setting, x,
+                                                                           y_pred)
 
     # -- raw text in ----------------------------------------------------------------
 
@@ -314,7 +305,7 @@ class TextTask(keras.Model):
         prints. ``length_buckets`` (default: the settings') batches the
         rows by length."""
         self._need_model("evaluate")
-        logger.info(where_it_runs(None, batch_size=batch_size, model=self.task_model))
+        logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=True)
         return self.task.score(self.spec, data, self._predicted(data, batch_size,
                                                                 length_buckets))
@@ -324,7 +315,7 @@ class TextTask(keras.Model):
         needed), each with ``row``, its place in the file from 0, in the
         file's order: what ``albert-keras predict`` writes."""
         self._need_model("predict")
-        logger.info(where_it_runs(None, batch_size=batch_size, model=self.task_model))
+        logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=False)
         records = self.task.records(self.spec, data, self._predicted(data, batch_size,
                                                                      length_buckets))
@@ -393,9 +384,8 @@ class TextTask(keras.Model):
 
     @classmethod
     def load(cls, folder, tokenizer=None, precision="auto", runtime="keras"):
-        """The task object of a fine-tuned folder, of its task's class
-        (``TextClassifier`` for ``classify``); ``precision`` and ``runtime``:
-        ``predict``'s (``use_runtime``)."""
+        """The task object of a fine-tuned folder, of its task's class; ``precision``
+        and ``runtime``: ``predict``'s (``use_runtime``)."""
         runtime = PredictionRuntime(runtime).name  # a wrong value is refused before the reading
         spec = ModelSource(os.fspath(folder), tokenizer).task_spec
         if not spec:
@@ -443,7 +433,7 @@ class TextTask(keras.Model):
         if spec:
             model, _ = origin.task_model()
             origin.give_tokenizer(model.encoder)
-            return cls(task_model=model, settings=_kept_settings(settings, model)), model
+            return cls(task_model=model, settings=kept_settings(settings, model)), model
         encoder = origin.give_tokenizer(origin.encoder(
             dtype=resolve_precision(settings.precision), from_scratch=settings.from_scratch,
             dropout=settings.encoder_dropout))
@@ -460,12 +450,3 @@ class TextTask(keras.Model):
         if isinstance(source, TextTask):
             raise ValueError("source: already a task object; use it directly")
         return cls.on_source(ModelSource(os.fspath(source), tokenizer), settings)
-
-
-def _kept_settings(settings, model):
-    """The settings of a fine-tuned task model: its ``task.json``'s values
-    and its head's own choices over ``settings``, as a dict."""
-    kept = dataclasses.asdict(settings)
-    kept.update({k: v for k, v in (model.task_spec or {}).items() if k in kept and k != "task"})
-    kept.update({k: getattr(model, k) for k in ("pooling", "dropout") if hasattr(model, k)})
-    return kept

@@ -189,6 +189,15 @@ def task_model_term(setting, task_model, x, clean, seed):
     return adversarial_loss(setting, run, clean, divergence_of, seed)
 
 
+def text_task_term(task, setting, x, clean):
+    """``task_model_term`` of one training step of a ``TextTask`` (its task
+    model, its settings' seed)."""
+    seed = task.__dict__.get("_adversarial_seed")
+    if seed is None:  # a step outside fit (a test's own tape)
+        seed = untracked_seed(task, task.settings.seed)
+    return task_model_term(setting, task.task_model, x, clean, seed)
+
+
 def untracked_seed(model, seed):
     """A seed generator for the noise, kept on ``model`` outside Keras'
     tracking (so out of its weights and ``.keras`` file); made before the
