@@ -64,9 +64,14 @@ class GegluFeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, x, training=False):
-        value, gate = ops.split(self.wi(x), 2, axis=-1)
+        # One [B*S, H] matrix: Keras' Dense on a 3-D input goes through
+        # tensordot on TensorFlow, whose shape ops (two GATHERs, two
+        # REDUCE_PRODs and two RESHAPEs a projection) a .tflite with an open
+        # length runs outside XNNPACK and recomputes at every new length
+        rows = ops.reshape(x, (-1, self.hidden_size))
+        value, gate = ops.split(self.wi(rows), 2, axis=-1)
         gated = activation(self.activation_name)(value) * gate
-        return self.wo(self.drop(gated, training=training))
+        return ops.reshape(self.wo(self.drop(gated, training=training)), ops.shape(x))
 
     def get_config(self):
         return {**super().get_config(), "hidden_size": self.hidden_size,
