@@ -103,7 +103,8 @@ def _serving_function(model, output_names):
 
 def _signature_runner(blob, threads):
     """The file's one signature, callable with numpy inputs of any shape
-    (the runner resizes and reallocates when a shape changes: about 0.5 ms)."""
+    (the runner resizes and reallocates when the length changes: 0.5-2 ms
+    at small shapes, more for graphs of more ops)."""
     with stderr_silenced():  # LiteRT announces its XNNPACK delegate on stderr
         interpreter = Interpreter(model_content=blob, num_threads=threads)
         return interpreter.get_signature_runner()

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import albert_keras
+from albert_keras.drivers.inference import evaluate as evaluate_folder
 from albert_keras.families import build_backbone
 from albert_keras.families import preset_config
 from albert_keras.models.task_models.choice_scorer import ChoiceScorer
@@ -135,6 +136,9 @@ def test_predict_on_the_command_line_in_litert_is_keras(classifier_folder, task_
     for ours, reference in zip(litert_records, keras_records):
         for name, p in reference["probabilities"].items():
             assert abs(ours["probabilities"][name] - p) < ATOL
+    scores = {runtime: evaluate_folder(classifier_folder, task_files["cls_eval"],
+                                       runtime=runtime) for runtime in ("keras", "litert")}
+    assert scores["litert"] == scores["keras"]
     done = subprocess.run([sys.executable, "-m", "albert_keras.cli", "predict",
                            classifier_folder, "--runtime", "onnx"], capture_output=True,
                           text=True)
