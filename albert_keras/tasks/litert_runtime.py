@@ -12,9 +12,10 @@ TensorFlow).
 
 The conversion is the export's own safe path (a float32 copy with the
 model's own attention mask, ``keras.export.ExportArchive``, the SavedModel
-converter), which takes seconds (MiniLM-L6's shape: about 8 s): a cost paid
-once when the model is loaded for serving, not per call. The outputs are
-the Keras model's in float32 up to rounding (about 1e-6).
+converter), which takes seconds (MiniLM-L6's shape: about 9 s): a cost paid
+when the model is loaded for serving, not per call, and once per model:
+the converted file is kept (``albert_keras.tasks.litert_cache``). The
+outputs are the Keras model's in float32 up to rounding (about 1e-6).
 """
 
 import logging
@@ -29,6 +30,7 @@ from albert_keras.export.converter import convert
 from albert_keras.export.converter import model_kind
 from albert_keras.export.converter import prepare_for_export
 from albert_keras.native_output import stderr_silenced
+from albert_keras.tasks import litert_cache
 from albert_keras.training.strategy import where_it_runs
 
 logger = logging.getLogger(__name__)
@@ -65,9 +67,13 @@ class LiteRTRunner:
         began = time.perf_counter()
         self.threads = int(threads or len(os.sched_getaffinity(0)))
         served = prepare_for_export(model, _mask_value(model))
-        blob = convert(served, _serving_function(served, self.output_names))
+        key = litert_cache.model_key(served, self.output_names)
+        blob = litert_cache.cached(key)
+        if blob is None:
+            blob = convert(served, _serving_function(served, self.output_names))
+            litert_cache.keep(key, blob)
         self._run = _signature_runner(blob, self.threads)
-        logger.info(f"converted for LiteRT in {time.perf_counter() - began:.1f} s "
+        logger.info(f"ready for LiteRT in {time.perf_counter() - began:.1f} s "
                     f"({len(blob) / 1e6:.1f} MB, {self.threads} threads)")
 
     def __call__(self, batch):

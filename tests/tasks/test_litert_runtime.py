@@ -3,6 +3,7 @@ litert``): LiteRT's XNNPACK kernels give the Keras model's numbers, for each
 task's outputs and each encoder family, one text or many."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -17,12 +18,23 @@ from albert_keras.families import preset_config
 from albert_keras.models.task_models.choice_scorer import ChoiceScorer
 from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 from albert_keras.models.task_models.span_extractor import SpanExtractor
+from albert_keras.tasks import litert_cache
+from albert_keras.tasks import litert_runtime
 from albert_keras.tasks.litert_runtime import LiteRTRunner
 from albert_keras.tasks.litert_runtime import PredictionRuntime
 from tests.helpers import make_sentences
 
 # float32 in both; the kernels sum in other orders
 ATOL = 2e-5
+
+
+@pytest.fixture(autouse=True)
+def cache_in_tmp(tmp_path, monkeypatch):
+    """Converted files go to the test's folder (also for the command line's
+    processes, which inherit the variable), not the user's cache."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(litert_cache.CACHE_ENV, str(folder))
+    return folder / "litert"
 
 
 def _texts():
@@ -143,3 +155,43 @@ def test_predict_on_the_command_line_in_litert_is_keras(classifier_folder, task_
                            classifier_folder, "--runtime", "onnx"], capture_output=True,
                           text=True)
     assert done.returncode == 2 and "--runtime: invalid choice: 'onnx'" in done.stderr
+
+
+def test_a_converted_model_is_kept_and_only_that_model_reads_it(bert_folder, cache_in_tmp,
+                                                                 monkeypatch):
+    keras.utils.set_random_seed(0)
+    classifier = SequenceClassifier(
+        albert_keras.TextClassifier.from_preset(bert_folder, num_classes=2).encoder, 2)
+    x = _ids(3, 20, 300)
+    first = LiteRTRunner(classifier)(x)["logits"]
+    assert len(list(cache_in_tmp.glob("*.tflite"))) == 1
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("converted again")
+
+    converted = litert_runtime.convert
+    monkeypatch.setattr(litert_runtime, "convert", no_conversion)
+    np.testing.assert_array_equal(LiteRTRunner(classifier)(x)["logits"], first)
+    # one weight changed: its own key and file, and its own numbers
+    kernel = classifier.weights[-2]
+    kernel.assign(kernel + 0.5)
+    with pytest.raises(AssertionError, match="converted again"):
+        LiteRTRunner(classifier)
+    monkeypatch.setattr(litert_runtime, "convert", converted)
+    np.testing.assert_allclose(LiteRTRunner(classifier)(x)["logits"],
+                               classifier.predict(x, verbose=0)["logits"], atol=ATOL)
+    assert len(list(cache_in_tmp.glob("*.tflite"))) == 2
+
+
+def test_the_cache_keeps_the_newest_files_and_can_be_turned_off(cache_in_tmp, monkeypatch):
+    for i in range(litert_cache.KEEP + 2):
+        litert_cache.keep(f"key{i}", b"x" * (i + 1))
+        path = cache_in_tmp / f"key{i}.tflite"
+        os.utime(path, (i, i))  # distinct ages, oldest first
+    left = sorted(p.name for p in cache_in_tmp.iterdir())
+    assert left == [f"key{i}.tflite" for i in range(2, litert_cache.KEEP + 2)]
+    assert litert_cache.cached("key5") == b"x" * 6 and litert_cache.cached("key0") is None
+    monkeypatch.setenv(litert_cache.CACHE_ENV, "")
+    assert litert_cache.cache_folder() is None
+    litert_cache.keep("off", b"x")
+    assert litert_cache.cached("off") is None
