@@ -242,16 +242,6 @@ def _traced(model, x, in_float32):
     return graph
 
 
-def predict_in_batches(run, x, batch_size=64):
-    """``run``'s outputs on the rows of ``x`` in batches of ``batch_size``
-    at their full length, concatenated in row order (``run``: a batch of
-    inputs to a dict of numpy outputs)."""
-    n = len(next(iter(x.values())))
-    parts = [run({k: np.asarray(v)[i:i + batch_size] for k, v in x.items()})
-             for i in range(0, n, batch_size)]
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-
-
 def predict_in_buckets(model, x, batch_size=64, precision="auto", runner=None):
     """``model``'s outputs on the rows of ``x``, batched by length, in row order.
 

@@ -19,7 +19,6 @@ import tensorflow as tf
 
 from albert_keras.data.length_buckets import ENCODER_INPUTS
 from albert_keras.data.length_buckets import bucketed_dataset
-from albert_keras.data.length_buckets import predict_in_batches
 from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.optimizers.layer_decay import layer_rate_scales
 from albert_keras.optimizers.optimizer import build_optimizer
@@ -217,8 +216,8 @@ def predict_outputs(model, data, batch_size=64, length_buckets=True, precision="
     runs a batch instead of the Keras model (a ``LiteRTRunner``)."""
     if length_buckets:
         return predict_in_buckets(model, data.x, batch_size, precision, runner)
-    if runner is not None:
-        return predict_in_batches(runner, data.x, batch_size)
+    if runner is not None:  # it runs the rows one at a time: no batches to make
+        return runner(data.x)
     return model.predict(data.x, batch_size=batch_size, verbose=0)
 
 

@@ -120,8 +120,7 @@ class TextTask(keras.Model):
         with ``threads`` (LiteRT's). Returns the object.
 
         Example:
-        >>> model = TextClassifier.load("runs/reviews").use_runtime("litert")  # doctest: +SKIP
-        >>> model.predict(["a fine film"])  # doctest: +SKIP
+        >>> TextClassifier.load("runs/reviews").use_runtime("litert").predict(["Fine."])  # doctest: +SKIP
         """
         self._runtime = PredictionRuntime(runtime, threads)
         self._runtime.runner(self.task_model)  # converted now, not at the first request
@@ -135,8 +134,7 @@ class TextTask(keras.Model):
         setting = self.settings.adversarial_setting()
         if not training or setting is None:
             return loss
-        return loss + setting.weight * adversarial_training.text_task_term(self, setting, x,
-                                                                           y_pred)
+        return loss + setting.weight * adversarial_training.text_task_term(self, setting, x, y_pred)
 
     # -- raw text in ----------------------------------------------------------------
 
