@@ -172,7 +172,26 @@ def _convert(model, path):
     # tf2onnx 1.17 still names numpy aliases numpy 2 removed; Keras' own
     # exporter applies this same patch before calling it
     patch_tf2onnx()
-    tf2onnx.convert.from_function(serve, input_signature=spec, opset=OPSET, output_path=path)
+    tf2onnx.convert.from_function(serve, input_signature=spec, opset=OPSET, output_path=path,
+                                  custom_op_handlers={"Erfc": (_erfc_as_erf, [])})
+
+
+def _erfc_as_erf(ctx, node, name, args):
+    """tf2onnx's handler for TensorFlow's ``Erfc``: ``1 - Erf(x)``.
+
+    TensorFlow computes exact GELU (HF's ``gelu``: BERT, MiniLM, ELECTRA,
+    DeBERTa, ModernBERT) as ``0.5 x erfc(-x / sqrt 2)``; tf2onnx 1.17 has no
+    handler for ``Erfc`` and ONNX no such op, but ``Erf`` is in ONNX since
+    opset 9. Rewriting the exported graph here leaves the model itself, and
+    its TFLite files, as they are.
+    """
+    from tf2onnx import utils
+
+    dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(node.input[0]))
+    erf = ctx.make_node("Erf", [node.input[0]], op_name_scope=name)
+    one = ctx.make_const(utils.make_name(f"{name}_one"), np.array(1, dtype))
+    node.type, node.domain = "Sub", ""
+    ctx.replace_inputs(node, [one.output[0], erf.output[0]])
 
 
 def _quantize(source, target):

@@ -10,6 +10,13 @@ bytes, the output names, and the TensorFlow and LiteRT versions. A model
 that differs in any of them gets a key of its own, never another model's
 file. The newest ``KEEP`` files stay; older ones are removed.
 
+A kept file is checked before use: its name carries the SHA-256 of its
+bytes (``<key>-<digest>.tflite``), and a file whose bytes do not match (a
+flipped byte, a truncated write, another program's file) is removed and
+converted again. Nothing in the cache can stop or change a prediction: a
+file that cannot be read, checked, written or removed is skipped with a
+log line.
+
 Where: ``$ALBERT_KERAS_CACHE/litert`` if that variable is set (set it
 empty to keep nothing), else ``$XDG_CACHE_HOME/albert_keras/litert``, else
 ``~/.cache/albert_keras/litert``. A folder that cannot be written is
@@ -60,17 +67,30 @@ def model_key(model, output_names):
     return digest.hexdigest()
 
 
+def _path(folder, key, blob):
+    return os.path.join(folder, f"{key}-{hashlib.sha256(blob).hexdigest()}.tflite")
+
+
 def cached(key):
-    """The kept bytes of ``key``, or None."""
+    """The kept bytes of ``key`` if they are what was written, else None."""
     folder = cache_folder()
-    path = os.path.join(folder, f"{key}.tflite") if folder else None
-    if path is None or not os.path.isfile(path):
+    if not folder:
         return None
-    with open(path, "rb") as f:
-        blob = f.read()
-    os.utime(path)  # recently used: kept longest
-    logger.info(f"LiteRT model read from {path}")
-    return blob
+    for path in glob.glob(os.path.join(glob.escape(folder), f"{key}-*.tflite")):
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except OSError as e:
+            logger.info(f"the kept LiteRT model {path} was not read: {e}")
+            continue
+        if _path(folder, key, blob) == path:
+            _touch(path)  # recently used: kept longest
+            logger.info(f"LiteRT model read from {path}")
+            return blob
+        logger.info(f"the kept LiteRT model {path} does not match its digest: converting "
+                    f"again")
+        _remove(path)
+    return None
 
 
 def keep(key, blob):
@@ -85,13 +105,37 @@ def keep(key, blob):
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".part", delete=False) as f:
             part = f.name
             f.write(blob)
-        os.replace(part, os.path.join(folder, f"{key}.tflite"))
+        os.replace(part, _path(folder, key, blob))
         part = None
-        kept = sorted(glob.glob(os.path.join(folder, "*.tflite")), key=os.path.getmtime)
+        kept = sorted(glob.glob(os.path.join(glob.escape(folder), "*.tflite")),
+                      key=_modified)
         for old in kept[:-KEEP]:
-            os.remove(old)
+            _remove(old)
     except OSError as e:  # a full disk, a read-only home, another process pruning
         logger.info(f"the converted model was not kept in {folder}: {e}")
     finally:
-        if part is not None and os.path.exists(part):
-            os.remove(part)
+        if part is not None:
+            _remove(part)
+
+
+def _modified(path):
+    try:
+        return os.path.getmtime(path)
+    except OSError:  # removed meanwhile by another process
+        return 0.0
+
+
+def _touch(path):
+    try:
+        os.utime(path)
+    except OSError:  # a read-only cache is still read
+        pass
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        logger.info(f"{path} was not removed: {e}")

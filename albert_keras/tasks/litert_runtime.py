@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 # where a task object's predictions run (TextTask.load's and predict's ``runtime``)
 RUNTIMES = ("keras", "litert")
+# LiteRT takes its thread count as a C int
+MAX_THREADS = 2**31 - 1
 # the encoder inputs under the serving function's argument names
 _FEEDS = {"ids": "token_ids", "mask": "padding_mask", "segment_ids": "segment_ids"}
 
@@ -133,8 +135,8 @@ class PredictionRuntime:
         if name not in RUNTIMES:
             raise ValueError(f"runtime: {name!r} is not one of {', '.join(RUNTIMES)}")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                    or threads < 1):
-            raise ValueError(f"threads: {threads!r} is not a positive integer")
+                                    or not 1 <= threads <= MAX_THREADS):
+            raise ValueError(f"threads: {threads!r} is not an integer from 1 to {MAX_THREADS}")
         self.name, self.threads = name, threads
         self._converted = None  # (the model it was converted from, its runner)
 

@@ -114,3 +114,46 @@ def test_what_has_no_onnx_form_is_refused_before_work(classifier_folder, init_fo
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and message in err, err
     assert not os.path.exists(out) and os.listdir(tmp_path) == []
+
+
+def _published_bert(folder, cls_name, **config):
+    """An HF folder with a lower-casing WordPiece vocabulary, as transformers
+    writes one (exact GELU: HF's ``gelu``, what BERT, MiniLM and ELECTRA use)."""
+    from tests.helpers import make_hf_model
+    from tests.helpers import make_wordpiece_vocab
+
+    vocab = make_wordpiece_vocab(folder, lowercase=True, vocab_size=400)
+    size = sum(1 for _ in open(vocab, encoding="utf-8"))
+    make_hf_model(cls_name, folder, vocab_size=size, max_position_embeddings=64, **config)
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
+    return str(folder)
+
+
+@pytest.mark.parametrize("cls_name, config", [
+    ("BertForPreTraining", {"hidden_act": "gelu"}),
+    ("ElectraForPreTraining", {"hidden_act": "gelu"}),
+])
+@pytest.mark.sampled(keep=1)
+def test_exact_gelu_models_give_transformers_outputs_in_onnx(cls_name, config, task_files,
+                                                             tmp_path):
+    """Exact GELU is TensorFlow's ``Erfc``, which tf2onnx has no handler for:
+    the folder's ONNX file runs in ONNX Runtime with transformers' logits."""
+    import onnxruntime
+
+    from albert_keras import TextClassifier
+
+    source = _published_bert(tmp_path / "published", cls_name, **config)
+    model = TextClassifier.from_preset(source, num_classes=3, sequence_length=32)
+    keras_folder, out = str(tmp_path / "cls"), str(tmp_path / "hf")
+    model.save_to_preset(keras_folder)
+    assert main(["convert", keras_folder, "--to", "hf", "--onnx", "--out", out]) == 0
+    texts = _texts(task_files)
+    want, batch = _torch_logits(out, texts)
+    session = onnxruntime.InferenceSession(os.path.join(out, "onnx", "model.onnx"))
+    names = [i.name for i in session.get_inputs()]
+    got = session.run(["logits"], {n: batch[n].astype(np.int64) for n in names})[0]
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    probabilities = np.exp(got - got.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    np.testing.assert_allclose(probabilities, model.predict(texts), atol=1e-4)  # predict's

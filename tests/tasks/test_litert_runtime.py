@@ -128,7 +128,7 @@ def test_multiple_choice_is_refused_in_one_line_before_converting(bert_folder):
 def test_a_wrong_runtime_or_thread_count_is_refused_before_any_work(tmp_path):
     with pytest.raises(ValueError, match=r"^runtime: 'onnx' is not one of keras, litert$"):
         PredictionRuntime("onnx")
-    with pytest.raises(ValueError, match=r"^threads: 0 is not a positive integer$"):
+    with pytest.raises(ValueError, match=r"^threads: 0 is not an integer from 1 to 2147483647$"):
         PredictionRuntime("litert", threads=0)
     # refused before the folder is read: this one does not exist
     with pytest.raises(ValueError, match=r"^runtime: 'tflite' is not one of"):
@@ -186,12 +186,70 @@ def test_a_converted_model_is_kept_and_only_that_model_reads_it(bert_folder, cac
 def test_the_cache_keeps_the_newest_files_and_can_be_turned_off(cache_in_tmp, monkeypatch):
     for i in range(litert_cache.KEEP + 2):
         litert_cache.keep(f"key{i}", b"x" * (i + 1))
-        path = cache_in_tmp / f"key{i}.tflite"
+        (path,) = cache_in_tmp.glob(f"key{i}-*.tflite")
         os.utime(path, (i, i))  # distinct ages, oldest first
-    left = sorted(p.name for p in cache_in_tmp.iterdir())
-    assert left == [f"key{i}.tflite" for i in range(2, litert_cache.KEEP + 2)]
+    left = sorted(p.name.split("-")[0] for p in cache_in_tmp.iterdir())
+    assert left == [f"key{i}" for i in range(2, litert_cache.KEEP + 2)]
     assert litert_cache.cached("key5") == b"x" * 6 and litert_cache.cached("key0") is None
     monkeypatch.setenv(litert_cache.CACHE_ENV, "")
     assert litert_cache.cache_folder() is None
     litert_cache.keep("off", b"x")
     assert litert_cache.cached("off") is None
+
+
+@pytest.fixture(scope="module")
+def small_classifier(bert_folder):
+    keras.utils.set_random_seed(0)
+    return SequenceClassifier(
+        albert_keras.TextClassifier.from_preset(bert_folder, num_classes=2).encoder, 2)
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "other"])
+def test_a_damaged_kept_file_is_converted_again_with_the_same_outputs(
+        small_classifier, cache_in_tmp, damage):
+    """A kept file whose bytes changed (a flipped byte gave NaN probabilities
+    with no error, a truncated one an internal error) is not used: it is
+    removed and the model converted again."""
+    classifier, x = small_classifier, _ids(3, 20, 300)
+    want = LiteRTRunner(classifier)(x)["logits"]
+    (path,) = cache_in_tmp.glob("*.tflite")
+    blob = bytearray(path.read_bytes())
+    if damage == "flipped":
+        for i in range(len(blob) // 3, len(blob) // 3 + 4096):
+            blob[i] ^= 0xFF
+    elif damage == "truncated":
+        blob = blob[:len(blob) // 2]
+    else:  # a valid file of another model under this model's name
+        blob = bytearray(b"not this model")
+    path.write_bytes(bytes(blob))
+    np.testing.assert_array_equal(LiteRTRunner(classifier)(x)["logits"], want)
+    (kept,) = cache_in_tmp.glob("*.tflite")
+    assert kept.name == path.name and kept.read_bytes() != bytes(blob)
+
+
+def test_a_cache_that_cannot_be_written_never_stops_a_prediction(small_classifier,
+                                                                 cache_in_tmp, monkeypatch):
+    """A read-only cache (EPERM on every change: as root, chmod would not
+    stop this process) is read, and a file it cannot replace is skipped."""
+    classifier, x = small_classifier, _ids(3, 20, 300)
+    want = LiteRTRunner(classifier)(x)["logits"]
+    (path,) = cache_in_tmp.glob("*.tflite")
+
+    def refused(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    for name in ("utime", "remove", "replace", "makedirs"):
+        monkeypatch.setattr(litert_cache.os, name, refused)
+    monkeypatch.setattr(litert_cache.tempfile, "NamedTemporaryFile", refused)
+    np.testing.assert_array_equal(LiteRTRunner(classifier)(x)["logits"], want)  # read
+    path.write_bytes(b"damaged")  # neither usable nor replaceable
+    np.testing.assert_array_equal(LiteRTRunner(classifier)(x)["logits"], want)
+    assert path.read_bytes() == b"damaged"
+
+
+@pytest.mark.parametrize("threads", [0, 2**31, 2**63, 1.5, True])
+def test_a_thread_count_that_is_no_c_int_is_refused_in_one_line(threads):
+    from albert_keras.tasks.litert_runtime import PredictionRuntime
+
+    with pytest.raises(ValueError, match="threads: .* is not an integer from 1 to"):
+        PredictionRuntime("litert", threads)
