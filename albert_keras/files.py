@@ -47,7 +47,7 @@ def clean_stale(folder, name):
                     os.remove(path)
 
 
-def check_output(path, inputs=(), overwrite=False, folder=False):
+def check_output(path, inputs=(), overwrite=False, folder=False, marks=None):
     """Refuses to write ``path`` over an existing file or over an input.
 
     Args:
@@ -57,6 +57,10 @@ def check_output(path, inputs=(), overwrite=False, folder=False):
         overwrite: whether an existing ``path`` may be replaced.
         folder: whether the output is a folder (else a file); an existing
             path of the other kind is refused even with ``overwrite``.
+        marks: for a folder, the names whose presence makes an existing one
+            an earlier output of the command: ``overwrite`` replaces a
+            folder that holds one of them (or nothing), never one of the
+            user's (a folder of their notes was deleted whole).
 
     Raises:
         FileExistsError: one line naming ``path``.
@@ -80,6 +84,11 @@ def check_output(path, inputs=(), overwrite=False, folder=False):
     if os.path.exists(path) and os.path.isdir(path) != folder:
         found, wanted = ("a folder", "a file") if os.path.isdir(path) else ("a file", "a folder")
         raise FileExistsError(f"{path} is {found}; the output is {wanted}, name another path")
+    entries = os.listdir(path) if folder and marks is not None and os.path.isdir(path) else []
+    if entries and not set(marks) & set(entries):
+        raise FileExistsError(f"{path}: holds files this command did not write (e.g. "
+                              f"{sorted(entries)[0]}); --overwrite replaces an earlier output "
+                              "only, never deletes other files: name a new or empty folder")
     # where it will be written must be (or become) a writable folder: found
     # now, not after an hour of training
     parent = os.path.dirname(os.path.abspath(path))

@@ -62,7 +62,9 @@ def cmd_convert(args):
         from albert_keras.sources.model_source import ModelSource
         from albert_keras.sources.registry import read_tokenizer
 
-        check_output(args.out, [args.src], args.overwrite, folder=True)
+        # a keras-hub preset holds config.json and metadata.json
+        check_output(args.out, [args.src], args.overwrite, folder=True,
+                     marks=("config.json", "metadata.json"))
         encoder = ModelSource(args.src).encoder(dtype="float32")
         save_keras_hub_preset(encoder, read_tokenizer(args.src, args.tokenizer), args.out)
         print(f"wrote keras-hub preset {args.out} (keras_hub.models."
@@ -86,7 +88,7 @@ def _convert_to_hf(args):
     from albert_keras.files import check_output
     from albert_keras.files import writing_folder
 
-    check_output(args.out, [args.src], args.overwrite, folder=True)
+    check_output(args.out, [args.src], args.overwrite, folder=True, marks=("config.json",))
     model = _model_for_hf(args.src)
     if args.onnx:  # TensorFlow only with --onnx; its errors are one line (ValueError)
         from albert_keras.export import hf_onnx

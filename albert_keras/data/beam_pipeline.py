@@ -337,7 +337,8 @@ def create_pretraining_data_beam(inputs, tokenizer_path, out_dir, config=None, w
     inputs = [os.fspath(i) for i in inputs]
     # an empty folder (made beforehand) is not an output to protect
     check_output(out_dir, [*inputs, tokenizer_path],
-                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)), folder=True)
+                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)), folder=True,
+                 marks=(MANIFEST_FILE,))
     tokenizer_path = os.path.abspath(os.fspath(tokenizer_path))
     tokenizer = load_tokenizer(tokenizer_path).check()
     files = [os.path.abspath(f) for f in list_files(inputs)]

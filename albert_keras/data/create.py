@@ -270,7 +270,8 @@ def create_pretraining_data(
     inputs = [os.fspath(i) for i in inputs]
     # an empty folder (made beforehand) is not an output to protect
     check_output(out_dir, [*inputs, tokenizer_path],
-                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)), folder=True)
+                 overwrite or (os.path.isdir(out_dir) and not os.listdir(out_dir)), folder=True,
+                 marks=(MANIFEST_FILE,))
     tokenizer = load_tokenizer(tokenizer_path).check()
     started = time.time()
     documents, stats, eval_docs = _documents(inputs, config)

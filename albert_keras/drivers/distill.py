@@ -34,6 +34,7 @@ from albert_keras.precision import resolve_precision
 from albert_keras.presets import get_preset
 from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
+from albert_keras.sources.layout import TASK_MODEL_FILE
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task import TaskData
@@ -188,7 +189,7 @@ def distill(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None,  
     paths = (train_path, eval_path, validation_path)
     unlabeled_file = unlabeled if unlabeled not in (None, CORPUS) else None
     check_output(out_dir, [teacher, *paths, unlabeled_file, cfg.student_init], overwrite,
-                 folder=True)
+                 folder=True, marks=(TASK_FILE, TASK_MODEL_FILE))
     keras.utils.set_random_seed(cfg.seed)
     taught = _teach(teacher, paths, unlabeled, cfg)
     keras.utils.set_random_seed(cfg.seed)

@@ -20,6 +20,8 @@ import keras
 from albert_keras.files import check_output
 from albert_keras.files import writing_folder
 from albert_keras.sources.folder_writing import write_task_folder
+from albert_keras.sources.layout import TASK_FILE
+from albert_keras.sources.layout import TASK_MODEL_FILE
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
@@ -64,7 +66,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     cfg = cfg or FinetuneConfig()
     cfg.validate()
     paths = (train_path, eval_path, validation_path)
-    check_output(out_dir, [init, *paths, tokenizer], overwrite, folder=True)
+    check_output(out_dir, [init, *paths, tokenizer], overwrite, folder=True,
+                 marks=(TASK_FILE, TASK_MODEL_FILE))
     keras.utils.set_random_seed(cfg.seed)
     source = ModelSource(init, tokenizer)  # the one reader of init
     task = get_task(cfg.task)

@@ -24,7 +24,11 @@ from albert_keras.files import removed_on_failure
 from albert_keras.options import check_options
 from albert_keras.options import name_of
 from albert_keras.sources.layout import CHECKPOINTS
+from albert_keras.sources.layout import DISCRIMINATOR_FILE
+from albert_keras.sources.layout import ENCODER_FILE
 from albert_keras.sources.layout import METRICS_FILE
+from albert_keras.sources.layout import PRETRAINER_FILE
+from albert_keras.sources.layout import TRAIN_CONFIG_FILE
 from albert_keras.sources.model_source import tokenizer_path
 from albert_keras.text.registry import TOKENIZERS
 from albert_keras.text.spm_trainer import TokenizerConfig
@@ -75,7 +79,9 @@ def run_pretraining(pipeline=None, tokenizer_config=None, data_config=None,
         # starting again deletes the folder: never when it holds an input
         check_output(out, [*(p.input or ()), p.tokenizer, p.data, p.short_data, t.init,
                             t.teacher],
-                     overwrite=True, folder=True)
+                     overwrite=True, folder=True,
+                     marks=(PRETRAINER_FILE, ENCODER_FILE, CHECKPOINTS, TRAIN_CONFIG_FILE,
+                            METRICS_FILE, DISCRIMINATOR_FILE))
         shutil.rmtree(out)
     # a run that fails before its first checkpoint leaves no folder behind
     ckpt_dir = os.path.join(out, CHECKPOINTS)

@@ -249,3 +249,28 @@ def test_beam_errors_are_one_line(beam_corpora, spm_path, name, extra, words):
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert words in done.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["convert", "{model}", "--to", "hf"],
+    ["convert", "{model}", "--to", "keras-hub"],
+    ["finetune", "--task", "classify", "--init", "{model}", "--train", "{train}",
+     "--epochs", "1"],
+])
+def test_overwrite_never_deletes_a_users_folder(capsys, tmp_path, classifier_folder,
+                                                init_folder, task_files, command):
+    """``--overwrite`` replaces an earlier output; a folder that holds only
+    the user's notes was deleted whole by ``convert --to hf``."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    model = init_folder if "keras-hub" in command else classifier_folder
+    argv = [a.format(model=model, train=task_files["cls_train"]) for a in command]
+    status, line = _error_line(capsys, [*argv, "--out", str(out), "--overwrite"])
+    assert status == 2 and "holds files this command did not write (e.g. notes.txt)" in line
+    assert os.listdir(out) == ["notes.txt"] and (out / "notes.txt").read_text() == "mine"
+    # an earlier output of the command is replaced
+    os.remove(out / "notes.txt")
+    os.rmdir(out)
+    assert main([*argv, "--out", str(out)]) == 0
+    assert main([*argv, "--out", str(out), "--overwrite"]) == 0
