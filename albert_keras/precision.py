@@ -38,6 +38,10 @@ PRECISION_CHOICES = ("auto",) + PRECISIONS
 
 # /proc/cpuinfo flags of x86 CPUs that compute bf16 dot products natively.
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# oneDNN's ISA caps (``ONEDNN_MAX_CPU_ISA``) below its first with bf16
+# instructions: with one of these, bf16 is emulated whatever the CPU has
+ONEDNN_ISAS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE",
+                            "AVX512_CORE_VNNI")
 
 
 def cpu_has_native_bf16(cpuinfo=CPUINFO):
@@ -118,6 +122,8 @@ def resolve_precision(precision, cpuinfo=CPUINFO, backend=None):
         return "float32"
     if backend == "tensorflow" and os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0":
         return "float32"  # bf16 through Eigen, not oneDNN: slower (the module's docstring)
+    if os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() in ONEDNN_ISAS_WITHOUT_BF16:
+        return "float32"  # oneDNN told not to use the CPU's bf16 instructions
     return "mixed_bfloat16" if cpu_has_native_bf16(cpuinfo) else "float32"
 
 

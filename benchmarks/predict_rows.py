@@ -60,11 +60,12 @@ def _run(args, work):
     files["predict"] = os.path.join(work, "many.csv")
     real_folders.write_rows(files["predict"], pool[:args.rows])
     ours = os.path.join(work, "ours")
-    real_text._ours_finetune(folder, files, ours)
+    real_text._ours_finetune(folder, files, ours, 1)
     theirs = os.path.join(work, "hf")
     real_text._child(real_text.HF_TRAIN, folder, files["train"], files["eval"], theirs,
-                     real_text.SEQ, real_text.BATCH)
-    seconds = {"ours": real_text._ours_predict(ours, files["predict"]),
+                     real_text.SEQ, real_text.BATCH, 1)
+    seconds = {"ours": real_text._with_cpu(
+                   lambda: real_text._ours_predict(ours, files["predict"]))[1]["wall"],
                "ours_python": real_text._child(OURS_PYTHON, ours, files["predict"],
                                                real_text.PREDICT_BATCH)["seconds"],
                "hf": real_text._child(real_text.HF_PREDICT, theirs, files["predict"],

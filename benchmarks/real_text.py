@@ -36,6 +36,7 @@ accelerate; the rows are fed as lists).
     python benchmarks/real_text.py --cases short --repeats 1 --rows 64 --predict-rows 64  # smoke
     python benchmarks/real_text.py --cases uniform --repeats 2 --no-fixed
     python benchmarks/real_text.py --cases uniform --repeats 3 --latency-only
+    python benchmarks/real_text.py --realistic --cases uniform --repeats 2  # a real job's size
     python benchmarks/real_text.py --shape deberta_v3_xsmall --cases short --repeats 1 --no-fixed
     python benchmarks/real_text.py --shape ettin_encoder_32m --cases short uniform --no-fixed
 """
@@ -43,6 +44,7 @@ accelerate; the rows are fed as lists).
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -70,8 +72,8 @@ import csv, json, sys, time
 started = time.time()
 import numpy as np, torch
 from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                          DataCollatorWithPadding, Trainer, TrainingArguments)
-folder, train_csv, eval_csv, out, seq, batch = sys.argv[1:7]
+                          DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments)
+folder, train_csv, eval_csv, out, seq, batch, epochs = sys.argv[1:8]
 rows = list(csv.DictReader(open(train_csv, encoding="utf-8")))
 evals = list(csv.DictReader(open(eval_csv, encoding="utf-8")))
 labels = sorted({r["label"] for r in rows})
@@ -84,22 +86,32 @@ model = AutoModelForSequenceClassification.from_pretrained(
     folder, num_labels=len(labels), id2label=dict(enumerate(labels)),
     label2id={l: i for i, l in enumerate(labels)})
 args = TrainingArguments(out, per_device_train_batch_size=int(batch),
-                         per_device_eval_batch_size=64, num_train_epochs=1,
+                         per_device_eval_batch_size=64, num_train_epochs=int(epochs),
                          learning_rate=5e-5, weight_decay=0.01,
-                         warmup_steps=int(0.1 * (len(rows) // int(batch))),
+                         warmup_steps=int(0.1 * int(epochs) * (len(rows) // int(batch))),
                          save_strategy="no", report_to=[], logging_strategy="no",
                          use_cpu=True, seed=0, disable_tqdm=True)
+steps = []
+class Steps(TrainerCallback):  # each optimizer step's seconds, as ours reports them
+    def on_step_begin(self, *a, **k):
+        self.began = time.perf_counter()
+    def on_step_end(self, *a, **k):
+        steps.append(time.perf_counter() - self.began)
 def accuracy(p):
     return {"accuracy": float((p.predictions.argmax(-1) == p.label_ids).mean())}
 trainer = Trainer(model=model, args=args, train_dataset=encode(rows),
                   eval_dataset=encode(evals), data_collator=DataCollatorWithPadding(tokenizer),
-                  compute_metrics=accuracy)
+                  compute_metrics=accuracy, callbacks=[Steps()])
+train_began = time.time()
 trainer.train()
+train_seconds = time.time() - train_began
 metrics = trainer.evaluate()
 trainer.save_model(out)
 tokenizer.save_pretrained(out)
 print("RESULT " + json.dumps({"seconds": time.time() - started,
-                              "accuracy": metrics["eval_accuracy"]}))
+                              "accuracy": metrics["eval_accuracy"],
+                              "train_seconds": train_seconds, "train_steps": len(steps),
+                              "step_seconds_median": float(np.median(steps))}))
 """
 
 HF_PREDICT = r"""
@@ -226,6 +238,9 @@ print("RESULT " + json.dumps({"load": load, "first": seconds[0],
 
 def main():
     args = _parser().parse_args()
+    if args.realistic:
+        args.rows, args.epochs, args.predict_rows = 6000, 3, 20000
+        args.no_fixed = args.no_split = True
     work = tempfile.mkdtemp(prefix="real_text_")
     try:
         _run(args, work)
@@ -243,6 +258,10 @@ def _run(args, work):
     folder = model_folder(work, text["texts"], args.shape, vocab_size)
     results = {"cpu": cpu_with_features(), "cores": os.cpu_count(),
                "batch_size": BATCH, "sequence_length": SEQ, "shape": args.shape,
+               "rows": args.rows, "epochs": args.epochs, "predict_rows": args.predict_rows,
+               # what this process was asked to emulate (oneDNN's ISA cap, say)
+               "environment": {k: v for k, v in os.environ.items()
+                               if k.startswith(("ONEDNN_", "ATEN_", "MKL_", "TF_"))},
                "vocab_size": vocab_size,
                "model": f"{family_of(args.shape)}, {args.shape}'s shape, {vocab_size} rows (random weights)",
                "cases": {}}
@@ -274,6 +293,14 @@ def _parser():
     p.add_argument("--no-fixed", action="store_true",
                    help="leave out ours with every row padded to the sequence length (the "
                         "table's before; slow for large shapes)")
+    p.add_argument("--epochs", type=int, default=1, help="fine-tuning epochs (both sides)")
+    p.add_argument("--realistic", action="store_true",
+                   help="a real job's size: fine-tune 6,000 rows for 3 epochs and predict "
+                        "20,000 rows (sets --rows, --epochs, --predict-rows, --no-fixed and "
+                        "--no-split), whole processes with their user and sys seconds")
+    p.add_argument("--no-split", action="store_true",
+                   help="leave out the processes that split our seconds by phase and the "
+                        "one-text latency")
     p.add_argument("--latency-only", action="store_true",
                    help="fine-tune each side once (not timed), then only one text at a time")
     p.add_argument("--out", default=None, help="results JSON")
@@ -284,73 +311,117 @@ def _parser():
 
 
 def _measure(folder, files, work, case, args):
-    """Medians over interleaved repeats of each side's whole process."""
+    """Medians over interleaved repeats of each side's whole process (wall,
+    user and sys seconds), and each fine-tune's own step timing."""
     runs = {k: [] for k in ("ours_finetune", "ours_finetune_fixed", "hf_trainer",
                             "ours_predict", "ours_predict_fixed", "hf_pipeline")}
+    cpu = {k: [] for k in runs}
+    steps = {"ours": [], "hf": []}
     accuracy = {"ours": [], "hf": []}
     also_precision, fixed = args.also_precision, not args.no_fixed
+
+    def timed(key, call):
+        value, seconds = _with_cpu(call)
+        runs[key].append(seconds["wall"])
+        cpu[key].append(seconds)
+        return value
+
     for repeat in range(args.repeats):
         out = os.path.join(work, f"{case}_ours_{repeat}")
-        seconds, metrics = _ours_finetune(folder, files, out)
-        runs["ours_finetune"].append(seconds)
+        metrics = timed("ours_finetune", lambda: _ours_finetune(folder, files, out, args.epochs))
         accuracy["ours"].append(metrics.get("accuracy"))
+        steps["ours"].append(_step_timing(metrics))
         if also_precision:
-            seconds, metrics = _ours_finetune(folder, files, out + "_" + also_precision,
-                                              "--precision", also_precision)
-            runs.setdefault(f"ours_finetune_{also_precision}", []).append(seconds)
+            metrics, seconds = _with_cpu(lambda: _ours_finetune(
+                folder, files, out + "_" + also_precision, args.epochs, "--precision",
+                also_precision))
+            runs.setdefault(f"ours_finetune_{also_precision}", []).append(seconds["wall"])
             accuracy.setdefault(f"ours_{also_precision}", []).append(metrics.get("accuracy"))
         hf_out = os.path.join(work, f"{case}_hf_{repeat}")
-        hf = _child(HF_TRAIN, folder, files["train"], files["eval"], hf_out, SEQ, BATCH)
-        runs["hf_trainer"].append(hf["seconds"])
+        hf = timed("hf_trainer", lambda: _child(HF_TRAIN, folder, files["train"], files["eval"],
+                                                hf_out, SEQ, BATCH, args.epochs))
         accuracy["hf"].append(hf["accuracy"])
+        steps["hf"].append(_step_timing(hf))
         if repeat == 0 and fixed:  # today's fixed padding, once: the before of the table
-            runs["ours_finetune_fixed"].append(
-                _ours_finetune(folder, files, out + "_fixed", "--no-length-buckets")[0])
-        runs["ours_predict"].append(_ours_predict(out, files["predict"]))
+            timed("ours_finetune_fixed", lambda: _ours_finetune(
+                folder, files, out + "_fixed", args.epochs, "--no-length-buckets"))
+        timed("ours_predict", lambda: _ours_predict(out, files["predict"]))
         if also_precision:  # the folder fine-tuned in that precision predicts in it too
             runs.setdefault(f"ours_predict_{also_precision}", []).append(
-                _ours_predict(out + "_" + also_precision, files["predict"]))
-        runs["hf_pipeline"].append(_child(HF_PREDICT, hf_out, files["predict"], SEQ,
-                                          PREDICT_BATCH)["seconds"])
+                _with_cpu(lambda: _ours_predict(out + "_" + also_precision,
+                                                files["predict"]))[1]["wall"])
+        timed("hf_pipeline", lambda: _child(HF_PREDICT, hf_out, files["predict"], SEQ,
+                                            PREDICT_BATCH))
         if repeat == 0 and fixed:
-            runs["ours_predict_fixed"].append(
-                _ours_predict(out, files["predict"], "--no-length-buckets"))
+            timed("ours_predict_fixed", lambda: _ours_predict(out, files["predict"],
+                                                              "--no-length-buckets"))
+    medians = {k: statistics.median(v) for k, v in runs.items() if v}
+    found = {"pieces": files["pieces"], "runs": runs, "median_s": medians,
+             "cpu_s": {k: {part: statistics.median(r[part] for r in v) for part in v[0]}
+                       for k, v in cpu.items() if v},
+             "step_timing": {side: {k: statistics.median(r[k] for r in v) for k in v[0]}
+                             for side, v in steps.items()},
+             "accuracy": accuracy,
+             "finetune_speedup_vs_hf": medians["hf_trainer"] / medians["ours_finetune"],
+             "predict_speedup_vs_hf": medians["hf_pipeline"] / medians["ours_predict"]}
+    timing = found["step_timing"]
+    found["step_speedup_vs_hf"] = (timing["hf"]["step_seconds_median"]
+                                   / timing["ours"]["step_seconds_median"])
+    if fixed:
+        found.update(finetune_speedup_vs_fixed=medians["ours_finetune_fixed"]
+                     / medians["ours_finetune"],
+                     predict_speedup_vs_fixed=medians["ours_predict_fixed"]
+                     / medians["ours_predict"])
+    if also_precision:
+        found.update({f"finetune_{also_precision}_speedup_vs_hf":
+                      medians["hf_trainer"] / medians[f"ours_finetune_{also_precision}"],
+                      f"predict_{also_precision}_speedup_vs_hf":
+                      medians["hf_pipeline"] / medians[f"ours_predict_{also_precision}"]})
+    if not args.no_split:
+        found.update(_splits(folder, files, work, case, out, hf_out, args))
+    return found
+
+
+def _splits(folder, files, work, case, out, hf_out, args):
+    """Where our seconds go, and one text at a time (ours, LiteRT, HF)."""
     split = _child(OURS_SPLIT, folder, files["train"], os.path.join(work, f"{case}_split"),
                    BATCH)
     predict_split = _child(OURS_PREDICT_SPLIT, out, files["predict"],
                            os.path.join(work, f"{case}_predict_split.jsonl"), PREDICT_BATCH)
     latency = _latency(out, hf_out, files["predict"], args.repeats)
-    if also_precision:
-        latency[f"ours_{also_precision}"] = _child(LATENCY, "ours", out + "_" + also_precision,
-                                                   files["predict"], LATENCY_TEXTS)
-    medians = {k: statistics.median(v) for k, v in runs.items() if v}
-    also = ({f"finetune_{also_precision}_speedup_vs_hf":
-             medians["hf_trainer"] / medians[f"ours_finetune_{also_precision}"],
-             f"predict_{also_precision}_speedup_vs_hf":
-             medians["hf_pipeline"] / medians[f"ours_predict_{also_precision}"],
-             f"latency_{also_precision}_speedup_vs_hf":
-             latency["hf"]["median"] / latency[f"ours_{also_precision}"]["median"]}
-            if also_precision else {})
-    return {**also, "pieces": files["pieces"], "runs": runs, "median_s": medians,
-            "ours_split_s": split, "ours_predict_split_s": predict_split,
-            "one_text_latency_s": latency,
-            "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
-            "latency_litert_speedup_vs_hf":
-            latency["hf"]["median"] / latency["ours_litert"]["median"],
-            "accuracy": accuracy,
-            "finetune_speedup_vs_hf": medians["hf_trainer"] / medians["ours_finetune"],
-            "predict_speedup_vs_hf": medians["hf_pipeline"] / medians["ours_predict"],
-            **({"finetune_speedup_vs_fixed":
-                medians["ours_finetune_fixed"] / medians["ours_finetune"],
-                "predict_speedup_vs_fixed":
-                medians["ours_predict_fixed"] / medians["ours_predict"]} if fixed else {})}
+    found = {"ours_split_s": split, "ours_predict_split_s": predict_split,
+             "one_text_latency_s": latency,
+             "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
+             "latency_litert_speedup_vs_hf":
+             latency["hf"]["median"] / latency["ours_litert"]["median"]}
+    if args.also_precision:
+        name = f"ours_{args.also_precision}"
+        latency[name] = _child(LATENCY, "ours", out + "_" + args.also_precision,
+                               files["predict"], LATENCY_TEXTS)
+        found[f"latency_{args.also_precision}_speedup_vs_hf"] = (
+            latency["hf"]["median"] / latency[name]["median"])
+    return found
+
+
+def _with_cpu(call):
+    """``(call(), {wall, user, sys})``: the seconds of the child processes
+    ``call`` ran (and waited for)."""
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
+    value = call()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return value, {"wall": time.time() - started, "user": after.ru_utime - before.ru_utime,
+                   "sys": after.ru_stime - before.ru_stime}
+
+
+def _step_timing(metrics):
+    return {k: metrics.get(k) for k in ("train_seconds", "train_steps", "step_seconds_median")}
 
 
 def _measure_latency(folder, files, work, case, args):
     """``--latency-only``: the fine-tuned folders once, then one text at a time."""
     out, hf_out = os.path.join(work, f"{case}_ours"), os.path.join(work, f"{case}_hf")
-    _ours_finetune(folder, files, out)
-    _child(HF_TRAIN, folder, files["train"], files["eval"], hf_out, SEQ, BATCH)
+    _ours_finetune(folder, files, out, args.epochs)
+    _child(HF_TRAIN, folder, files["train"], files["eval"], hf_out, SEQ, BATCH, args.epochs)
     latency = _latency(out, hf_out, files["predict"], args.repeats)
     return {"pieces": files["pieces"], "one_text_latency_s": latency,
             "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
@@ -372,21 +443,18 @@ def _latency(out, hf_out, path, repeats):
             for side, results in runs.items()}
 
 
-def _ours_finetune(folder, files, out, *extra):
-    started = time.time()
+def _ours_finetune(folder, files, out, epochs, *extra):
+    """``albert-keras finetune`` (its ``metrics.json``)."""
     cli("finetune", "--task", "classify", "--init", folder, "--train", files["train"],
-         "--eval", files["eval"], "--out", out, "--epochs", "1", "--batch-size", str(BATCH),
-         "--seq-length", str(SEQ), "--learning-rate", "5e-5", *extra)
-    seconds = time.time() - started
+         "--eval", files["eval"], "--out", out, "--epochs", str(epochs), "--batch-size",
+         str(BATCH), "--seq-length", str(SEQ), "--learning-rate", "5e-5", *extra)
     with open(os.path.join(out, "metrics.json"), encoding="utf-8") as f:
-        return seconds, json.load(f)
+        return json.load(f)
 
 
 def _ours_predict(out, path, *extra):
-    started = time.time()
     cli("predict", out, "--input", path, "--out", out + f"_predictions{len(extra)}.jsonl",
          "--batch-size", str(PREDICT_BATCH), *extra)
-    return time.time() - started
 
 
 def _child(code, *argv):
@@ -419,6 +487,12 @@ def _print(results):
            "| predict: ours / fixed / HF pipeline (s) | HF/ours", "---|---|---:|---|---:",
            _speed_cells)
     print()
+    _table(results, "fine-tune user / sys (s): ours, HF | median step (ms): ours, HF | HF/ours "
+           "| steps | fixed (s): ours, HF | predict user / sys (s): ours, HF",
+           "---|---|---:|---|---|---", _cpu_cells)
+    print()
+    if any("ours_split_s" not in r for r in results["cases"].values()):  # --no-split
+        return
     _table(results, "our process: import / load / tokenize / first step / other steps "
            "(median) / write (s) | one text: ours / ours in LiteRT / HF (ms) | HF/ours "
            "(LiteRT)", "---|---|---:",
@@ -445,6 +519,22 @@ def _speed_cells(r):
             f"{r['finetune_speedup_vs_hf']:.2f}x | {m['ours_predict']:.0f} / "
             f"{fixed['ours_predict_fixed']} / {m['hf_pipeline']:.0f} | "
             f"{r['predict_speedup_vs_hf']:.2f}x")
+
+
+def _cpu_cells(r):
+    c, t, m = r["cpu_s"], r["step_timing"], r["median_s"]
+
+    def fixed(side, key):  # the process less its steps: import, load, tracing, eval, write
+        return m[key] - t[side]["train_steps"] * t[side]["step_seconds_median"]
+
+    return (f"{c['ours_finetune']['user']:.0f} / {c['ours_finetune']['sys']:.0f}, "
+            f"{c['hf_trainer']['user']:.0f} / {c['hf_trainer']['sys']:.0f} | "
+            f"{1000 * t['ours']['step_seconds_median']:.0f}, "
+            f"{1000 * t['hf']['step_seconds_median']:.0f} | {r['step_speedup_vs_hf']:.2f}x | "
+            f"{t['ours']['train_steps']:.0f}, {t['hf']['train_steps']:.0f} | "
+            f"{fixed('ours', 'ours_finetune'):.0f}, {fixed('hf', 'hf_trainer'):.0f} | "
+            f"{c['ours_predict']['user']:.0f} / {c['ours_predict']['sys']:.0f}, "
+            f"{c['hf_pipeline']['user']:.0f} / {c['hf_pipeline']['sys']:.0f}")
 
 
 def _predict_split_cells(r):

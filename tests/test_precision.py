@@ -98,3 +98,13 @@ def test_fine_tuning_defaults_to_auto():
 def test_each_prediction_batch_gets_the_precision_that_is_fast_for_it(precision, policy, tokens,
                                                                       machine, expected):
     assert batch_precision(precision, policy, tokens, machine) == expected
+
+
+@pytest.mark.parametrize("isa, expected", [("AVX2", "float32"), ("avx512_core", "float32"),
+                                           ("AVX512_CORE_BF16", "mixed_bfloat16"),
+                                           ("", "mixed_bfloat16")])
+def test_auto_follows_onednns_isa_cap(tmp_path, monkeypatch, onednn_on, isa, expected):
+    """``ONEDNN_MAX_CPU_ISA=AVX2`` on a bf16 CPU makes oneDNN emulate bf16
+    (as an AVX2-only CPU does): auto then picks float32."""
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    assert resolve_precision("auto", _cpuinfo(tmp_path, AMX), backend="tensorflow") == expected

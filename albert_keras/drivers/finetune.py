@@ -85,7 +85,8 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
         history, best, cut = model.fit_rows(sets, spec, callbacks, folder=tmp, where=train_path)
         cfg = model.settings  # with the width's defaults and the head's choices
         result = {"train_loss": float(history.history["loss"][-1]),
-                  "precision": model.encoder.dtype_policy.name, **cut}
+                  "precision": model.encoder.dtype_policy.name, **cut,
+                  **getattr(history, "timing", {})}
         if cfg.validation_split:
             result.update({f"{name}_examples": int(task.example_of_rows(part).max()) + 1
                            for name, part in (("train", sets.train),

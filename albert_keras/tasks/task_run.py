@@ -34,6 +34,7 @@ from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task_fields import task_field_names
 from albert_keras.training.callbacks import NanGuard
 from albert_keras.training.callbacks import ProgressLog
+from albert_keras.training.step_clock import StepClock
 
 logger = logging.getLogger(__name__)
 
@@ -176,14 +177,15 @@ def fit_with_selection(model, dataset, run, folder=None, callbacks=(), fit=None,
         verbose: Keras' ``verbose``.
 
     Returns:
-        ``(history, best)``; ``best`` is the epoch selector or None.
+        ``(history, best)``; ``best`` is the epoch selector or None;
+        ``history.timing`` is ``StepClock.timing()``.
 
     Raises:
         RuntimeError: the loss became NaN (with the step and the advice).
     """
     task, spec, sets, cfg, total = run
-    guard = NanGuard()
-    chain = [guard, ProgressLog(total, every=50), *callbacks]
+    guard, clock = NanGuard(), StepClock()
+    chain = [guard, clock, ProgressLog(total, every=50), *callbacks]
     if folder is not None:
         chain.insert(1, keras.callbacks.CSVLogger(os.path.join(folder, METRICS_CSV)))
     best = epoch_selector(task, spec, sets.evaluation, sets.validation, cfg.select_metric,
@@ -200,6 +202,7 @@ def fit_with_selection(model, dataset, run, folder=None, callbacks=(), fit=None,
     build_optimizer(model)  # the training step is then traced once, not twice
     history = (fit or model.fit)(dataset, epochs=cfg.epochs, shuffle=False, callbacks=chain,
                                  verbose=verbose)
+    history.timing = clock.timing()  # metrics.json reports it
     if guard.bad_step is not None:
         raise RuntimeError(f"loss became NaN at step {guard.bad_step}; lower "
                            f"{name_of(FinetuneConfig, 'learning_rate')}")
