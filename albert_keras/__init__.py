@@ -3,12 +3,13 @@
 Importing the package registers every Keras class that a saved model can hold,
 as ``import keras_hub`` does, so that ``keras.saving.load_model`` finds them by
 name. It sets no Keras setting: the backend follows Keras' own rules
-(``KERAS_BACKEND``, then ``~/.keras/keras.json``). When TensorFlow is not
-loaded yet, it asks for TensorFlow's BFC allocator on the CPU
-(``TF_CPU_ALLOCATOR_USE_BFC=true``, unless that variable is already set):
-the default allocator maps and unmaps every step's buffers, which cost
-a third of a fine-tune's time on a 2-core AVX2 machine
-(``albert_keras.cpu_allocator``).
+(``KERAS_BACKEND``, then ``~/.keras/keras.json``). It keeps freed memory
+for the next training step instead of returning it to the kernel, where the
+user set nothing: glibc's ``mallopt`` (mmap threshold 32 MiB, trim threshold
+1 GiB, top pad 64 MiB) and, when TensorFlow is not loaded yet, TensorFlow's
+BFC allocator on the CPU (``TF_CPU_ALLOCATOR_USE_BFC=true``); the page
+faults of fresh buffers took a third of a fine-tune's cycles on a 2-core
+AVX2 machine (``albert_keras.cpu_allocator``).
 
 Example:
 >>> import keras
@@ -20,11 +21,13 @@ Example:
 import importlib
 import sys
 
+from albert_keras.cpu_allocator import keep_the_heap
 from albert_keras.cpu_allocator import use_bfc_allocator
 from albert_keras.moved_modules import install as install_moved_modules
 
-# before anything loads TensorFlow, which reads it once
+# before anything loads TensorFlow, which reads its variable once
 use_bfc_allocator()
+keep_the_heap()
 
 __version__ = "0.1.0"
 

@@ -175,12 +175,31 @@ def writing_folder(folder):
     os.mkdir(tmp, 0o777)
     try:
         yield tmp
+        _follow_umask(tmp)
         if os.path.exists(folder):
             shutil.rmtree(folder)
         os.replace(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _current_umask():
+    mask = os.umask(0o022)  # read by setting it; put back at once
+    os.umask(mask)
+    return mask
+
+
+def _follow_umask(folder):
+    """Every file under ``folder`` readable as the umask allows: libraries
+    that write through their own temporary files (safetensors' writer) leave
+    them 0600, where a file the user makes would be 0644 under umask 0022."""
+    mask = _current_umask()
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o666 & ~mask)
 
 
 @contextlib.contextmanager
@@ -222,6 +241,7 @@ def writing_into(folder, marks=(), overwrite=False):
     os.mkdir(tmp, 0o777)
     try:
         yield tmp
+        _follow_umask(tmp)
         for name in os.listdir(tmp):  # file by file: what the block did not write stays
             target = os.path.join(folder, name)
             if os.path.isdir(target) and not os.path.islink(target):

@@ -31,6 +31,7 @@ from albert_keras.export.examples import build_examples
 from albert_keras.export.export_config import ExportConfig
 from albert_keras.export.export_config import arg
 from albert_keras.export.int8 import Int8Recipe
+from albert_keras.export.int8 import check_float_layers
 from albert_keras.export.lengths import check_lengths_request
 from albert_keras.export.lengths import endpoints
 from albert_keras.export.lengths import extra_lengths
@@ -48,6 +49,7 @@ from albert_keras.export.web_folder import MODEL_FILE
 from albert_keras.export.web_folder import check_web_kind
 from albert_keras.export.web_folder import check_web_request
 from albert_keras.export.web_folder import write_web_folder
+from albert_keras.families import family_of
 from albert_keras.files import atomic_path
 from albert_keras.files import atomic_write
 from albert_keras.files import check_output
@@ -107,6 +109,8 @@ def export_tflite(source, out=None, config=None):
     paths = _check_request(origin, out, c)
     job = _load(origin, c)
     _check_in_graph(job, c)
+    if c.quantize == "int8":
+        check_float_layers(c.int8_float_layers, job.model)
     logger.info(f"{where_it_runs(None, model=job.model)} (the Keras model it is validated "
                 f"against; LiteRT runs on the CPU)")
     checks, calibration = _examples(job, c)
@@ -129,8 +133,8 @@ def export_tflite(source, out=None, config=None):
     if c.web:
         # the folder holds the only copy when no --out is given
         write_web_folder(c.web, blob, sidecar, card_text, job.tokenizer, c.overwrite)
-        logger.info(f"wrote the web page folder {c.web}: serve it (python -m http.server -d "
-                    f"{c.web}), then open index.html")
+        # the command line says so after its validation summary
+        logger.debug(f"wrote the web page folder {c.web}")
     return sidecar
 
 
@@ -402,6 +406,9 @@ def _sidecar(job, c, exported, blob, report):
         "mask_value": c.mask_value,
         # the last block computed only the [CLS] row (pooled-output models)
         "cls_only": bool(_encoder(exported).cls_only),
+        # the encoder's family (albert, bert-like albert, deberta, mobilebert,
+        # modernbert...): what the model card calls it
+        "family": family_of(_encoder(exported).config).name,
         "num_choices": job.num_choices,
         "size_bytes": len(blob),
         "validation": report,
@@ -435,7 +442,9 @@ def _model_name(job):
 def _description(job):
     labels = f" into {', '.join(job.spec.labels)}" if job.kind.named_labels and \
         job.spec and job.spec.labels and len(job.spec.labels) <= 10 else ""
-    return f"{job.kind.summary}{labels}. An ALBERT-family encoder exported by albert-keras."
+    family = family_of(_encoder(job.model).config).name
+    return (f"{job.kind.summary}{labels}. An encoder of the {family} family exported by "
+            "albert-keras.")
 
 
 def _encoder(model):

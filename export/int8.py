@@ -73,6 +73,17 @@ class Int8Recipe:
             raise ExportError(f"int8_float_layers must be >= 0, got {self.float_layers}")
 
 
+def check_float_layers(float_layers, model):
+    """Refuses, before converting, more layers kept in float than ``model``
+    has weight matrices (each int8 layer that computes is one; the exact
+    count is known only after calibration, where the same refusal stands)."""
+    matrices = sum(1 for weight in model.weights if len(weight.shape) == 2)
+    if float_layers >= matrices:
+        raise ExportError(f"{arg('int8_float_layers')} {float_layers}: the model has at most "
+                          f"{matrices} int8 layer(s) that compute; keep fewer in float, or "
+                          "export float16 or dynamic")
+
+
 def int8_quantized(converter, int8):
     """The int8 bytes of a converter set for int8 (optimizations and
     representative data), with ``int8``'s deny lists."""

@@ -76,7 +76,8 @@ def model_card(sidecar, file_name, kind):
     parts = [
         _front_matter(sidecar, kind),
         f"# {sidecar['source']} ({sidecar['kind']}, {sidecar['quantize']})", "",
-        f"An ALBERT-family {sidecar['kind']} exported to TFLite by albert-keras from "
+        f"A {sidecar['kind']} of the {sidecar.get('family', 'albert')} family, exported to "
+        "TFLite by albert-keras from "
         f"`{sidecar['source']}`"
         + (f", fine-tuned from `{sidecar['base_model']}`." if sidecar.get("base_model")
            else "."), "",

@@ -478,10 +478,50 @@ def make_bpe_file(folder, texts=()):
     trainer = trainers.BpeTrainer(vocab_size=700,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     hf.train_from_iterator(make_sentences(3000) + list(texts), trainer)
-    hf.add_special_tokens(["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"])  # ModernBERT's
+    from tokenizers import AddedToken
+
+    # ModernBERT's, its [MASK] taking the space before it (lstrip) as there
+    hf.add_special_tokens([AddedToken(t, lstrip=t == "[MASK]", normalized=False, special=True)
+                           for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")])
     hf.post_processor = processors.TemplateProcessing(
         single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
         special_tokens=[(t, hf.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
     path = os.path.join(str(folder), "tokenizer.json")
     hf.save(path)
+    return path
+
+
+def relative_max_diff(ours, theirs, mask=None):
+    """Max difference, relative to the reference's largest value (MobileBERT's
+    NoNorm leaves activations unscaled, so their size grows with depth)."""
+    ours = np.asarray(ours, np.float64)
+    theirs = np.asarray(theirs.detach().numpy() if hasattr(theirs, "detach") else theirs,
+                        np.float64)
+    diff = np.abs(ours - theirs)
+    if mask is not None:
+        diff, theirs = diff[mask.astype(bool)], theirs[mask.astype(bool)]
+    return float(diff.max() / max(1.0, np.abs(theirs).max()))
+
+
+def write_tf1_checkpoint(folder, tensors, config, config_name, step=1000,  # noqa: PLR0913 (what a TF1 run leaves)
+                         prefix="", slots=True):
+    """A TF1 checkpoint of ``tensors`` (with LAMB/Adam slots, as the original
+    optimizer writes them) and its config file in ``folder``; returns the
+    checkpoint's path."""
+    import json
+
+    import tensorflow as tf
+
+    with tf.Graph().as_default():
+        for name, value in tensors.items():
+            tf.compat.v1.get_variable(prefix + name, initializer=tf.constant(value))
+            if slots:
+                tf.compat.v1.get_variable(prefix + name + "/adam_m", initializer=tf.zeros_like(value))
+                tf.compat.v1.get_variable(prefix + name + "/adam_v", initializer=tf.zeros_like(value))
+        tf.compat.v1.train.get_or_create_global_step()
+        saver = tf.compat.v1.train.Saver()
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            path = saver.save(sess, str(folder / "model.ckpt"), global_step=step)
+    (folder / config_name).write_text(json.dumps(config))
     return path

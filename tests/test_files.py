@@ -36,12 +36,16 @@ def test_outputs_follow_the_umask(tmp_path, umask):
     try:
         with writing_folder(str(tmp_path / "out")) as tmp:
             write_json(os.path.join(tmp, "m.json"), {})
+            # as safetensors' writer leaves its file (convert --to hf wrote 0600)
+            os.close(os.open(os.path.join(tmp, "model.safetensors"), os.O_CREAT | os.O_WRONLY,
+                             0o600))
         write_json(str(tmp_path / "x.json"), {})
     finally:
         os.umask(old)
     mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)  # noqa: E731
     assert mode(tmp_path / "out") == 0o777 & ~umask
     assert mode(tmp_path / "out" / "m.json") == 0o666 & ~umask
+    assert mode(tmp_path / "out" / "model.safetensors") == 0o666 & ~umask
     assert mode(tmp_path / "x.json") == 0o666 & ~umask
 
 

@@ -33,6 +33,9 @@ def cmd_export(args):
               f"tflite {report['tflite_accuracy']:.4f}")
     print(f"validated on {report['examples']} examples ({report['data']}); "
           f"wrote {written} ({sidecar['size_bytes'] / 1e6:.2f} MB)")
+    if args.web:  # after the validation it rests on
+        print(f"wrote the web page folder {args.web}: serve it (python -m http.server -d "
+              f"{args.web}), then open index.html")
     return 0
 
 

@@ -211,10 +211,12 @@ def add_parsers(sub):
                    help="--to keras or keras-hub: the tokenizer file the output carries "
                         "(default: the source folder's)")
     p.add_argument("--model-type", default="auto",
-                   choices=("auto", "albert", "bert", "electra", "deberta-v2", "mobilebert"),
-                   help="--to hf: the HF model family (default: auto: mobilebert for a "
-                        "MobileBERT model, deberta-v2 with relative attention, bert for an "
-                        "unshared E = H layout, electra for a discriminator, else albert)")
+                   choices=("auto", "albert", "bert", "electra", "deberta-v2", "mobilebert",
+                            "modernbert"),
+                   help="--to hf: the HF model family (default: auto: modernbert for a "
+                        "ModernBERT model, mobilebert for a MobileBERT model, deberta-v2 with "
+                        "relative attention, bert for an unshared E = H layout, electra for a "
+                        "discriminator, else albert)")
     p.add_argument("--config", default=None,
                    help="TF1: albert_config.json (default: next to the checkpoint)")
     p.add_argument("--allow-unused", action="store_true",

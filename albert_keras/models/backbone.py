@@ -135,6 +135,10 @@ class Backbone(keras.Model):
     export_kind = ExportKind("encoder", outputs=("sequence_output", "pooled_output"),
                              hf_outputs={"last_hidden_state": "sequence_output"})
     tokenizer_asset = None
+    # whether masked-LM pretraining trains the pooled output (a family whose
+    # pooler is its masked LM's transform): a classifier's ``auto`` pooling
+    # then reads it, as transformers' class of the family does
+    masked_lm_trains_pooler = False
 
     @property
     def tokenizer(self):

@@ -111,8 +111,16 @@ def encode_with_masks(tokenizer, text):
         raise ValueError(f"no {MASK_TOKEN} in {text!r}")
     ids = []
     for i, part in enumerate(parts):
-        if part.strip():
-            ids.extend(tokenizer.encode([part.strip()])[0])
+        # As transformers' fill-mask reads a RoBERTa-style tokenizer.json
+        # (the mask is ``lstrip``): the space before a mask is the mask's,
+        # the space after it the next word's, which a byte-level BPE marks
+        # (``Ġwal es``, not ``w al es``). WordPiece and SentencePiece drop a
+        # leading space either way.
+        piece = part.rstrip() if i < len(parts) - 1 else part
+        if i == 0:
+            piece = piece.lstrip()
+        if piece.strip():
+            ids.extend(tokenizer.encode([piece])[0])
         if i < len(parts) - 1:
             ids.append(tokenizer.special_ids["mask"])
     return ids

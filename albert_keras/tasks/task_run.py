@@ -81,8 +81,8 @@ def task_spec(cfg):
     return get_task(cfg.task).new_spec(**{k: getattr(cfg, k) for k in task_field_names()})
 
 
-def truncation_report(data, sequence_length, max_length=None):
-    """How many training inputs ``sequence_length`` cuts, logged as a warning.
+def truncation_report(data, sequence_length, max_length=None, what="training"):
+    """How many inputs ``sequence_length`` cuts, logged as a warning.
 
     A cut input loses its end silently, and a long-text task can lose much of
     its signal that way (State of the Union paragraphs: a quarter are longer
@@ -96,6 +96,7 @@ def truncation_report(data, sequence_length, max_length=None):
             ``max_position_embeddings``); when keeping 95% whole needs more,
             the warning says so instead of suggesting a length the run would
             refuse.
+        what: which inputs, for the warning (``training``; ``predicted``).
 
     Returns:
         ``{"train_inputs_cut": n, "train_length_p95": pieces}``, or ``{}``
@@ -110,7 +111,7 @@ def truncation_report(data, sequence_length, max_length=None):
         advice = f"{p95} pieces keep 95% of the inputs whole"
         if max_length is not None and p95 > max_length:
             advice += f", more than the model's {max_length} (max_position_embeddings)"
-        logger.warning(f"{cut} of {len(lengths)} training inputs ({cut / len(lengths):.0%}) "
+        logger.warning(f"{cut} of {len(lengths)} {what} inputs ({cut / len(lengths):.0%}) "
                        f"are longer than sequence_length {sequence_length} pieces and are "
                        f"cut; {advice}")
     return {"train_inputs_cut": cut, "train_length_p95": p95}

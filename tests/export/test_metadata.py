@@ -217,6 +217,7 @@ def test_every_export_has_a_model_card_that_names_no_local_path(classifier_folde
     for text in (card, json.dumps(sidecar)):
         assert str(tmp_path) not in text and os.path.dirname(classifier_folder) not in text
     assert card.startswith("---\nlibrary_name: litert") and "## Validation" in card
+    assert "A classifier of the albert family" in card and sidecar["family"] == "albert"
     assert sidecar["source"] == os.path.basename(classifier_folder)
     # the checkpoint it was fine-tuned from is named, in the card's front matter too
     with open(os.path.join(classifier_folder, "train_config.json"), encoding="utf-8") as f:

@@ -88,7 +88,7 @@ def config_to_hf(config):
     ``rope_parameters`` per layer type); a lite config (a factorized table,
     shared layers) has none."""
     if config.is_lite:
-        raise ConversionError("a lite ModernBERT (embedding_size below hidden_size, or "
+        raise ConversionError("a lite ModernBERT (embedding_size other than hidden_size, or "
                               "share_layers) has no transformers class; save it as .keras")
     data = config.to_dict()
     del data["embedding_size"], data["share_layers"]

@@ -2,9 +2,17 @@
 
 import dataclasses
 
+from albert_keras.config_dicts import ConfigError
+from albert_keras.config_dicts import config_from_dict
+
 FULL, SLIDING = "full_attention", "sliding_attention"
 LAYER_TYPES = (FULL, SLIDING)
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu")
+# the fields that count something (at least 1), and those that may be None
+_SIZES = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+          "num_attention_heads", "max_position_embeddings", "local_attention",
+          "global_attn_every_n_layers", "embedding_size")
+_OPTIONAL = ("layer_types", "embedding_size")
 
 
 @dataclasses.dataclass
@@ -84,6 +92,7 @@ class ModernBertConfig:
     share_layers: bool = False
 
     def __post_init__(self):
+        self._validate_numbers()  # before the pattern below divides by them
         if self.layer_types is None:
             period = self.global_attn_every_n_layers
             self.layer_types = [SLIDING if i % period else FULL
@@ -93,28 +102,47 @@ class ModernBertConfig:
             self.embedding_size = self.hidden_size
         self.validate()
 
+    def _validate_numbers(self):
+        """Each size a positive integer, each rate in [0, 1), each flag a
+        bool: a ``ConfigError`` naming the field."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _SIZES and not (value is None and f.name in _OPTIONAL):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise ConfigError(f"{f.name} must be a positive integer, got {value!r}")
+            elif f.type is bool and not isinstance(value, bool):
+                raise ConfigError(f"{f.name} must be true or false, got {value!r}")
+            elif f.type is float:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ConfigError(f"{f.name} must be a number, got {value!r}")
+                if f.name.endswith("dropout") and not 0 <= value < 1:
+                    raise ConfigError(f"{f.name} must be in [0, 1), got {value!r}")
+                if not f.name.endswith("dropout") and not value > 0:
+                    raise ConfigError(f"{f.name} must be positive, got {value!r}")
+
     def validate(self):
-        """A one-line ``ValueError`` naming the first field out of range."""
+        """A one-line ``ConfigError`` naming the first field out of range."""
+        self._validate_numbers()
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"hidden_size {self.hidden_size} must divide by "
+            raise ConfigError(f"hidden_size {self.hidden_size} must divide by "
                              f"num_attention_heads {self.num_attention_heads}")
         if (self.hidden_size // self.num_attention_heads) % 2:
-            raise ValueError("rotary positions need an even head size (hidden_size / "
+            raise ConfigError("rotary positions need an even head size (hidden_size / "
                              "num_attention_heads)")
         if len(self.layer_types) != self.num_hidden_layers:
-            raise ValueError(f"layer_types lists {len(self.layer_types)} layers; "
+            raise ConfigError(f"layer_types lists {len(self.layer_types)} layers; "
                              f"num_hidden_layers is {self.num_hidden_layers}")
         unknown = sorted(set(self.layer_types) - set(LAYER_TYPES))
         if unknown:
-            raise ValueError(f"layer_types: {unknown[0]!r} is not one of {LAYER_TYPES}")
+            raise ConfigError(f"layer_types: {unknown[0]!r} is not one of {LAYER_TYPES}")
         for name, value, choices in (
                 ("hidden_activation", self.hidden_activation, ACTIVATIONS),
                 ("classifier_activation", self.classifier_activation, ACTIVATIONS),
                 ("classifier_pooling", self.classifier_pooling, ("cls", "mean"))):
             if value not in choices:
-                raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+                raise ConfigError(f"{name} must be one of {choices}, got {value!r}")
         if self.local_attention < 2:
-            raise ValueError(f"local_attention must be at least 2, got {self.local_attention}")
+            raise ConfigError(f"local_attention must be at least 2, got {self.local_attention}")
 
     @property
     def head_size(self):
@@ -171,9 +199,10 @@ class ModernBertConfig:
 
     @classmethod
     def from_dict(cls, data, source="config"):
-        """The config of ``data``; an unknown field is an error naming it."""
+        """The config of ``data``; an unknown field, a wrong type or a value
+        out of range is a ``ConfigError`` naming ``source`` and the field."""
         names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
+        unknown = sorted(set(data) - names) if isinstance(data, dict) else []
         if unknown:
-            raise ValueError(f"{source}: unknown ModernBERT config field {unknown[0]!r}")
-        return cls(**data)
+            raise ConfigError(f"{source}: unknown ModernBERT config field {unknown[0]!r}")
+        return config_from_dict(cls, data, source, optional=_OPTIONAL)

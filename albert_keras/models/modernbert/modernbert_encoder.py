@@ -215,6 +215,11 @@ class ModernBertEncoder(Backbone):
     ((1, 16, 32), (1, 32))
     """
 
+    # the pooled output is transformers' prediction head (dense, activation,
+    # norm) over the first row or the mean (``classifier_pooling``): the
+    # masked LM's transform too, so masked-LM pretraining trains it
+    masked_lm_trains_pooler = True
+
     def __init__(self, config, output_hidden_states=False, mask_value=-10000.0,  # noqa: PLR0913 (the backbone's constructor keywords)
                  quantize_aware=False, cls_only=False, dtype=None, **kwargs):
         config = ModernBertConfig.of(config)

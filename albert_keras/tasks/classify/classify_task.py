@@ -10,6 +10,7 @@ import numpy as np
 
 from albert_keras.data.corpus import sotu_files
 from albert_keras.heads.poolings import CLASSIFIER_POOLINGS
+from albert_keras.models.backbone import backbone_of
 from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks import metrics as task_metrics
@@ -166,11 +167,16 @@ class Classify(Task):
 
 def resolve_pooling(pooling, init):
     """``auto`` pooling for a classifier on ``init``: ``mean`` when the model
-    folder was pretrained here without a sentence task, else ``pooled``.
+    folder was pretrained here without a sentence task and its family's
+    pooler is not its masked LM's transform, else ``pooled``.
 
     Masked LM alone (``mlm``) and ``rtd`` without ``rtd_sop`` never train the
-    ``[CLS]`` row for a sentence task nor the pooler at all (it gets no
-    gradient), so the head reads the mean over tokens instead. A fine-tuned
+    ``[CLS]`` row for a sentence task nor an ALBERT/BERT pooler at all (it
+    gets no gradient), so the head reads the mean over tokens instead. A
+    family whose pooled output the masked LM trains (ModernBERT's
+    prediction head, over the first row or the mean as its config says)
+    reads the pooled output, from our folders and HF's alike, so the
+    classifier goes to transformers' class. A fine-tuned
     folder keeps the pooling it was trained with; a published checkpoint,
     whose pooler its sentence task trained, reads the pooler as the original.
 
@@ -186,4 +192,6 @@ def resolve_pooling(pooling, init):
         return trained["pooling"]
     objective = trained.get("objective")
     no_sentence_task = objective == "mlm" or (objective == "rtd" and not trained.get("rtd_sop"))
-    return "mean" if no_sentence_task else "pooled"
+    if no_sentence_task and not backbone_of(source.model).masked_lm_trains_pooler:
+        return "mean"
+    return "pooled"

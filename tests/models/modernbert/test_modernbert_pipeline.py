@@ -4,6 +4,7 @@ exported to a validated ``.tflite`` and written back as an HF folder whose
 ``pipeline`` gives our predictions."""
 
 import csv
+import json
 import os
 
 import numpy as np
@@ -73,6 +74,7 @@ def test_a_checkpoint_fine_tunes_exports_and_goes_back_to_transformers(modernber
     sidecar = export_tflite(out, str(tmp_path / "cls.tflite"),
                             ExportConfig(examples=16, lengths=[8, 16]))
     assert sidecar["kind"] == "classifier" and sidecar["labels"] == ["dog", "fox"]
+    assert sidecar["family"] == "modernbert"  # the model card names it
     assert main(["convert", out, "--to", "hf", "--out", str(tmp_path / "hf")]) == 0
     pipe = transformers.pipeline("text-classification", model=str(tmp_path / "hf"), top_k=None)
     theirs = pipe([row["text"] for row in rows])
@@ -222,3 +224,45 @@ def test_a_long_text_run_at_1024_pieces_fine_tunes_on_a_cpu(tmp_path):
     assert metrics["examples"] == 16
     rows = predict(out, str(path))
     assert len(rows) == 16 and {r["label"] for r in rows} <= {"dog", "fox"}
+
+
+def test_fill_mask_encodes_and_fills_as_transformers_pipeline(modernbert_folder, tmp_path):
+    """The mask takes the space before it (``lstrip``, as in ModernBERT's
+    published tokenizer.json) and the word after it keeps its own: the ids
+    of transformers' fill-mask, and its top piece at every mask. A
+    tokenizer trained by ``albert-keras`` writes the same flag."""
+    from albert_keras.drivers import inference
+    from albert_keras.tasks.masked_lm import encode_with_masks
+    from albert_keras.text.bpe_trainer import train_byte_bpe
+    from albert_keras.text.byte_bpe_tokenizer import ByteLevelBPE
+    from albert_keras.text.spm_trainer import TokenizerConfig
+    from tests.helpers import make_sentences
+
+    texts = []
+    for i, sentence in enumerate(make_sentences(20, seed=5)):
+        words = sentence.split()
+        words[1 + i % (len(words) - 2)] = "[MASK]"
+        texts.append(" ".join(words))
+    import shutil
+
+    folder = str(tmp_path / "published")  # with the special tokens named, as published
+    shutil.copytree(modernbert_folder, folder)
+    with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "mask_token": "[MASK]",
+                   "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                   "unk_token": "[UNK]"}, f)
+    ours = ByteLevelBPE(os.path.join(folder, "tokenizer.json"))
+    theirs = transformers.AutoTokenizer.from_pretrained(folder)
+    for text in texts:
+        assert encode_with_masks(ours, text) == theirs(text, add_special_tokens=False)[
+            "input_ids"], text
+    after = texts[0].split("[MASK]")[1]  # the words after the mask, as plain text encodes them
+    assert encode_with_masks(ours, texts[0])[-len(ours.encode([after])[0]):] == ours.encode(
+        [after])[0]
+    pipeline = transformers.pipeline("fill-mask", model=folder, top_k=1)
+    for text, found in zip(texts, inference.fill_mask(folder, texts, top_k=1)):
+        assert found[0][0]["id"] == pipeline(text)[0]["token"], text
+    trained = train_byte_bpe(make_sentences(200), str(tmp_path / "tokenizer.json"),
+                             TokenizerConfig(vocab_size=400))
+    added = {t["content"]: t for t in json.load(open(trained))["added_tokens"]}
+    assert added["[MASK]"]["lstrip"] is True and added["[CLS]"]["lstrip"] is False
