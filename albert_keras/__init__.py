@@ -42,6 +42,7 @@ _PUBLIC = {
     "Distiller": "albert_keras.models.distillers.distiller",
     "ElectraPretrainer": "albert_keras.models.pretrainers.electra_pretrainer",
     "SentenceEmbedder": "albert_keras.models.task_models.sentence_embedder",
+    "InBatchNegatives": "albert_keras.models.task_models.in_batch_negatives",
     "AlbertEncoder": "albert_keras.models.albert.albert_encoder",
     "LayerwiseLamb": "albert_keras.optimizers.optimizer",
     "LayerDistiller": "albert_keras.models.distillers.layer_distiller",

@@ -4,8 +4,12 @@ import keras
 import numpy as np
 
 from albert_keras.data.length_buckets import predict_in_buckets
+from albert_keras.models.task_models.in_batch_negatives import InBatchNegatives
 from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
+from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.sources.model_source import ModelSource
+from albert_keras.tasks.pair_batches import packed_columns
+from albert_keras.tasks.pair_batches import pair_batches
 from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.text.packer import pack_texts
 
@@ -68,6 +72,50 @@ class TextEmbedder(keras.Model):
 
     def call(self, inputs, training=False):
         return self.embedder(inputs, training=training)
+
+    def fit(self, anchors, positives, negatives=None, epochs=1, batch_size=32,  # noqa: PLR0913 (the pairs, and the run's few settings)
+            learning_rate=5e-5, scale=20.0, symmetric=False, seed=0, verbose="auto"):
+        """Trains the encoder so that each anchor's vector is nearest its
+        positive's: in-batch negatives (every other pair's positive, and the
+        hard negatives when given), sentence-transformers'
+        ``MultipleNegativesRankingLoss`` (``InBatchNegatives``).
+
+        AdamW with weight decay 0.01 (not on norms and biases), the rate
+        warmed up over the first 10% of the steps, then decayed linearly.
+
+        Args:
+            anchors: texts (queries, questions, headlines).
+            positives: one text per anchor that answers it.
+            negatives: optionally one hard negative per anchor.
+            epochs: passes over the pairs.
+            batch_size: pairs a batch (more pairs, more negatives).
+            learning_rate: the peak rate.
+            scale: the similarities' scale (inverse temperature).
+            symmetric: also each positive to its anchor.
+            seed: the shuffling's (and dropout's) seed.
+            verbose: Keras' ``verbose``.
+
+        Returns:
+            Keras' ``History``.
+
+        Example:
+        >>> model = TextEmbedder.from_preset("all-MiniLM-L6-v2/", normalize=True)  # doctest: +SKIP
+        >>> model.fit(["capital of France?"] * 32, ["Paris is France's capital."] * 32)  # doctest: +SKIP
+        """
+        columns = {"anchor": anchors, "positive": positives}
+        if negatives is not None:
+            columns["negative"] = negatives
+        packed = packed_columns(self.tokenizer, columns, self.sequence_length)
+        keras.utils.set_random_seed(seed)
+        dataset = pair_batches(packed, int(batch_size), seed, symmetric)
+        steps = max(1, len(packed["anchor"]["token_ids"]) // int(batch_size)) * int(epochs)
+        scorer = InBatchNegatives(self.embedder, scale=scale, symmetric=symmetric)
+        scorer.compile(optimizer=make_optimizer("adamw", learning_rate=learning_rate,
+                                                total_steps=steps,
+                                                warmup_steps=int(0.1 * steps)),
+                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        # the dataset shuffles itself (Keras warns on shuffle=True with one)
+        return scorer.fit(dataset, epochs=int(epochs), shuffle=False, verbose=verbose)
 
     def predict(self, x, batch_size=64, length_buckets=True, verbose="auto"):
         """``[n, width]`` float32 vectors of Python texts (or pairs), in

@@ -1,0 +1,58 @@
+"""Batches of text pairs (and hard negatives) for in-batch-negatives
+training: each column packed alone, each batch cut to its longest row."""
+
+import numpy as np
+import tensorflow as tf
+
+from albert_keras.tasks.python_inputs import python_examples
+from albert_keras.text.packer import pack_texts
+
+COLUMNS = ("anchor", "positive", "negative")
+
+
+def packed_columns(tokenizer, columns, sequence_length):
+    """``{column: encoder inputs}`` of Python texts, checked: every column
+    a list of non-empty strings, all of one length.
+
+    Args:
+        tokenizer: the host-side tokenizer.
+        columns: ``{"anchor": texts, "positive": texts}`` and optionally
+            ``"negative"``.
+        sequence_length: texts are cut to this many pieces.
+    """
+    texts = {}
+    for name, column in columns.items():
+        examples = python_examples(column, None, name)
+        if examples.pairs is not None:  # empty texts were refused there, by row
+            raise ValueError(f"{name}: one text a row, not pairs")
+        texts[name] = examples.texts
+    counts = {name: len(t) for name, t in texts.items()}
+    if len(set(counts.values())) > 1:
+        raise ValueError("the columns differ in length: " + ", ".join(
+            f"{name} {count}" for name, count in counts.items()))
+    return {name: pack_texts(tokenizer, t, None, sequence_length) for name, t in texts.items()}
+
+
+def pair_batches(packed, batch_size, seed, symmetric=False):
+    """A ``tf.data.Dataset`` of ``(columns, labels)``: shuffled every epoch
+    (seeded), full batches only (a row's negatives are the batch's other
+    rows), each column cut to its longest row; the label of row ``i`` is
+    ``i`` (twice over with ``symmetric``)."""
+    rows = len(next(iter(packed.values()))["token_ids"])
+    if rows < batch_size:
+        raise ValueError(f"{rows} pairs, fewer than one batch of {batch_size}: lower "
+                         "batch_size")
+    arrays = {name: {k: np.asarray(v, np.int32) for k, v in part.items()}
+              for name, part in packed.items()}
+    dataset = tf.data.Dataset.from_tensor_slices(arrays).shuffle(
+        rows, seed=seed, reshuffle_each_iteration=True).batch(batch_size, drop_remainder=True)
+
+    def cut(batch):
+        columns = {}
+        for name, part in batch.items():
+            longest = tf.reduce_max(tf.reduce_sum(part["padding_mask"], axis=1))
+            columns[name] = {k: v[:, :longest] for k, v in part.items()}
+        labels = tf.range(batch_size)
+        return columns, tf.concat([labels, labels], 0) if symmetric else labels
+
+    return dataset.map(cut, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
