@@ -406,9 +406,7 @@ def _sidecar(job, c, exported, blob, report):
         "mask_value": c.mask_value,
         # the last block computed only the [CLS] row (pooled-output models)
         "cls_only": bool(_encoder(exported).cls_only),
-        # the encoder's family (albert, bert-like albert, deberta, mobilebert,
-        # modernbert...): what the model card calls it
-        "family": family_of(_encoder(exported).config).name,
+        "family": family_of(_encoder(exported).config).name,  # the model card names it
         "num_choices": job.num_choices,
         "size_bytes": len(blob),
         "validation": report,

@@ -99,7 +99,7 @@ class TextEmbedder(keras.Model):
             Keras' ``History``.
 
         Example:
-        >>> model = TextEmbedder.from_preset("all-MiniLM-L6-v2/", normalize=True)  # doctest: +SKIP
+        >>> model = TextEmbedder.from_preset("runs/minilm", normalize=True)  # doctest: +SKIP
         >>> model.fit(["capital of France?"] * 32, ["Paris is France's capital."] * 32)  # doctest: +SKIP
         """
         columns = {"anchor": anchors, "positive": positives}

@@ -196,9 +196,8 @@ class TextTask(keras.Model):
         run_settings = finetune_settings(self.task_name,
                                          {**dataclasses.asdict(self.settings), **changes}, where)
         data, spec = self._data(x, y)
-        held_out = None
-        if validation_data is not None:
-            held_out, _ = self._data(*validation_data, name="validation_data", spec=spec)
+        held_out = None if validation_data is None else self._data(
+            *validation_data, name="validation_data", spec=spec)[0]
         keras_fit = functools.partial(super().fit, **kwargs)
         kept, self.settings = self.settings, run_settings
         try:  # this call's epochs and batch size are not the object's settings
@@ -305,7 +304,6 @@ class TextTask(keras.Model):
         self._need_model("evaluate")
         logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=True)
-        truncation_report(data, self.settings.sequence_length, what="evaluated")
         return self.task.score(self.spec, data, self._predicted(data, batch_size,
                                                                 length_buckets))
 
@@ -316,7 +314,6 @@ class TextTask(keras.Model):
         self._need_model("predict")
         logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=False)
-        truncation_report(data, self.settings.sequence_length, what="predicted")
         records = self.task.records(self.spec, data, self._predicted(data, batch_size,
                                                                      length_buckets))
         return [{"row": i, **record} for i, record in enumerate(records)]
@@ -325,6 +322,8 @@ class TextTask(keras.Model):
         if self.tokenizer is None:
             raise ValueError(f"{type(self).__name__}: the encoder carries no tokenizer")
         data, _ = self.task.read(path, self.spec, self.tokenizer, require_labels=require_labels)
+        truncation_report(data, self.settings.sequence_length,  # says how many are cut
+                          what=("predicted", "evaluated")[require_labels])
         return data
 
     def _predicted(self, data, batch_size, length_buckets=None):
