@@ -7,6 +7,7 @@ import pytest
 from albert_keras.data.length_buckets import PAST_THE_ROW
 from albert_keras.data.length_buckets import bucket_lengths
 from albert_keras.data.length_buckets import bucketed_dataset
+from albert_keras.data.length_buckets import one_graph_for_every_length
 from albert_keras.data.length_buckets import plan_batches
 from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.data.length_buckets import row_lengths
@@ -37,6 +38,10 @@ def test_the_plan_holds_every_row_once_in_a_batch_that_fits_it():
     assert all(lengths[r].max() <= n and n in buckets for r, n in plan)
     # only the last batch is partial: the rest carry on to longer buckets
     assert [len(r) for r, _ in plan[:-1]] == [8] * (len(plan) - 1)
+    # unshuffled (prediction), a bucket's rows go by length, so a batch cut
+    # to its longest row pads little: no row shorter than the batch before's
+    assert all(lengths[a].max() <= lengths[b].min() for (a, n), (b, m) in zip(plan, plan[1:])
+               if n == m)
     # training: shuffled by the seed, the last partial batch dropped
     a = plan_batches(lengths, 8, buckets, np.random.default_rng(1), drop_remainder=True)
     b = plan_batches(lengths, 8, buckets, np.random.default_rng(1), drop_remainder=True)
@@ -53,16 +58,45 @@ def test_the_training_dataset_repeats_by_seed_and_reshuffles_each_epoch():
     y = {"logits": np.arange(len(lengths), dtype=np.int32)}  # the row's own index
     ds = bucketed_dataset((x, y), 8, seed=3)
     epochs = [[b[1]["logits"].numpy().tolist() for b in ds] for _ in range(2)]
+    # TensorFlow traces one train step for every length: the fine grid
+    buckets = bucket_lengths(S, one_graph_for_every_length())
+    assert (8 in buckets) == one_graph_for_every_length()
     again = [[b[1]["logits"].numpy().tolist() for b in bucketed_dataset((x, y), 8, seed=3)]]
     assert epochs[0] == again[0] and epochs[0] != epochs[1]
     for batch_x, batch_y in ds:
         width = batch_x["token_ids"].shape[1]
-        assert width in bucket_lengths(S)
+        assert width in buckets
         # each row is itself, cut to a width that holds it
         rows = batch_y["logits"].numpy()
         np.testing.assert_array_equal(batch_x["token_ids"].numpy(), x["token_ids"][rows, :width])
         assert lengths[rows].max() <= width
     assert len(epochs[0]) == len(lengths) // 8
+
+
+@pytest.mark.skipif(not one_graph_for_every_length(), reason="TensorFlow's train step")
+def test_tensorflow_traces_the_train_step_once_for_every_bucket_length():
+    """The fine grid is free only because the step is not traced per length."""
+    import keras
+
+    traces = []
+
+    class Counted(keras.layers.Layer):
+        def call(self, x):
+            traces.append(x.shape)  # runs once per trace, not per step
+            return x
+
+    x, lengths = _mixed_inputs(n=200)
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in x}
+    hidden = Counted()(keras.layers.Embedding(99, 8)(inputs["token_ids"]))
+    out = keras.layers.Dense(2, name="out")(keras.layers.GlobalAveragePooling1D()(hidden))
+    model = keras.Model(inputs, {"out": out})
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    y = {"out": (lengths % 2).astype(np.int32)}
+    built = len(traces)
+    ds = bucketed_dataset((x, y), 8, seed=0)
+    widths = {batch[0]["token_ids"].shape[1] for batch in ds}
+    model.fit(ds, epochs=2, verbose=0)
+    assert len(widths) >= 6 and len(traces) - built <= 2  # a first trace, then one relaxed
 
 
 def _encoder(seed=0):
