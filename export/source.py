@@ -8,6 +8,7 @@ own way, and the export asks here once.
 import os
 
 from albert_keras.export.converter import ExportError
+from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 from albert_keras.saving import load_model
 from albert_keras.sources import checkpoint_reader
 from albert_keras.sources.layout import TASK_FILE
@@ -16,6 +17,8 @@ from albert_keras.sources.layout import folder_of
 from albert_keras.sources.layout import part_file
 from albert_keras.sources.registry import read_tokenizer
 from albert_keras.tasks.task import TaskSpec
+from albert_keras.tasks.text_embedder import EMBEDDER_DEFAULTS
+from albert_keras.tasks.text_embedder import trained_choices
 
 
 def load_source(origin, part="auto"):
@@ -31,10 +34,11 @@ def load_source(origin, part="auto"):
     source, tokenizer = origin.path, origin.tokenizer_file
     folder = folder_of(source)
     if part == "embedder":
-        # what `albert-keras embed` computes by default: the last layer, mean-pooled
-        from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
-
-        model = SentenceEmbedder(origin.encoder(dtype="float32", output_hidden_states=True))
+        # what `albert-keras embed` computes by default: an embedder trained
+        # here as it was trained, anything else's last layer mean-pooled
+        choices = {**EMBEDDER_DEFAULTS, **trained_choices(origin)}
+        model = SentenceEmbedder(origin.encoder(
+            dtype="float32", output_hidden_states=choices["pooling"] != "pooled"), **choices)
         return model, None, _tokenizer_of(model, source, tokenizer), folder
     if part == "auto" and checkpoint_reader.claims(source) and origin.task_spec:
         # A model fine-tuned with transformers (a ...For<Task> folder): its

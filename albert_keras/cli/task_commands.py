@@ -1,5 +1,6 @@
 """``finetune``, ``evaluate``, ``predict``, ``fill-mask`` and ``embed``."""
 
+import argparse
 import json
 import logging
 import os
@@ -178,7 +179,7 @@ def cmd_embed(args):
     if not texts:
         raise CliError(f"{'<stdin>' if args.input in (None, '-') else args.input}: "
                        "no text to embed (every line is empty)")
-    layers = [int(i) for i in args.layers.split(",")]
+    layers = None if args.layers is None else [int(i) for i in args.layers.split(",")]
     vectors = embed(args.model, texts, layers=layers, pooling=args.pooling,
                     combine=args.combine, normalize=args.normalize,
                     sequence_length=args.seq_length, tokenizer=args.tokenizer,
@@ -330,13 +331,17 @@ def _add_embed(sub):
                    "folder")
     p.add_argument("--input", default="-", help="one text per line (default: stdin)")
     p.add_argument("--out", default="-", help=".npy or JSONL file (default: JSONL on stdout)")
-    p.add_argument("--layers", default="-1",
-                   help="comma-separated; 0 = embeddings, -1 = last (default: %(default)s)")
-    p.add_argument("--pooling", default="mean", choices=("mean", "max", "cls", "pooled"),
-                   help="(default: %(default)s)")
-    p.add_argument("--combine", default="concat", choices=("concat", "mean"),
-                   help="how several layers are joined (default: %(default)s)")
-    p.add_argument("--normalize", action="store_true", help="L2-normalize (default: off)")
+    # None: an embedder trained here (finetune --task embed) keeps its own
+    p.add_argument("--layers", default=None,
+                   help="comma-separated; 0 = embeddings, -1 = last (default: the folder's "
+                   "embedder's, else -1)")
+    p.add_argument("--pooling", default=None, choices=("mean", "max", "cls", "pooled"),
+                   help="(default: the folder's embedder's, else mean)")
+    p.add_argument("--combine", default=None, choices=("concat", "mean"),
+                   help="how several layers are joined (default: the folder's embedder's, "
+                   "else concat)")
+    p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="L2-normalize (default: the folder's embedder's, else off)")
     p.add_argument("--seq-length", type=int, default=128, help="(default: %(default)s)")
     p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
     p.add_argument("--overwrite", action="store_true",

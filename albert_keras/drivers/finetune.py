@@ -25,6 +25,7 @@ from albert_keras.sources.layout import TASK_MODEL_FILE
 from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task_run import FinetuneRun
 from albert_keras.tasks.task_run import eval_scores
 from albert_keras.tasks.task_run import read_task_sets
 from albert_keras.tasks.task_run import task_spec
@@ -66,11 +67,14 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
     cfg = cfg or FinetuneConfig()
     cfg.validate()
     paths = (train_path, eval_path, validation_path)
+    task = get_task(cfg.task)
+    if task.finetune is not None:  # a task whose model is no task object (embed)
+        return task.finetune(FinetuneRun(init, paths, out_dir, cfg, tokenizer, overwrite,
+                                         tuple(callbacks)))
     check_output(out_dir, [init, *paths, tokenizer], overwrite, folder=True,
                  marks=(TASK_FILE, TASK_MODEL_FILE))
     keras.utils.set_random_seed(cfg.seed)
     source = ModelSource(init, tokenizer)  # the one reader of init
-    task = get_task(cfg.task)
     strategy = make_strategy(cfg.strategy)
     with strategy.scope(), writing_folder(out_dir) as tmp:
         # the object's settings (a sequence length the model reads) and

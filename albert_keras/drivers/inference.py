@@ -5,7 +5,12 @@ embeddings from any model. The command line's ``evaluate``, ``predict``,
 (``TextTask.evaluate_file``, ``TextTask.predict_file``, ``MaskedLM.predict``,
 ``TextEmbedder.predict``) and nothing is implemented twice."""
 
+import os
+
+from albert_keras.sources.layout import read_task_spec
 from albert_keras.tasks.masked_lm import MaskedLM
+from albert_keras.tasks.registry import TASKS
+from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.text_embedder import TextEmbedder
 from albert_keras.tasks.text_task import TextTask
 
@@ -14,7 +19,14 @@ def evaluate(folder, path, batch_size=64, length_buckets=True, precision="auto",
              runtime="keras"):
     """The task metrics of a fine-tuned folder on a labelled file (rows
     batched by length unless ``length_buckets`` is False; ``precision`` and
-    ``runtime`` as ``predict``'s)."""
+    ``runtime`` as ``predict``'s). A task that scores its own folders (an
+    embedder on pairs: retrieval) takes them in Keras."""
+    task = folder_task(folder)
+    if task is not None and task.evaluate_folder is not None:
+        if runtime != "keras" or precision != "auto":
+            raise ValueError(f"{folder}: a {task.name} folder is scored in Keras; --runtime "
+                             "and --precision do not apply")
+        return task.evaluate_folder(folder, path, batch_size, length_buckets)
     model = TextTask.load(folder, precision=precision, runtime=runtime)
     return model.evaluate_file(path, batch_size, length_buckets)
 
@@ -51,3 +63,9 @@ def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None,  # 
     model = TextEmbedder.from_preset(folder, sequence_length=sequence_length,
                                      tokenizer=tokenizer, **embedding)
     return model.vectors(texts, batch_size, length_buckets, name="texts")
+
+
+def folder_task(folder):
+    """The task unit of a fine-tuned folder of ours (None for anything else)."""
+    name = read_task_spec(folder).get("task") if os.path.isdir(folder) else None
+    return get_task(name) if name in TASKS else None

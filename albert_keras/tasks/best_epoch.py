@@ -4,8 +4,6 @@ import logging
 
 import keras
 
-from albert_keras.data.length_buckets import predict_in_buckets
-
 logger = logging.getLogger(__name__)
 
 
@@ -51,9 +49,8 @@ class BestEpoch(keras.callbacks.Callback):
         # a task object (``TextTask``) predicts raw text; its task model
         # takes the packed rows
         model = getattr(self.model, "task_model", self.model)
-        outputs = (predict_in_buckets(model, self.evaluation.x, self.batch_size)
-                   if self.length_buckets else
-                   model.predict(self.evaluation.x, batch_size=self.batch_size, verbose=0))
+        outputs = self.task.outputs(model, self.evaluation, self.batch_size,
+                                    self.length_buckets)
         scores = self.task.score(self.spec, self.evaluation, outputs)
         if self.metric not in scores:
             known = sorted(k for k, v in scores.items() if isinstance(v, float))

@@ -63,7 +63,8 @@ def read_rows(path):
         return rows, columns
 
 
-def _need_column(path, columns, name, flag):
+def need_column(path, columns, name, flag):
+    """Refuses a file without the column ``name`` (set by ``flag``)."""
     if name not in columns:
         raise TaskDataError(
             f"{path}: no column {name!r} (set {flag}); columns are {', '.join(map(str, columns))}"
@@ -74,7 +75,8 @@ _JSON_KINDS = {dict: "a JSON object", list: "a JSON list", bool: "true/false",
                int: "a number", float: "a number"}
 
 
-def _text(path, number, row, column):
+def text_field(path, number, row, column):
+    """The non-empty text in ``column`` of the record on line ``number``."""
     value = row.get(column)
     if value is not None and not isinstance(value, str):
         kind = _JSON_KINDS.get(type(value), type(value).__name__)
@@ -131,17 +133,17 @@ def read_text_table(path, text_column="text", text_pair_column=None, label_colum
     rows, columns = read_rows(path)
     if not rows:
         raise TaskDataError(f"{path}: no examples")
-    _need_column(path, columns, text_column, "--text-column")
+    need_column(path, columns, text_column, "--text-column")
     if text_pair_column:
-        _need_column(path, columns, text_pair_column, "--text-pair-column")
+        need_column(path, columns, text_pair_column, "--text-pair-column")
     has_labels = label_column in columns
     if require_labels and not has_labels:
-        _need_column(path, columns, label_column, "--label-column")
+        need_column(path, columns, label_column, "--label-column")
     texts, pairs, labels, numbers = [], [], [], []
     for number, row in rows:
-        texts.append(_text(path, number, row, text_column))
+        texts.append(text_field(path, number, row, text_column))
         if text_pair_column:
-            pairs.append(_text(path, number, row, text_pair_column))
+            pairs.append(text_field(path, number, row, text_pair_column))
         if has_labels:
             label = row.get(label_column)
             if label is None or str(label).strip() == "":
@@ -359,12 +361,12 @@ def read_choices(path, context_column="context", question_column="question",
     rows, columns = read_rows(path)
     if not rows:
         raise TaskDataError(f"{path}: no examples")
-    _need_column(path, columns, context_column, "--context-column")
-    _need_column(path, columns, choices_column, "--choices-column")
+    need_column(path, columns, context_column, "--context-column")
+    need_column(path, columns, choices_column, "--choices-column")
     contexts, choices, labels, numbers = [], [], [], []
     count = None
     for number, row in rows:
-        context = _text(path, number, row, context_column)
+        context = text_field(path, number, row, context_column)
         options = row.get(choices_column)
         if not isinstance(options, list) or len(options) < 2:
             raise TaskDataError(f"{path}:{number}: {choices_column!r} must be a list of 2+ choices")

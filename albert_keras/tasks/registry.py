@@ -17,6 +17,7 @@ TASKS = {
     "tag": "albert_keras.tasks.tag.tag_task:Tag",
     "qa": "albert_keras.tasks.qa.qa_task:QuestionAnswering",
     "choice": "albert_keras.tasks.choice.choice_task:MultipleChoice",
+    "embed": "albert_keras.tasks.embed.embed_task:Embed",
 }
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import keras
 import numpy as np
 
+from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.tasks.task_fields import TaskFields
 
 
@@ -76,7 +77,10 @@ class TaskData:
         self.x, self.y, self.sample_weight, self.extra = x, y, sample_weight, extra or {}
 
     def __len__(self):
-        return len(next(iter(self.x.values())))
+        first = next(iter(self.x.values()))
+        while isinstance(first, dict):  # inputs of several texts a row (an embedder's pairs)
+            first = next(iter(first.values()))
+        return len(first)
 
     def take(self, rows, extra):
         """The feature rows ``rows`` (a boolean mask or indices) with a new
@@ -114,6 +118,20 @@ class Task:
     # Whether ``shrink`` takes a fine-tuned model of this task: its students
     # learn the teacher's class probabilities and are scored by accuracy.
     shrinks = False
+    # A task whose model is no task object (``python_class`` None) runs the
+    # whole ``finetune`` itself (``finetune(run)``, a ``FinetuneRun``) and
+    # scores its folders (``evaluate_folder(folder, path, batch_size,
+    # length_buckets)``); ``instead`` says what reads its folders.
+    finetune = None
+    evaluate_folder = None
+    instead = None
+
+    def task_object_path(self):
+        """``(module, class)`` of the task object; a task without one says
+        what reads its folders instead."""
+        if self.python_class is None:
+            raise ValueError(f"the {self.name} task has no task object; {self.instead}")
+        return self.python_class.split(":")
 
     def new_spec(self, **fields):
         """The spec of a new run; labels are left to the training file."""
@@ -157,6 +175,14 @@ class Task:
         ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         return {"loss": {"logits": ce},
                 "metrics": {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}}
+
+    def outputs(self, model, data, batch_size=64, length_buckets=True):
+        """The task model's outputs on ``data`` (a ``TaskData``) that
+        ``score`` reads, in row order; ``length_buckets``: in batches cut to
+        their rows' lengths (the same outputs, less padding computed)."""
+        if length_buckets:
+            return predict_in_buckets(model, data.x, batch_size)
+        return model.predict(data.x, batch_size=batch_size, verbose=0)
 
     def score(self, spec, data, outputs):
         """The task's metrics on labelled ``data``."""

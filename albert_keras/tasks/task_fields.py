@@ -14,6 +14,7 @@ from albert_keras.options import name_of
 from albert_keras.options import option
 from albert_keras.tasks.choice.choice_fields import ChoiceFields
 from albert_keras.tasks.classify.classify_fields import ClassifyFields
+from albert_keras.tasks.embed.embed_fields import EmbedFields
 from albert_keras.tasks.qa.qa_fields import QaFields
 from albert_keras.tasks.registry import TASKS
 from albert_keras.text.truncation import DEFAULT_TRUNCATE
@@ -48,7 +49,8 @@ class CommonTaskFields:
 
 # task -> its own field group (declared in its folder), in the order their
 # flags are listed: one line for a task that has settings of its own
-TASK_FIELD_GROUPS = {"classify": ClassifyFields, "qa": QaFields, "choice": ChoiceFields}
+TASK_FIELD_GROUPS = {"classify": ClassifyFields, "qa": QaFields, "choice": ChoiceFields,
+                     "embed": EmbedFields}
 
 
 @dataclasses.dataclass

@@ -40,6 +40,22 @@ logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
+class FinetuneRun:
+    """What ``finetune`` was asked: the ``init`` source, the ``paths``
+    (train, eval, validation), ``out_dir``, the checked ``cfg``, a
+    ``tokenizer`` file, ``overwrite`` and the caller's ``callbacks``: what a
+    task that runs its own fine-tuning (``Task.finetune``) is given."""
+
+    init: str
+    paths: tuple
+    out_dir: str
+    cfg: object
+    tokenizer: str = None
+    overwrite: bool = False
+    callbacks: tuple = ()
+
+
+@dataclasses.dataclass
 class TaskSets:
     """The rows of one run: ``train``, and ``evaluation`` / ``validation``
     (``TaskData`` or None)."""
@@ -233,7 +249,7 @@ def eval_scores(task, spec, model, sets, best, batch_size=64, length_buckets=Tru
         # the chosen epoch was scored on this file already (the same weights)
         scored = best is not None and best.name == "eval" and best.best_outputs is not None
         outputs = (best.best_outputs if scored else
-                   predict_outputs(model, sets.evaluation, batch_size, length_buckets))
+                   task.outputs(model, sets.evaluation, batch_size, length_buckets))
         result.update(task.score(spec, sets.evaluation, outputs))
     result.update(selection_report(best))
     return result

@@ -13,6 +13,21 @@ from albert_keras.tasks.pair_batches import pair_batches
 from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.text.packer import pack_texts
 
+# What an embedder pools when neither the caller nor the folder says.
+EMBEDDER_DEFAULTS = {"pooling": "mean", "layers": (-1,), "combine": "concat", "normalize": False}
+
+
+def trained_choices(origin):
+    """The pooling choices of a folder whose model is an embedder trained
+    here (``finetune --task embed``), else {}."""
+    if not origin.task_spec or origin.is_checkpoint:
+        return {}
+    model, _ = origin.task_model()
+    if not isinstance(model, SentenceEmbedder):
+        return {}
+    return {"pooling": model.pooling, "layers": tuple(model.layers_),
+            "combine": model.combine, "normalize": model.normalize}
+
 
 @keras.saving.register_keras_serializable(package="albert_keras")
 class TextEmbedder(keras.Model):
@@ -43,9 +58,13 @@ class TextEmbedder(keras.Model):
         self.built = True
 
     @classmethod
-    def from_preset(cls, source, pooling="mean", layers=(-1,), combine="concat",  # noqa: PLR0913 (the embedder's choices, each a keyword)
-                    normalize=False, sequence_length=128, tokenizer=None):
+    def from_preset(cls, source, pooling=None, layers=None, combine=None,  # noqa: PLR0913 (the embedder's choices, each a keyword)
+                    normalize=None, sequence_length=128, tokenizer=None):
         """An embedder on ``source``'s encoder (anything ``--init`` takes).
+
+        The choices left None are the folder's own where ``source`` is an
+        embedder trained here (``finetune --task embed``), else mean pooling
+        of the last layer, not normalised.
 
         Args:
             source: a model folder, an HF, TF1 or keras-hub folder, or a
@@ -59,12 +78,15 @@ class TextEmbedder(keras.Model):
             tokenizer: a tokenizer file (default: the source's own).
         """
         origin = ModelSource(str(source), tokenizer)
-        encoder = origin.encoder(dtype="float32", output_hidden_states=pooling != "pooled")
+        asked = {"pooling": pooling, "layers": layers, "combine": combine, "normalize": normalize}
+        choices = {**EMBEDDER_DEFAULTS, **trained_choices(origin),
+                   **{k: v for k, v in asked.items() if v is not None}}
+        encoder = origin.encoder(dtype="float32",
+                                 output_hidden_states=choices["pooling"] != "pooled")
         if encoder.tokenizer is None or tokenizer:
             encoder.tokenizer = origin.tokenizer
         length = min(int(sequence_length), encoder.config.max_position_embeddings)
-        return cls(SentenceEmbedder(encoder, layers=layers, pooling=pooling, combine=combine,
-                                  normalize=normalize), sequence_length=length)
+        return cls(SentenceEmbedder(encoder, **choices), sequence_length=length)
 
     @property
     def tokenizer(self):

@@ -343,8 +343,6 @@ class TextTask(keras.Model):
             raise ValueError(f"{type(self).__name__}.{what}: the head is not built yet; give "
                              "num_classes (or labels) to from_preset, or fit first")
 
-    # -- saving ---------------------------------------------------------------------
-
     def save_to_preset(self, folder, overwrite=False):
         """Writes the command line's model folder (``model.keras``, the
         tokenizer, ``task.json``, and a classifier's ``train_rows.csv``, up
@@ -400,7 +398,7 @@ class TextTask(keras.Model):
     def for_task(cls, name):
         """The Python class of the task unit ``name`` (``TextClassifier``
         for ``classify``)."""
-        module, attr = get_task(name).python_class.split(":")
+        module, attr = get_task(name).task_object_path()
         return getattr(importlib.import_module(module), attr)
 
     @classmethod
