@@ -10,6 +10,8 @@ as a two-label classifier on rows of exactly ``--lengths`` pieces, batch
 * ``ours-<precision>``: ``TextClassifier.fit`` (the path of
   ``albert-keras finetune``: fused AdamW, one traced step), rows padded to
   their length and no further;
+* ``oursxla-<precision>``: the same with the train step compiled by XLA
+  (``jit_compile=True``), only when asked for;
 * ``torch-<precision>``: HF's ``BertForSequenceClassification`` with
   ``torch.optim.AdamW``, what HF's Trainer runs (``bf16=True`` there is
   ``torch.autocast`` in bfloat16 around the forward pass).
@@ -38,6 +40,8 @@ from real_text import STEP_TIMER  # noqa: E402
 
 WARMUP = 5
 CASES = ("ours-float32", "ours-mixed_bfloat16", "torch-float32", "torch-bfloat16")
+# ours with the train step compiled by XLA (jit_compile=True): asked for by name
+XLA_CASES = ("oursxla-float32", "oursxla-mixed_bfloat16")
 
 # Texts of `length - 2` words, each word one piece of the folder's vocabulary.
 TEXTS = r"""
@@ -58,6 +62,8 @@ x = texts(batch * steps, length, folder + "/vocab.txt")
 y = [str(i % 2) for i in range(len(x))]
 model = TextClassifier.from_preset(folder, precision=precision, sequence_length=length,
                                    length_buckets=False, learning_rate=5e-5)
+if sys.argv[6:] == ["xla"]:
+    model.compile(jit_compile=True)
 """ + STEP_TIMER + r"""
 model.fit(x, y, epochs=1, batch_size=batch, callbacks=[Steps()], verbose=0)
 print("RESULT " + json.dumps({"first": steps[0], "steps": steps[1:]}))
@@ -111,7 +117,7 @@ def main():
 
 def _parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    p.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES + XLA_CASES)
     p.add_argument("--shape", default="minilm_l6", choices=sorted(SHAPES))
     p.add_argument("--lengths", nargs="+", type=int, default=[48, 128],
                    help="pieces per row, [CLS] and [SEP] included")
@@ -144,8 +150,9 @@ def _case(case, folder, batch, length, steps):
     """One process of ``case``: its first step and the median of the rest
     after the warmup (seconds), or its error."""
     side, precision = case.split("-", 1)
-    code = OURS if side == "ours" else TORCH
-    got = run_child(code, folder, precision, str(batch), str(length), str(steps + WARMUP))
+    code = OURS if side.startswith("ours") else TORCH
+    got = run_child(code, folder, precision, str(batch), str(length), str(steps + WARMUP),
+                    *(["xla"] if side == "oursxla" else []))
     if "error" in got:
         return got
     return {"first": got["first"], "median": statistics.median(got["steps"][WARMUP - 1:])}
@@ -177,11 +184,13 @@ def _write(path, results):
 def _print(results):
     print(f"{results['cpu']}, {results['cores']} cores, {results['shape']}'s shape, "
           f"{results['vocab_size']} pieces")
-    print("| shape | " + " | ".join(CASES) + " |")
-    print("|---|" + "---:|" * len(CASES))
+    shown = [c for c in CASES + XLA_CASES
+             if c in CASES or any(c in cases for cases in results["shapes"].values())]
+    print("| shape | " + " | ".join(shown) + " |")
+    print("|---|" + "---:|" * len(shown))
     for shape, cases in results["shapes"].items():
         cells = [f"{cases[c]['median_ms']:.0f}" if cases.get(c, {}).get("median_ms") else "-"
-                 for c in CASES]
+                 for c in shown]
         print(f"| {shape} (ms per step) | " + " | ".join(cells) + " |")
 
 
