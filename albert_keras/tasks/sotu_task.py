@@ -1,5 +1,7 @@
 """A real labelled task from the embedded corpus: State of the Union
-paragraphs labelled with their century or their president's party.
+paragraphs labelled with their century or their president's party, or as
+pairs for an embedder (a paragraph's first sentence and the rest of it, as a
+headline and its article).
 
 The split is by speech, so no speech has paragraphs in both files.
 """
@@ -10,9 +12,12 @@ import random
 
 from albert_keras.data.corpus import CorpusError
 from albert_keras.data.corpus import sotu_files
+from albert_keras.data.sentence_split import split_sentences
 from albert_keras.files import writing_folder
 
-LABELINGS = ("century", "party")
+LABELINGS = ("century", "party", "pairs")
+# A pair's anchor (a paragraph's first sentence) has at least this many words.
+_ANCHOR_WORDS = 4
 PARTIES = ("Democratic", "Republican")
 
 
@@ -43,12 +48,15 @@ def _paragraphs(path, min_words):
 
 def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=20, seed=0,
                     max_train=0, overwrite=False):
-    """Writes ``train.csv`` and ``eval.csv`` (``text,label,speech``).
+    """Writes ``train.csv`` and ``eval.csv`` (``text,label,speech``; for
+    ``pairs``, ``anchor,positive,speech``).
 
     Args:
         out_dir: the folder to write.
-        labeling: ``century`` (18th..21st) or ``party`` (Democratic or
-            Republican; speeches of other parties are left out).
+        labeling: ``century`` (18th..21st), ``party`` (Democratic or
+            Republican; speeches of other parties are left out) or
+            ``pairs`` (for ``--task embed``: each paragraph of two or more
+            sentences as its first sentence and the rest; every speech).
         eval_fraction: share of speeches (not paragraphs) held out.
         min_words: shorter paragraphs (headings, salutations) are skipped.
         seed: which speeches are held out (and which paragraphs are kept
@@ -63,17 +71,30 @@ def build_sotu_task(out_dir, labeling="century", eval_fraction=0.15, min_words=2
         raise ValueError(f"labeling must be one of {LABELINGS}, got {labeling!r}")
     if os.path.exists(out_dir) and not overwrite:
         raise FileExistsError(f"{out_dir} exists; pass --overwrite to replace it")
-    speeches = _labelled_speeches(labeling)
+    # pairs: every speech, held out by century as a labelled task's are
+    speeches = _labelled_speeches("century" if labeling == "pairs" else labeling)
     rng = random.Random(seed)
     held = _held_out(speeches, eval_fraction, rng)
     rows = {"train": [], "eval": []}
     for fileid, path, label in speeches:
         split = "eval" if fileid in held else "train"
-        rows[split].extend((text, label, fileid) for text in _paragraphs(path, min_words))
+        paragraphs = _paragraphs(path, min_words)
+        rows[split].extend(_pairs(paragraphs, fileid) if labeling == "pairs" else
+                           ((text, label, fileid) for text in paragraphs))
     if max_train and len(rows["train"]) > max_train:
         keep = sorted(rng.sample(range(len(rows["train"])), max_train))
         rows["train"] = [rows["train"][i] for i in keep]
-    return _write_rows(out_dir, rows)
+    header = ["anchor", "positive"] if labeling == "pairs" else ["text", "label"]
+    return _write_rows(out_dir, rows, header)
+
+
+def _pairs(paragraphs, fileid):
+    """``(first sentence, the rest, fileid)`` of the paragraphs of two or more
+    sentences whose first has ``_ANCHOR_WORDS`` words or more."""
+    for text in paragraphs:
+        sentences = split_sentences(text)
+        if len(sentences) >= 2 and len(sentences[0].split()) >= _ANCHOR_WORDS:
+            yield sentences[0], " ".join(sentences[1:]), fileid
 
 
 def _labelled_speeches(labeling):
@@ -100,15 +121,19 @@ def _held_out(speeches, eval_fraction, rng):
     return held
 
 
-def _write_rows(out_dir, rows):
+def _write_rows(out_dir, rows, header):
+    """The two files; ``labels`` counts the second column's values (none
+    for pairs, whose second column is a text)."""
+    pairs = header[1] == "positive"
     counts = {"train": len(rows["train"]), "eval": len(rows["eval"]), "labels": {}}
     with writing_folder(out_dir) as tmp:
         for split, split_rows in rows.items():
             with open(os.path.join(tmp, f"{split}.csv"), "w", encoding="utf-8",
                       newline="") as f:
                 writer = csv.writer(f)
-                writer.writerow(["text", "label", "speech"])
+                writer.writerow([*header, "speech"])
                 for text, label, fileid in split_rows:
                     writer.writerow([text, label, fileid])
-                    counts["labels"][label] = counts["labels"].get(label, 0) + 1
+                    if not pairs:
+                        counts["labels"][label] = counts["labels"].get(label, 0) + 1
     return counts

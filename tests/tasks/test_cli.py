@@ -152,6 +152,27 @@ def test_sotu_task_is_split_by_speech(tmp_path, capsys):
     assert main(["data", "sotu-task", "--out", out]) == 2  # exists, no --overwrite
 
 
+def test_sotu_pairs_are_a_paragraphs_first_sentence_and_the_rest(tmp_path, capsys):
+    from albert_keras.tasks.embed.pairs import read_pairs
+
+    out = str(tmp_path / "pairs")
+    assert main(["data", "sotu-task", "--out", out, "--labeling", "pairs",
+                 "--max-train", "300"]) == 0
+    assert "300 training and" in capsys.readouterr().out
+    train = read_pairs(os.path.join(out, "train.csv"))
+    evaluation = read_pairs(os.path.join(out, "eval.csv"))
+    assert len(train) == 300 and len(evaluation) > 100
+    with open(os.path.join(out, "train.csv"), encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(os.path.join(out, "eval.csv"), encoding="utf-8", newline="") as f:
+        held = {r["speech"] for r in csv.DictReader(f)}
+    assert not {r["speech"] for r in rows} & held
+    for row in rows[:50]:
+        first = row["anchor"]
+        assert len(first.split()) >= 4 and first[-1] in ".!?" and row["positive"]
+        assert first not in row["positive"]
+
+
 def test_predict_reads_stdin(init_folder, task_files, tmp_path, capsys, monkeypatch):
     import io
 
