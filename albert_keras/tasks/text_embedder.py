@@ -8,6 +8,8 @@ from albert_keras.models.task_models.in_batch_negatives import InBatchNegatives
 from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 from albert_keras.optimizers.optimizer import make_optimizer
 from albert_keras.sources.model_source import ModelSource
+from albert_keras.tasks.embed.st_folder import is_st_folder
+from albert_keras.tasks.embed.st_folder import read_st_folder
 from albert_keras.tasks.pair_batches import packed_columns
 from albert_keras.tasks.pair_batches import pair_batches
 from albert_keras.tasks.python_inputs import python_examples
@@ -19,7 +21,11 @@ EMBEDDER_DEFAULTS = {"pooling": "mean", "layers": (-1,), "combine": "concat", "n
 
 def trained_choices(origin):
     """The pooling choices of a folder whose model is an embedder trained
-    here (``finetune --task embed``), else {}."""
+    here (``finetune --task embed``) or a sentence-transformers folder's
+    (its ``modules.json``), else {}."""
+    if is_st_folder(origin.path):
+        found = read_st_folder(origin.path)
+        return {"pooling": found["pooling"], "normalize": found["normalize"]}
     if not origin.task_spec or origin.is_checkpoint:
         return {}
     model, _ = origin.task_model()
@@ -27,6 +33,17 @@ def trained_choices(origin):
         return {}
     return {"pooling": model.pooling, "layers": tuple(model.layers_),
             "combine": model.combine, "normalize": model.normalize}
+
+
+def embedder_source(source, tokenizer=None):
+    """``(ModelSource of the encoder, its folder's pooling choices)`` for
+    ``source``: a sentence-transformers folder's transformer may sit in a
+    subfolder (``0_Transformer/``)."""
+    origin = ModelSource(str(source), tokenizer)
+    trained = trained_choices(origin)
+    if is_st_folder(origin.path):
+        origin = ModelSource(read_st_folder(origin.path)["encoder"], tokenizer)
+    return origin, trained
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -63,8 +80,10 @@ class TextEmbedder(keras.Model):
         """An embedder on ``source``'s encoder (anything ``--init`` takes).
 
         The choices left None are the folder's own where ``source`` is an
-        embedder trained here (``finetune --task embed``), else mean pooling
-        of the last layer, not normalised.
+        embedder trained here (``finetune --task embed``) or a
+        sentence-transformers folder (its ``modules.json``: the pooling
+        mode and normalization; its transformer's subfolder), else mean
+        pooling of the last layer, not normalised.
 
         Args:
             source: a model folder, an HF, TF1 or keras-hub folder, or a
@@ -77,9 +96,9 @@ class TextEmbedder(keras.Model):
                 model's ``max_position_embeddings``).
             tokenizer: a tokenizer file (default: the source's own).
         """
-        origin = ModelSource(str(source), tokenizer)
+        origin, trained = embedder_source(source, tokenizer)
         asked = {"pooling": pooling, "layers": layers, "combine": combine, "normalize": normalize}
-        choices = {**EMBEDDER_DEFAULTS, **trained_choices(origin),
+        choices = {**EMBEDDER_DEFAULTS, **trained,
                    **{k: v for k, v in asked.items() if v is not None}}
         encoder = origin.encoder(dtype="float32",
                                  output_hidden_states=choices["pooling"] != "pooled")

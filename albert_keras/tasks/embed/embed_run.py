@@ -24,7 +24,6 @@ from albert_keras.precision import resolve_precision
 from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.layout import TASK_MODEL_FILE
-from albert_keras.sources.model_source import ModelSource
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import fit_length
 from albert_keras.tasks.pair_batches import pair_batches
@@ -36,6 +35,7 @@ from albert_keras.tasks.task_run import task_optimizer
 from albert_keras.tasks.task_run import task_spec
 from albert_keras.tasks.task_run import truncation_report
 from albert_keras.tasks.task_run import with_size_defaults
+from albert_keras.tasks.text_embedder import embedder_source
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,8 @@ _NOT_FOR_EMBED = ("dropout", "layer_decay", "strategy", "text_column", "text_pai
 
 def embed_pooling(pooling):
     """The embedder's pooling for ``--pooling``: ``auto`` is ``mean`` (as
-    sentence-transformers' models pool), ``mean`` and ``pooled`` as asked."""
+    sentence-transformers' models pool; a folder that is an embedder keeps
+    its own), ``mean`` and ``pooled`` as asked."""
     if pooling == "both":
         raise ValueError("pooling 'both' is a classifier's; an embedder pools mean or pooled")
     return "mean" if pooling == "auto" else pooling
@@ -73,9 +74,9 @@ def finetune_embedder(task, run):
     check_output(run.out_dir, [run.init, *run.paths, run.tokenizer], run.overwrite,
                  folder=True, marks=(TASK_FILE, TASK_MODEL_FILE))
     keras.utils.set_random_seed(run.cfg.seed)
-    origin = ModelSource(run.init, run.tokenizer)
+    origin, trained = embedder_source(run.init, run.tokenizer)
     with writing_folder(run.out_dir) as tmp:
-        embedder, cfg = _embedder(task, origin, run.cfg)
+        embedder, cfg = _embedder(origin, trained, run.cfg)
         tokenizer = embedder.encoder.tokenizer
         sets, spec = read_task_sets(task, task_spec(cfg), tokenizer, run.paths,
                                     cfg.validation_split, cfg.seed)
@@ -99,11 +100,14 @@ def finetune_embedder(task, run):
     return result
 
 
-def _embedder(task, origin, cfg):
+def _embedder(origin, trained, cfg):
     """``(SentenceEmbedder, cfg)``: ``origin``'s encoder in the run's
-    precision, pooled as ``cfg`` says into unit vectors, and the settings
+    precision, pooled as ``cfg`` says into unit vectors (``auto``: as the
+    ``trained`` embedder it starts from pools, if any), and the settings
     with the width's defaults and a length the model reads."""
     pooling = embed_pooling(cfg.pooling)
+    if cfg.pooling == "auto":
+        pooling = trained.get("pooling", pooling)
     encoder = origin.give_tokenizer(origin.encoder(
         dtype=resolve_precision(cfg.precision), from_scratch=cfg.from_scratch,
         dropout=cfg.encoder_dropout, output_hidden_states=pooling != "pooled"))
@@ -140,7 +144,7 @@ def train_pairs(task, embedder, run, folder=None, callbacks=()):
 def evaluate_embedder(task, folder, path, batch_size=64, length_buckets=True):
     """The retrieval scores of an embed folder on a pairs file (its columns
     named as in training)."""
-    origin = ModelSource(os.fspath(folder))
+    origin = embedder_source(folder)[0]
     model, spec = origin.task_model()
     origin.give_tokenizer(model.encoder)
     spec = TaskSpec.from_json(spec, os.path.join(folder, TASK_FILE))

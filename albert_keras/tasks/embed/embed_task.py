@@ -51,10 +51,6 @@ class Embed(Task):
         return TaskData(x, {"positive": np.arange(len(examples), dtype=np.int32)},
                         extra={"examples": examples, "lengths": np.asarray(lengths)})
 
-    def head_options(self, cfg, init):
-        """Mean pooling unless asked otherwise (``auto``), as sentence-transformers'."""
-        return {"pooling": embed_run.embed_pooling(cfg.pooling)}
-
     def main_metric(self, spec):
         return "ndcg@10"
 
