@@ -97,15 +97,38 @@ def _convert_to_hf(args):
     with writing_folder(args.out) as tmp:
         save_hf(model, tmp, overwrite=True,
                 model_type=None if args.model_type == "auto" else args.model_type)
+        embedder = _write_st_modules(tmp, model, args.src)
         report = hf_onnx.write_onnx(tmp, model, hf_onnx.corpus_texts()) if args.onnx else None
     tokenizer = [n for n in (*VOCABULARY_FILES, TOKENIZER_JSON)
                  if os.path.isfile(os.path.join(args.out, n))]
     print(f"wrote HF folder {args.out} " + (f"(tokenizer: {' and '.join(tokenizer)})"
           if tokenizer else "(no tokenizer: the model carries none, so AutoTokenizer cannot "
                             "load it)"))
+    if embedder:
+        print(f"  {embedder}")
     if report:
         for line in _onnx_lines(report):
             print(line)
+
+
+def _write_st_modules(folder, model, src):
+    """An embedder's HF folder is also a sentence-transformers folder where
+    its pooling has a module there; what was written, in a line (None for
+    models that are no embedder)."""
+    from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
+    from albert_keras.sources.layout import read_task_spec
+    from albert_keras.tasks.embed.st_folder import write_st_modules
+
+    if not isinstance(model, SentenceEmbedder):
+        return None
+    if model.pooling not in ("mean", "cls", "max") or list(model.layers_) != [-1]:
+        return (f"no sentence-transformers modules: pooling {model.pooling} of layers "
+                f"{list(model.layers_)} has none (the encoder alone is written)")
+    length = read_task_spec(src).get("sequence_length") if os.path.isdir(src) else None
+    write_st_modules(folder, model.pooling, model.normalize, model.encoder.config.hidden_size,
+                     length)
+    return (f"sentence-transformers modules: {model.pooling} pooling"
+            + (", normalized" if model.normalize else "") + " (modules.json)")
 
 
 def _onnx_lines(report):

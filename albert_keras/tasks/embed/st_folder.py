@@ -11,6 +11,7 @@ of the package's dependencies and would bring torch.
 import os
 
 from albert_keras.files import read_json
+from albert_keras.files import write_json
 
 MODULES_FILE = "modules.json"
 # A Pooling config's modes that we compute, by both spellings: sentence-
@@ -79,3 +80,38 @@ def _pooling(config_path):
         raise ValueError(f"{config_path}: pooling {'+'.join(map(str, modes)) or 'none'}; an "
                          f"embedder here pools one of {', '.join(_MODES)}")
     return modes[0]
+
+
+def write_st_modules(folder, pooling, normalize, hidden_size, max_seq_length=None):
+    """Makes the HF folder ``folder`` (an encoder transformers loads) a
+    sentence-transformers folder: ``modules.json``, the Pooling module's
+    ``config.json`` (in the spelling every version reads), a Normalize
+    module when ``normalize``, and ``sentence_bert_config.json``.
+
+    Args:
+        folder: an HF encoder folder (``save_hf``'s).
+        pooling: ``mean``, ``cls`` or ``max``.
+        normalize: the vectors are of unit length.
+        hidden_size: the encoder's width (the vectors').
+        max_seq_length: the longest text in pieces (None: the model's).
+
+    Example:
+    >>> write_st_modules("hf_embedder", "mean", True, 384)  # doctest: +SKIP
+    """
+    if pooling not in _MODES:
+        raise ValueError(f"pooling {pooling!r} has no sentence-transformers module; "
+                         f"one of {', '.join(_MODES)} has")
+    modules = [("Transformer", ""), ("Pooling", "1_Pooling")]
+    if normalize:
+        modules.append(("Normalize", "2_Normalize"))
+    write_json(os.path.join(folder, MODULES_FILE), [
+        {"idx": i, "name": str(i), "path": path, "type": f"sentence_transformers.models.{kind}"}
+        for i, (kind, path) in enumerate(modules)])
+    os.makedirs(os.path.join(folder, "1_Pooling"), exist_ok=True)
+    flags = {flag: _OLD_FLAGS[flag] == pooling for flag in _OLD_FLAGS}
+    write_json(os.path.join(folder, "1_Pooling", "config.json"),
+               {"word_embedding_dimension": int(hidden_size), **flags})
+    if normalize:
+        os.makedirs(os.path.join(folder, "2_Normalize"), exist_ok=True)
+    write_json(os.path.join(folder, "sentence_bert_config.json"),
+               {"max_seq_length": max_seq_length, "do_lower_case": False})

@@ -172,3 +172,24 @@ def test_the_folder_exports_as_a_text_embedder_validated_on_its_pairs(embed_fold
         found = runner(feed)["embeddings"][0]
         assert abs(np.linalg.norm(found) - 1) < 1e-5
         assert float(np.dot(found, expected)) > 0.9999
+
+
+def test_convert_to_hf_writes_a_folder_sentence_transformers_loads(embed_folder, tmp_path,
+                                                                   capsys):
+    """The trained embedder goes out as sentence-transformers' folder: its
+    encode gives our vectors, and the folder reads back as it was."""
+    from sentence_transformers import SentenceTransformer
+
+    from albert_keras import TextEmbedder
+
+    out = str(tmp_path / "st")
+    capsys.readouterr()
+    assert main(["convert", "--to", "hf", embed_folder, "--out", out]) == 0
+    assert "sentence-transformers modules: mean pooling, normalized" in capsys.readouterr().out
+    texts = ["the quick fox", "markets and weather talk", "union"]
+    ours = TextEmbedder.from_preset(embed_folder, sequence_length=24).predict(texts)
+    theirs = SentenceTransformer(out, device="cpu").encode(texts)
+    np.testing.assert_allclose(theirs, ours, atol=1e-5)
+    back = TextEmbedder.from_preset(out, sequence_length=24)
+    assert (back.embedder.pooling, back.embedder.normalize) == ("mean", True)
+    np.testing.assert_allclose(back.predict(texts), ours, atol=1e-5)
