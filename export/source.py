@@ -16,9 +16,9 @@ from albert_keras.sources.layout import TASK_MODEL_FILE
 from albert_keras.sources.layout import folder_of
 from albert_keras.sources.layout import part_file
 from albert_keras.sources.registry import read_tokenizer
+from albert_keras.tasks.embed.embedder_source import EMBEDDER_DEFAULTS
+from albert_keras.tasks.embed.embedder_source import trained_choices
 from albert_keras.tasks.task import TaskSpec
-from albert_keras.tasks.text_embedder import EMBEDDER_DEFAULTS
-from albert_keras.tasks.text_embedder import trained_choices
 
 
 def load_source(origin, part="auto"):

@@ -128,14 +128,15 @@ def cut(arrays, rows, length, sequence_length, per_token):
         length: the batch's length.
         sequence_length: the arrays' full length.
         per_token: the names whose axis after the rows' (and choices') is the
-            sequence: the encoder inputs, and per-token targets.
+            sequence: the encoder inputs, and per-token targets; ``"a/b"``
+            names ``b`` inside the nested dict ``a`` alone.
     """
     if arrays is None:
         return None
     out = {}
     for name, value in arrays.items():
         if isinstance(value, dict):  # nested targets (a distiller's teacher and labels)
-            out[name] = cut(value, rows, length, sequence_length, per_token)
+            out[name] = cut(value, rows, length, sequence_length, _inside(per_token, name))
             continue
         value = np.asarray(value)[rows]
         if name in per_token:
@@ -143,6 +144,13 @@ def cut(arrays, rows, length, sequence_length, per_token):
             value = value[(slice(None),) * axis + (slice(0, length),)]
         out[name] = value
     return out
+
+
+def _inside(per_token, name):
+    """The per-token names that apply inside the nested dict ``name``: the
+    plain ones, and ``name/...``'s rest."""
+    return ({n for n in per_token if "/" not in n}
+            | {n.split("/", 1)[1] for n in per_token if n.startswith(name + "/")})
 
 
 def _sequence_axis(value, sequence_length):
@@ -203,7 +211,8 @@ def bucketed_dataset(parts, batch_size, seed, per_token=ENCODER_INPUTS):
 def _signature(arrays, per_token, sequence_length, tf):
     """The ``TensorSpec`` dict of a (nested) dict of arrays: any number of rows,
     and any length along the sequence for the per-token ones."""
-    return {name: _signature(v, per_token, sequence_length, tf) if isinstance(v, dict)
+    return {name: _signature(v, _inside(per_token, name), sequence_length, tf)
+            if isinstance(v, dict)
             else _spec(np.asarray(v), name in per_token, sequence_length, tf)
             for name, v in arrays.items()}
 

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 
 from albert_keras.data.length_buckets import ENCODER_INPUTS
+from albert_keras.data.length_buckets import along_the_sequence
 from albert_keras.data.length_buckets import bucketed_dataset
 from albert_keras.drivers.distill_config import DistillConfig
 from albert_keras.families import build_backbone
@@ -236,6 +237,9 @@ class _Taught:
     teacher_scores: dict
     vocab_size: int
     teacher_encoder: object = None
+    # the teacher's outputs that run along the sequence (a QA model's start
+    # and end logits): cut with the inputs when batches are bucketed by length
+    along: tuple = ()
 
 
 def _teach(teacher, paths, unlabeled, cfg):
@@ -263,6 +267,9 @@ def _teach(teacher, paths, unlabeled, cfg):
     # The layer stage runs the teacher's encoder in every step; without it
     # the teacher is no longer needed.
     taught.teacher_encoder = teacher_model.encoder if cfg.layer_epochs else None
+    if np.ndim(x["padding_mask"]) == 2:  # [rows, choices, S] inputs have none
+        taught.along = tuple(f"teacher/{name}" for name in sorted(
+            along_the_sequence(teacher_model)))
     del teacher_model
     if taught.teacher_encoder is None:
         keras.backend.clear_session()
@@ -349,7 +356,8 @@ def _soft_target_dataset(taught, cfg):
     targets = {"teacher": taught.teacher_out, "labels": labels, "label_weight": label_weight}
     if cfg.length_buckets:
         return bucketed_dataset((taught.x, targets), cfg.batch_size, cfg.seed,
-                                ENCODER_INPUTS + tuple(taught.task.per_token_targets))
+                                ENCODER_INPUTS + tuple(taught.task.per_token_targets)
+                                + taught.along)
     ds = tf.data.Dataset.from_tensor_slices((taught.x, targets))
     ds = ds.shuffle(taught.rows, seed=cfg.seed, reshuffle_each_iteration=True)
     return ds.batch(cfg.batch_size, drop_remainder=taught.rows >= cfg.batch_size).prefetch(2)

@@ -4,46 +4,17 @@ import keras
 import numpy as np
 
 from albert_keras.data.length_buckets import predict_in_buckets
-from albert_keras.models.task_models.in_batch_negatives import InBatchNegatives
 from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
-from albert_keras.optimizers.optimizer import make_optimizer
-from albert_keras.sources.model_source import ModelSource
-from albert_keras.tasks.embed.st_folder import is_st_folder
-from albert_keras.tasks.embed.st_folder import read_st_folder
-from albert_keras.tasks.pair_batches import packed_columns
-from albert_keras.tasks.pair_batches import pair_batches
+from albert_keras.tasks.embed.embed_run import train_pairs
+from albert_keras.tasks.embed.embedder_source import EMBEDDER_DEFAULTS
+from albert_keras.tasks.embed.embedder_source import embedder_source
+from albert_keras.tasks.embed.pairs import python_pairs
+from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.python_inputs import python_examples
+from albert_keras.tasks.registry import get_task
+from albert_keras.tasks.task_run import TaskSets
+from albert_keras.tasks.task_run import task_spec
 from albert_keras.text.packer import pack_texts
-
-# What an embedder pools when neither the caller nor the folder says.
-EMBEDDER_DEFAULTS = {"pooling": "mean", "layers": (-1,), "combine": "concat", "normalize": False}
-
-
-def trained_choices(origin):
-    """The pooling choices of a folder whose model is an embedder trained
-    here (``finetune --task embed``) or a sentence-transformers folder's
-    (its ``modules.json``), else {}."""
-    if is_st_folder(origin.path):
-        found = read_st_folder(origin.path)
-        return {"pooling": found["pooling"], "normalize": found["normalize"]}
-    if not origin.task_spec or origin.is_checkpoint:
-        return {}
-    model, _ = origin.task_model()
-    if not isinstance(model, SentenceEmbedder):
-        return {}
-    return {"pooling": model.pooling, "layers": tuple(model.layers_),
-            "combine": model.combine, "normalize": model.normalize}
-
-
-def embedder_source(source, tokenizer=None):
-    """``(ModelSource of the encoder, its folder's pooling choices)`` for
-    ``source``: a sentence-transformers folder's transformer may sit in a
-    subfolder (``0_Transformer/``)."""
-    origin = ModelSource(str(source), tokenizer)
-    trained = trained_choices(origin)
-    if is_st_folder(origin.path):
-        origin = ModelSource(read_st_folder(origin.path)["encoder"], tokenizer)
-    return origin, trained
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -121,8 +92,10 @@ class TextEmbedder(keras.Model):
         hard negatives when given), sentence-transformers'
         ``MultipleNegativesRankingLoss`` (``InBatchNegatives``).
 
-        AdamW with weight decay 0.01 (not on norms and biases), the rate
-        warmed up over the first 10% of the steps, then decayed linearly.
+        The run of ``albert-keras finetune --task embed`` (``train_pairs``):
+        AdamW with weight decay 0.01 (not on norms and biases), gradients
+        clipped to norm 1, the rate warmed up over the first 10% of the
+        steps, then decayed linearly.
 
         Args:
             anchors: texts (queries, questions, headlines).
@@ -143,20 +116,18 @@ class TextEmbedder(keras.Model):
         >>> model = TextEmbedder.from_preset("runs/minilm", normalize=True)  # doctest: +SKIP
         >>> model.fit(["capital of France?"] * 32, ["Paris is France's capital."] * 32)  # doctest: +SKIP
         """
-        columns = {"anchor": anchors, "positive": positives}
-        if negatives is not None:
-            columns["negative"] = negatives
-        packed = packed_columns(self.tokenizer, columns, self.sequence_length)
+        settings = FinetuneConfig(task="embed", epochs=int(epochs), batch_size=int(batch_size),
+                                  learning_rate=learning_rate, scale=scale,
+                                  symmetric=symmetric, seed=seed,
+                                  sequence_length=self.sequence_length)
+        settings.validate()
+        task, spec = get_task("embed"), task_spec(settings)
+        data = task.from_examples(python_pairs(anchors, positives, negatives), spec,
+                                  self.tokenizer)
         keras.utils.set_random_seed(seed)
-        dataset = pair_batches(packed, int(batch_size), seed, symmetric)
-        steps = max(1, len(packed["anchor"]["token_ids"]) // int(batch_size)) * int(epochs)
-        scorer = InBatchNegatives(self.embedder, scale=scale, symmetric=symmetric)
-        scorer.compile(optimizer=make_optimizer("adamw", learning_rate=learning_rate,
-                                                total_steps=steps,
-                                                warmup_steps=int(0.1 * steps)),
-                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        # the dataset shuffles itself (Keras warns on shuffle=True with one)
-        return scorer.fit(dataset, epochs=int(epochs), shuffle=False, verbose=verbose)
+        history, _ = train_pairs(task, self.embedder, (spec, TaskSets(data), settings),
+                                 where="anchors", verbose=verbose)
+        return history
 
     def predict(self, x, batch_size=64, length_buckets=True, verbose="auto"):
         """``[n, width]`` float32 vectors of Python texts (or pairs), in

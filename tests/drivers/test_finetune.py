@@ -256,7 +256,9 @@ def test_best_epoch_stops_after_patience_and_restores_the_best_weights():
 
     from albert_keras.tasks.best_epoch import BestEpoch
 
-    class Scripted:  # a task whose eval scores follow a script
+    from albert_keras.tasks.task import Task
+
+    class Scripted(Task):  # a task whose eval scores follow a script
         name = "scripted"
         scores = iter([0.5, 0.7, 0.6, 0.65, 0.9])
 

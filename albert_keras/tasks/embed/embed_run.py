@@ -24,9 +24,10 @@ from albert_keras.precision import resolve_precision
 from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.layout import TASK_MODEL_FILE
+from albert_keras.tasks.embed.embedder_source import embedder_source
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import fit_length
-from albert_keras.tasks.pair_batches import pair_batches
+from albert_keras.tasks.embed.pair_batches import pair_batches
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task_run import eval_scores
 from albert_keras.tasks.task_run import fit_with_selection
@@ -35,7 +36,6 @@ from albert_keras.tasks.task_run import task_optimizer
 from albert_keras.tasks.task_run import task_spec
 from albert_keras.tasks.task_run import truncation_report
 from albert_keras.tasks.task_run import with_size_defaults
-from albert_keras.tasks.text_embedder import embedder_source
 
 logger = logging.getLogger(__name__)
 
@@ -80,13 +80,10 @@ def finetune_embedder(task, run):
         tokenizer = embedder.encoder.tokenizer
         sets, spec = read_task_sets(task, task_spec(cfg), tokenizer, run.paths,
                                     cfg.validation_split, cfg.seed)
-        if len(sets.train) < cfg.batch_size:
-            raise ValueError(f"{run.paths[0]}: {len(sets.train)} training pairs, fewer than one "
-                             f"batch of {cfg.batch_size}; lower "
-                             f"{name_of(FinetuneConfig, 'batch_size')}")
         cut = truncation_report(sets.train, spec.sequence_length,
                                 embedder.encoder.config.max_position_embeddings)
-        history, best = train_pairs(task, embedder, (spec, sets, cfg), tmp, run.callbacks)
+        history, best = train_pairs(task, embedder, (spec, sets, cfg), run.paths[0], tmp,
+                                    run.callbacks)
         result = {"train_loss": float(history.history["loss"][-1]),
                   "precision": embedder.encoder.dtype_policy.name, **cut,
                   **getattr(history, "timing", {})}
@@ -117,28 +114,35 @@ def _embedder(origin, trained, cfg):
     return SentenceEmbedder(encoder, pooling=pooling, normalize=True, name="embedder"), cfg
 
 
-def train_pairs(task, embedder, run, folder=None, callbacks=()):
-    """Trains ``embedder`` on the training pairs with in-batch negatives.
+def train_pairs(task, embedder, run, where="the training file", folder=None, callbacks=(),  # noqa: PLR0913 (the run, and how it is named, kept and shown)
+                verbose=2):
+    """Trains ``embedder`` on the training pairs with in-batch negatives:
+    ``finetune --task embed``'s and ``TextEmbedder.fit``'s one loop.
 
     Args:
         task: the ``Embed`` task unit.
         embedder: the ``SentenceEmbedder``.
         run: ``(spec, sets, cfg)``: the scale and direction (``spec``), the
             pairs (``TaskSets``) and the optimizer's settings.
+        where: what errors call the training pairs.
         folder: where ``metrics.csv`` goes (None: nowhere).
         callbacks: more Keras callbacks.
+        verbose: Keras' ``verbose``.
 
     Returns:
         ``(history, best)`` as ``fit_with_selection``'s.
     """
     spec, sets, cfg = run
+    if len(sets.train) < cfg.batch_size:
+        raise ValueError(f"{where}: {len(sets.train)} training pairs, fewer than one batch of "
+                         f"{cfg.batch_size}; lower {name_of(FinetuneConfig, 'batch_size')}")
     dataset = pair_batches(sets.train.x, cfg.batch_size, cfg.seed, spec.symmetric)
     total = (len(sets.train) // cfg.batch_size) * cfg.epochs
     scorer = InBatchNegatives(embedder, scale=spec.scale, symmetric=spec.symmetric)
     scorer.compile(optimizer=task_optimizer(cfg, embedder.encoder, total),
                    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return fit_with_selection(scorer, dataset, (task, spec, sets, cfg, total), folder,
-                              callbacks)
+                              callbacks, verbose=verbose)
 
 
 def evaluate_embedder(task, folder, path, batch_size=64, length_buckets=True):

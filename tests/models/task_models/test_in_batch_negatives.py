@@ -87,8 +87,9 @@ def test_fit_on_pairs_makes_each_anchor_find_its_positive(init_folder):
 
 @pytest.mark.parametrize("columns, message", [
     ({"anchors": ["a b", "c d"], "positives": ["e f"]}, "the columns differ in length"),
-    ({"anchors": ["a b", " "], "positives": ["e f", "g h"]}, r"anchor\[1\]: the text is empty"),
-    ({"anchors": ["a b", "c d"], "positives": ["e f", "g h"]}, "2 pairs, fewer than one batch"),
+    ({"anchors": ["a b", " "], "positives": ["e f", "g h"]}, r"anchors\[1\]: empty text"),
+    ({"anchors": ["a b", "c d"], "positives": ["e f", "g h"]},
+     "anchors: 2 training pairs, fewer than one batch of 8; lower batch_size"),
 ])
 def test_bad_pairs_are_refused_in_one_line(init_folder, columns, message):
     from albert_keras import TextEmbedder

@@ -4,34 +4,6 @@ training: each column packed alone, each batch cut to its longest row."""
 import numpy as np
 import tensorflow as tf
 
-from albert_keras.tasks.python_inputs import python_examples
-from albert_keras.text.packer import pack_texts
-
-COLUMNS = ("anchor", "positive", "negative")
-
-
-def packed_columns(tokenizer, columns, sequence_length):
-    """``{column: encoder inputs}`` of Python texts, checked: every column
-    a list of non-empty strings, all of one length.
-
-    Args:
-        tokenizer: the host-side tokenizer.
-        columns: ``{"anchor": texts, "positive": texts}`` and optionally
-            ``"negative"``.
-        sequence_length: texts are cut to this many pieces.
-    """
-    texts = {}
-    for name, column in columns.items():
-        examples = python_examples(column, None, name)
-        if examples.pairs is not None:  # empty texts were refused there, by row
-            raise ValueError(f"{name}: one text a row, not pairs")
-        texts[name] = examples.texts
-    counts = {name: len(t) for name, t in texts.items()}
-    if len(set(counts.values())) > 1:
-        raise ValueError("the columns differ in length: " + ", ".join(
-            f"{name} {count}" for name, count in counts.items()))
-    return {name: pack_texts(tokenizer, t, None, sequence_length) for name, t in texts.items()}
-
 
 def pair_batches(packed, batch_size, seed, symmetric=False):
     """A ``tf.data.Dataset`` of ``(columns, labels)``: shuffled every epoch
