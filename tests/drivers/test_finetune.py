@@ -255,7 +255,6 @@ def test_best_epoch_stops_after_patience_and_restores_the_best_weights():
     import keras
 
     from albert_keras.tasks.best_epoch import BestEpoch
-
     from albert_keras.tasks.task import Task
 
     class Scripted(Task):  # a task whose eval scores follow a script

@@ -25,9 +25,9 @@ from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.layout import TASK_MODEL_FILE
 from albert_keras.tasks.embed.embedder_source import embedder_source
+from albert_keras.tasks.embed.pair_batches import pair_batches
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import fit_length
-from albert_keras.tasks.embed.pair_batches import pair_batches
 from albert_keras.tasks.task import TaskSpec
 from albert_keras.tasks.task_run import eval_scores
 from albert_keras.tasks.task_run import fit_with_selection
