@@ -248,6 +248,8 @@ def _teach(teacher, paths, unlabeled, cfg):
     teacher_model, spec_json = source.task_model()
     spec = TaskSpec.from_json(spec_json, os.path.join(teacher, TASK_FILE))
     task = get_task(spec.task)
+    if task.python_class is None:  # its own run (an embedder): no student head to build
+        raise ValueError(f"{teacher}: {task.name} folders are not distilled here yet")
     pieces = source.tokenizer
     sets, _ = read_task_sets(task, spec, pieces, paths, cfg.validation_split, cfg.seed)
     extra_x = _unlabelled_rows(task, spec, pieces, unlabeled, cfg)

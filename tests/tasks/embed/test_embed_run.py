@@ -139,10 +139,17 @@ def test_embed_settings_are_refused_for_other_tasks_and_bad_files_named(
     assert not os.path.exists(out)
 
 
-def test_predict_on_an_embed_folder_says_what_reads_it(embed_folder, pair_files, capsys):
+def test_predict_and_distill_on_an_embed_folder_say_so(embed_folder, pair_files, tmp_path,
+                                                        capsys):
     assert main(["predict", embed_folder, "--input", pair_files["eval"]]) == 2
     err = capsys.readouterr().err
     assert "the embed task has no task object" in err and "albert-keras embed" in err
+    out = str(tmp_path / "student")
+    assert main(["distill", "--teacher", embed_folder, "--train", pair_files["train"],
+                 "--out", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "embed folders are not distilled here yet" in err and len(err.splitlines()) == 1
+    assert not os.path.exists(out)
 
 
 def test_the_folder_exports_as_a_text_embedder_validated_on_its_pairs(embed_folder, pair_files,
