@@ -8,7 +8,6 @@ from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 from albert_keras.tasks.embed.embed_run import train_pairs
 from albert_keras.tasks.embed.embedder_source import EMBEDDER_DEFAULTS
 from albert_keras.tasks.embed.embedder_source import embedder_source
-from albert_keras.tasks.embed.pairs import python_pairs
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.python_inputs import python_examples
 from albert_keras.tasks.registry import get_task
@@ -122,8 +121,8 @@ class TextEmbedder(keras.Model):
                                   sequence_length=self.sequence_length)
         settings.validate()
         task, spec = get_task("embed"), task_spec(settings)
-        data = task.from_examples(python_pairs(anchors, positives, negatives), spec,
-                                  self.tokenizer)
+        pairs = (anchors, positives) if negatives is None else (anchors, positives, negatives)
+        data, _ = task.from_python(pairs, None, spec, self.tokenizer, name="anchors")
         keras.utils.set_random_seed(seed)
         history, _ = train_pairs(task, self.embedder, (spec, TaskSets(data), settings),
                                  where="anchors", verbose=verbose)

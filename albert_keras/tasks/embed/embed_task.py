@@ -3,7 +3,6 @@ vector of the text that answers it (in-batch negatives on text pairs)."""
 
 import numpy as np
 
-from albert_keras.data.length_buckets import predict_in_buckets
 from albert_keras.tasks.embed import embed_run
 from albert_keras.tasks.embed.pairs import corpus_of
 from albert_keras.tasks.embed.pairs import pack_pairs
@@ -58,12 +57,9 @@ class Embed(Task):
         """``{column: [N, D] vectors}`` of each column's texts, from the
         embedder (of an ``InBatchNegatives`` in training)."""
         embedder = getattr(model, "embedder", model)
-        vectors = {}
-        for name, x in data.x.items():
-            found = (predict_in_buckets(embedder, x, batch_size) if length_buckets else
-                     embedder.predict(x, batch_size=batch_size, verbose=0))
-            vectors[name] = np.asarray(found["embeddings"], np.float32)
-        return vectors
+        return {name: np.asarray(super(Embed, self).outputs(
+                    embedder, TaskData(x), batch_size, length_buckets)["embeddings"], np.float32)
+                for name, x in data.x.items()}
 
     def score(self, spec, data, outputs):
         """Retrieval over the file: each anchor against the distinct
