@@ -50,15 +50,17 @@ def read_pairs(path, anchor_column="anchor", positive_column="positive", negativ
 
     Args:
         path: the file.
-        anchor_column, positive_column: the two texts' columns.
+        anchor_column: the anchors' column.
+        positive_column: the positives' column.
         negative_column: the hard negatives' column, or None.
 
     Returns:
         ``PairExamples``.
 
     Example:
-    >>> read_pairs("pairs.csv").columns["anchor"][:1]  # doctest: +SKIP
-    ['capital of France?']
+        ```python
+        read_pairs("pairs.csv").columns["anchor"][:1]  # ['capital of France?']
+        ```
     """
     rows, columns = readers.read_rows(path)
     if not rows:
