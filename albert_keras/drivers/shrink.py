@@ -24,8 +24,10 @@ From a fine-tuned classifier folder (the teacher), on the user's own rows:
    accuracy, copied to ``recommended.tflite`` (with metadata when asked).
 
 Resumable: each finished step leaves its result under ``DIR/results/``; a
-run started again on the same ``DIR`` skips them. ``max_minutes`` stops
-before a new candidate once the budget is spent.
+run started again on the same ``DIR`` skips them. ``max_minutes`` holds
+for the whole run, the candidate under way included (``ShrinkBudget``): a
+file or a student starts only where it fits, and a student's distillation
+stops early to leave time for its files.
 """
 
 import dataclasses
@@ -33,10 +35,11 @@ import functools
 import logging
 import os
 import shutil
-import time
 
 from albert_keras.drivers.shrink_baselines import baseline_rows
 from albert_keras.drivers.shrink_baselines import tfidf_accuracy
+from albert_keras.drivers.shrink_budget import MIN_TRAINING_SECONDS
+from albert_keras.drivers.shrink_budget import ShrinkBudget
 from albert_keras.drivers.shrink_config import INT8_REMEDIES
 from albert_keras.drivers.shrink_config import ShrinkConfig
 from albert_keras.drivers.shrink_config import export_fields
@@ -60,6 +63,17 @@ class ShrinkError(ValueError):
     """A ``shrink`` request that cannot run (one line, found before the work)."""
 
 
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What every step of one run reads: the rows (eval, train), its folder,
+    the settings and the clock."""
+
+    paths: tuple
+    out_dir: str
+    cfg: ShrinkConfig
+    budget: ShrinkBudget
+
+
 def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
     """Distils, exports and measures candidates; returns the table's rows.
 
@@ -81,25 +95,22 @@ def shrink(teacher, train_path, eval_path, out_dir, cfg=None, unlabeled=None):
     cfg = cfg or ShrinkConfig()
     cfg.validate()
     _check_request(teacher, (train_path, eval_path, unlabeled), out_dir)
-    started = time.monotonic()
+    run = _Run((eval_path, train_path), out_dir, cfg, ShrinkBudget(cfg.max_minutes))
     os.makedirs(os.path.join(out_dir, "results"), exist_ok=True)
     write_json(os.path.join(out_dir, "shrink_run.json"),
                {"format": SHRINK_FORMAT, "teacher": os.path.abspath(teacher),
                 "config": dataclasses.asdict(cfg)})
-    rows = _files_of(TEACHER, teacher, eval_path, train_path, out_dir, cfg)
+    rows = _files_of(TEACHER, teacher, run)
     references = {}
     if cfg.baselines:
         spec = ModelSource(teacher).task_spec
         rows += baseline_rows(spec, (train_path, eval_path), out_dir, cfg)
         references = _references(spec, (train_path, eval_path), out_dir)
     for student in cfg.students:
-        name = student_name(student)
-        if cfg.max_minutes is not None and time.monotonic() - started > 60 * cfg.max_minutes:
-            logger.info(f"--max-minutes {cfg.max_minutes:g} spent: {name} and later "
-                        f"students not tried")
+        folder = _student(student, teacher, run, unlabeled)
+        if folder is None:
             break
-        folder = _student(student, teacher, (train_path, eval_path), out_dir, cfg, unlabeled)
-        rows += _files_of(name, folder, eval_path, train_path, out_dir, cfg)
+        rows += _files_of(student_name(student), folder, run)
     best = recommend(rows, cfg.tolerance)
     if best is not None:
         _ship(best, out_dir, cfg, (eval_path, train_path))
@@ -135,17 +146,22 @@ def _references(spec, paths, out_dir):
     return read_json(path)
 
 
-def _student(student, teacher, paths, out_dir, cfg, unlabeled):  # noqa: PLR0913 (the run's files and settings)
-    """The student's folder, distilled now or by an earlier run; ``student``
-    is a preset (new weights) or a pretrained model folder (its weights)."""
+def _student(student, teacher, run, unlabeled):
+    """The student's folder, distilled now or by an earlier run (None when
+    the time left cannot train it and measure its files); ``student`` is a
+    preset (new weights) or a pretrained model folder (its weights)."""
     from albert_keras.drivers.distill import distill
     from albert_keras.drivers.distill_config import DistillConfig
 
-    name = student_name(student)
-    folder = os.path.join(out_dir, "students", name)
+    cfg, name = run.cfg, student_name(student)
+    folder = os.path.join(run.out_dir, "students", name)
     if os.path.isfile(os.path.join(folder, "task.json")):
         logger.info(f"{name}: distilled by an earlier run")
         return folder
+    if run.budget.training_seconds(len(cfg.modes)) < MIN_TRAINING_SECONDS:
+        logger.info(f"--max-minutes {cfg.max_minutes:g}: too little time left for {name} "
+                    f"and its files; it and later students not tried")
+        return None
     logger.info(f"distilling {name} ...")
     fields = {"seed": cfg.seed}
     if os.path.exists(student):
@@ -154,41 +170,52 @@ def _student(student, teacher, paths, out_dir, cfg, unlabeled):  # noqa: PLR0913
         fields.update(student=student, student_overrides=cfg.student_overrides)
     if cfg.epochs is not None:
         fields["epochs"] = cfg.epochs
-    distill(teacher, *paths, folder, DistillConfig(**fields), unlabeled=unlabeled)
+    stop = run.budget.deadline_callback(len(cfg.modes))
+    distill(teacher, run.paths[1], run.paths[0], folder, DistillConfig(**fields),
+            unlabeled=unlabeled, callbacks=() if stop is None else (stop,))
     return folder
 
 
-def _files_of(name, folder, eval_path, train_path, out_dir, cfg):  # noqa: PLR0913 (one candidate and the run's settings)
+def _files_of(name, folder, run):
     """One row per mode: the file's size, latency and accuracy (or why it
-    failed validation); then int8's remedies where they apply."""
+    failed validation); then int8's remedies where they apply. A file the
+    time left cannot hold is left out (a later run on the folder measures it)."""
     params = functools.cache(lambda: _parameters(folder))
-    paths = (eval_path, train_path)
-    rows = [_row(name, folder, mode, paths, out_dir, cfg, params) for mode in cfg.modes]
-    last = next((r for r in rows if r["mode"] == "int8"), None)
+    cfg = run.cfg
+    rows = [_row(name, folder, mode, run, params) for mode in cfg.modes]
+    last = next((r for r in rows if r is not None and r["mode"] == "int8"), None)
     for mode in INT8_REMEDIES if last is not None and cfg.int8_remedies != "never" else ():
         if cfg.int8_remedies == "auto" and not loses_to_float(last, cfg.tolerance):
             break
-        last = _row(name, folder, mode, paths, out_dir, cfg, params)
+        last = _row(name, folder, mode, run, params)
+        if last is None:
+            break
         rows.append(last)
-    return rows
+    return [row for row in rows if row is not None]
 
 
-def _row(name, folder, mode, paths, out_dir, cfg, params):  # noqa: PLR0913 (one file and the run's settings)
-    """A file's row, measured now or read from an earlier run's result."""
-    result_path = os.path.join(out_dir, "results", f"{name}_{mode}.json")
+def _row(name, folder, mode, run, params):
+    """A file's row, measured now or read from an earlier run's result;
+    None when it is not on record and does not fit in the time left."""
+    result_path = os.path.join(run.out_dir, "results", f"{name}_{mode}.json")
     if not os.path.isfile(result_path):
-        row = {"candidate": name, "mode": mode, "params": params(),
-               **_measure_file(name, folder, mode, paths, out_dir, cfg)}
-        write_json(result_path, row)
+        if not run.budget.fits_file():
+            logger.info(f"--max-minutes {run.cfg.max_minutes:g}: no time left for "
+                        f"{name} ({mode})")
+            return None
+        measured = run.budget.measure_file(lambda: _measure_file(name, folder, mode, run))
+        write_json(result_path, {"candidate": name, "mode": mode, "params": params(),
+                                 **measured})
     return read_json(result_path)
 
 
-def _measure_file(name, folder, mode, paths, out_dir, cfg):  # noqa: PLR0913 (one file and the run's settings)
-    path = os.path.join(out_dir, "files", f"{name}_{mode}.tflite")
+def _measure_file(name, folder, mode, run):
+    path = os.path.join(run.out_dir, "files", f"{name}_{mode}.tflite")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     logger.info(f"exporting {name} ({mode}) ...")
-    row = measure_export(folder, path, _export_config(mode, *paths, overwrite=True), cfg)
-    return {"file": os.path.relpath(path, out_dir), **row}
+    row = measure_export(folder, path, _export_config(mode, *run.paths, overwrite=True),
+                         run.cfg)
+    return {"file": os.path.relpath(path, run.out_dir), **row}
 
 
 def measure_export(folder, path, export_cfg, cfg):

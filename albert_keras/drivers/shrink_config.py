@@ -62,8 +62,10 @@ class ShrinkConfig:
         runs: timed runs per file.
         epochs: the students' distillation epochs (None: distillation's
             default for the student's width).
-        max_minutes: stop starting new candidates after this many minutes;
-            the table holds those that finished.
+        max_minutes: the whole run's time limit, the candidate under way
+            included: a file or student starts only where it fits (by the
+            slowest file so far) and a student's distillation stops early
+            to leave time for its files; the table holds what finished.
         metadata: the recommended file carries TFLite Model Metadata for
             MediaPipe and the Task Library (and MediaPipe runs it first).
         seed: the students' seed.
@@ -98,7 +100,9 @@ class ShrinkConfig:
     epochs: int = option(None, "distillation epochs of each student",
                          auto="distillation's default for the student's width",
                          valid="[1, inf)")
-    max_minutes: float = option(None, "start no new candidate after this many minutes",
+    max_minutes: float = option(None, "the whole run's time limit: files and students start only "
+                                      "where they fit, distillation stops early to leave "
+                                      "time for the files",
                                 valid="(0, inf)")
     metadata: bool = option(False, "the recommended file carries MediaPipe's metadata "
                                    "(MediaPipe runs it before it is written)")

@@ -205,18 +205,19 @@ def test_auto_remedies_stop_at_the_first_that_keeps_the_accuracy(monkeypatch, tm
     from albert_keras.drivers import shrink as module
 
     def scripted(accuracies):
-        def row(name, folder, mode, paths, out_dir, cfg, params):
+        def row(name, folder, mode, run, params):
             return {"candidate": name, "mode": mode, "validated": True, "keras_accuracy": 0.9,
                     "tflite_accuracy": accuracies[mode]}
         return row
     cfg = ShrinkConfig(modes=("dynamic", "int8"), tolerance=0.01)
     losing = {"dynamic": 0.9, "int8": 0.6, "int8+float1": 0.7, "int8+float2": 0.895,
               "int8+float4": 0.9, "int8+float8": 0.9, "qat": 0.9}
+    run = module._Run(("e", "t"), str(tmp_path), cfg, module.ShrinkBudget(None))
     monkeypatch.setattr(module, "_row", scripted(losing))
-    modes = [r["mode"] for r in module._files_of("s", "f", "e", "t", str(tmp_path), cfg)]
+    modes = [r["mode"] for r in module._files_of("s", "f", run)]
     assert modes == ["dynamic", "int8", "int8+float1", "int8+float2"]
     monkeypatch.setattr(module, "_row", scripted({**losing, "int8": 0.895}))
-    modes = [r["mode"] for r in module._files_of("s", "f", "e", "t", str(tmp_path), cfg)]
+    modes = [r["mode"] for r in module._files_of("s", "f", run)]
     assert modes == ["dynamic", "int8"]
 
 
