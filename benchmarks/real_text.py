@@ -28,7 +28,9 @@ seconds go (import, loading, tokenizing, the first step with its tracing,
 the other steps, writing), and one text at a time, as a service answers
 requests (``TextClassifier.predict([text])``, on TensorFlow and in LiteRT
 (``runtime="litert"``), against ``pipeline([text])``: the median latency,
-and the seconds to load). Medians of the repeats; the CPU and its matrix features
+and the seconds to load; ``ours_auto`` is the default runtime, which runs
+one text in the LiteRT file ``finetune`` kept; requests of 2 and 4 texts
+too, where TensorFlow's batching meets LiteRT's row by row). Medians of the repeats; the CPU and its matrix features
 are named in the results. Needs the ``bench`` extra (transformers, torch,
 accelerate; the rows are fed as lists).
 
@@ -219,20 +221,28 @@ texts = [r["text"] for r in csv.DictReader(open(path, encoding="utf-8"))][:int(c
 began = time.perf_counter()
 if side.startswith("ours"):  # ours: TensorFlow's graph; ours_litert: LiteRT's XNNPACK
     from albert_keras.tasks.classify.text_classifier import TextClassifier
-    model = TextClassifier.load(folder, runtime="litert" if side == "ours_litert" else "keras")
-    answer = lambda text: model.predict([text])
+    runtime = {"ours": "keras", "ours_litert": "litert", "ours_auto": "auto"}[side]
+    model = TextClassifier.load(folder, runtime=runtime)
+    answer = lambda some: model.predict(some)
 else:
     from transformers import pipeline
     classify = pipeline("text-classification", model=folder, device=-1)
-    answer = lambda text: classify([text], truncation=True, max_length=128)
+    answer = lambda some: classify(some, truncation=True, max_length=128)
 load = time.perf_counter() - began
-seconds = []
-for text in texts:
-    began = time.perf_counter()
-    answer(text)
-    seconds.append(time.perf_counter() - began)
-print("RESULT " + json.dumps({"load": load, "first": seconds[0],
-                             "median": float(np.median(seconds[5:]))}))
+
+def timed(size):
+    seconds = []
+    for i in range(0, len(texts) - size + 1, size):
+        began = time.perf_counter()
+        answer(texts[i:i + size])
+        seconds.append(time.perf_counter() - began)
+    return seconds
+
+seconds = timed(1)
+found = {"load": load, "first": seconds[0], "median": float(np.median(seconds[5:]))}
+for size in (2, 4):  # a request of a few texts
+    found[f"median_{size}"] = float(np.median(timed(size)[2:]))
+print("RESULT " + json.dumps(found))
 """
 
 
@@ -393,7 +403,9 @@ def _splits(folder, files, work, case, out, hf_out, args):
              "one_text_latency_s": latency,
              "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
              "latency_litert_speedup_vs_hf":
-             latency["hf"]["median"] / latency["ours_litert"]["median"]}
+             latency["hf"]["median"] / latency["ours_litert"]["median"],
+             "latency_auto_speedup_vs_hf":
+             latency["hf"]["median"] / latency["ours_auto"]["median"]}
     if args.also_precision:
         name = f"ours_{args.also_precision}"
         latency[name] = _child(LATENCY, "ours", out + "_" + args.also_precision,
@@ -426,7 +438,8 @@ def _measure_latency(folder, files, work, case, args):
     return {"pieces": files["pieces"], "one_text_latency_s": latency,
             "latency_speedup_vs_hf": latency["hf"]["median"] / latency["ours"]["median"],
             "latency_litert_speedup_vs_hf":
-            latency["hf"]["median"] / latency["ours_litert"]["median"]}
+            latency["hf"]["median"] / latency["ours_litert"]["median"],
+            "latency_auto_speedup_vs_hf": latency["hf"]["median"] / latency["ours_auto"]["median"]}
 
 
 def _latency(out, hf_out, path, repeats):
@@ -434,7 +447,7 @@ def _latency(out, hf_out, path, repeats):
     interleaved repeat by repeat: ``{side: {load, first, median}}``, the
     medians over the repeats (ours, ours_litert: the same folder in LiteRT,
     hf: the pipeline)."""
-    runs = {"ours": [], "ours_litert": [], "hf": []}
+    runs = {"ours": [], "ours_auto": [], "ours_litert": [], "hf": []}
     for _ in range(repeats):
         for side in runs:
             runs[side].append(_child(LATENCY, side, hf_out if side == "hf" else out, path,
@@ -479,9 +492,9 @@ def _print(results):
     print(f"{results['cpu']}, {results['cores']} cores; {results['model']}; batch "
           f"{BATCH}, sequence length {SEQ}")
     if all("median_s" not in r for r in results["cases"].values()):  # --latency-only
-        _table(results, "pieces mean/p95/max | one text: ours / ours in LiteRT / HF (ms) | "
-               "HF/ours (LiteRT) | load: ours / LiteRT / HF (s)", "---|---|---:|---",
-               _latency_cells)
+        _table(results, "pieces mean/p95/max | one text: ours keras / auto / LiteRT / HF "
+               "(ms) | HF/ours (LiteRT) | load: keras / auto / LiteRT / HF (s) | 2, 4 texts "
+               "(ms): keras; auto; LiteRT; HF", "---|---|---:|---|---", _latency_cells)
         return
     _table(results, "pieces mean/p95/max | fine-tune: ours / fixed / HF Trainer (s) | HF/ours "
            "| predict: ours / fixed / HF pipeline (s) | HF/ours", "---|---|---:|---|---:",
@@ -546,11 +559,14 @@ def _predict_split_cells(r):
 
 def _latency_cells(r):
     p, lat = r["pieces"], r["one_text_latency_s"]
-    sides = ("ours", "ours_litert", "hf")
+    sides = [s for s in ("ours", "ours_auto", "ours_litert", "hf") if s in lat]
+    few = [s for s in sides if "median_2" in lat[s]]
     return (f"{p['mean']}/{p['p95']}/{p['max']} | "
             + " / ".join(f"{1000 * lat[s]['median']:.1f}" for s in sides)
             + f" | {r['latency_speedup_vs_hf']:.2f}x ({r['latency_litert_speedup_vs_hf']:.2f}x) | "
-            + " / ".join(f"{lat[s]['load']:.1f}" for s in sides))
+            + " / ".join(f"{lat[s]['load']:.1f}" for s in sides)
+            + " | " + "; ".join(f"{1000 * lat[s]['median_2']:.1f}, "
+                                f"{1000 * lat[s]['median_4']:.1f}" for s in few))
 
 
 def _split_cells(r):

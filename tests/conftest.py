@@ -3,6 +3,9 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+# no converted LiteRT files kept by the tests' fine-tunes (seconds each, in
+# the user's cache); tests of the cache give it a folder of their own
+os.environ.setdefault("ALBERT_KERAS_CACHE", "")
 
 
 import json  # noqa: E402

@@ -6,7 +6,9 @@ Phases: read and check the files (labels discovered on the training file)
 head, AdamW with warmup and linear decay, the best epoch) -> evaluation with
 the task's metrics -> the model folder (``model.keras``, ``spm.model``,
 ``task.json``, ``metrics.json``, ``train_config.json``, ``metrics.csv``),
-written under a temporary name and renamed at the end. The file-path
+written under a temporary name and renamed at the end -> a LiteRT copy of
+the folder's model kept in the converted-model cache (``keep_converted``),
+so that one text runs there by default (``runtime="auto"``). The file-path
 function is a convenience over the class: a Python ``fit`` with the same
 rows and settings trains the same model.
 """
@@ -14,6 +16,7 @@ rows and settings trains the same model.
 import dataclasses
 import logging
 import os
+import time
 
 import keras
 
@@ -23,6 +26,8 @@ from albert_keras.sources.folder_writing import write_task_folder
 from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.layout import TASK_MODEL_FILE
 from albert_keras.sources.model_source import ModelSource
+from albert_keras.tasks import litert_cache
+from albert_keras.tasks import litert_runtime
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.registry import get_task
 from albert_keras.tasks.task_run import FinetuneRun
@@ -102,7 +107,38 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
             {**dataclasses.asdict(cfg), "init": os.path.abspath(init),
              **{name: os.path.abspath(path) if path else None
                 for name, path in zip(("train", "eval", "validation"), paths)}})
+    keep_converted(out_dir)
     return result
+
+
+def keep_converted(folder):
+    """Converts the fine-tuned model of ``folder`` to LiteRT and keeps the
+    file in the converted-model cache (``litert_cache``), so that
+    ``predict`` of one text runs there by default; seconds (MiniLM-L6's
+    shape about 9 s), paid once here instead of at a user's first request.
+
+    The model is read back from the folder, as ``TextTask.load`` reads it
+    later, so the kept file is found by that key. Nothing happens where the
+    cache is turned off (``ALBERT_KERAS_CACHE=""``) or the model's kind does
+    not run in LiteRT; a conversion that fails is one warning (its
+    traceback under ``--verbose``), never the run's failure: the folder is
+    the result, and predictions then run on TensorFlow.
+    """
+    if litert_cache.cache_folder() is None:
+        return
+    began = time.perf_counter()
+    try:
+        model = TextTask.load(folder, runtime="keras")
+        if not litert_runtime.runs_in_litert(model.task_model):
+            return
+        litert_runtime.LiteRTRunner(model.task_model)  # converts and keeps
+    except Exception as e:  # noqa: BLE001 (only saves a later prediction time; see above)
+        logger.warning(f"{folder}: no LiteRT copy kept for one-text predictions "
+                       f"({type(e).__name__}: {e}); they run on TensorFlow",
+                       exc_info=logger.isEnabledFor(logging.DEBUG))
+        return
+    logger.info(f"kept a LiteRT copy for one-text predictions "
+                f"({time.perf_counter() - began:.1f} s)")
 
 
 def _log_rows(task_name, sets, spec):

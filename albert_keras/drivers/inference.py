@@ -16,14 +16,14 @@ from albert_keras.tasks.text_task import TextTask
 
 
 def evaluate(folder, path, batch_size=64, length_buckets=True, precision="auto",  # noqa: PLR0913 (the command's flags)
-             runtime="keras"):
+             runtime="auto"):
     """The task metrics of a fine-tuned folder on a labelled file (rows
     batched by length unless ``length_buckets`` is False; ``precision`` and
     ``runtime`` as ``predict``'s). A task that scores its own folders (an
     embedder on pairs: retrieval) takes them in Keras."""
     task = folder_task(folder)
     if task is not None and task.evaluate_folder is not None:
-        if runtime != "keras" or precision != "auto":
+        if runtime not in ("auto", "keras") or precision != "auto":
             raise ValueError(f"{folder}: a {task.name} folder is scored in Keras; --runtime "
                              "and --precision do not apply")
         return task.evaluate_folder(folder, path, batch_size, length_buckets)
@@ -32,14 +32,15 @@ def evaluate(folder, path, batch_size=64, length_buckets=True, precision="auto",
 
 
 def predict(folder, path, batch_size=64, length_buckets=True, precision="auto",  # noqa: PLR0913 (the command's flags)
-            runtime="keras"):
+            runtime="auto"):
     """Predictions for every row of ``path`` (labels not needed), as dicts,
     each with ``row``: the example's place in the file, from 0. Rows are
     batched by length unless ``length_buckets`` is False; the predictions
     come back in the file's order either way. A folder trained in bf16
     runs large batches in bf16 where the CPU multiplies it natively and
     small ones in float32 (``precision="auto"``), or every batch in
-    float32 (``"float32"``). ``runtime="litert"`` converts the model to
+    float32 (``"float32"``). ``runtime="auto"`` runs a file of one row in
+    the LiteRT file ``finetune`` kept, ``"litert"`` converts the model to
     LiteRT first and runs it there (``TextTask.use_runtime``)."""
     model = TextTask.load(folder, precision=precision, runtime=runtime)
     return model.predict_file(path, batch_size, length_buckets)

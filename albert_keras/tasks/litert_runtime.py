@@ -16,6 +16,12 @@ converter), which takes seconds (MiniLM-L6's shape: about 9 s): a cost paid
 when the model is loaded for serving, not per call, and once per model:
 the converted file is kept (``albert_keras.tasks.litert_cache``). The
 outputs are the Keras model's in float32 up to rounding (about 1e-6).
+
+The default runtime, ``auto``, never converts: a call of at most
+``AUTO_MAX_ROWS`` rows runs in LiteRT when the model's converted file is
+already kept (``finetune`` keeps one, ``keep_converted``), every other call
+on TensorFlow, which batches many rows faster than LiteRT runs them one by
+one.
 """
 
 import logging
@@ -36,7 +42,11 @@ from albert_keras.training.strategy import where_it_runs
 logger = logging.getLogger(__name__)
 
 # where a task object's predictions run (TextTask.load's and predict's ``runtime``)
-RUNTIMES = ("keras", "litert")
+RUNTIMES = ("auto", "keras", "litert")
+# runtime auto: a call of at most this many rows runs in a kept LiteRT file.
+# LiteRT runs rows one at a time; TensorFlow's batch of two short rows
+# already costs about what LiteRT's two rows do (benchmarks/one_text.py).
+AUTO_MAX_ROWS = 1
 # LiteRT takes its thread count as a C int
 MAX_THREADS = 2**31 - 1
 # the encoder inputs under the serving function's argument names
@@ -58,12 +68,9 @@ class LiteRTRunner:
     (1, 2)
     """
 
-    def __init__(self, model, threads=None):
+    def __init__(self, model, threads=None, convert_missing=True):
         kind, self.output_names = model_kind(model)
-        if kind.per_choice:
-            # [1, C, S] rows become [C, S] inside the model, a row count the
-            # converter no longer knows; the layers' new-axis slices then
-            # need TensorFlow's own kernels, which LiteRT lacks
+        if not runs_in_litert(model):
             raise ValueError(f"runtime litert: {kind.article()} {kind} model does not run in "
                              f"LiteRT here; use runtime keras")
         began = time.perf_counter()
@@ -72,6 +79,8 @@ class LiteRTRunner:
         key = litert_cache.model_key(served, self.output_names)
         blob = litert_cache.cached(key)
         if blob is None:
+            if not convert_missing:
+                raise NotKept(key)
             blob = convert(served, _serving_function(served, self.output_names))
             litert_cache.keep(key, blob)
         self._run = _signature_runner(blob, self.threads)
@@ -85,6 +94,31 @@ class LiteRTRunner:
         rows = [self._run(**{name: value[i:i + 1] for name, value in feed.items()})
                 for i in range(len(feed["ids"]))]
         return {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
+
+
+class NotKept(LookupError):
+    """No converted file is kept for the model (``convert_missing=False``)."""
+
+
+def runs_in_litert(model):
+    """Whether ``model``'s kind converts to this runtime."""
+    # a choice model's [1, C, S] rows become [C, S] inside it, a row count
+    # the converter no longer knows; the layers' new-axis slices then need
+    # TensorFlow's own kernels, which LiteRT lacks
+    return not model_kind(model)[0].per_choice
+
+
+def kept_runner(model, threads=None):
+    """A ``LiteRTRunner`` of ``model`` read from its kept file, or None
+    when none is kept or its kind does not convert (nothing is converted)."""
+    if not runs_in_litert(model) or litert_cache.cache_folder() is None:
+        return None
+    try:
+        return LiteRTRunner(model, threads, convert_missing=False)
+    except NotKept:
+        logger.info("runtime auto: no converted LiteRT file is kept for this model; it "
+                    "runs on TensorFlow (finetune keeps one; runtime litert converts now)")
+        return None
 
 
 def _mask_value(model):
@@ -124,10 +158,13 @@ class PredictionRuntime:
     ``keras`` runs the Keras model (TensorFlow's graph, bf16 for large
     batches where ``precision`` allows); ``litert`` runs every prediction
     call in a ``LiteRTRunner`` converted from the task model when first
-    needed and converted again after the weights change (``forget``).
+    needed and converted again after the weights change (``forget``);
+    ``auto`` runs a call of at most ``AUTO_MAX_ROWS`` rows in LiteRT when
+    the model's converted file is kept (looked up at the first such call,
+    never converted), every other call as ``keras``.
 
     Args:
-        name: ``keras`` or ``litert``.
+        name: ``auto``, ``keras`` or ``litert``.
         threads: LiteRT's threads (default: the CPUs this process may use).
     """
 
@@ -140,19 +177,25 @@ class PredictionRuntime:
         self.name, self.threads = name, threads
         self._converted = None  # (the model it was converted from, its runner)
 
-    def runner(self, model):
-        """The callable that runs ``model``'s batches, or None for Keras."""
+    def runner(self, model, rows=None):
+        """The callable that runs ``model``'s batches of a call of ``rows``
+        rows (None: not known yet), or None for Keras."""
         if self.name == "keras" or model is None:
             return None
+        if self.name == "auto" and (rows is None or rows > AUTO_MAX_ROWS):
+            return None
         if self._converted is None or self._converted[0] is not model:
-            self._converted = (model, LiteRTRunner(model, self.threads))
+            made = (LiteRTRunner(model, self.threads) if self.name == "litert"
+                    else kept_runner(model, self.threads))
+            self._converted = (model, made)
         return self._converted[1]
 
-    def where(self, model, batch_size):
+    def where(self, model, batch_size, rows=None):
         """The one line a prediction command logs about where it computes."""
-        if self.name == "keras":
+        runner = self.runner(model, rows)
+        if runner is None:
             return where_it_runs(None, batch_size=batch_size, model=model)
-        return (f"LiteRT (XNNPACK) on the CPU, {self.runner(model).threads} thread(s): "
+        return (f"LiteRT (XNNPACK) on the CPU, {runner.threads} thread(s): "
                 f"one row at a time, precision float32")
 
     def forget(self):

@@ -115,9 +115,11 @@ class TextTask(keras.Model):
         return self.task_model(inputs, training=training)
 
     def use_runtime(self, runtime, threads=None):
-        """Where ``predict`` and ``evaluate`` compute: ``keras`` or ``litert``
-        (``albert_keras.tasks.litert_runtime``; faster for a few short texts),
-        with ``threads`` (LiteRT's). Returns the object.
+        """Where ``predict`` and ``evaluate`` compute: ``auto`` (one text in
+        LiteRT when the model's converted file is kept, as ``finetune``
+        keeps it; else TensorFlow), ``keras`` or ``litert`` (converted now;
+        ``albert_keras.tasks.litert_runtime``), with ``threads`` (LiteRT's).
+        Returns the object.
 
         Example:
         >>> TextClassifier.load("runs/reviews").use_runtime("litert").predict(["Fine."])  # doctest: +SKIP
@@ -302,8 +304,8 @@ class TextTask(keras.Model):
         prints. ``length_buckets`` (default: the settings') batches the
         rows by length."""
         self._need_model("evaluate")
-        logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=True)
+        logger.info(self._runtime.where(self.task_model, batch_size, len(data)))
         return self.task.score(self.spec, data, self._predicted(data, batch_size,
                                                                 length_buckets))
 
@@ -312,8 +314,8 @@ class TextTask(keras.Model):
         needed), each with ``row``, its place in the file from 0, in the
         file's order: what ``albert-keras predict`` writes."""
         self._need_model("predict")
-        logger.info(self._runtime.where(self.task_model, batch_size))
         data = self._file_data(path, require_labels=False)
+        logger.info(self._runtime.where(self.task_model, batch_size, len(data)))
         records = self.task.records(self.spec, data, self._predicted(data, batch_size,
                                                                      length_buckets))
         return [{"row": i, **record} for i, record in enumerate(records)]
@@ -331,7 +333,8 @@ class TextTask(keras.Model):
         ``length_buckets`` or the settings say not)."""
         buckets = self.settings.length_buckets if length_buckets is None else length_buckets
         return predict_outputs(self.task_model, data, batch_size, buckets,
-                               self.settings.precision, self._runtime.runner(self.task_model))
+                               self.settings.precision,
+                               self._runtime.runner(self.task_model, len(data)))
 
     def _outputs(self, x, batch_size):
         self._need_model("predict")
@@ -380,7 +383,7 @@ class TextTask(keras.Model):
         return config
 
     @classmethod
-    def load(cls, folder, tokenizer=None, precision="auto", runtime="keras"):
+    def load(cls, folder, tokenizer=None, precision="auto", runtime="auto"):
         """The task object of a fine-tuned folder, of its task's class; ``precision``
         and ``runtime``: ``predict``'s (``use_runtime``)."""
         runtime = PredictionRuntime(runtime).name  # a wrong value is refused before the reading

@@ -126,7 +126,7 @@ def test_multiple_choice_is_refused_in_one_line_before_converting(bert_folder):
 
 
 def test_a_wrong_runtime_or_thread_count_is_refused_before_any_work(tmp_path):
-    with pytest.raises(ValueError, match=r"^runtime: 'onnx' is not one of keras, litert$"):
+    with pytest.raises(ValueError, match=r"^runtime: 'onnx' is not one of auto, keras, litert$"):
         PredictionRuntime("onnx")
     with pytest.raises(ValueError, match=r"^threads: 0 is not an integer from 1 to 2147483647$"):
         PredictionRuntime("litert", threads=0)
@@ -253,3 +253,53 @@ def test_a_thread_count_that_is_no_c_int_is_refused_in_one_line(threads):
 
     with pytest.raises(ValueError, match="threads: .* is not an integer from 1 to"):
         PredictionRuntime("litert", threads)
+
+
+def test_finetune_keeps_a_litert_copy_that_one_text_runs_in_by_default(
+        init_folder, task_files, tmp_path, cache_in_tmp, monkeypatch):
+    """``finetune`` converts its folder's model once and keeps the file; a
+    new process's ``predict`` of one text (runtime auto) finds it by the
+    loaded model's key and runs in LiteRT with Keras' numbers; two texts
+    run on TensorFlow; nothing converts again."""
+    from albert_keras.drivers.finetune import finetune
+    from albert_keras.tasks.finetune_config import FinetuneConfig
+
+    out = str(tmp_path / "cls")
+    finetune(init_folder, task_files["cls_train"], task_files["cls_eval"], out,
+             FinetuneConfig(task="classify", epochs=1, batch_size=8, sequence_length=32))
+    assert len(list(cache_in_tmp.glob("*.tflite"))) == 1
+    text = "the one text a service is asked about"
+    done = subprocess.run([sys.executable, "-m", "albert_keras.cli", "predict", out],
+                          input=json.dumps({"text": text}) + "\n", capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LiteRT (XNNPACK)" in done.stderr and "LiteRT model read from" in done.stderr
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("converted again")
+
+    monkeypatch.setattr(litert_runtime, "convert", no_conversion)
+    served = albert_keras.TextClassifier.load(out)  # runtime auto
+    calls = []
+    run = LiteRTRunner.__call__
+    monkeypatch.setattr(LiteRTRunner, "__call__",
+                        lambda self, batch: calls.append(len(batch["token_ids"])) or run(self, batch))
+    reference = albert_keras.TextClassifier.load(out, runtime="keras")
+    np.testing.assert_allclose(served.predict([text]), reference.predict([text]), atol=ATOL)
+    assert calls == [1]
+    record = json.loads(done.stdout.splitlines()[0])
+    assert list(record["probabilities"].values()) == pytest.approx(
+        reference.predict([text])[0].tolist(), abs=ATOL)
+    served.predict([text, "and a second"])
+    assert calls == [1]  # two rows: TensorFlow batches them
+
+
+def test_auto_without_a_kept_file_runs_on_tensorflow_and_converts_nothing(
+        classifier_folder, monkeypatch):
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("auto converted")
+
+    monkeypatch.setattr(litert_runtime, "convert", no_conversion)
+    model = albert_keras.TextClassifier.load(classifier_folder)
+    assert model.predict(["one text"]).shape[0] == 1
+    assert model._runtime.runner(model.task_model, 1) is None
