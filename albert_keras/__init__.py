@@ -23,7 +23,6 @@ import sys
 
 from albert_keras.cpu_allocator import keep_the_heap
 from albert_keras.cpu_allocator import use_bfc_allocator
-from albert_keras.moved_modules import install as install_moved_modules
 
 # before anything loads TensorFlow, which reads its variable once
 use_bfc_allocator()
@@ -152,7 +151,6 @@ def __getattr__(name):
 
 # Modules that moved keep their former import paths (a finder answers them,
 # importing nothing until one is used).
-install_moved_modules()
 
 # The ``albert-keras`` command (module ``albert_keras_cli``, outside this
 # package) builds its parser from this package's light config modules and must

@@ -438,31 +438,3 @@ def test_the_distribution_lists_every_package_folder_and_its_files():
                 found.add(package if relative == "." else
                           package + "." + relative.replace(os.sep, "."))
     assert found == listed, (sorted(found - listed), sorted(listed - found))
-
-
-def test_modules_that_moved_import_by_their_former_paths():
-    """Code written against the release before ``models/`` got its
-    subfolders and ``tasks/`` its drivers and task folders imports the same
-    modules by the former paths (so patching one patches what runs)."""
-    import importlib
-
-    from albert_keras.moved_modules import MOVED
-
-    for former, now in MOVED.items():
-        assert not os.path.exists(os.path.join(_ROOT, *former.split(".")) + ".py"), former
-        assert importlib.import_module(former) is importlib.import_module(now), former
-    from albert_keras.models.sequence_classifier import SequenceClassifier
-    from albert_keras.models.task_models.sequence_classifier import SequenceClassifier as now
-
-    assert SequenceClassifier is now
-    # the former task modules are packages now, which export their names
-    from albert_keras.tasks.choice import MultipleChoice
-    from albert_keras.tasks.classify import Classify
-    from albert_keras.tasks.classify import resolve_pooling
-    from albert_keras.tasks.qa import QuestionAnswering
-    from albert_keras.tasks.tag import Tag
-
-    assert resolve_pooling.__module__ == Classify.__module__ == (
-        "albert_keras.tasks.classify.classify_task")
-    assert {c.__module__.rsplit(".", 1)[1] for c in (MultipleChoice, QuestionAnswering, Tag)} == {
-        "choice_task", "qa_task", "tag_task"}

@@ -16,7 +16,7 @@ TASKS = {
     "classify": "albert_keras.tasks.classify.classify_task:Classify",
     "tag": "albert_keras.tasks.tag.tag_task:Tag",
     "qa": "albert_keras.tasks.qa.qa_task:QuestionAnswering",
-    "choice": "albert_keras.tasks.choice.choice_task:MultipleChoice",
+    "choice": "albert_keras.tasks.choice.choice_task:Choice",
     "embed": "albert_keras.tasks.embed.embed_task:Embed",
 }
 

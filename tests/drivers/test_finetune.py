@@ -11,9 +11,9 @@ import keras
 import numpy as np
 import pytest
 
+from albert_keras.drivers import inference
 from albert_keras.drivers.finetune import finetune
 from albert_keras.sources.model_source import ModelSource
-from albert_keras.tasks import inference
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.readers import TaskDataError
 from tests.helpers import assert_layer_decay_slows

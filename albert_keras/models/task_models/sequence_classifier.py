@@ -5,9 +5,9 @@ import logging
 import keras
 
 from albert_keras.heads.poolings import CLASSIFIER_POOLINGS
-from albert_keras.models import output_divergence
 from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.export_kind import ExportKind
+from albert_keras.models.task_models import output_divergence
 from albert_keras.models.task_models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_models.task_model import TaskModel
 from albert_keras.models.task_models.task_model import head_dense

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from albert_keras.models import output_divergence
 from albert_keras.models.export_kind import ExportKind
+from albert_keras.models.task_models import output_divergence
 from albert_keras.models.task_models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_models.task_model import TaskModel
 from albert_keras.models.task_models.task_model import head_dense

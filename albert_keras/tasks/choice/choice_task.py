@@ -14,7 +14,7 @@ from albert_keras.tasks.task import take_fields
 from albert_keras.text.packer import pack_texts
 
 
-class MultipleChoice(Task):
+class Choice(Task):
     """Each (context, choice) pair is scored; the best-scored choice wins."""
 
     name = "choice"
