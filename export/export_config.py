@@ -59,6 +59,7 @@ class ExportConfig:
             (``albert_keras.export.validation``).
         mask_value: the additive attention mask in the exported graph.
         part: which model of a folder.
+        dimensions: an embedder's vectors cut to their first D features.
         tokenizer: a tokenizer file (default: the folder's).
         num_choices: multiple choice: answers per question.
         seed: the choice of validation and calibration examples.
@@ -133,6 +134,9 @@ class ExportConfig:
                        choices=("auto", "encoder", "mlm", "model", "discriminator",
                                 "embedder"))
     tokenizer: str = option(None, "tokenizer file (default: the folder's)")
+    dimensions: int = option(None, "embedders: keep each vector's first D features, before "
+                                   "normalizing (one trained with --matryoshka-dims; "
+                                   "default: all)", valid="[1, inf)")
     num_choices: int = option(None, "multiple choice: answers per question (default: "
                                     "the task's)", valid="[2, inf)")
     seed: int = option(0, "which validation and calibration examples are drawn")

@@ -254,7 +254,7 @@ class _Job:
 
 def _load(origin, c):
     source = origin.path
-    model, spec, tokenizer, folder = load_source(origin, c.part)
+    model, spec, tokenizer, folder = load_source(origin, c.part, c.dimensions)
     if tokenizer is None:
         # the sidecar, the app and the validation ids all need the special ids
         # ([CLS], [SEP], padding), which only the tokenizer knows

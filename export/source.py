@@ -19,9 +19,10 @@ from albert_keras.sources.registry import read_tokenizer
 from albert_keras.tasks.embed.embedder_source import EMBEDDER_DEFAULTS
 from albert_keras.tasks.embed.embedder_source import trained_choices
 from albert_keras.tasks.task import TaskSpec
+from export.export_config import arg
 
 
-def load_source(origin, part="auto"):
+def load_source(origin, part="auto", dimensions=None):
     """``(model, spec, tokenizer, folder)`` of a ``ModelSource`` (a folder or
     a ``.keras`` file, with the tokenizer file the user gave, if any).
 
@@ -29,8 +30,30 @@ def load_source(origin, part="auto"):
     else what the model file carries; None for models without a task);
     ``tokenizer`` is the host-side tokenizer: the ``tokenizer`` file given,
     else the one the model carries, else the folder's; None when there is
-    none.
+    none. ``dimensions`` cuts an embedder's vectors to their first D
+    features (``--dimensions``; an error for any other model).
     """
+    model, spec, tokenizer, folder = _load_part(origin, part)
+    if dimensions is not None:
+        model = _cut_vectors(model, dimensions, origin.path)
+    return model, spec, tokenizer, folder
+
+
+def _cut_vectors(model, dimensions, source):
+    """``model``, an embedder, with its vectors cut to their first
+    ``dimensions`` features (before its normalization)."""
+    if not isinstance(model, SentenceEmbedder):
+        raise ExportError(f"{source}: {arg('dimensions')} is for embedders (an embed "
+                          f"folder, or {arg('part')} embedder); this model is no embedder")
+    try:
+        return SentenceEmbedder(model.encoder, layers=model.layers_, pooling=model.pooling,
+                                combine=model.combine, normalize=model.normalize,
+                                dimensions=dimensions, name=model.name)
+    except ValueError as e:
+        raise ExportError(f"{source}: {arg('dimensions')}: {e}") from None
+
+
+def _load_part(origin, part):
     source, tokenizer = origin.path, origin.tokenizer_file
     folder = folder_of(source)
     if part == "embedder":

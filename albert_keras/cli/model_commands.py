@@ -124,6 +124,10 @@ def _write_st_modules(folder, model, src):
     if model.pooling not in ("mean", "cls", "max") or list(model.layers_) != [-1]:
         return (f"no sentence-transformers modules: pooling {model.pooling} of layers "
                 f"{list(model.layers_)} has none (the encoder alone is written)")
+    if model.dimensions is not None:  # ST's folder holds no cut; its users pass truncate_dim
+        return (f"no sentence-transformers modules: the vectors are cut to "
+                f"{model.dimensions} features, which a folder does not say (the encoder "
+                f"alone is written; load it with truncate_dim={model.dimensions})")
     length = read_task_spec(src).get("sequence_length") if os.path.isdir(src) else None
     write_st_modules(folder, model.pooling, model.normalize, model.encoder.config.hidden_size,
                      length)

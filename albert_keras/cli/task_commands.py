@@ -182,6 +182,7 @@ def cmd_embed(args):
     layers = None if args.layers is None else [int(i) for i in args.layers.split(",")]
     vectors = embed(args.model, texts, layers=layers, pooling=args.pooling,
                     combine=args.combine, normalize=args.normalize,
+                    dimensions=args.dimensions,
                     sequence_length=args.seq_length, tokenizer=args.tokenizer,
                     length_buckets=args.length_buckets)
     if args.out and args.out.endswith(".npy"):
@@ -344,6 +345,10 @@ def _add_embed(sub):
                    "else concat)")
     p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="L2-normalize (default: the folder's embedder's, else off)")
+    p.add_argument("--dimensions", type=int, default=None,
+                   help="keep each vector's first D features, before normalizing (an "
+                        "embedder trained with --matryoshka-dims, cut short; default: the "
+                        "folder's embedder's, else all)")
     p.add_argument("--seq-length", type=int, default=128, help="(default: %(default)s)")
     p.add_argument("--tokenizer", default=None, help="tokenizer file (default: the folder's)")
     p.add_argument("--overwrite", action="store_true",

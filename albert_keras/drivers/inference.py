@@ -60,7 +60,8 @@ def embed(folder, texts, sequence_length=128, batch_size=64, tokenizer=None,  # 
     """``[N, D]`` float32 text embeddings from any of our model folders, a
     ``.keras`` file (with ``tokenizer``) or a published checkpoint folder
     (``TextEmbedder.predict``); ``embedding`` holds ``TextEmbedder``'s
-    choices: ``layers``, ``pooling``, ``combine``, ``normalize``."""
+    choices: ``layers``, ``pooling``, ``combine``, ``normalize``,
+    ``dimensions``."""
     model = TextEmbedder.from_preset(folder, sequence_length=sequence_length,
                                      tokenizer=tokenizer, **embedding)
     return model.vectors(texts, batch_size, length_buckets, name="texts")

@@ -45,7 +45,8 @@ class TaskSpec(TaskFields):
         super().__setattr__(name, value)
 
     def __hash__(self):
-        return hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+        values = (getattr(self, f.name) for f in dataclasses.fields(self))
+        return hash(tuple(tuple(v) if isinstance(v, list) else v for v in values))
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

@@ -46,7 +46,7 @@ class TextEmbedder(keras.Model):
 
     @classmethod
     def from_preset(cls, source, pooling=None, layers=None, combine=None,  # noqa: PLR0913 (the embedder's choices, each a keyword)
-                    normalize=None, sequence_length=128, tokenizer=None):
+                    normalize=None, dimensions=None, sequence_length=128, tokenizer=None):
         """An embedder on ``source``'s encoder (anything ``--init`` takes).
 
         The choices left None are the folder's own where ``source`` is an
@@ -62,12 +62,16 @@ class TextEmbedder(keras.Model):
             layers: the states to pool (0: the embeddings, -1: the last layer).
             combine: several layers ``concat``enated or their ``mean``.
             normalize: L2-normalise each vector.
+            dimensions: keep each vector's first this many features, before
+                normalizing (an embedder trained with ``matryoshka_dims``,
+                cut short).
             sequence_length: the longest text, in pieces (at most the
                 model's ``max_position_embeddings``).
             tokenizer: a tokenizer file (default: the source's own).
         """
         origin, trained = embedder_source(source, tokenizer)
-        asked = {"pooling": pooling, "layers": layers, "combine": combine, "normalize": normalize}
+        asked = {"pooling": pooling, "layers": layers, "combine": combine,
+                 "normalize": normalize, "dimensions": dimensions}
         choices = {**EMBEDDER_DEFAULTS, **trained,
                    **{k: v for k, v in asked.items() if v is not None}}
         encoder = origin.encoder(dtype="float32",
@@ -85,7 +89,8 @@ class TextEmbedder(keras.Model):
         return self.embedder(inputs, training=training)
 
     def fit(self, anchors, positives, negatives=None, epochs=1, batch_size=32,  # noqa: PLR0913 (the pairs, and the run's few settings)
-            learning_rate=5e-5, scale=20.0, symmetric=False, seed=0, verbose="auto"):
+            learning_rate=5e-5, scale=20.0, symmetric=False, matryoshka_dims=None, seed=0,
+            verbose="auto"):
         """Trains the encoder so that each anchor's vector is nearest its
         positive's: in-batch negatives (every other pair's positive, and the
         hard negatives when given), sentence-transformers'
@@ -105,6 +110,9 @@ class TextEmbedder(keras.Model):
             learning_rate: the peak rate.
             scale: the similarities' scale (inverse temperature).
             symmetric: also each positive to its anchor.
+            matryoshka_dims: shorter widths also trained as embeddings of
+                their own (sentence-transformers' ``MatryoshkaLoss``), so
+                that ``from_preset(..., dimensions=d)`` keeps retrieving well.
             seed: the shuffling's (and dropout's) seed.
             verbose: Keras' ``verbose``.
 
@@ -117,7 +125,8 @@ class TextEmbedder(keras.Model):
         """
         settings = FinetuneConfig(task="embed", epochs=int(epochs), batch_size=int(batch_size),
                                   learning_rate=learning_rate, scale=scale,
-                                  symmetric=symmetric, seed=seed,
+                                  symmetric=symmetric, matryoshka_dims=matryoshka_dims,
+                                  seed=seed,
                                   sequence_length=self.sequence_length)
         settings.validate()
         task, spec = get_task("embed"), task_spec(settings)

@@ -22,10 +22,12 @@ class LayerPooling(keras.layers.Layer):
         pooling: ``mean`` or ``max`` over real tokens, or ``cls`` (token 0).
         combine: ``concat`` (D = H * len(layers)) or ``mean`` (D = H).
         normalize: L2-normalize the result.
+        dimensions: keep only the first this many features (before
+            normalizing: a Matryoshka-trained vector cut short); None keeps all.
     """
 
     def __init__(self, layers=(-1,), pooling="mean", combine="concat", normalize=False,
-                 **kwargs):
+                 dimensions=None, **kwargs):
         super().__init__(**kwargs)
         if pooling not in TOKEN_POOLINGS:
             raise ValueError(f"pooling must be one of {TOKEN_POOLINGS}, got {pooling!r}")
@@ -37,6 +39,7 @@ class LayerPooling(keras.layers.Layer):
         self.pooling = pooling
         self.combine = combine
         self.normalize = bool(normalize)
+        self.dimensions = _dimensions(dimensions)
 
     def call(self, hidden_states, padding_mask):
         states = ops.cast(hidden_states, "float32")
@@ -56,15 +59,13 @@ class LayerPooling(keras.layers.Layer):
             out = ops.mean(ops.stack(vectors, axis=0), axis=0)
         else:
             out = ops.concatenate(vectors, axis=-1) if len(vectors) > 1 else vectors[0]
-        if self.normalize:
-            out = out / ops.maximum(ops.norm(out, axis=-1, keepdims=True), 1e-12)
-        return out
+        return _cut_and_normalize(out, self.dimensions, self.normalize)
 
     def compute_output_shape(self, hidden_states_shape, padding_mask_shape):
         width = hidden_states_shape[-1]
         if self.combine == "concat" and width is not None:
             width = width * len(self.layers_)
-        return (hidden_states_shape[0], width)
+        return (hidden_states_shape[0], self.dimensions or width)
 
     def get_config(self):
         config = super().get_config()
@@ -74,9 +75,53 @@ class LayerPooling(keras.layers.Layer):
                 "pooling": self.pooling,
                 "combine": self.combine,
                 "normalize": self.normalize,
+                "dimensions": self.dimensions,
             }
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="albert_keras")
+class FirstDimensions(keras.layers.Layer):
+    """The first ``dimensions`` features of a ``[B, D]`` vector, optionally
+    L2-normalized (the pooler's output cut short).
+
+    Args:
+        dimensions: features kept.
+        normalize: L2-normalize the result.
+    """
+
+    def __init__(self, dimensions, normalize=False, **kwargs):
+        super().__init__(**kwargs)
+        self.dimensions = _dimensions(dimensions)
+        self.normalize = bool(normalize)
+
+    def call(self, vectors):
+        return _cut_and_normalize(ops.cast(vectors, "float32"), self.dimensions,
+                                  self.normalize)
+
+    def compute_output_shape(self, shape):
+        return (shape[0], self.dimensions)
+
+    def get_config(self):
+        return {**super().get_config(), "dimensions": self.dimensions,
+                "normalize": self.normalize}
+
+
+def _dimensions(dimensions):
+    if dimensions is None:
+        return None
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+        raise ValueError(f"dimensions must be a positive integer, got {dimensions!r}")
+    return dimensions
+
+
+def _cut_and_normalize(vectors, dimensions, normalize):
+    if dimensions is not None:
+        vectors = vectors[:, :dimensions]
+    if normalize:
+        vectors = vectors / ops.maximum(ops.norm(vectors, axis=-1, keepdims=True), 1e-12)
+    return vectors
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")
@@ -95,6 +140,9 @@ class SentenceEmbedder(TaskModel):
             ``pooled`` (the pretrained pooler; last layer only).
         combine: ``concat`` or ``mean`` over the chosen layers.
         normalize: L2-normalize the vectors.
+        dimensions: keep the first this many features, before normalizing
+            (an embedder trained with Matryoshka dimensions, cut short);
+            None keeps all.
         dtype: a dtype policy; defaults to the encoder's.
 
     Example:
@@ -116,8 +164,8 @@ class SentenceEmbedder(TaskModel):
         """Only ``[CLS]`` is read (see ``TaskModel.reads_only_cls``)."""
         return self.pooling == "pooled" and self.encoder.pools_first_row
 
-    def __init__(self, encoder, layers=(-1,), pooling="mean", combine="concat",
-                 normalize=False, dtype=None, **kwargs):
+    def __init__(self, encoder, layers=(-1,), pooling="mean", combine="concat",  # noqa: PLR0913 (the pooling's choices, each a Keras config key)
+                 normalize=False, dimensions=None, dtype=None, **kwargs):
         encoder, dtype = self._encoder_and_dtype(encoder, dtype)
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -138,7 +186,15 @@ class SentenceEmbedder(TaskModel):
 
         inputs = self._encoder_inputs()
         encoded = encoder({n: inputs[n] for n in ENCODER_INPUTS})
-        if pooling == "pooled":
+        full = encoder.config.hidden_size * (
+            len(layers) if combine == "concat" and pooling != "pooled" else 1)
+        if dimensions is not None and not 1 <= _dimensions(dimensions) <= full:
+            raise ValueError(f"dimensions {dimensions} is not within this embedder's "
+                             f"{full} features")
+        if pooling == "pooled" and dimensions is not None:
+            vectors = FirstDimensions(dimensions, normalize, dtype="float32",
+                                      name="embeddings")(encoded["pooled_output"])
+        elif pooling == "pooled":
             layer = (
                 keras.layers.UnitNormalization(dtype="float32", name="embeddings")
                 if normalize
@@ -147,8 +203,8 @@ class SentenceEmbedder(TaskModel):
             vectors = layer(encoded["pooled_output"])
         else:
             vectors = LayerPooling(
-                layers, pooling, combine, normalize, dtype="float32", name="embeddings"
-            )(encoded["hidden_states"], inputs["padding_mask"])
+                layers, pooling, combine, normalize, dimensions, dtype="float32",
+                name="embeddings")(encoded["hidden_states"], inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs={"embeddings": vectors}, **kwargs)
         self.dtype_policy = dtype
         self.encoder = encoder
@@ -156,6 +212,12 @@ class SentenceEmbedder(TaskModel):
         self.pooling = pooling
         self.combine = combine
         self.normalize = bool(normalize)
+        self.dimensions = dimensions
+
+    @property
+    def width(self):
+        """The vectors' width."""
+        return int(self.outputs[0].shape[-1])
 
     def get_config(self):
         return {
@@ -164,4 +226,5 @@ class SentenceEmbedder(TaskModel):
             "pooling": self.pooling,
             "combine": self.combine,
             "normalize": self.normalize,
+            "dimensions": self.dimensions,
         }

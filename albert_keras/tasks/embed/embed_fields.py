@@ -23,6 +23,11 @@ class EmbedFields:
             (sentence-transformers' 20).
         symmetric: also each positive to its anchor (the two directions'
             losses averaged).
+        matryoshka_dims: shorter widths trained as embeddings of their own
+            (the loss on each vector's first ``d`` features, summed with the
+            full vector's: sentence-transformers' ``MatryoshkaLoss``), so
+            that ``embed --dimensions d`` and ``export --dimensions d``
+            give vectors that still retrieve well.
 
     Example:
     >>> EmbedFields().anchor_column, EmbedFields().scale
@@ -37,3 +42,7 @@ class EmbedFields:
     scale: float = option(20.0, "embed: the similarities' scale in the in-batch-negatives "
                                 "loss (inverse temperature)", valid="(0, inf)")
     symmetric: bool = option(False, "embed: also train each positive to find its anchor")
+    matryoshka_dims: list[int] = option(None, "embed: also train each vector's first D "
+                                              "features as an embedding of its own, for each "
+                                              "D (e.g. 64 128 256), so it can be cut to D",
+                                        nargs="+", valid="[1, inf)")

@@ -63,6 +63,18 @@ def check_embed_settings(cfg):
             raise ValueError(f"{name_of(FinetuneConfig, name)} does not apply to --task embed")
 
 
+def check_matryoshka_dims(dims, width):
+    """``dims`` sorted, each checked below ``width`` (the embedder's full
+    vector, always trained); a one-line error naming the flag."""
+    dims = sorted(set(int(d) for d in dims or ()))
+    bad = [d for d in dims if not 1 <= d < width]
+    if bad:
+        raise ValueError(f"{name_of(FinetuneConfig, 'matryoshka_dims')}: {bad[0]} is not "
+                         f"below the embedder's {width} features (the full vector is "
+                         f"always trained)")
+    return tuple(dims)
+
+
 def finetune_embedder(task, run):
     """``finetune`` for ``--task embed``; returns the run's metrics.
 
@@ -136,11 +148,14 @@ def train_pairs(task, embedder, run, where="the training file", folder=None, cal
     if len(sets.train) < cfg.batch_size:
         raise ValueError(f"{where}: {len(sets.train)} training pairs, fewer than one batch of "
                          f"{cfg.batch_size}; lower {name_of(FinetuneConfig, 'batch_size')}")
-    dataset = pair_batches(sets.train.x, cfg.batch_size, cfg.seed, spec.symmetric)
+    dims = check_matryoshka_dims(spec.matryoshka_dims, embedder.width)
+    scorer = InBatchNegatives(embedder, scale=spec.scale, symmetric=spec.symmetric, dims=dims)
+    dataset = pair_batches(sets.train.x, cfg.batch_size, cfg.seed, scorer.copies)
     total = (len(sets.train) // cfg.batch_size) * cfg.epochs
-    scorer = InBatchNegatives(embedder, scale=spec.scale, symmetric=spec.symmetric)
+    # the rows' mean times the widths: the sum of each width's loss
     scorer.compile(optimizer=task_optimizer(cfg, embedder.encoder, total),
-                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                   loss_weights=float(1 + len(dims)))
     return fit_with_selection(scorer, dataset, (task, spec, sets, cfg, total), folder,
                               callbacks, verbose=verbose)
 

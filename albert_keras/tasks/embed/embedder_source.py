@@ -9,7 +9,8 @@ from albert_keras.tasks.embed.st_folder import is_st_folder
 from albert_keras.tasks.embed.st_folder import read_st_folder
 
 # What an embedder pools when neither the caller nor the folder says.
-EMBEDDER_DEFAULTS = {"pooling": "mean", "layers": (-1,), "combine": "concat", "normalize": False}
+EMBEDDER_DEFAULTS = {"pooling": "mean", "layers": (-1,), "combine": "concat", "normalize": False,
+                     "dimensions": None}
 
 
 def trained_choices(origin):
@@ -25,7 +26,8 @@ def trained_choices(origin):
     if not isinstance(model, SentenceEmbedder):
         return {}
     return {"pooling": model.pooling, "layers": tuple(model.layers_),
-            "combine": model.combine, "normalize": model.normalize}
+            "combine": model.combine, "normalize": model.normalize,
+            "dimensions": model.dimensions}
 
 
 def embedder_source(source, tokenizer=None):

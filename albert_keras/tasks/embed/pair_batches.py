@@ -5,11 +5,12 @@ import numpy as np
 import tensorflow as tf
 
 
-def pair_batches(packed, batch_size, seed, symmetric=False):
+def pair_batches(packed, batch_size, seed, copies=1):
     """A ``tf.data.Dataset`` of ``(columns, labels)``: shuffled every epoch
     (seeded), full batches only (a row's negatives are the batch's other
     rows), each column cut to its longest row; the label of row ``i`` is
-    ``i`` (twice over with ``symmetric``)."""
+    ``i``, the labels repeated ``copies`` times (``InBatchNegatives.copies``:
+    both directions, each Matryoshka width)."""
     rows = len(next(iter(packed.values()))["token_ids"])
     if rows < batch_size:
         raise ValueError(f"{rows} pairs, fewer than one batch of {batch_size}: lower "
@@ -24,7 +25,6 @@ def pair_batches(packed, batch_size, seed, symmetric=False):
         for name, part in batch.items():
             longest = tf.reduce_max(tf.reduce_sum(part["padding_mask"], axis=1))
             columns[name] = {k: v[:, :longest] for k, v in part.items()}
-        labels = tf.range(batch_size)
-        return columns, tf.concat([labels, labels], 0) if symmetric else labels
+        return columns, tf.tile(tf.range(batch_size), [copies])
 
     return dataset.map(cut, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

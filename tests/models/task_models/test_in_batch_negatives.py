@@ -97,3 +97,18 @@ def test_bad_pairs_are_refused_in_one_line(init_folder, columns, message):
     model = TextEmbedder.from_preset(init_folder, sequence_length=16)
     with pytest.raises(ValueError, match=message):
         model.fit(columns["anchors"], columns["positives"], batch_size=8)
+
+
+def test_vectors_cut_short_are_the_first_features_renormalized():
+    """``dimensions``: the pooled vector's first D features, normalized
+    after the cut; a cut wider than the vector is refused."""
+    full = _embedder()
+    cut = SentenceEmbedder(full.encoder, pooling="mean", normalize=True, dimensions=12)
+    x = encoder_inputs(3, 9)
+    whole = np.asarray(full(x)["embeddings"])[:, :12]
+    np.testing.assert_allclose(np.asarray(cut(x)["embeddings"]),
+                               whole / np.linalg.norm(whole, axis=1, keepdims=True), atol=1e-6)
+    again = SentenceEmbedder.from_config(cut.get_config())
+    assert again.dimensions == 12 and again.width == 12
+    with pytest.raises(ValueError, match="dimensions 33 is not within this embedder's 32"):
+        SentenceEmbedder(full.encoder, dimensions=33)

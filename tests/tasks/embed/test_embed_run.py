@@ -200,3 +200,62 @@ def test_convert_to_hf_writes_a_folder_sentence_transformers_loads(embed_folder,
     back = TextEmbedder.from_preset(out, sequence_length=24)
     assert (back.embedder.pooling, back.embedder.normalize) == ("mean", True)
     np.testing.assert_allclose(back.predict(texts), ours, atol=1e-5)
+
+
+def test_matryoshka_dims_train_short_vectors_that_still_retrieve(
+        embed_folder, init_folder, pair_files, tmp_path, capsys):
+    """The same run with ``--matryoshka-dims 4 8``: held-out nDCG@10 of the
+    first 4 of 32 features far above the plain run's cut (measured 0.74 and
+    0.72 plain against 0.97 and 0.99 over two seeds), the full vector as
+    good; ``embed --dimensions`` and ``export --dimensions`` give the cut
+    vectors, and a cut that is no embedder's is refused in one line."""
+    from albert_keras import TextEmbedder
+    from albert_keras.export.runtime import TFLiteRunner
+    from albert_keras.tasks.embed.pairs import corpus_of
+    from albert_keras.tasks.embed.pairs import read_pairs
+    from albert_keras.tasks.retrieval_metrics import retrieval_scores
+    from albert_keras.text.packer import pack_texts
+
+    out = str(tmp_path / "nested")
+    assert main(["finetune", "--task", "embed", "--init", init_folder, "--train",
+                 pair_files["train"], "--out", out, "--epochs", "8", "--batch-size", "16",
+                 "--learning-rate", "3e-3", "--seq-length", "24", "--precision", "float32",
+                 "--matryoshka-dims", "8", "4"]) == 0
+    pairs = read_pairs(pair_files["eval"])
+    texts, relevant = corpus_of(pairs)
+
+    def ndcg(folder, dimensions):
+        model = TextEmbedder.from_preset(folder, dimensions=dimensions, sequence_length=24)
+        return retrieval_scores(model.predict(pairs.columns["anchor"]), model.predict(texts),
+                                relevant)["ndcg@10"]
+
+    plain, nested = ndcg(embed_folder, 4), ndcg(out, 4)
+    assert nested > 0.9 and nested > plain + 0.1, (plain, nested)
+    assert ndcg(out, None) > ndcg(embed_folder, None) - 0.05
+    cut = TextEmbedder.from_preset(out, dimensions=4, sequence_length=24)
+    lines = tmp_path / "texts.txt"
+    lines.write_text("the quick fox\nmarkets and weather\n", encoding="utf-8")
+    assert main(["embed", out, "--input", str(lines), "--out", str(tmp_path / "v.npy"),
+                 "--dimensions", "4"]) == 0
+    vectors = np.load(tmp_path / "v.npy")
+    np.testing.assert_allclose(vectors, cut.predict(["the quick fox", "markets and weather"]),
+                               atol=1e-5)
+    phone = str(tmp_path / "cut.tflite")
+    assert main(["export", out, "--out", phone, "--dimensions", "4", "--validation-data",
+                 pair_files["eval"]]) == 0
+    packed = pack_texts(cut.tokenizer, ["the quick fox"], None, 24)
+    found = TFLiteRunner(phone)({"ids": packed["token_ids"], "mask": packed["padding_mask"],
+                                 "segment_ids": packed["segment_ids"]})["embeddings"][0]
+    assert found.shape == (4,) and float(np.dot(found, vectors[0])) > 0.9999
+    capsys.readouterr()
+    assert main(["export", out, "--out", str(tmp_path / "wide.tflite"), "--dimensions",
+                 "64"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--dimensions: dimensions 64 is not within this embedder's 32 features" in err
+    assert len(err.splitlines()) == 1
+    assert main(["finetune", "--task", "embed", "--init", init_folder, "--train",
+                 pair_files["train"], "--out", str(tmp_path / "bad"),
+                 "--matryoshka-dims", "32"]) == 2
+    assert "--matryoshka-dims: 32 is not below the embedder's 32 features" in (
+        capsys.readouterr().err)
+    assert not os.path.exists(tmp_path / "bad")

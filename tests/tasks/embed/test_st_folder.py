@@ -120,3 +120,40 @@ def test_an_embedder_fine_tuned_from_the_folder_keeps_its_pooling(hf_bert, tmp_p
                  out, "--epochs", "1", "--batch-size", "16", "--seq-length", "32"]) == 0
     model = TextEmbedder.from_preset(out)
     assert (model.embedder.pooling, model.embedder.normalize) == ("cls", True)
+
+
+def test_matryoshka_training_loss_is_sentence_transformers_on_the_same_folder(hf_bert, tmp_path):
+    """``InBatchNegatives(dims=...)`` with its loss weight, against
+    sentence-transformers' ``MatryoshkaLoss`` over
+    ``MultipleNegativesRankingLoss`` (its dims: the full width, then ours)
+    on the same folder, texts and token ids, dropout off."""
+    import keras
+    import torch
+    from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from albert_keras import TextEmbedder
+    from albert_keras.models.task_models.in_batch_negatives import InBatchNegatives
+    from albert_keras.text.packer import pack_texts
+    from tests.helpers import make_sentences
+
+    st = _st_folder(hf_bert, str(tmp_path / "st"), "mean", True)
+    st.eval()
+    embedder = TextEmbedder.from_preset(str(tmp_path / "st"), sequence_length=48).embedder
+    sentences = make_sentences(8, seed=4, low=5, high=12)
+    columns = {name: pack_texts(embedder.encoder.tokenizer,
+                                [" ".join(s.split()[part::2]) for s in sentences], None, 48)
+               for part, name in enumerate(("anchor", "positive"))}
+    width, dims = embedder.width, (8, 16)
+    scorer = InBatchNegatives(embedder, dims=dims)
+    labels = np.tile(np.arange(8), scorer.copies)
+    ours = (1 + len(dims)) * float(keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True)(labels, scorer(columns)))
+    features = [{"input_ids": torch.tensor(np.asarray(c["token_ids"])).long(),
+                 "attention_mask": torch.tensor(np.asarray(c["padding_mask"])).long(),
+                 "token_type_ids": torch.tensor(np.asarray(c["segment_ids"])).long()}
+                for c in columns.values()]
+    reference = MatryoshkaLoss(st, MultipleNegativesRankingLoss(st), [width, 16, 8])
+    with torch.no_grad():
+        theirs = float(reference(features, torch.arange(8)))
+    assert ours == pytest.approx(theirs, rel=1e-4)
