@@ -29,8 +29,9 @@ the other steps, writing), and one text at a time, as a service answers
 requests (``TextClassifier.predict([text])``, on TensorFlow and in LiteRT
 (``runtime="litert"``), against ``pipeline([text])``: the median latency,
 and the seconds to load; ``ours_auto`` is the default runtime, which runs
-one text in the LiteRT file ``finetune`` kept; requests of 2 and 4 texts
-too, where TensorFlow's batching meets LiteRT's row by row). Medians of the repeats; the CPU and its matrix features
+a few texts in the LiteRT file ``finetune`` kept; requests of 2 and 4 texts
+too, and of 8 and 16, where TensorFlow's batching meets LiteRT's row by row).
+Medians of the repeats; the CPU and its matrix features
 are named in the results. Needs the ``bench`` extra (transformers, torch,
 accelerate; the rows are fed as lists).
 
@@ -240,7 +241,7 @@ def timed(size):
 
 seconds = timed(1)
 found = {"load": load, "first": seconds[0], "median": float(np.median(seconds[5:]))}
-for size in (2, 4):  # a request of a few texts
+for size in (2, 4, 8, 16):  # a request of a few texts
     found[f"median_{size}"] = float(np.median(timed(size)[2:]))
 print("RESULT " + json.dumps(found))
 """
@@ -493,8 +494,8 @@ def _print(results):
           f"{BATCH}, sequence length {SEQ}")
     if all("median_s" not in r for r in results["cases"].values()):  # --latency-only
         _table(results, "pieces mean/p95/max | one text: ours keras / auto / LiteRT / HF "
-               "(ms) | HF/ours (LiteRT) | load: keras / auto / LiteRT / HF (s) | 2, 4 texts "
-               "(ms): keras; auto; LiteRT; HF", "---|---|---:|---|---", _latency_cells)
+               "(ms) | HF/ours (LiteRT) | load: keras / auto / LiteRT / HF (s) | 2, 4, 8, 16 "
+               "texts (ms): keras; auto; LiteRT; HF", "---|---|---:|---|---", _latency_cells)
         return
     _table(results, "pieces mean/p95/max | fine-tune: ours / fixed / HF Trainer (s) | HF/ours "
            "| predict: ours / fixed / HF pipeline (s) | HF/ours", "---|---|---:|---|---:",
@@ -565,8 +566,9 @@ def _latency_cells(r):
             + " / ".join(f"{1000 * lat[s]['median']:.1f}" for s in sides)
             + f" | {r['latency_speedup_vs_hf']:.2f}x ({r['latency_litert_speedup_vs_hf']:.2f}x) | "
             + " / ".join(f"{lat[s]['load']:.1f}" for s in sides)
-            + " | " + "; ".join(f"{1000 * lat[s]['median_2']:.1f}, "
-                                f"{1000 * lat[s]['median_4']:.1f}" for s in few))
+            + " | " + "; ".join(", ".join(f"{1000 * lat[s][f'median_{n}']:.0f}"
+                                          for n in (2, 4, 8, 16) if f"median_{n}" in lat[s])
+                                for s in few))
 
 
 def _split_cells(r):

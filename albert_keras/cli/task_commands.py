@@ -304,8 +304,8 @@ def _add_length_buckets(p):
 
 def _add_prediction_precision(p):
     p.add_argument("--runtime", default="auto", choices=("auto", "keras", "litert"),
-                   help="auto: one text runs in the LiteRT file finetune kept for the model "
-                        "(XNNPACK, float32), anything else on TensorFlow; keras: TensorFlow "
+                   help="auto: up to 4 texts run in the LiteRT file finetune kept for the "
+                        "model (XNNPACK, float32), more on TensorFlow; keras: TensorFlow "
                         "runs the model; litert: the model is converted to LiteRT first "
                         "(seconds, kept for next time) and XNNPACK runs it row by row, in "
                         "float32: faster for a few short texts, slower for many rows "

@@ -8,7 +8,7 @@ the task's metrics -> the model folder (``model.keras``, ``spm.model``,
 ``task.json``, ``metrics.json``, ``train_config.json``, ``metrics.csv``),
 written under a temporary name and renamed at the end -> a LiteRT copy of
 the folder's model kept in the converted-model cache (``keep_converted``),
-so that one text runs there by default (``runtime="auto"``). The file-path
+so that a few texts run there by default (``runtime="auto"``). The file-path
 function is a convenience over the class: a Python ``fit`` with the same
 rows and settings trains the same model.
 """
@@ -114,7 +114,7 @@ def finetune(init, train_path, eval_path, out_dir, cfg=None, tokenizer=None, ove
 def keep_converted(folder):
     """Converts the fine-tuned model of ``folder`` to LiteRT and keeps the
     file in the converted-model cache (``litert_cache``), so that
-    ``predict`` of one text runs there by default; seconds (MiniLM-L6's
+    ``predict`` of a few texts runs there by default; seconds (MiniLM-L6's
     shape about 9 s), paid once here instead of at a user's first request.
 
     The model is read back from the folder, as ``TextTask.load`` reads it

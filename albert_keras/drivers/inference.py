@@ -39,8 +39,8 @@ def predict(folder, path, batch_size=64, length_buckets=True, precision="auto", 
     come back in the file's order either way. A folder trained in bf16
     runs large batches in bf16 where the CPU multiplies it natively and
     small ones in float32 (``precision="auto"``), or every batch in
-    float32 (``"float32"``). ``runtime="auto"`` runs a file of one row in
-    the LiteRT file ``finetune`` kept, ``"litert"`` converts the model to
+    float32 (``"float32"``). ``runtime="auto"`` runs a file of up to 4 rows
+    in the LiteRT file ``finetune`` kept, ``"litert"`` converts the model to
     LiteRT first and runs it there (``TextTask.use_runtime``)."""
     model = TextTask.load(folder, precision=precision, runtime=runtime)
     return model.predict_file(path, batch_size, length_buckets)

@@ -18,7 +18,7 @@ the converted file is kept (``albert_keras.tasks.litert_cache``). The
 outputs are the Keras model's in float32 up to rounding (about 1e-6).
 
 The default runtime, ``auto``, never converts: a call of at most
-``AUTO_MAX_ROWS`` rows runs in LiteRT when the model's converted file is
+``AUTO_MAX_ROWS`` rows (a few texts) runs in LiteRT when the model's converted file is
 already kept (``finetune`` keeps one, ``keep_converted``), every other call
 on TensorFlow, which batches many rows faster than LiteRT runs them one by
 one.
@@ -44,9 +44,12 @@ logger = logging.getLogger(__name__)
 # where a task object's predictions run (TextTask.load's and predict's ``runtime``)
 RUNTIMES = ("auto", "keras", "litert")
 # runtime auto: a call of at most this many rows runs in a kept LiteRT file.
-# LiteRT runs rows one at a time; TensorFlow's batch of two short rows
-# already costs about what LiteRT's two rows do (benchmarks/one_text.py).
-AUTO_MAX_ROWS = 1
+# LiteRT runs rows one at a time, TensorFlow batches them. At MiniLM-L6's
+# shape on a 2-core AMD EPYC, requests of 1, 4 and 8 short texts took 7, 24
+# and 49 ms in LiteRT against 13, 34 and 59 ms on TensorFlow with AVX2
+# kernels, and 7, 24 and 51 against 15, 29 and 45 ms with its AVX512-BF16
+# ones (benchmarks/real_text.py --latency-only): 4 wins on both.
+AUTO_MAX_ROWS = 4
 # LiteRT takes its thread count as a C int
 MAX_THREADS = 2**31 - 1
 # the encoder inputs under the serving function's argument names

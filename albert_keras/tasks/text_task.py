@@ -115,8 +115,8 @@ class TextTask(keras.Model):
         return self.task_model(inputs, training=training)
 
     def use_runtime(self, runtime, threads=None):
-        """Where ``predict`` and ``evaluate`` compute: ``auto`` (one text in
-        LiteRT when the model's converted file is kept, as ``finetune``
+        """Where ``predict`` and ``evaluate`` compute: ``auto`` (a call of up
+        to 4 texts in LiteRT when the model's converted file is kept, as ``finetune``
         keeps it; else TensorFlow), ``keras`` or ``litert`` (converted now;
         ``albert_keras.tasks.litert_runtime``), with ``threads`` (LiteRT's).
         Returns the object.

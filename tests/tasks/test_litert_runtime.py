@@ -259,8 +259,9 @@ def test_finetune_keeps_a_litert_copy_that_one_text_runs_in_by_default(
         init_folder, task_files, tmp_path, cache_in_tmp, monkeypatch):
     """``finetune`` converts its folder's model once and keeps the file; a
     new process's ``predict`` of one text (runtime auto) finds it by the
-    loaded model's key and runs in LiteRT with Keras' numbers; two texts
-    run on TensorFlow; nothing converts again."""
+    loaded model's key and runs in LiteRT with Keras' numbers, as does a
+    call of up to ``AUTO_MAX_ROWS`` texts; more run on TensorFlow; nothing
+    converts again."""
     from albert_keras.drivers.finetune import finetune
     from albert_keras.tasks.finetune_config import FinetuneConfig
 
@@ -290,8 +291,11 @@ def test_finetune_keeps_a_litert_copy_that_one_text_runs_in_by_default(
     record = json.loads(done.stdout.splitlines()[0])
     assert list(record["probabilities"].values()) == pytest.approx(
         reference.predict([text])[0].tolist(), abs=ATOL)
-    served.predict([text, "and a second"])
-    assert calls == [1]  # two rows: TensorFlow batches them
+    few = litert_runtime.AUTO_MAX_ROWS
+    served.predict([text] * few)
+    assert calls == [1, few]
+    served.predict([text] * (few + 1))  # more rows: TensorFlow batches them
+    assert calls == [1, few]
 
 
 def test_auto_without_a_kept_file_runs_on_tensorflow_and_converts_nothing(

@@ -10,7 +10,6 @@ from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.layers.enhanced_mask_decoder import enhanced_mask_decode
-from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.backbone import rebuilt
 from albert_keras.models.pretrainers.encoder_pretrainer import metrics_by_name
 from albert_keras.replicas import scale_for_replicas
@@ -112,6 +111,7 @@ class ElectraPretrainer(keras.Model):
 
     Example:
     >>> from albert_keras.presets import get_preset
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> config = get_preset("albert_tiny", vocab_size=100)
     >>> model = ElectraPretrainer(
     ...     AlbertEncoder(config), AlbertEncoder(generator_config(config)))

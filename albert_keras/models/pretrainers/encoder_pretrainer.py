@@ -9,7 +9,6 @@ from albert_keras.heads.pretraining_losses import masked_lm_loss
 from albert_keras.heads.pretraining_losses import sentence_order_loss
 from albert_keras.heads.sentence_order_head import SentenceOrderHead
 from albert_keras.layers.enhanced_mask_decoder import enhanced_mask_decode
-from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_models.task_model import ENCODER_INPUTS
 from albert_keras.models.task_models.task_model import TaskModel
@@ -46,6 +45,7 @@ class EncoderPretrainer(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> pretrainer = EncoderPretrainer(AlbertEncoder(get_preset("albert_tiny")))
     >>> ids = keras.ops.ones((1, 16), "int32")
     >>> out = pretrainer({"token_ids": ids, "segment_ids": 0 * ids,

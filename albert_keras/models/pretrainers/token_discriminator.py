@@ -3,7 +3,6 @@
 import keras
 
 from albert_keras.heads.replaced_token_head import ReplacedTokenHead
-from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_models.task_model import TaskModel
 
@@ -22,6 +21,7 @@ class TokenDiscriminator(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> model = TokenDiscriminator(AlbertEncoder(get_preset("albert_tiny")))
     >>> ids = keras.ops.ones((1, 16), "int32")
     >>> tuple(model({"token_ids": ids, "segment_ids": 0 * ids,

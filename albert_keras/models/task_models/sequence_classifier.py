@@ -5,7 +5,6 @@ import logging
 import keras
 
 from albert_keras.heads.poolings import CLASSIFIER_POOLINGS
-from albert_keras.models.albert.albert_encoder import AlbertEncoder  # noqa: F401 (registers it)
 from albert_keras.models.export_kind import ExportKind
 from albert_keras.models.task_models import output_divergence
 from albert_keras.models.task_models.task_model import ENCODER_INPUTS
@@ -44,6 +43,7 @@ class SequenceClassifier(TaskModel):
 
     Example:
     >>> from albert_keras.presets import get_preset
+    >>> from albert_keras.models.albert.albert_encoder import AlbertEncoder
     >>> model = SequenceClassifier(AlbertEncoder(get_preset("bert_tiny")), 3)
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
