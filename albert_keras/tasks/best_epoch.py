@@ -104,7 +104,7 @@ def epoch_selector(task, spec, evaluation, validation, select_metric=None, patie
                          "--validation file, or --validation-split")
     else:
         return None
-    return BestEpoch(task, spec, chosen, select_metric or task.main_metric(spec), patience,
+    return BestEpoch(task, spec, chosen, select_metric or task.metric_for(spec, chosen), patience,
                      name=name, length_buckets=length_buckets)
 
 

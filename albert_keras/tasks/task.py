@@ -193,6 +193,11 @@ class Task:
         """The ``score`` key that picks the best epoch (higher is better)."""
         return "accuracy"
 
+    def metric_for(self, spec, data):
+        """The ``score`` key that picks the best epoch on ``data`` (a task
+        whose files score in more than one way reads it from them)."""
+        return self.main_metric(spec)
+
     def records(self, spec, data, outputs):
         """One JSON-ready prediction per input row."""
         raise NotImplementedError

@@ -26,6 +26,7 @@ from albert_keras.sources.layout import TASK_FILE
 from albert_keras.sources.layout import TASK_MODEL_FILE
 from albert_keras.tasks.embed.embedder_source import embedder_source
 from albert_keras.tasks.embed.pair_batches import pair_batches
+from albert_keras.tasks.embed.pairs import SCORE_COLUMN
 from albert_keras.tasks.finetune_config import FinetuneConfig
 from albert_keras.tasks.finetune_config import fit_length
 from albert_keras.tasks.task import TaskSpec
@@ -145,6 +146,10 @@ def train_pairs(task, embedder, run, where="the training file", folder=None, cal
         ``(history, best)`` as ``fit_with_selection``'s.
     """
     spec, sets, cfg = run
+    if sets.train.extra["examples"].scores is not None:
+        raise ValueError(f"{where}: scored pairs (a {SCORE_COLUMN!r} column) score an "
+                         "embedder but train none: in-batch negatives take pairs whose "
+                         "positive answers the anchor; give the scored file as --eval")
     if len(sets.train) < cfg.batch_size:
         raise ValueError(f"{where}: {len(sets.train)} training pairs, fewer than one batch of "
                          f"{cfg.batch_size}; lower {name_of(FinetuneConfig, 'batch_size')}")

@@ -9,6 +9,7 @@ from albert_keras.tasks.embed.pairs import pack_pairs
 from albert_keras.tasks.embed.pairs import python_pairs
 from albert_keras.tasks.embed.pairs import read_pairs
 from albert_keras.tasks.retrieval_metrics import retrieval_scores
+from albert_keras.tasks.retrieval_metrics import sts_spearman
 from albert_keras.tasks.task import Task
 from albert_keras.tasks.task import TaskData
 from albert_keras.tasks.task import ValidationTexts
@@ -20,7 +21,9 @@ class Embed(Task):
     A row's anchor must find its positive among every positive (and hard
     negative) of its batch; scored by retrieval: each anchor of a file
     against the file's distinct positives and negatives, nDCG@10 the main
-    metric (sentence-transformers' ``InformationRetrievalEvaluator``'s).
+    metric (sentence-transformers' ``InformationRetrievalEvaluator``'s); a
+    file with a ``score`` column (STS) by Spearman's correlation of each
+    pair's cosine with its score (its ``EmbeddingSimilarityEvaluator``'s).
     """
 
     name = "embed"
@@ -53,6 +56,10 @@ class Embed(Task):
     def main_metric(self, spec):
         return "ndcg@10"
 
+    def metric_for(self, spec, data):
+        """Scored pairs (STS) choose the epoch by Spearman's correlation."""
+        return "spearman" if data.extra["examples"].scores is not None else "ndcg@10"
+
     def outputs(self, model, data, batch_size=64, length_buckets=True):
         """``{column: [N, D] vectors}`` of each column's texts, from the
         embedder (of an ``InBatchNegatives`` in training)."""
@@ -65,6 +72,9 @@ class Embed(Task):
         """Retrieval over the file: each anchor against the distinct
         positives and negatives, its own positive the relevant one."""
         examples = data.extra["examples"]
+        if examples.scores is not None:
+            return {"spearman": sts_spearman(outputs["anchor"], outputs["positive"],
+                                             examples.scores), "pairs": len(examples)}
         texts, relevant = corpus_of(examples)
         first = {}
         for name in ("positive", "negative"):

@@ -3,6 +3,7 @@ negative), read from CSV, TSV or JSONL, and packed column by column."""
 
 import dataclasses
 import logging
+import math
 
 import numpy as np
 
@@ -14,6 +15,9 @@ logger = logging.getLogger(__name__)
 # The flags that name each column, for errors.
 _FLAGS = {"anchor": "--anchor-column", "positive": "--positive-column",
           "negative": "--negative-column"}
+# A pairs file with this column is scored pairs (STS): each pair's gold
+# similarity, which an embedder is scored on by Spearman's correlation.
+SCORE_COLUMN = "score"
 
 
 @dataclasses.dataclass
@@ -24,10 +28,13 @@ class PairExamples:
         columns: ``{"anchor": texts, "positive": texts}`` and, with hard
             negatives, ``"negative"``.
         rows: each row's line in the file (1-based; a CSV's header is 1).
+        scores: each pair's gold similarity (a file with a ``score``
+            column: STS), or None.
     """
 
     columns: dict
     rows: list
+    scores: list = None
 
     def __len__(self):
         return len(self.rows)
@@ -37,7 +44,8 @@ class PairExamples:
         picked = [int(i) for i in examples]
         return PairExamples({name: [texts[i] for i in picked]
                              for name, texts in self.columns.items()},
-                            [self.rows[i] for i in picked])
+                            [self.rows[i] for i in picked],
+                            None if self.scores is None else [self.scores[i] for i in picked])
 
 
 def read_pairs(path, anchor_column="anchor", positive_column="positive", negative_column=None):
@@ -46,7 +54,9 @@ def read_pairs(path, anchor_column="anchor", positive_column="positive", negativ
     Every row needs a non-empty anchor and positive (and negative, when
     there is a negative column); an error names the file, the line and the
     column. With ``negative_column`` None, a column called ``negative`` is
-    read as the hard negatives when the file has one.
+    read as the hard negatives when the file has one. A file with a
+    ``score`` column is scored pairs (STS): each row's number is read as
+    the pair's gold similarity.
 
     Args:
         path: the file.
@@ -78,7 +88,22 @@ def read_pairs(path, anchor_column="anchor", positive_column="positive", negativ
                                     f"differ; got {', '.join(wanted.values())}")
     texts = {name: [readers.text_field(path, number, row, column) for number, row in rows]
              for name, column in wanted.items()}
-    return PairExamples(texts, [number for number, _ in rows])
+    scores = ([_score(path, number, row) for number, row in rows]
+              if SCORE_COLUMN in columns else None)
+    return PairExamples(texts, [number for number, _ in rows], scores)
+
+
+def _score(path, number, row):
+    """The finite number in the ``score`` column of line ``number``."""
+    value = row.get(SCORE_COLUMN)
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        score = math.nan
+    if isinstance(value, bool) or not math.isfinite(score):
+        raise readers.TaskDataError(f"{path}:{number}: column {SCORE_COLUMN!r} holds "
+                                    f"{value!r}, not a number")
+    return score
 
 
 def pack_pairs(tokenizer, examples, sequence_length, truncate, lengths=None):

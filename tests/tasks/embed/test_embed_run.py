@@ -259,3 +259,55 @@ def test_matryoshka_dims_train_short_vectors_that_still_retrieve(
     assert "--matryoshka-dims: 32 is not below the embedder's 32 features" in (
         capsys.readouterr().err)
     assert not os.path.exists(tmp_path / "bad")
+
+
+def _sts_file(pair_files, folder):
+    """The eval pairs as scored pairs: each anchor with its own positive
+    (5) and with the next row's (0)."""
+    rows = list(csv.DictReader(open(pair_files["eval"], encoding="utf-8")))
+    path = folder / "sts.csv"
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["anchor", "positive", "score"])
+        for i, row in enumerate(rows):
+            writer.writerow([row["anchor"], row["positive"], 5])
+            writer.writerow([row["anchor"], rows[(i + 1) % len(rows)]["positive"], 0])
+    return str(path)
+
+
+def test_scored_pairs_are_scored_by_spearman_and_choose_the_epoch(
+        embed_folder, init_folder, pair_files, tmp_path, capsys):
+    """A pairs file with a ``score`` column is STS: ``evaluate`` reports
+    Spearman's correlation of each pair's cosine with its score (the trained
+    embedder's far above the untrained one's: it ranks true pairs above
+    mismatched ones), ``--eval`` with it chooses the epoch by it, and it
+    trains nothing."""
+    from albert_keras import TextEmbedder
+    from albert_keras.tasks.retrieval_metrics import sts_spearman
+
+    sts = _sts_file(pair_files, tmp_path)
+    capsys.readouterr()
+    assert main(["evaluate", embed_folder, sts]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["pairs"] == 96 and "ndcg@10" not in scored
+    rows = list(csv.DictReader(open(sts, encoding="utf-8")))
+    untrained = TextEmbedder.from_preset(init_folder, sequence_length=24)
+    before = sts_spearman(untrained.predict([r["anchor"] for r in rows]),
+                          untrained.predict([r["positive"] for r in rows]),
+                          [float(r["score"]) for r in rows])
+    assert scored["spearman"] > 0.6 and scored["spearman"] > before + 0.4, (before, scored)
+    out = str(tmp_path / "chosen")
+    assert main(["finetune", "--task", "embed", "--init", init_folder, "--train",
+                 pair_files["train"], "--eval", sts, "--out", out, "--epochs", "2",
+                 "--batch-size", "16", "--learning-rate", "3e-3", "--seq-length", "24"]) == 0
+    metrics = json.load(open(os.path.join(out, "metrics.json")))
+    assert metrics["select_metric"] == "spearman" and len(metrics["eval_history"]) == 2
+    capsys.readouterr()
+    assert main(["finetune", "--task", "embed", "--init", init_folder, "--train", sts,
+                 "--out", str(tmp_path / "no")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "score an embedder but train none" in err and len(err.splitlines()) == 1
+    bad = tmp_path / "bad.csv"
+    bad.write_text("anchor,positive,score\na b,c d,high\n", encoding="utf-8")
+    assert main(["evaluate", embed_folder, str(bad)]) == 2
+    assert f"{bad}:2: column 'score' holds 'high', not a number" in capsys.readouterr().err
