@@ -87,18 +87,22 @@ def _convert_to_hf(args):
     from albert_keras.convert.hf_tokenizer import VOCABULARY_FILES
     from albert_keras.files import check_output
     from albert_keras.files import writing_folder
+    from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 
     check_output(args.out, [args.src], args.overwrite, folder=True, marks=("config.json",))
     model = _model_for_hf(args.src)
+    # an embedder's HF folder is its encoder (the pooling is sentence-transformers'
+    # modules, or transformers.js' feature-extraction options), so is its ONNX file
+    graph = model.encoder if isinstance(model, SentenceEmbedder) else model
     if args.onnx:  # TensorFlow only with --onnx; its errors are one line (ValueError)
         from albert_keras.export import hf_onnx
 
-        hf_onnx.check_onnx_request(model)
+        hf_onnx.check_onnx_request(graph)
     with writing_folder(args.out) as tmp:
         save_hf(model, tmp, overwrite=True,
                 model_type=None if args.model_type == "auto" else args.model_type)
         embedder = _write_st_modules(tmp, model, args.src)
-        report = hf_onnx.write_onnx(tmp, model, hf_onnx.corpus_texts()) if args.onnx else None
+        report = hf_onnx.write_onnx(tmp, graph, hf_onnx.corpus_texts()) if args.onnx else None
     tokenizer = [n for n in (*VOCABULARY_FILES, TOKENIZER_JSON)
                  if os.path.isfile(os.path.join(args.out, n))]
     print(f"wrote HF folder {args.out} " + (f"(tokenizer: {' and '.join(tokenizer)})"

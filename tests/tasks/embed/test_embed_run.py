@@ -311,3 +311,34 @@ def test_scored_pairs_are_scored_by_spearman_and_choose_the_epoch(
     bad.write_text("anchor,positive,score\na b,c d,high\n", encoding="utf-8")
     assert main(["evaluate", embed_folder, str(bad)]) == 2
     assert f"{bad}:2: column 'score' holds 'high', not a number" in capsys.readouterr().err
+
+
+def test_an_embed_folder_goes_to_transformers_js_as_onnx(embed_folder, tmp_path, capsys):
+    """``convert --to hf --onnx`` of a trained embedder (it refused: an
+    embedder names no transformers outputs): the ONNX file is its encoder,
+    whose last hidden states, mean-pooled and normalized as the folder's
+    sentence-transformers modules say (and transformers.js'
+    feature-extraction options), are our vectors in ONNX Runtime."""
+    import onnxruntime
+
+    from albert_keras import TextEmbedder
+    from albert_keras.text.packer import pack_texts
+
+    out = str(tmp_path / "hf")
+    capsys.readouterr()
+    assert main(["convert", "--to", "hf", embed_folder, "--out", out, "--onnx"]) == 0
+    printed = capsys.readouterr().out
+    assert "sentence-transformers modules: mean pooling, normalized" in printed, printed
+    texts = ["the quick fox", "markets and weather talk", "union"]
+    model = TextEmbedder.from_preset(embed_folder, sequence_length=24)
+    packed = pack_texts(model.tokenizer, texts, None, 24)
+    session = onnxruntime.InferenceSession(os.path.join(out, "onnx", "model.onnx"))
+    names = {i.name for i in session.get_inputs()}
+    feed = {"input_ids": packed["token_ids"], "attention_mask": packed["padding_mask"],
+            "token_type_ids": packed["segment_ids"]}
+    hidden = session.run(None, {k: np.asarray(v, np.int64) for k, v in feed.items()
+                                if k in names})[0]
+    mask = np.asarray(packed["padding_mask"], np.float32)[:, :, None]
+    pooled = (hidden * mask).sum(1) / mask.sum(1)
+    pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+    np.testing.assert_allclose(pooled, model.predict(texts), atol=1e-4)
