@@ -83,6 +83,11 @@ class Family:
         recipe_fields: the config fields its authors' recipe sets on any
             preset's model (DeBERTa-v3's attention, which ``--recipe
             deberta_v3`` puts on an ALBERT preset), or None.
+        unread_weights: regular expressions of weight paths (as Keras
+            names them in its missing-gradient warning, quotes excluded)
+            that its encoder keeps but a run may not train: a warning that
+            names only these and poolers is hidden
+            (``albert_keras.training.unused_weights``).
 
     Example:
     >>> Family("toy", dict, "my_models:ToyEncoder").hf_model_types
@@ -102,6 +107,7 @@ class Family:
     tokenizer_kind: str = "sentencepiece"
     mask_rate: float = None
     recipe_fields: dict = None
+    unread_weights: tuple = ()
 
     @property
     def backbone_class(self):

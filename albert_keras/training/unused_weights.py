@@ -7,25 +7,20 @@ the pooler instead would be saved in the encoder's file and silently stop a
 classifier fine-tuned from it later from training its pooler, so the warning
 is hidden, and only when every variable it names belongs to a pooler.
 
-ModernBERT's pooler is HF's prediction head (``head``), which its masked LM
-reads as its transform, except in the lite form, whose narrower table needs
-a head of its own.
-
-The same holds for the absolute position table of a DeBERTa-v3 encoder
-(``position_biased_input=false``): only the enhanced mask decoder reads it,
-and it is kept for that decoder, so a run without the decoder never trains it.
+A family may keep more weights that some runs never read (its
+``Family.unread_weights``: ModernBERT's prediction head, DeBERTa-v3's
+absolute position table); a warning naming only those is hidden too.
 """
 
 import contextlib
 import logging
-import re
 import warnings
 
-# the names Keras lists: "encoder/pooler/pooler_dense/kernel", ...; ModernBERT's
-# pooler is HF's prediction head, "head/dense/kernel" (never "mlm_head/...")
-_UNREAD = r"'(?:[^']*(?:pooler|position_embedding)[^']*|(?:[^']*/)?head/(?:dense|norm)/[^']*)'"
-_POOLER_ONLY = re.compile(
-    rf"Gradients do not exist for variables \[({_UNREAD}, )*{_UNREAD}\]")
+from albert_keras.families import families
+
+# the names Keras lists: "encoder/pooler/pooler_dense/kernel", ...
+_POOLER = r"[^']*pooler[^']*"
+
 
 logger = logging.getLogger(__name__)
 
@@ -43,5 +38,12 @@ def unused_pooler_quiet():
     """
     with warnings.catch_warnings():
         if not logger.isEnabledFor(logging.DEBUG):
-            warnings.filterwarnings("ignore", message=_POOLER_ONLY.pattern)
+            warnings.filterwarnings("ignore", message=_pooler_only())
         yield
+
+
+def _pooler_only():
+    """The warning's pattern when every variable it names is unread."""
+    unread = [_POOLER, *(p for family in families() for p in family.unread_weights)]
+    one = "'(?:" + "|".join(unread) + ")'"
+    return rf"Gradients do not exist for variables \[({one}, )*{one}\]"

@@ -50,4 +50,7 @@ FAMILY = register_family(Family(
     checkpoints="albert_keras.models.deberta.checkpoints",
     layout="albert_keras.models.albert.layout:LAYOUT_RULES",
     recipe_fields=DEBERTA_V3_ENCODER,
+    # the absolute position table of an encoder with position_biased_input
+    # false, kept for the enhanced mask decoder, the only reader
+    unread_weights=(r"[^']*position_embedding[^']*",),
 ))

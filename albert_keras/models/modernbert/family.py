@@ -56,4 +56,8 @@ FAMILY = register_family(Family(
     layout="albert_keras.models.modernbert.layout:LAYOUT_RULES",
     tokenizer_kind="bpe",
     mask_rate=0.3,  # ModernBERT's and Ettin's pretraining masked 30% (ModernBERT, sec. 2.2)
+    # its pooler is HF's prediction head ("head/dense/kernel", never
+    # "mlm_head/..."), which only its masked LM reads (the lite form's
+    # narrower table has a head of its own)
+    unread_weights=(r"(?:[^']*/)?head/(?:dense|norm)/[^']*",),
 ))
