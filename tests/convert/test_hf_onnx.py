@@ -157,3 +157,42 @@ def test_exact_gelu_models_give_transformers_outputs_in_onnx(cls_name, config, t
     probabilities = np.exp(got - got.max(-1, keepdims=True))
     probabilities /= probabilities.sum(-1, keepdims=True)
     np.testing.assert_allclose(probabilities, model.predict(texts), atol=1e-4)  # predict's
+
+
+def test_a_deberta_v3_classifier_gives_transformers_logits_in_onnx(task_files, tmp_path):
+    """DeBERTa-v3's disentangled attention (relative positions in buckets,
+    content-to-position and position-to-content terms) and its SentencePiece
+    tokenizer: a classifier read from transformers' DebertaV2 folder, written
+    back with ``--onnx``, runs in ONNX Runtime with transformers' logits on
+    the written folder."""
+    import onnxruntime
+    import sentencepiece as spm
+
+    from albert_keras import TextClassifier
+    from tests.helpers import make_hf_model
+    from tests.helpers import make_sentences
+
+    published = tmp_path / "published"
+    published.mkdir()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(make_sentences(2000)), encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(published / "spm"), vocab_size=120,
+        model_type="unigram", pad_id=0, pad_piece="[PAD]", bos_id=1, bos_piece="[CLS]",
+        eos_id=2, eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]", character_coverage=1.0,
+        user_defined_symbols=["[MASK]"], minloglevel=2)
+    (published / "spm.vocab").unlink()
+    (published / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "DebertaV2Tokenizer", "do_lower_case": False,
+         "split_by_punct": False}))
+    make_hf_model("DebertaV2Model", str(published), vocab_size=120, hidden_act="gelu")
+    model = TextClassifier.from_preset(str(published), num_classes=2, sequence_length=32)
+    keras_folder, out = str(tmp_path / "cls"), str(tmp_path / "hf")
+    model.save_to_preset(keras_folder)
+    assert main(["convert", keras_folder, "--to", "hf", "--onnx", "--out", out]) == 0
+    texts = _texts(task_files)
+    want, batch = _torch_logits(out, texts)
+    session = onnxruntime.InferenceSession(os.path.join(out, "onnx", "model.onnx"))
+    names = [i.name for i in session.get_inputs()]
+    got = session.run(["logits"], {n: batch[n].astype(np.int64) for n in names})[0]
+    np.testing.assert_allclose(got, want, atol=1e-4)

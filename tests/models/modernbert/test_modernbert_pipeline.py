@@ -266,3 +266,27 @@ def test_fill_mask_encodes_and_fills_as_transformers_pipeline(modernbert_folder,
                              TokenizerConfig(vocab_size=400))
     added = {t["content"]: t for t in json.load(open(trained))["added_tokens"]}
     assert added["[MASK]"]["lstrip"] is True and added["[CLS]"]["lstrip"] is False
+
+
+def test_convert_to_hf_with_onnx_runs_in_onnx_runtime_as_transformers(modernbert_classifier,
+                                                                      tmp_path):
+    """The transformers.js folder of a ModernBERT classifier (exact GELU in
+    its GeGLU, local and global attention, rotary positions): ONNX Runtime
+    gives transformers' logits on the written HF folder."""
+    import onnxruntime
+
+    out, held_out, _ = modernbert_classifier
+    hf = str(tmp_path / "hf")
+    assert main(["convert", out, "--to", "hf", "--onnx", "--out", hf]) == 0
+    texts = [row["text"] for row in csv.DictReader(open(held_out, encoding="utf-8"))][:12]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(hf)
+    batch = tokenizer(texts, padding=True, return_tensors="np")
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(hf).eval()
+    with torch.no_grad():
+        want = model(**{k: torch.tensor(v) for k, v in batch.items()}).logits.numpy()
+    session = onnxruntime.InferenceSession(os.path.join(hf, "onnx", "model.onnx"))
+    names = [i.name for i in session.get_inputs()]
+    feed = {n: np.asarray(batch[n], np.int64) if n in batch else
+            np.zeros_like(batch["input_ids"], np.int64) for n in names}
+    got = session.run(["logits"], feed)[0]
+    np.testing.assert_allclose(got, want, atol=1e-4)
