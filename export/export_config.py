@@ -38,6 +38,8 @@ class ExportConfig:
             then 256, 512, ..., below ``sequence_length``).
         web: also write a static web page folder there
             (``albert_keras.export.web_folder``).
+        web_corpus: an embedder's web page searches these texts
+            (``albert_keras.export.web_corpus``).
         with_tokenizer: string in (tokenizer and packer inside the graph).
         pair: a string-in model that takes ``text`` and ``text_pair``
             (default: when the task has pairs).
@@ -105,6 +107,9 @@ class ExportConfig:
                             "in the browser (LiteRT.js, its tokenizer in JavaScript, a "
                             "module with classify/embed), the runtime copied in; needs npm "
                             "the first time (albert_keras.export.web_folder)")
+    web_corpus: str = option(None, "with --web, for an embedder: a text file (one text a "
+                                   "line) embedded into the folder, which the page searches "
+                                   "for the text typed (export.web_corpus)")
     with_tokenizer: bool = option(False, "string in: tokenizer and packer inside the model")
     pair: bool = option(None, "string-in takes text and text_pair (default: when the "
                               "task has pairs)")

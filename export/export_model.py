@@ -45,6 +45,8 @@ from albert_keras.export.model_card import model_card
 from albert_keras.export.source import default_spec
 from albert_keras.export.source import load_source
 from albert_keras.export.validation import validate
+from albert_keras.export.web_corpus import corpus_record
+from albert_keras.export.web_corpus import read_web_corpus
 from albert_keras.export.web_folder import MODEL_FILE
 from albert_keras.export.web_folder import check_web_kind
 from albert_keras.export.web_folder import check_web_request
@@ -132,7 +134,9 @@ def export_tflite(source, out=None, config=None):
         _write_files(out, paths, blob, sidecar, card_text)
     if c.web:
         # the folder holds the only copy when no --out is given
-        write_web_folder(c.web, blob, sidecar, card_text, job.tokenizer, c.overwrite)
+        corpus = None if not c.web_corpus else corpus_record(
+            job.model, job.tokenizer, read_web_corpus(c.web_corpus), job.sequence_length)
+        write_web_folder(c.web, blob, sidecar, card_text, job.tokenizer, c.overwrite, corpus)
         # the command line says so after its validation summary
         logger.debug(f"wrote the web page folder {c.web}")
     return sidecar

@@ -35,6 +35,8 @@ import tempfile
 
 from albert_keras.export.converter import ExportError
 from albert_keras.export.export_config import arg
+from albert_keras.export.web_corpus import CORPUS_FILE
+from albert_keras.export.web_corpus import read_web_corpus
 from albert_keras.files import write_json
 
 WEB_FORMAT = "albert-keras-web/1"
@@ -71,11 +73,18 @@ def check_web_kind(c, kind):
     if c.web and not kind.web:
         raise ExportError(f"{arg('web')}: the page runs classifiers and embedders; this is "
                           f"{kind.article()} {kind} model")
+    if c.web_corpus and str(kind) != "embedder":
+        raise ExportError(f"{arg('web_corpus')}: the page searches with an embedder; this is "
+                          f"{kind.article()} {kind} model")
 
 
 def check_web_request(c, out):
     """Refuses, before any work, a web folder that cannot be written (or
     that would hold ``out``, the ``.tflite``); fetches the runtime once."""
+    if c.web_corpus and not c.web:
+        raise ExportError(f"{arg('web_corpus')} is for {arg('web')} (the page searches it)")
+    if c.web_corpus:
+        read_web_corpus(c.web_corpus)
     if not c.web:
         return
     if out is not None and os.path.abspath(out).startswith(os.path.abspath(c.web) + os.sep):
@@ -158,7 +167,7 @@ def _read(path):
         return f.read()
 
 
-def web_config(sidecar, tokenizer, files):
+def web_config(sidecar, tokenizer, files, corpus=False):
     """``model.json``: what ``albert.js`` reads of the sidecar, the runtime
     that runs the file and, for MediaPipe, the text steps it lacks."""
     keys = ("kind", "task", "labels", "quantize", "sequence_length", "signatures", "inputs",
@@ -167,6 +176,7 @@ def web_config(sidecar, tokenizer, files):
     return {"format": WEB_FORMAT, "model": MODEL_FILE, "files": sorted(files),
             "runtime": "mediapipe" if sidecar.get("metadata") else "litert",
             "runtime_versions": _versions(), "prepare": tokenizer.text_steps(),
+            "corpus": CORPUS_FILE if corpus else None,
             **{key: sidecar.get(key) for key in keys}}
 
 
@@ -176,7 +186,7 @@ def _versions():
             for path, entry in lock["packages"].items() if path}
 
 
-def write_web_folder(folder, model, sidecar, card, tokenizer, overwrite=False):
+def write_web_folder(folder, model, sidecar, card, tokenizer, overwrite=False, corpus=None):  # noqa: PLR0913 (the export's files, each a part of the folder)
     """Writes the web folder for an exported ``.tflite``.
 
     Args:
@@ -186,6 +196,8 @@ def write_web_folder(folder, model, sidecar, card, tokenizer, overwrite=False):
         card: its model card's text (written as ``MODEL.md``).
         tokenizer: the model's tokenizer (``text.registry``).
         overwrite: replace the files an earlier export wrote there (only those).
+        corpus: an embedder's search corpus (``web_corpus.corpus_record``),
+            written as ``corpus.json``, or None.
 
     Example:
     >>> write_web_folder("site", blob, sidecar, card, tokenizer)  # doctest: +SKIP
@@ -205,6 +217,8 @@ def write_web_folder(folder, model, sidecar, card, tokenizer, overwrite=False):
                                       "tokenizer_config.json": tokenizer_config(tokenizer)}
         texts.update({SIDECAR_FILE: json.dumps(sidecar, indent=2, sort_keys=True),
                       CARD_FILE: card})
+        if corpus is not None:
+            texts[CORPUS_FILE] = json.dumps(corpus)
         with open(os.path.join(staging, MODEL_FILE), "wb") as f:
             f.write(model)
         for name, text in texts.items():
@@ -217,7 +231,8 @@ def write_web_folder(folder, model, sidecar, card, tokenizer, overwrite=False):
             os.makedirs(os.path.dirname(os.path.join(staging, target)), exist_ok=True)
             shutil.copyfile(source, os.path.join(staging, target))
         files = [*texts, MODEL_FILE, *copies.values(), "model.json"]
-        write_json(os.path.join(staging, "model.json"), web_config(sidecar, tokenizer, files))
+        write_json(os.path.join(staging, "model.json"),
+                   web_config(sidecar, tokenizer, files, corpus is not None))
         _move_into_place(staging, folder, files)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -43,7 +43,9 @@ export async function loadModel(base = '.', options = {}) {
   wasmLoaded ??= loadLiteRtQuietly(options.wasm ?? root + 'vendor/litertjs/wasm/', threads);
   await wasmLoaded;
   const compiled = await litert.loadAndCompile(root + config.model, {accelerator: 'wasm'});
-  return new TextModel(config, new Tokenizer(tokenizerJson, tokenizerConfig), compiled);
+  const model = new TextModel(config, new Tokenizer(tokenizerJson, tokenizerConfig), compiled);
+  if (config.corpus) model.corpus = await json(root + config.corpus);  // {texts, vectors}
+  return model;
 }
 
 /**
@@ -207,6 +209,19 @@ export class TextModel {
     }
     const out = await this.run(this.pack(text));
     return out[this.config.outputs[0]];
+  }
+
+  /**
+   * The corpus texts nearest a query (a folder exported with --web-corpus):
+   * [{text, score}] by cosine, best first, at most k.
+   */
+  async search(query, k = 5) {
+    if (!this.corpus) throw new Error('search: this folder holds no corpus (--web-corpus)');
+    const vector = await this.embed(query);
+    const hits = this.corpus.vectors.map((v, i) => ({text: this.corpus.texts[i],
+                                                     score: cosine(vector, v)}));
+    hits.sort((a, b) => b.score - a.score);
+    return hits.slice(0, k);
   }
 }
 

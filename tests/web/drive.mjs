@@ -23,6 +23,7 @@ try {
         const pack = model.pack ? model.pack(text) : null;  // MediaPipe packs itself
         const result = model.config.kind === 'classifier' ?
             await model.classify(text) : {embedding: Array.from(await model.embed(text))};
+        if (model.corpus) result.hits = await model.search(text);
         for (const key of ['logits', 'probabilities']) {
           if (result[key]) result[key] = Array.from(result[key]);
         }

@@ -342,3 +342,59 @@ def test_an_embed_folder_goes_to_transformers_js_as_onnx(embed_folder, tmp_path,
     pooled = (hidden * mask).sum(1) / mask.sum(1)
     pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
     np.testing.assert_allclose(pooled, model.predict(texts), atol=1e-4)
+
+
+def test_export_web_corpus_writes_a_search_page_that_finds_the_answers(embed_folder,
+                                                                       pair_files, tmp_path):
+    """The fourth command: a search page over the eval pairs' positives.
+    In Chromium, the page embeds each anchor with the exported file and
+    ranks the corpus as the Keras embedder's vectors rank it (the same top
+    text, cosines within 1e-3); the trained embedder's top hit is the
+    anchor's own positive for most anchors."""
+    from albert_keras import TextEmbedder
+    from albert_keras.tasks.embed.pairs import read_pairs
+    from tests.web.driver import run_page
+
+    pairs = read_pairs(pair_files["eval"])
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(pairs.columns["positive"]) + "\n", encoding="utf-8")
+    site = str(tmp_path / "site")
+    assert main(["export", embed_folder, "--web", site, "--web-corpus", str(corpus),
+                 "--validation-data", pair_files["eval"]]) == 0
+    assert json.load(open(os.path.join(site, "model.json")))["corpus"] == "corpus.json"
+    queries = pairs.columns["anchor"][:16]
+    results = run_page(site, queries)
+    model = TextEmbedder.from_preset(embed_folder, sequence_length=24)
+    ours = model.predict(queries) @ model.predict(pairs.columns["positive"]).T
+    found = 0
+    for row, result in enumerate(results):
+        hits = result["result"]["hits"]
+        assert len(hits) == 5 and hits[0]["score"] >= hits[-1]["score"]
+        best = int(np.argmax(ours[row]))
+        assert hits[0]["text"] == pairs.columns["positive"][best], result["text"]
+        assert abs(hits[0]["score"] - ours[row, best]) < 1e-3
+        found += hits[0]["text"] == pairs.columns["positive"][row]
+    assert found >= 10, found
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--web-corpus", "CORPUS"], "--web-corpus is for --web (the page searches it)"),
+    (["--web", "SITE", "--web-corpus", "MISSING"], "no such file (--web-corpus)"),
+])
+def test_a_search_page_request_that_cannot_work_is_refused_before_work(
+        embed_folder, classifier_folder, tmp_path, capsys, argv, message):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a text\n", encoding="utf-8")
+    names = {"CORPUS": str(corpus), "SITE": str(tmp_path / "site"),
+             "MISSING": str(tmp_path / "missing.txt")}
+    argv = [names.get(a, a) for a in argv]
+    capsys.readouterr()
+    assert main(["export", embed_folder, "--out", str(tmp_path / "e.tflite"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    # a classifier has no vectors to search with
+    assert main(["export", classifier_folder, "--web", str(tmp_path / "site"),
+                 "--web-corpus", str(corpus)]) == 2
+    assert "--web-corpus: the page searches with an embedder; this is a classifier" in (
+        capsys.readouterr().err)
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt"]
