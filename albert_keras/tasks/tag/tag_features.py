@@ -31,11 +31,16 @@ def tag_features(tokenizer, sentences, sequence_length, tags=None, tag_index=Non
     budget = sequence_length - 2
     flat = [w for words in sentences for w in words]
     pieces = iter(tokenizer.encode(flat))
+    # a word the tokenizer drops whole (a zero-width joiner, a control
+    # character: tweets have them) still takes a position, as [UNK], so its
+    # tag is read and predicted; it was [PAD]'s id, a row the model never
+    # learned to read
+    nothing = [tokenizer.special_ids.get("unk", 0)]
     rows_ids, rows_labels, rows_words = [], [], []
     for s, words in enumerate(sentences):
         chunk_ids, chunk_labels, chunk_words = [], [], []
         for w, _ in enumerate(words):
-            word_pieces = next(pieces)[:budget] or [0]
+            word_pieces = next(pieces)[:budget] or nothing
             if chunk_ids and len(chunk_ids) + len(word_pieces) > budget:
                 rows_ids.append(chunk_ids)
                 rows_labels.append(chunk_labels)

@@ -143,3 +143,22 @@ def tag_spec(n):
     from albert_keras.tasks.task import TaskSpec
 
     return TaskSpec(task="tag", sequence_length=16, labels=tuple(f"L{i}" for i in range(n)))
+
+
+def test_a_word_the_tokenizer_drops_is_read_as_unknown(tmp_path):
+    """A zero-width joiner alone (tweets have them) gives no WordPiece
+    piece; its position holds [UNK], not [PAD]'s id."""
+    import transformers
+
+    from albert_keras.sources.registry import read_tokenizer
+    from tests.helpers import make_wordpiece_vocab
+
+    vocab = make_wordpiece_vocab(str(tmp_path), lowercase=True, vocab_size=200)
+    transformers.BertTokenizerFast(vocab, do_lower_case=True).save_pretrained(str(tmp_path))
+    tokenizer = read_tokenizer(str(tmp_path))
+    assert tokenizer.encode(["\u200d"]) == [[]]
+    features = tag_features(tokenizer, [["the", "\u200d", "fox"]], 16, [["O", "O", "B-X"]],
+                            {"O": 0, "B-X": 1})
+    ids = features.inputs["token_ids"][0]
+    assert ids[2] == tokenizer.special_ids["unk"] != tokenizer.special_ids["pad"]
+    assert features.weights[0, 2] == 1.0 and features.labels[0, 3] == 1
