@@ -139,21 +139,12 @@ def test_exact_gelu_models_give_transformers_outputs_in_onnx(cls_name, config, t
                                                              tmp_path):
     """Exact GELU is TensorFlow's ``Erfc``, which tf2onnx has no handler for:
     the folder's ONNX file runs in ONNX Runtime with transformers' logits."""
-    import onnxruntime
-
     from albert_keras import TextClassifier
 
     source = _published_bert(tmp_path / "published", cls_name, **config)
     model = TextClassifier.from_preset(source, num_classes=3, sequence_length=32)
-    keras_folder, out = str(tmp_path / "cls"), str(tmp_path / "hf")
-    model.save_to_preset(keras_folder)
-    assert main(["convert", keras_folder, "--to", "hf", "--onnx", "--out", out]) == 0
     texts = _texts(task_files)
-    want, batch = _torch_logits(out, texts)
-    session = onnxruntime.InferenceSession(os.path.join(out, "onnx", "model.onnx"))
-    names = [i.name for i in session.get_inputs()]
-    got = session.run(["logits"], {n: batch[n].astype(np.int64) for n in names})[0]
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    got = _onnx_against_transformers(model, texts, tmp_path)
     probabilities = np.exp(got - got.max(-1, keepdims=True))
     probabilities /= probabilities.sum(-1, keepdims=True)
     np.testing.assert_allclose(probabilities, model.predict(texts), atol=1e-4)  # predict's
@@ -165,7 +156,6 @@ def test_a_deberta_v3_classifier_gives_transformers_logits_in_onnx(task_files, t
     tokenizer: a classifier read from transformers' DebertaV2 folder, written
     back with ``--onnx``, runs in ONNX Runtime with transformers' logits on
     the written folder."""
-    import onnxruntime
     import sentencepiece as spm
 
     from albert_keras import TextClassifier
@@ -187,12 +177,20 @@ def test_a_deberta_v3_classifier_gives_transformers_logits_in_onnx(task_files, t
          "split_by_punct": False}))
     make_hf_model("DebertaV2Model", str(published), vocab_size=120, hidden_act="gelu")
     model = TextClassifier.from_preset(str(published), num_classes=2, sequence_length=32)
+    _onnx_against_transformers(model, _texts(task_files), tmp_path)
+
+
+def _onnx_against_transformers(model, texts, tmp_path):
+    """``model`` saved, written with ``--to hf --onnx``; its ONNX logits in
+    ONNX Runtime, checked against transformers' on the written folder."""
+    import onnxruntime
+
     keras_folder, out = str(tmp_path / "cls"), str(tmp_path / "hf")
     model.save_to_preset(keras_folder)
     assert main(["convert", keras_folder, "--to", "hf", "--onnx", "--out", out]) == 0
-    texts = _texts(task_files)
     want, batch = _torch_logits(out, texts)
     session = onnxruntime.InferenceSession(os.path.join(out, "onnx", "model.onnx"))
     names = [i.name for i in session.get_inputs()]
     got = session.run(["logits"], {n: batch[n].astype(np.int64) for n in names})[0]
     np.testing.assert_allclose(got, want, atol=1e-4)
+    return got
