@@ -121,7 +121,11 @@ def kept_runner(model, threads=None):
     except NotKept:
         logger.info("runtime auto: no converted LiteRT file is kept for this model; it "
                     "runs on TensorFlow (finetune keeps one; runtime litert converts now)")
-        return None
+    except Exception as e:  # noqa: BLE001 (auto only saves time: TensorFlow answers instead)
+        logger.warning(f"runtime auto: the kept LiteRT file was not used ({type(e).__name__}: "
+                       f"{e}); the model runs on TensorFlow",
+                       exc_info=logger.isEnabledFor(logging.DEBUG))
+    return None
 
 
 def _mask_value(model):

@@ -307,3 +307,19 @@ def test_auto_without_a_kept_file_runs_on_tensorflow_and_converts_nothing(
     model = albert_keras.TextClassifier.load(classifier_folder)
     assert model.predict(["one text"]).shape[0] == 1
     assert model._runtime.runner(model.task_model, 1) is None
+
+
+def test_auto_falls_back_to_tensorflow_when_the_kept_file_cannot_be_used(
+        classifier_folder, monkeypatch, caplog):
+    """Whatever goes wrong reading a kept file, ``auto`` answers on
+    TensorFlow with Keras' numbers and says why in one warning."""
+    def broken(*args, **kwargs):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(litert_cache, "cached", broken)
+    model = albert_keras.TextClassifier.load(classifier_folder)
+    reference = albert_keras.TextClassifier.load(classifier_folder, runtime="keras")
+    with caplog.at_level("WARNING"):
+        np.testing.assert_allclose(model.predict(["one text"]), reference.predict(["one text"]),
+                                   atol=1e-6)
+    assert any("OSError: disk gone" in r.getMessage() for r in caplog.records)
