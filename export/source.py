@@ -8,6 +8,7 @@ own way, and the export asks here once.
 import os
 
 from albert_keras.export.converter import ExportError
+from albert_keras.export.export_config import arg
 from albert_keras.models.task_models.sentence_embedder import SentenceEmbedder
 from albert_keras.saving import load_model
 from albert_keras.sources import checkpoint_reader
@@ -19,7 +20,6 @@ from albert_keras.sources.registry import read_tokenizer
 from albert_keras.tasks.embed.embedder_source import EMBEDDER_DEFAULTS
 from albert_keras.tasks.embed.embedder_source import trained_choices
 from albert_keras.tasks.task import TaskSpec
-from export.export_config import arg
 
 
 def load_source(origin, part="auto", dimensions=None):

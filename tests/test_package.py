@@ -438,3 +438,19 @@ def test_the_distribution_lists_every_package_folder_and_its_files():
                 found.add(package if relative == "." else
                           package + "." + relative.replace(os.sep, "."))
     assert found == listed, (sorted(found - listed), sorted(listed - found))
+
+
+def test_the_export_package_is_imported_by_its_installed_name():
+    """``export/`` installs as ``albert_keras.export``; ``from export...``
+    only worked from the repository root (the notebooks, run elsewhere,
+    failed on it)."""
+    bad = []
+    for folder in ("albert_keras", "export"):
+        for here, _, files in os.walk(os.path.join(_ROOT, folder)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(here, name)
+                    with open(path, encoding="utf-8") as f:
+                        if re.search(r"^\s*(from|import) export\b", f.read(), re.M):
+                            bad.append(os.path.relpath(path, _ROOT))
+    assert not bad, bad
