@@ -115,11 +115,9 @@ class TextTask(keras.Model):
         return self.task_model(inputs, training=training)
 
     def use_runtime(self, runtime, threads=None):
-        """Where ``predict`` and ``evaluate`` compute: ``auto`` (a call of up
-        to 4 texts in LiteRT when the model's converted file is kept, as ``finetune``
-        keeps it; else TensorFlow), ``keras`` or ``litert`` (converted now;
-        ``albert_keras.tasks.litert_runtime``), with ``threads`` (LiteRT's).
-        Returns the object.
+        """Where ``predict`` and ``evaluate`` compute: ``auto`` (up to 4 texts in
+        the LiteRT file ``finetune`` keeps, else TensorFlow), ``keras`` or ``litert``
+        (converted now), with ``threads`` (LiteRT's). Returns the object.
 
         Example:
         >>> TextClassifier.load("runs/reviews").use_runtime("litert").predict(["Fine."])  # doctest: +SKIP
