@@ -46,7 +46,6 @@ from albert_keras.export.source import default_spec
 from albert_keras.export.source import load_source
 from albert_keras.export.validation import validate
 from albert_keras.export.web_corpus import corpus_record
-from albert_keras.export.web_corpus import read_web_corpus
 from albert_keras.export.web_folder import MODEL_FILE
 from albert_keras.export.web_folder import check_web_kind
 from albert_keras.export.web_folder import check_web_request
@@ -128,17 +127,14 @@ def export_tflite(source, out=None, config=None):
     if c.metadata:
         blob, report["mediapipe"] = _add_metadata(job, c, blob, checks)
     sidecar = _sidecar(job, c, exported, blob, report)
-    sidecar["sha256"] = hashlib.sha256(blob).hexdigest()
     card_text = model_card(sidecar, os.path.basename(out or MODEL_FILE), job.kind)
     if out is not None:
         _write_files(out, paths, blob, sidecar, card_text)
-    if c.web:
-        # the folder holds the only copy when no --out is given
-        corpus = None if not c.web_corpus else corpus_record(
-            job.model, job.tokenizer, read_web_corpus(c.web_corpus), job.sequence_length)
+    if c.web:  # the folder holds the only copy when no --out is given
+        corpus = (corpus_record(job.model, job.tokenizer, c.web_corpus, job.sequence_length)
+                  if c.web_corpus else None)
         write_web_folder(c.web, blob, sidecar, card_text, job.tokenizer, c.overwrite, corpus)
-        # the command line says so after its validation summary
-        logger.debug(f"wrote the web page folder {c.web}")
+        logger.debug(f"wrote the web page folder {c.web}")  # the CLI says so after its summary
     return sidecar
 
 
@@ -413,6 +409,7 @@ def _sidecar(job, c, exported, blob, report):
         "family": family_of(_encoder(exported).config).name,  # the model card names it
         "num_choices": job.num_choices,
         "size_bytes": len(blob),
+        "sha256": hashlib.sha256(blob).hexdigest(),
         "validation": report,
         # the model's name, not its path: nothing shipped names the exporting machine
         "source": _model_name(job),

@@ -44,16 +44,17 @@ def read_web_corpus(path):
     return texts
 
 
-def corpus_record(model, tokenizer, texts, sequence_length):
-    """``corpus.json``'s content: the texts and their vectors from ``model``
-    (an embedder), rounded to 6 decimals.
+def corpus_record(model, tokenizer, path, sequence_length):
+    """``corpus.json``'s content: the texts of ``path`` and their vectors
+    from ``model`` (an embedder), rounded to 6 decimals.
 
     Args:
         model: the Keras embedder (output ``embeddings``).
         tokenizer: its tokenizer.
-        texts: the corpus.
+        path: the corpus file (``read_web_corpus``'s).
         sequence_length: texts are cut to this many pieces, as the page cuts.
     """
+    texts = read_web_corpus(path)
     packed = pack_texts(tokenizer, texts, None, sequence_length)
     vectors = np.asarray(predict_in_buckets(model, packed, 64)["embeddings"], np.float32)
     return {"texts": list(texts), "vectors": np.round(vectors, 6).tolist()}
