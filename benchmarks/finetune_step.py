@@ -12,6 +12,9 @@ as a two-label classifier on rows of exactly ``--lengths`` pieces, batch
   their length and no further;
 * ``oursxla-<precision>``: the same with the train step compiled by XLA
   (``jit_compile=True``), only when asked for;
+* ``oursfull-<precision>``: ours with the last block computing every row
+  (as before the task models read ``[CLS]`` alone there), only when asked
+  for;
 * ``torch-<precision>``: HF's ``BertForSequenceClassification`` with
   ``torch.optim.AdamW``, what HF's Trainer runs (``bf16=True`` there is
   ``torch.autocast`` in bfloat16 around the forward pass).
@@ -40,8 +43,10 @@ from real_text import STEP_TIMER  # noqa: E402
 
 WARMUP = 5
 CASES = ("ours-float32", "ours-mixed_bfloat16", "torch-float32", "torch-bfloat16")
-# ours with the train step compiled by XLA (jit_compile=True): asked for by name
-XLA_CASES = ("oursxla-float32", "oursxla-mixed_bfloat16")
+# ours with the train step compiled by XLA (jit_compile=True), and ours with the
+# last block on every row: asked for by name
+XLA_CASES = ("oursxla-float32", "oursxla-mixed_bfloat16", "oursfull-float32",
+             "oursfull-mixed_bfloat16")
 
 # Texts of `length - 2` words, each word one piece of the folder's vocabulary.
 TEXTS = r"""
@@ -60,6 +65,9 @@ folder, precision, batch, length, steps = sys.argv[1:6]
 batch, length, steps = int(batch), int(length), int(steps)
 x = texts(batch * steps, length, folder + "/vocab.txt")
 y = [str(i % 2) for i in range(len(x))]
+if sys.argv[6:] == ["full"]:  # the model says it reads every row: the last block computes them
+    from albert_keras.models.task_models.sequence_classifier import SequenceClassifier
+    SequenceClassifier.reads_only_cls = property(lambda self: False)
 model = TextClassifier.from_preset(folder, precision=precision, sequence_length=length,
                                    length_buckets=False, learning_rate=5e-5)
 if sys.argv[6:] == ["xla"]:
@@ -152,7 +160,7 @@ def _case(case, folder, batch, length, steps):
     side, precision = case.split("-", 1)
     code = OURS if side.startswith("ours") else TORCH
     got = run_child(code, folder, precision, str(batch), str(length), str(steps + WARMUP),
-                    *(["xla"] if side == "oursxla" else []))
+                    *({"oursxla": ["xla"], "oursfull": ["full"]}.get(side, [])))
     if "error" in got:
         return got
     return {"first": got["first"], "median": statistics.median(got["steps"][WARMUP - 1:])}

@@ -237,16 +237,54 @@ class Backbone(keras.Model):
         finally:
             self.__dict__["_perturbation"] = None
 
+    # -- the last block on the first row alone (a model that reads only it) -----------
+
+    @contextlib.contextmanager
+    def reading_first_row(self):
+        """While inside, a call computes only the first (``[CLS]``) row in
+        the last block, as ``cls_only`` does, without a new encoder: the
+        pooled output is the same, ``sequence_output`` is ``[B, 1, H]``.
+
+        A task model that reads only the pooled output calls its encoder
+        inside (``TaskModel.call``), so that fitting and prediction skip the
+        last block's query, output and FFN work on every other row (about
+        1/L of the encoder's matrix products, forward and backward). Read
+        when the call is traced; with ``output_hidden_states`` it does
+        nothing (the last state would be cut).
+
+        Example:
+        >>> from albert_keras import AlbertEncoder
+        >>> from albert_keras.presets import get_preset
+        >>> encoder = AlbertEncoder(get_preset("albert_tiny"))
+        >>> ids = keras.ops.ones((1, 8), "int32")
+        >>> inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids}
+        >>> with encoder.reading_first_row():
+        ...     tuple(encoder(inputs)["sequence_output"].shape)
+        (1, 1, 256)
+        """
+        before = self.__dict__.get("_first_row", False)
+        self.__dict__["_first_row"] = not self.output_hidden_states  # untracked
+        try:
+            yield self
+        finally:
+            self.__dict__["_first_row"] = before
+
     def call(self, inputs, training=None, mask=None, **kwargs):
         perturbation = self.__dict__.get("_perturbation")
-        if perturbation is None:
+        first_row = self.__dict__.get("_first_row", False) and not self.cls_only
+        if perturbation is None and not first_row:
             return super().call(inputs, training=training, mask=mask, **kwargs)
-        return self._perturbed_call(inputs, perturbation, bool(training))
+        return self._entry_call(inputs, perturbation, bool(training), first_row)
 
-    def _perturbed_call(self, inputs, perturbation, training):
-        """The graph's outputs, through the entry, with perturbed embeddings."""
-        embedded = perturbation(self.embed(inputs, training))
-        first = ops.zeros_like(inputs["token_ids"][:, :1]) if self.cls_only else None
+    def _entry_call(self, inputs, perturbation, training, first_row):
+        """The graph's outputs, through the entry: with perturbed embeddings
+        (``perturbation`` may be None) and the last block on the first row
+        where ``first_row`` or ``cls_only``."""
+        embedded = self.embed(inputs, training)
+        if perturbation is not None:
+            embedded = perturbation(embedded)
+        cut = first_row or self.cls_only
+        first = ops.zeros_like(inputs["token_ids"][:, :1]) if cut else None
         out = self.encode(inputs, training, embedded=embedded, query_positions=first)
         sequence = out["sequence_output"]
         result = {"sequence_output": sequence,

@@ -58,6 +58,17 @@ class TaskModel(keras.Model):
         super().__init__(*args, **kwargs)
         self.task_spec = task_spec
 
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        # A model that reads only [CLS] has its encoder compute that row alone
+        # in the last block: the same outputs, about 1/L fewer matrix products
+        # in fitting and prediction (HF's classes compute every row).
+        encoder = self.__dict__.get("encoder")
+        if encoder is None or not hasattr(encoder, "reading_first_row") or \
+                not self.reads_only_cls:
+            return super().call(inputs, training=training, mask=mask, **kwargs)
+        with encoder.reading_first_row():
+            return super().call(inputs, training=training, mask=mask, **kwargs)
+
     @property
     def task_spec(self):
         """The task description (a dict), or None for a model built by hand."""

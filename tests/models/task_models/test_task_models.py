@@ -4,6 +4,7 @@ separable task (loss falls, accuracy reaches 1.0)."""
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from albert_keras import AlbertConfig
 from albert_keras import AlbertEncoder
@@ -227,3 +228,43 @@ def test_discriminator():
         encoder_inputs,
         lambda b, s: {"rtd_logits": (b, s)},
     )
+
+
+def _graph_call(model, x, training=False):
+    """The functional graph's own call: every row in the last block."""
+    return super(type(model).__mro__[1], model).call(x, training=training)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SequenceClassifier(_encoder(), 3),
+    lambda: SentenceEmbedder(_encoder(), pooling="pooled"),
+])
+def test_a_model_reading_only_cls_computes_that_row_alone_with_the_same_numbers(make, monkeypatch):
+    keras.utils.set_random_seed(0)
+    model = make()
+    cuts = []
+    entry = type(model.encoder)._entry_call
+    monkeypatch.setattr(type(model.encoder), "_entry_call",
+                        lambda self, *a: cuts.append(a[-1]) or entry(self, *a))
+    x = encoder_inputs(3, 9)
+    name = next(iter(model.output))
+    with tf.GradientTape() as tape:
+        got = model(x, training=False)[name]
+        loss = keras.ops.sum(got * got)
+    grads = tape.gradient(loss, model.trainable_variables)
+    with tf.GradientTape() as tape:
+        full = _graph_call(model, x)[name]
+        loss_full = keras.ops.sum(full * full)
+    grads_full = tape.gradient(loss_full, model.trainable_variables)
+    assert cuts == [True]  # the encoder took the first-row path once, the graph never
+    np.testing.assert_allclose(np.asarray(got), np.asarray(full), atol=1e-5)
+    for g, f, v in zip(grads, grads_full, model.trainable_variables):
+        np.testing.assert_allclose(tf.convert_to_tensor(g).numpy(), tf.convert_to_tensor(f).numpy(),
+                                   atol=1e-5, err_msg=v.path)
+
+
+def test_a_model_reading_every_row_computes_every_row(monkeypatch):
+    model = SequenceClassifier(_encoder(), 3, pooling="mean")
+    monkeypatch.setattr(type(model.encoder), "_entry_call",
+                        lambda *a: pytest.fail("a mean over the rows was computed on one"))
+    model(encoder_inputs(2, 7))
