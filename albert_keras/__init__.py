@@ -53,6 +53,8 @@ _PUBLIC = {
     "ConfigError": "albert_keras.config_dicts",
     "MobileBertConfig": "albert_keras.models.mobilebert.mobilebert_config",
     "DebertaConfig": "albert_keras.models.deberta.deberta_config",
+    "DisentangledAttentionBlock": "albert_keras.models.deberta.disentangled_attention",
+    "RelativeEmbedding": "albert_keras.models.deberta.relative_position",
     "MobileBertEncoder": "albert_keras.models.mobilebert.mobilebert_encoder",
     "ModernBertConfig": "albert_keras.models.modernbert.modernbert_config",
     "ModernBertEncoder": "albert_keras.models.modernbert.modernbert_encoder",
@@ -148,9 +150,6 @@ def __getattr__(name):
                              f"this process runs Keras on {backend}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-# Modules that moved keep their former import paths (a finder answers them,
-# importing nothing until one is used).
 
 # The ``albert-keras`` command (module ``albert_keras_cli``, outside this
 # package) builds its parser from this package's light config modules and must

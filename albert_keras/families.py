@@ -83,6 +83,16 @@ class Family:
         recipe_fields: the config fields its authors' recipe sets on any
             preset's model (DeBERTa-v3's attention, which ``--recipe
             deberta_v3`` puts on an ALBERT preset), or None.
+        recipes: ``--recipe`` name -> ``"module:function"`` of the
+            pretraining recipes it brings (``albert_keras.training.recipes``
+            says what a recipe is), or None.
+        attention: ``"module:function"`` for a family whose encoder runs
+            ALBERT's shared stack with its own attention (the config's
+            ``relative_options()`` not None): ``function(options,
+            hidden_size, common)`` gives ``(block class, the block's extra
+            keywords, the layer of the table every block reads)``; ``common``
+            holds the keywords every layer of the stack takes. None: the
+            stack's own attention.
         unread_weights: regular expressions of weight paths (as Keras
             names them in its missing-gradient warning, quotes excluded)
             that its encoder keeps but a run may not train: a warning that
@@ -107,6 +117,8 @@ class Family:
     tokenizer_kind: str = "sentencepiece"
     mask_rate: float = None
     recipe_fields: dict = None
+    recipes: dict = None
+    attention: str = None
     unread_weights: tuple = ()
 
     @property
@@ -160,7 +172,8 @@ def register_family(family):
             continue
         for kind, mine, theirs in (("preset", family.presets, other.presets),
                                    ("HF model_type", family.hf_model_types,
-                                    other.hf_model_types)):
+                                    other.hf_model_types),
+                                   ("recipe", family.recipes or {}, other.recipes or {})):
             taken = sorted(set(mine) & set(theirs))
             if taken:
                 raise ValueError(f"family {family.name!r}: {kind} {taken[0]!r} belongs to "
@@ -178,6 +191,17 @@ def families():
 def _load_built_in():
     for module in BUILT_IN:
         importlib.import_module(module)
+
+
+def family_recipes():
+    """``{--recipe name: "module:function"}`` of every family's recipes, in
+    registration order.
+
+    Example:
+    >>> family_recipes()["deberta_v3"].endswith(":deberta_v3_recipe")
+    True
+    """
+    return {name: spec for family in families() for name, spec in (family.recipes or {}).items()}
 
 
 def family_named(name):

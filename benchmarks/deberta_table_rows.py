@@ -56,7 +56,7 @@ def main():
 
 def _measure(folder, sentences, repeats):
     """Both variants of each case, timed in turn; medians in ms."""
-    import albert_keras.layers.disentangled_attention as attention
+    import albert_keras.models.deberta.disentangled_attention as attention
     from albert_keras.tasks.classify.text_classifier import TextClassifier
 
     cut = attention._rows_in_use

@@ -4,6 +4,7 @@ import os
 
 from albert_keras.cli.flags import CliError
 from albert_keras.cli.flags import number_in
+from albert_keras.families import families
 
 # Paper Table 4 (ALBERT-base, E = 128), in millions of parameters.
 PAPER_TABLE_4 = {"all": 12, "attention": 64, "ffn": 38, "none": 89}
@@ -242,12 +243,10 @@ def add_parsers(sub):
                    help="--to keras or keras-hub: the tokenizer file the output carries "
                         "(default: the source folder's)")
     p.add_argument("--model-type", default="auto",
-                   choices=("auto", "albert", "bert", "electra", "deberta-v2", "mobilebert",
-                            "modernbert"),
-                   help="--to hf: the HF model family (default: auto: modernbert for a "
-                        "ModernBERT model, mobilebert for a MobileBERT model, deberta-v2 with "
-                        "relative attention, bert for an unshared E = H layout, electra for a "
-                        "discriminator, else albert)")
+                   choices=("auto", *sorted(t for f in families() for t in f.hf_model_types)),
+                   help="--to hf: the HF model_type to write (default: auto: the model's "
+                        "family picks it, e.g. bert for an unshared E = H layout of ALBERT's "
+                        "encoder, electra for a discriminator, else the family's own)")
     p.add_argument("--config", default=None,
                    help="TF1: albert_config.json (default: next to the checkpoint)")
     p.add_argument("--allow-unused", action="store_true",

@@ -10,7 +10,7 @@ writer goes through it, so the heads are written down once.
 
 Example:
 >>> from types import SimpleNamespace
->>> architecture("bert", SimpleNamespace(hf_task="SequenceClassification", pooling="pooled"))
+>>> architecture("Bert", SimpleNamespace(hf_task="SequenceClassification", pooling="pooled"))
 'BertForSequenceClassification'
 """
 
@@ -56,39 +56,38 @@ HF_TASKS = {task.name: task for task in (
     HfTask("MultipleChoice", "choice", labels=False, reads_pooler=True),
 )}
 
-# HF's class prefix of each model_type
-_CLASS_PREFIX = {"albert": "Albert", "bert": "Bert", "electra": "Electra",
-                 "deberta-v2": "DebertaV2", "mobilebert": "MobileBert"}
 # The head's dense layers by canonical name (HF's tensor prefix, outside the
 # encoder's); a pooler is the encoder's.
 HEAD_NAMES = tuple(sorted({task.head for task in HF_TASKS.values()}))
-# (model_type, task) pairs HF computes differently from our head: ELECTRA's
-# sentence heads put a GELU dense where our pooler has tanh.
-_UNLIKE = {
-    ("electra", "SequenceClassification"): "ELECTRA's classification head",
-    ("electra", "MultipleChoice"): "ELECTRA's sequence summary",
-}
 HEAD_PREFIXES = tuple(f"{name}." for name in HEAD_NAMES)
 
 
-def architecture(model_type, model, prefix=None):
+def architecture(prefix, model, unlike=None):
     """HF's class name of the task ``model`` (its ``hf_task``:
     ``SequenceClassification``, ``TokenClassification``,
-    ``QuestionAnswering``, ``MultipleChoice``) for ``model_type`` (whose
-    class names start with ``prefix``; default: the built-in families'); a
-    head HF has no class for, or computes otherwise, is a one-line error."""
+    ``QuestionAnswering``, ``MultipleChoice``) in a family whose class
+    names start with ``prefix`` (``Bert``); a head HF has no class for, or
+    computes otherwise, is a one-line error.
+
+    Args:
+        prefix: the family's HF class prefix, as its layout declares it.
+        model: a task model.
+        unlike: ``{hf_task: what HF's class computes}`` for the heads the
+            family's HF classes compute otherwise than ours (ELECTRA's
+            sentence heads), or None.
+    """
     task = model.hf_task
     pooling = getattr(model, "pooling", "pooled")
     if pooling != "pooled":
         raise ConversionError(f"a classifier with pooling {pooling!r} has no HF class (HF's "
                               "classifiers read the pooled [CLS] vector); export its encoder "
                               "instead, or fine-tune with pooling 'pooled'")
-    if (model_type, task) in _UNLIKE:
+    if task in (unlike or {}):
         raise ConversionError(
-            f"{_UNLIKE[model_type, task]} has a GELU dense where this model's pooler has "
+            f"{unlike[task]} has a GELU dense where this model's pooler has "
             "tanh, so transformers would give other outputs: write --model-type bert "
             "(embedding_size = hidden_size) or albert instead")
-    return f"{prefix or _CLASS_PREFIX[model_type]}For{task}"
+    return f"{prefix}For{task}"
 
 
 def head_names():
@@ -154,10 +153,11 @@ def folder_task(data):
     return None
 
 
-def reads_as_task(model_type, task):
+def reads_as_task(task, unlike=None):
     """Whether a folder of HF's ``task`` class reads back as our task model:
-    not where HF computes the head otherwise (ELECTRA's sentence heads)."""
-    return task is not None and (model_type, task) not in _UNLIKE
+    not where the family's class computes the head otherwise (``unlike``,
+    as ``architecture`` takes it: ELECTRA's sentence heads)."""
+    return task is not None and task not in (unlike or {})
 
 
 def task_spec(data, source="config.json"):

@@ -7,10 +7,22 @@ its flags (and answer ``--help``) without importing it.
 import dataclasses
 import os
 
+from albert_keras.families import family_recipes
 from albert_keras.options import option
 
-# ``--recipe``: which defaults fill what the user does not give
-RECIPES = ("auto", "small_corpus", "albert", "deberta_v3")
+# ``--recipe``: which defaults fill what the user does not give; the shared
+# recipes, then those the families declare (``recipe_names``)
+SHARED_RECIPES = ("auto", "small_corpus")
+
+
+def recipe_names():
+    """Every ``--recipe`` name: the shared ones, then the families'.
+
+    Example:
+    >>> recipe_names()[:2]
+    ('auto', 'small_corpus')
+    """
+    return SHARED_RECIPES + tuple(family_recipes())
 
 
 @dataclasses.dataclass
@@ -62,4 +74,4 @@ class PipelineConfig:
                                  "--input, --data or --init; deberta_v3: rtd with gdes on a "
                                  "disentangled-attention encoder (main_job: small_corpus's old "
                                  "name)",
-                         choices=[*RECIPES, "main_job"])
+                         choices=[*recipe_names(), "main_job"])

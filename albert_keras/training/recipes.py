@@ -1,7 +1,9 @@
 """``--recipe``: which defaults fill what the user does not give.
 
-A recipe is a function ``(pipeline, train_config) -> train_config`` in the
-``RECIPES`` table; ``resolve_recipe`` is the one entry, run once by
+A recipe is a function ``(pipeline, train_config) -> train_config``: the
+shared ones in the ``RECIPES`` table, a family's own declared by its
+``Family.recipes`` (ALBERT's settings, DeBERTa-v3's pretraining);
+``resolve_recipe`` is the one entry, run once by
 ``run_pretraining`` before the settings are validated. Values the user
 gives win over a recipe's either way.
 
@@ -15,12 +17,14 @@ Example:
 import dataclasses
 import logging
 
-from albert_keras.families import family_named
+from albert_keras.families import attribute
 from albert_keras.families import family_of
+from albert_keras.families import family_recipes
 from albert_keras.families import preset_config
 from albert_keras.options import name_of
-from albert_keras.training.pipeline_config import RECIPES as RECIPE_NAMES
+from albert_keras.training.pipeline_config import SHARED_RECIPES
 from albert_keras.training.pipeline_config import PipelineConfig
+from albert_keras.training.pipeline_config import recipe_names
 from albert_keras.training.pretrain_config import DEFAULT_TOTAL_STEPS
 from albert_keras.training.pretrain_config import SMALL_CORPUS_LAYERS
 from albert_keras.training.pretrain_config import SMALL_CORPUS_LEARNING_RATE
@@ -39,15 +43,13 @@ def resolve_recipe(pipeline, train_config):
         logger.info("--recipe main_job is now called small_corpus; the old name goes in a "
                     "later release")
         recipe = "small_corpus"
-    if recipe not in RECIPES:
+    if recipe in RECIPES:
+        return RECIPES[recipe](pipeline, train_config)
+    declared = family_recipes()
+    if recipe not in declared:
         raise ValueError(f"{name_of(PipelineConfig, 'recipe')} {recipe!r}: "
-                         f"expected one of {', '.join(RECIPES)}")
-    return RECIPES[recipe](pipeline, train_config)
-
-
-def albert_recipe(pipeline, train_config):
-    """ALBERT's own settings: nothing is filled in beyond the configs' defaults."""
-    return train_config
+                         f"expected one of {', '.join(recipe_names())}")
+    return attribute(declared[recipe])(pipeline, train_config)
 
 
 def auto_recipe(pipeline, train_config):
@@ -63,7 +65,7 @@ def auto_recipe(pipeline, train_config):
     return small_corpus_recipe(pipeline, train_config)
 
 
-def _refuse_init(name, train_config):
+def refuse_init(name, train_config):
     """A recipe that picks the architecture cannot continue a model that has one."""
     if train_config.init:
         raise ValueError(f"{name_of(PipelineConfig, 'recipe')} {name} makes a new model; "
@@ -90,7 +92,7 @@ def small_corpus_recipe(pipeline, train_config):
     * With ``mlm`` on ``albert_tiny`` and no depth given: 2 shared layers and
       1,600 steps, the same weights at half the compute per token.
     """
-    _refuse_init("small_corpus", train_config)
+    refuse_init("small_corpus", train_config)
     objective = "mlm" if train_config.objective == "auto" else train_config.objective
     overrides, total_steps = _small_corpus_depth(objective, train_config)
     if hasattr(preset_config(train_config.preset), "position_bias"):
@@ -131,52 +133,10 @@ def _small_corpus_depth(objective, train_config):
     return overrides, DEFAULT_TOTAL_STEPS
 
 
-# At the small-corpus recipe's 1.6e-2 the discriminator collapsed on the built-in
-# corpus (held-out RTD AUC 0.50, one vector for every token, at 400 and 800 steps);
-# at 4e-3 it learned in warmup and fell back (AUC 0.62); at 1e-3 it kept learning
-# (AUC 0.82 at 400 steps). docs/reports/deberta.md has the search.
-DEBERTA_V3_LEARNING_RATE = 1e-3
-DEBERTA_V3_SHORTFALL = (
-    "--recipe deberta_v3 learns on the built-in corpus at its learning rate (1e-3; held-out "
-    "RTD AUC 0.60 at its 800 steps, 0.82 at 400) but fine-tuned below --recipe small_corpus "
-    "with DeBERTa's encoder there (sotu century 0.779 against 0.865, party 0.566 against "
-    "0.568; 800 pretraining steps against 1,600; docs/reports/deberta.md)")
-
-
-def deberta_v3_recipe(pipeline, train_config):
-    """DeBERTa-v3's pretraining on the small-corpus recipe's budget.
-
-    ``rtd`` (ELECTRA's replaced-token detection) with ``gdes`` embedding
-    sharing, on an encoder with DeBERTa-v3's disentangled attention (the
-    DeBERTa family's ``recipe_fields``; ALBERT's sharing of the preset
-    stays). The
-    warmup, steps and 40% masking are the small-corpus recipe's for
-    ``rtd``; the learning rate is 1e-3, since at the small-corpus recipe's
-    1.6e-2 this encoder's discriminator collapsed on the built-in corpus. It
-    learns at 1e-3 but still fine-tunes below the small-corpus recipe with
-    DeBERTa's encoder there, which choosing it says.
-    """
-    _refuse_init("deberta_v3", train_config)
-    if train_config.learning_rate is None:
-        # measured, docs/reports/deberta.md: said when chosen
-        logger.warning(DEBERTA_V3_SHORTFALL)
-    if train_config.objective not in ("auto", "rtd"):
-        raise ValueError(f"{name_of(PipelineConfig, 'recipe')} deberta_v3 trains --objective "
-                         f"rtd, not {train_config.objective}")
-    overrides = {**family_named("deberta").recipe_fields, **(train_config.model_overrides or {})}
-    sharing = train_config.embedding_sharing
-    mask_rate = train_config.mask_rate
-    if mask_rate is None and train_config.dynamic_masking:
-        mask_rate = SMALL_CORPUS_MASK_RATE
-    train_config = train_config.with_defaults(DEBERTA_V3_LEARNING_RATE, SMALL_CORPUS_WARMUP_STEPS,
-                                              DEFAULT_TOTAL_STEPS)
-    return dataclasses.replace(train_config, objective="rtd", model_overrides=overrides,
-                               embedding_sharing="gdes" if sharing == "tied" else sharing,
-                               mask_rate=mask_rate)
-
-
-# name -> recipe; the names (and so the flag's choices) are pipeline_config's
-RECIPES = {"auto": auto_recipe, "small_corpus": small_corpus_recipe, "albert": albert_recipe,
-           "deberta_v3": deberta_v3_recipe}
-if tuple(RECIPES) != RECIPE_NAMES:  # pipeline_config must stay free of this module's imports
-    raise ImportError(f"recipes {tuple(RECIPES)} differ from --recipe's choices {RECIPE_NAMES}")
+# name -> recipe: the shared ones (a family's own, its ``recipes``, are found
+# in the registry when chosen; the names, and so the flag's choices, are
+# pipeline_config's)
+RECIPES = {"auto": auto_recipe, "small_corpus": small_corpus_recipe}
+if tuple(RECIPES) != SHARED_RECIPES:  # pipeline_config must stay free of this module's imports
+    raise ImportError(f"recipes {tuple(RECIPES)} differ from --recipe's shared choices "
+                      f"{SHARED_RECIPES}")

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from albert_keras.families import config_from_fields
+from albert_keras.families import family_of
 from albert_keras.layers.activations import get_activation
 from albert_keras.layers.quantized_dense import make_dense
 from albert_keras.layers.stack_hidden_states import StackHiddenStates
@@ -105,7 +106,7 @@ def _layers(config, quantize_aware, mask_value, dtype):
         mask_value=mask_value,
         position_bias=config.position_bias,
         alibi_slope_scale=config.alibi_slope_scale,
-        relative=config.relative_options(),
+        relative=_relative(config),
         dtype=dtype,
         name="transformer",
     )
@@ -118,6 +119,15 @@ def _layers(config, quantize_aware, mask_value, dtype):
         name="pooler",
     )
     return embeddings, transformer, pooler
+
+
+def _relative(config):
+    """The stack's ``relative`` options: the config's, with the layers its
+    family declares for them (its ``attention``), or None."""
+    options = config.relative_options()
+    if options is None:
+        return None
+    return {**options, "layers": family_of(config).attention}
 
 
 @keras.saving.register_keras_serializable(package="albert_keras")

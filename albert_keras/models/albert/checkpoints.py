@@ -55,6 +55,8 @@ class HfLayout:
             transform); ``tensors`` is the folder's when reading, None when
             writing.
         architectures: ``(encoder, with the MLM head, discriminator or None)``.
+        class_prefix: HF's class prefix of the task classes (``Bert`` of
+            ``BertForSequenceClassification``).
         tied: the decoder's ``(weight, bias)``, tied to the word table and
             the output bias (bias None: no copy).
         output_bias: the MLM head's bias.
@@ -67,12 +69,16 @@ class HfLayout:
             unused.
         headless_classifier: a folder with ``classifier.weight`` and no
             ``architectures`` is a sequence classifier (DeBERTa's).
+        unlike_heads: ``{hf_task: what HF's class computes}`` for the task
+            heads HF computes otherwise than ours (ELECTRA's sentence
+            heads): written as ``bert`` instead, read as the encoder.
     """
 
     model_type: str
     prefix: str
     names: object
     architectures: tuple
+    class_prefix: str
     tied: tuple
     output_bias: str
     read_config: object
@@ -81,6 +87,7 @@ class HfLayout:
     pooled: object = hf_heads.keeps_pooler
     skipped: object = lambda config, tensors: set()
     headless_classifier: bool = False
+    unlike_heads: dict = dataclasses.field(default_factory=dict)
 
 
 def _albert_layout(model_type, prefix, names_of, **fields):
@@ -97,15 +104,21 @@ def _layouts():
     return {layout.model_type: layout for layout in (
         _albert_layout("albert", "albert.", hf_albert_names,
                        architectures=("AlbertModel", "AlbertForPreTraining", None),
+                       class_prefix="Albert",
                        tied=("predictions.decoder.weight", "predictions.decoder.bias"),
                        output_bias="predictions.bias"),
         _albert_layout("bert", "bert.", hf_bert_names,
                        architectures=("BertModel", "BertForPreTraining", None),
+                       class_prefix="Bert",
                        tied=("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
                        output_bias="cls.predictions.bias"),
         _albert_layout("electra", "electra.", hf_electra_names,
                        architectures=("ElectraModel", "ElectraForMaskedLM",
                                       "ElectraForPreTraining"),
+                       class_prefix="Electra",
+                       # sentence heads with a GELU dense where our pooler has tanh
+                       unlike_heads={"SequenceClassification": "ELECTRA's classification head",
+                                     "MultipleChoice": "ELECTRA's sequence summary"},
                        tied=("generator_lm_head.weight", None),
                        output_bias="generator_lm_head.bias"),
     )}
@@ -117,7 +130,8 @@ LAYOUTS = _layouts()
 def _build_model(layout, config, tensors, dtype, data, source):
     """Our model for the heads the folder has."""
     encoder = AlbertEncoder(config, dtype=dtype)
-    task_model = task_model_from_hf(data, tensors, encoder, source, dtype)
+    task_model = task_model_from_hf(data, tensors, encoder, source, dtype,
+                                    unlike=layout.unlike_heads)
     if task_model is not None:
         return task_model
     if any(k.startswith("discriminator_predictions.") for k in tensors):
@@ -194,7 +208,8 @@ def _architecture(model, layout):
     if hasattr(model, "mlm_head"):
         return with_mlm, layout.prefix
     if getattr(model, "hf_task", None):
-        return hf_heads.architecture(layout.model_type, model), layout.prefix
+        return (hf_heads.architecture(layout.class_prefix, model, layout.unlike_heads),
+                layout.prefix)
     return plain, ""
 
 

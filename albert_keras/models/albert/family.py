@@ -86,4 +86,5 @@ FAMILY = register_family(Family(
     tf1="albert_keras.models.albert.tf1",
     keras_hub="albert_keras.models.albert.keras_hub_preset",
     layout="albert_keras.models.albert.layout:LAYOUT_RULES",
+    recipes={"albert": "albert_keras.models.albert.recipe:albert_recipe"},
 ))

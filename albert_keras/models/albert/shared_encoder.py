@@ -2,10 +2,9 @@
 
 import keras
 
+from albert_keras.families import attribute
 from albert_keras.layers.attention_block import AttentionBlock
-from albert_keras.layers.disentangled_attention import DisentangledAttentionBlock
 from albert_keras.layers.feed_forward_block import FeedForwardBlock
-from albert_keras.layers.relative_position import RelativeEmbedding
 from albert_keras.models.albert.albert_config import block_plan
 
 
@@ -43,11 +42,12 @@ class SharedEncoder(keras.layers.Layer):
             ``AttentionBlock``).
         position_bias: ``none`` or ``alibi`` (see ``AttentionBlock``).
         alibi_slope_scale: multiplies ALiBi's slopes.
-        relative: DeBERTa's disentangled attention, as a dict of
-            ``AlbertConfig``'s relative fields (``span``,
-            ``position_buckets``, ``max_relative_positions``,
-            ``pos_att_type``, ``share_att_key``, ``norm_rel_ebd``), or None.
-            The encoder then owns the one relative table every block reads.
+        relative: another family's attention (DeBERTa's disentangled
+            attention), as the config's ``relative_options()`` dict with
+            ``layers``: the family's ``attention`` (``"module:function"``,
+            see ``albert_keras.families.Family``), which makes the blocks'
+            class and the relative table; or None. The encoder then owns
+            the one relative table every block reads.
 
     Example:
     >>> encoder = SharedEncoder(4, 1, 1, "all", 32, 4, 64)
@@ -111,15 +111,8 @@ class SharedEncoder(keras.layers.Layer):
         self.rel_embeddings = None
         block_class, extra = AttentionBlock, {}
         if self.relative:
-            block_class = DisentangledAttentionBlock
-            extra = {k: self.relative[k] for k in ("span", "position_buckets",
-                                                   "max_relative_positions",
-                                                   "pos_att_type", "share_att_key")}
-            self.rel_embeddings = RelativeEmbedding(
-                self.relative["span"], self.hidden_size,
-                layer_norm=self.relative["norm_rel_ebd"] == "layer_norm",
-                layer_norm_eps=self.layer_norm_eps, initializer_range=self.initializer_range,
-                dtype=self.dtype_policy, name="rel_embeddings")
+            block_class, extra, self.rel_embeddings = attribute(self.relative["layers"])(
+                self.relative, self.hidden_size, common)
         self.attention_blocks = [
             block_class(self.hidden_size, self.num_heads, **extra, **common,
                         attention_dropout=self.attention_dropout, mask_value=self.mask_value,

@@ -47,7 +47,7 @@ def _skipped_by_hf(config, tensors):
 
 LAYOUT = HfLayout(
     model_type=MODEL_TYPE, prefix="deberta.", names=_names,
-    architectures=("DebertaV2Model", "DebertaV2ForMaskedLM", None),
+    architectures=("DebertaV2Model", "DebertaV2ForMaskedLM", None), class_prefix="DebertaV2",
     tied=("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"),
     output_bias="cls.predictions.bias",
     read_config=lambda data, source: from_deberta_dict(data, source, HF_GENERIC_KEYS),

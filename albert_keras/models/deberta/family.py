@@ -2,7 +2,8 @@
 
 DeBERTa has its own config class (``DebertaConfig``: ALBERT's fields and
 DeBERTa's relative attention, with DeBERTa-v3's values), ALBERT's encoder,
-which runs that attention, and its own HF reader and writer
+whose shared stack runs the attention this folder declares
+(``disentangled_attention.stack_layers``), and its own HF reader and writer
 (``checkpoints``). Its presets are microsoft/deberta-v3-*'s shapes.
 """
 
@@ -50,6 +51,8 @@ FAMILY = register_family(Family(
     checkpoints="albert_keras.models.deberta.checkpoints",
     layout="albert_keras.models.albert.layout:LAYOUT_RULES",
     recipe_fields=DEBERTA_V3_ENCODER,
+    recipes={"deberta_v3": "albert_keras.models.deberta.recipe:deberta_v3_recipe"},
+    attention="albert_keras.models.deberta.disentangled_attention:stack_layers",
     # the absolute position table of an encoder with position_biased_input
     # false, kept for the enhanced mask decoder, the only reader
     unread_weights=(r"[^']*position_embedding[^']*",),

@@ -183,7 +183,7 @@ def _architecture(model):
         return "MobileBertForPreTraining" if model.sop_head is not None else (
             "MobileBertForMaskedLM")
     if getattr(model, "hf_task", None):
-        return hf_heads.architecture(MODEL_TYPE, model)
+        return hf_heads.architecture("MobileBert", model)
     return "MobileBertModel"
 
 

@@ -197,7 +197,7 @@ def _architecture(model):
         return "ModernBertForMaskedLM"
     if getattr(model, "hf_task", None) is None:
         return "ModernBertModel"
-    return hf_heads.architecture(MODEL_TYPE, model, prefix="ModernBert")
+    return hf_heads.architecture("ModernBert", model)
 
 
 def _token_ids(encoder):

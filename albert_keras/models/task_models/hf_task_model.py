@@ -20,7 +20,7 @@ TASK_MODELS = {cls.hf_task: cls for cls in (SequenceClassifier, TokenTagger, Spa
                                             ChoiceScorer)}
 
 
-def task_model_from_hf(data, tensors, encoder, source, dtype=None):
+def task_model_from_hf(data, tensors, encoder, source, dtype=None, unlike=None):  # noqa: PLR0913 (the folder's parts and two options)
     """The task model of an HF folder's class on ``encoder``, carrying the
     folder's ``task.json`` (labels from ``id2label``); None for a folder of
     no task class, or of a head HF computes otherwise (ELECTRA's sentence
@@ -32,12 +32,14 @@ def task_model_from_hf(data, tensors, encoder, source, dtype=None):
         encoder: the family's encoder, built from the config.
         source: the folder, for messages.
         dtype: a dtype policy for the model.
+        unlike: ``{hf_task: what HF computes}`` for the family's heads
+            that HF computes otherwise (``hf_heads.architecture``).
 
     Example:
     >>> model = task_model_from_hf(data, tensors, encoder, "hf/")  # doctest: +SKIP
     """
     task = hf_heads.folder_task(data)
-    if not hf_heads.reads_as_task(data.get("model_type"), task):
+    if not hf_heads.reads_as_task(task, unlike):
         return None
     spec = hf_heads.task_spec(data, source)
     outputs = hf_heads.head_outputs(task, tensors, source)

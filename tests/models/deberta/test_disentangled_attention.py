@@ -6,10 +6,10 @@ import pytest
 
 from albert_keras import AlbertEncoder
 from albert_keras.config_dicts import ConfigError
-from albert_keras.layers.disentangled_attention import DisentangledAttentionBlock
-from albert_keras.layers.relative_position import RelativeEmbedding
-from albert_keras.layers.relative_position import log_bucket_position
-from albert_keras.layers.relative_position import relative_index
+from albert_keras.models.deberta.disentangled_attention import DisentangledAttentionBlock
+from albert_keras.models.deberta.relative_position import RelativeEmbedding
+from albert_keras.models.deberta.relative_position import log_bucket_position
+from albert_keras.models.deberta.relative_position import relative_index
 from tests.helpers import albert_config
 from tests.helpers import run_layer_test
 from tests.helpers import run_model_test
@@ -84,7 +84,7 @@ def test_scores_from_the_rows_in_use_equal_the_whole_table(monkeypatch, span, bu
     query rows."""
     import tensorflow as tf
 
-    from albert_keras.layers import disentangled_attention
+    from albert_keras.models.deberta import disentangled_attention
 
     block = DisentangledAttentionBlock(32, 4, span=span, position_buckets=buckets,
                                        max_relative_positions=max_position)

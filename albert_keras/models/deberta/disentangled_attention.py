@@ -5,8 +5,9 @@ from keras import ops
 
 from albert_keras.layers.attention_block import AttentionBlock
 from albert_keras.layers.quantized_dense import make_dense
-from albert_keras.layers.relative_position import relative_index
 from albert_keras.models.deberta.deberta_config import POSITION_ATTENTION_TERMS
+from albert_keras.models.deberta.relative_position import RelativeEmbedding
+from albert_keras.models.deberta.relative_position import relative_index
 
 
 def _gather_rows(scores, index):
@@ -85,7 +86,7 @@ class DisentangledAttentionBlock(AttentionBlock):
             ``dropout`` also drops the relative table, as in DeBERTa.
 
     Example:
-    >>> from albert_keras.layers.relative_position import RelativeEmbedding
+    >>> from albert_keras.models.deberta.relative_position import RelativeEmbedding
     >>> block = DisentangledAttentionBlock(32, 4, span=8, position_buckets=8,
     ...                                    max_relative_positions=64)
     >>> table = RelativeEmbedding(8, 32).table()
@@ -195,3 +196,32 @@ class DisentangledAttentionBlock(AttentionBlock):
             "share_att_key": self.share_att_key,
         })
         return config
+
+
+def stack_layers(options, hidden_size, common):
+    """What ALBERT's shared stack builds to run DeBERTa's attention (the
+    family's ``attention``): ``(block class, the block's extra keywords,
+    the relative table every block reads)``.
+
+    Args:
+        options: the config's ``relative_options()``.
+        hidden_size: H.
+        common: the keywords every layer of the stack takes (``dropout``,
+            ``layer_norm_eps``, ``initializer_range``, ``quantize_aware``,
+            ``dtype``).
+
+    Example:
+    >>> from albert_keras.models.deberta.deberta_config import DebertaConfig
+    >>> block, extra, table = stack_layers(DebertaConfig().relative_options(), 32,
+    ...                                    {"layer_norm_eps": 1e-7, "initializer_range": 0.02})
+    >>> block.__name__, extra["span"], table.name
+    ('DisentangledAttentionBlock', 256, 'rel_embeddings')
+    """
+    extra = {k: options[k] for k in ("span", "position_buckets", "max_relative_positions",
+                                      "pos_att_type", "share_att_key")}
+    table = RelativeEmbedding(
+        options["span"], hidden_size, layer_norm=options["norm_rel_ebd"] == "layer_norm",
+        layer_norm_eps=common["layer_norm_eps"],
+        initializer_range=common["initializer_range"], dtype=common.get("dtype"),
+        name="rel_embeddings")
+    return DisentangledAttentionBlock, extra, table
