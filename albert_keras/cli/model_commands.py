@@ -245,8 +245,8 @@ def add_parsers(sub):
     p.add_argument("--model-type", default="auto",
                    choices=("auto", *sorted(t for f in families() for t in f.hf_model_types)),
                    help="--to hf: the HF model_type to write (default: auto: the model's "
-                        "family picks it, e.g. bert for an unshared E = H layout of ALBERT's "
-                        "encoder, electra for a discriminator, else the family's own)")
+                        "family picks it, e.g. bert for an unshared E = H layout of the ALBERT "
+                        "encoder, electra for a discriminator, else the family model_type)")
     p.add_argument("--config", default=None,
                    help="TF1: albert_config.json (default: next to the checkpoint)")
     p.add_argument("--allow-unused", action="store_true",

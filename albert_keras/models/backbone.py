@@ -253,14 +253,14 @@ class Backbone(keras.Model):
         nothing (the last state would be cut).
 
         Example:
-        >>> from albert_keras import AlbertEncoder
-        >>> from albert_keras.presets import get_preset
-        >>> encoder = AlbertEncoder(get_preset("albert_tiny"))
-        >>> ids = keras.ops.ones((1, 8), "int32")
-        >>> inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids}
+        >>> import numpy as np
+        >>> from albert_keras.families import build_backbone, preset_config
+        >>> encoder = build_backbone(preset_config("bert_tiny"))
+        >>> ids = np.ones((1, 8), "int32")
         >>> with encoder.reading_first_row():
-        ...     tuple(encoder(inputs)["sequence_output"].shape)
-        (1, 1, 256)
+        ...     out = encoder({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
+        >>> tuple(out["sequence_output"].shape)
+        (1, 1, 128)
         """
         before = self.__dict__.get("_first_row", False)
         self.__dict__["_first_row"] = not self.output_hidden_states  # untracked
